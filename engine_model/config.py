@@ -1,0 +1,194 @@
+"""Scenario configuration: frozen pydantic models validated at the boundary, unknown keys rejected.
+
+A `Scenario` is what a TOML file, the CLI's `--set` and the app's controls all produce. `resolve()`
+turns it into the `Resolved` settings the engine runs with, applying SGLang's own defaults
+(sglang-scheduler-facts.md section 4) so the resolved values can be shown beside every figure.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Version = Literal["0.5.20", "0.5.22", "0.5.23"]
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class EngineConfig(Frozen):
+    """SGLang server arguments that change who waits (names as in `sglang/srt/arg_groups/fields`)."""
+
+    version: Version = "0.5.23"
+    chunked_prefill_size: int | Literal["auto"] = "auto"  # "auto": from GPU memory; <= 0 disables chunking
+    enable_mixed_chunk: bool = False
+    max_prefill_tokens: int = Field(16384, ge=1)
+    page_size: int = Field(1, ge=1, le=256)
+    max_running_requests: int | None = Field(None, ge=1)
+    max_total_tokens: int | None = Field(None, ge=16)  # KV pool size in tokens; None: from GPU memory
+    schedule_policy: Literal["fcfs", "lof", "random"] = "fcfs"
+    schedule_conservativeness: float = Field(1.0, ge=0.0)
+    prefill_decode_interval: int = Field(0, ge=0)
+    prefill_decode_interval_min_bs: int = Field(0, ge=0)
+    prefill_max_requests: int | None = Field(None, ge=1)
+    mem_fraction_static: float | None = Field(None, gt=0.0, lt=1.0)
+    context_length: int | None = Field(None, ge=16)
+
+
+class HardwareConfig(Frozen):
+    gpu: str = "h100-sxm"
+    tp_size: int = Field(1, ge=1, le=64)
+    gpu_overrides: dict[str, float | int | str] = Field(default_factory=dict)
+
+
+class ModelConfig(Frozen):
+    name: str = "llama-3.1-8b"
+    weight_dtype: Literal["bf16", "fp8", "nvfp4"] = "bf16"
+    kv_dtype: Literal["bf16", "fp8"] = "bf16"
+    overrides: dict[str, float | int | str] = Field(default_factory=dict)
+
+
+class CostConfig(Frozen):
+    """How long a forward pass takes: the documented roofline, or the reference tool's linear predictor."""
+
+    kind: Literal["roofline", "linear"] = "roofline"
+    a: float = Field(0.010, ge=0)  # linear: seconds per pass
+    b: float = Field(5e-5, ge=0)  # linear: seconds per new token
+    c: float = Field(1e-7, ge=0)  # linear: seconds per token of past KV
+    roofline: dict[str, float] = Field(default_factory=dict)  # efficiency factors / overhead overrides
+
+
+class LengthDist(Frozen):
+    """A length drawn per request: uniform between low and high, or lognormal around a median."""
+
+    dist: Literal["uniform", "lognormal"]
+    low: int = Field(1, ge=1)
+    high: int = Field(ge=1)
+    median: int | None = Field(None, ge=1)
+    sigma: float = Field(0.5, gt=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> LengthDist:
+        if self.high < self.low:
+            raise ValueError(f"high ({self.high}) must be >= low ({self.low})")
+        if self.dist == "lognormal" and self.median is None:
+            raise ValueError("lognormal needs a median")
+        return self
+
+
+Length = int | LengthDist
+
+
+class AtArrival(Frozen):
+    """Requests arrive at start_at, then one every interval_s (0: all together, a burst)."""
+
+    kind: Literal["at"] = "at"
+    start_at: float = Field(0.0, ge=0)
+    interval_s: float = Field(0.0, ge=0)
+
+
+class PoissonArrival(Frozen):
+    kind: Literal["poisson"]
+    start_at: float = Field(0.0, ge=0)
+    rate_per_s: float = Field(gt=0)
+
+
+class ClosedArrival(Frozen):
+    """Sent by a closed-loop client pool (see `ClientConfig`), like bench_serving --max-concurrency."""
+
+    kind: Literal["closed"]
+    client: str
+
+
+Arrival = Annotated[AtArrival | PoissonArrival | ClosedArrival, Field(discriminator="kind")]
+
+
+class GroupConfig(Frozen):
+    """A named group of similar requests, e.g. the forty `streams` or the one `log`."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,40}$")
+    count: int = Field(1, ge=1, le=100_000)
+    prompt_len: Length
+    output_len: Length
+    max_new_tokens: int | None = Field(None, ge=1)  # default: the output length (reserve what is used)
+    num_return_logprob: int = Field(0, ge=0)  # the first N requests of the group ask for logprobs
+    ignore_eos: bool = False
+    already_generated: int = Field(0, ge=0)  # > 0: the request starts mid-reply, already decoding
+    arrival: Arrival = AtArrival()
+
+
+class RequestConfig(Frozen):
+    """One explicit request."""
+
+    rid: str = Field(pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
+    group: str = "requests"
+    arrival_at: float = Field(0.0, ge=0)
+    prompt_len: int = Field(ge=1)
+    output_len: int = Field(ge=1)
+    max_new_tokens: int | None = Field(None, ge=1)
+    return_logprob: bool = False
+    ignore_eos: bool = False
+    already_generated: int = Field(0, ge=0)
+
+
+class ClientConfig(Frozen):
+    """A closed-loop client pool: keeps `concurrency` requests in flight, sends the next on a finish."""
+
+    name: str
+    concurrency: int = Field(ge=1, le=10_000)
+    think_s: float = Field(0.0, ge=0)
+    shuffle: bool = True  # interleave its groups in a seeded random order
+    start_at: float = Field(0.0, ge=0)
+    start_after: str | None = None  # name of a client pool that must finish first (e.g. a warm-up)
+
+
+class TraceConfig(Frozen):
+    path: str
+    fmt: Literal["azure", "mooncake", "burstgpt", "jsonl"] | None = None
+    group: str = "trace"
+    window_start_s: float = Field(0.0, ge=0)
+    window_end_s: float | None = Field(None, gt=0)
+    speedup: float = Field(1.0, gt=0)
+    sample: float = Field(1.0, gt=0, le=1)
+    max_requests: int | None = Field(10_000, ge=1)
+
+
+class WorkloadConfig(Frozen):
+    groups: list[GroupConfig] = Field(default_factory=list)
+    requests: list[RequestConfig] = Field(default_factory=list)
+    clients: list[ClientConfig] = Field(default_factory=list)
+    trace: TraceConfig | None = None
+
+
+class LimitsConfig(Frozen):
+    """Bounds that stop runaway work; a run that hits one says so."""
+
+    max_iterations: int = Field(1_000_000, ge=1)
+    max_sim_seconds: float = Field(36_000.0, gt=0)
+    max_requests: int = Field(100_000, ge=1)
+
+
+class MetricsConfig(Frozen):
+    bucket_edges: list[int] = Field(default_factory=lambda: [8192, 32768])
+
+    @model_validator(mode="after")
+    def _sorted(self) -> MetricsConfig:
+        if self.bucket_edges != sorted(set(self.bucket_edges)) or any(e <= 0 for e in self.bucket_edges):
+            raise ValueError("bucket_edges must be positive and strictly increasing")
+        return self
+
+
+class Scenario(Frozen):
+    name: str = "custom"
+    title: str = ""
+    description: str = ""
+    seed: int = 0
+    engine: EngineConfig = EngineConfig()
+    hardware: HardwareConfig = HardwareConfig()
+    model: ModelConfig = ModelConfig()
+    cost: CostConfig = CostConfig()
+    workload: WorkloadConfig = WorkloadConfig()
+    limits: LimitsConfig = LimitsConfig()
+    metrics: MetricsConfig = MetricsConfig()

@@ -1,0 +1,147 @@
+"""The vocabulary of the model. Read this file first; the rest follows from it.
+
+request    one client request: a prompt, then a reply of `output_len` tokens.
+iteration  one scheduler decision and at most one forward pass (SGLang's `event_loop_normal` turn).
+pass kind  prefill (extend), decode, mixed (a prefill pass that also carries one decode row per running
+           request) or idle (nothing to run).
+row        one request inside a forward pass: `extend` tokens computed now over `past_kv` tokens already
+           in KV. A decode row has extend 1.
+chunk      the part of one prompt prefilled in one pass.
+KV slot    one token of KV cache. SGLang counts its pool in tokens (page size 1 by default).
+retraction SGLang's word for evicting a running request back to the waiting queue.
+
+Timestamps end in `_at` and durations in `_s`, both in seconds of simulated time; counts start `num_`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class RequestState(Enum):
+    PENDING = "pending"  # not yet at the scheduler
+    WAITING = "waiting"  # in the waiting queue (new or retracted)
+    PREFILLING = "prefilling"  # the chunked request: some chunks done, more to come
+    RUNNING = "running"  # in the running (decode) batch
+    FINISHED = "finished"
+    REJECTED = "rejected"
+
+
+class PassKind(Enum):
+    PREFILL = "prefill"
+    DECODE = "decode"
+    MIXED = "mixed"
+    IDLE = "idle"
+
+
+@dataclass(eq=False)
+class Request:
+    """One request and its progress. The scheduler mutates it; the trace keeps what happened."""
+
+    rid: str
+    group: str
+    arrival_at: float
+    prompt_len: int
+    output_len: int  # the real reply length: the reply ends here, as with EOS
+    max_new_tokens: int  # the budget SGLang reserves memory against (>= output_len)
+    return_logprob: bool = False
+    ignore_eos: bool = False
+    num_generated_before: int = 0  # tokens already streamed before the run began ("mid-reply")
+
+    state: RequestState = RequestState.PENDING
+    kv_len: int = 0  # tokens of this request held in KV now
+    token_times: list[float] = field(default_factory=list)  # one timestamp per token produced in the run
+    num_retractions: int = 0
+    queued_at: float | None = None  # when it last entered the waiting queue
+    first_scheduled_at: float | None = None
+    finished_at: float | None = None
+    reject_reason: str | None = None
+
+    @property
+    def num_generated(self) -> int:
+        """SGLang's len(output_ids): tokens of the reply produced so far."""
+        return self.num_generated_before + len(self.token_times)
+
+    @property
+    def is_mid_reply(self) -> bool:
+        return self.num_generated_before > 0
+
+    @property
+    def fill_len(self) -> int:
+        """Tokens a prefill must put in KV: the prompt plus any reply kept through a retraction."""
+        return self.prompt_len + self.num_generated
+
+    @property
+    def num_uncomputed(self) -> int:
+        """SGLang's extend_input_len for the next prefill of this request."""
+        return self.fill_len - self.kv_len
+
+    @property
+    def remaining_max_new(self) -> int:
+        return max(self.max_new_tokens - self.num_generated, 0)
+
+    @property
+    def is_done(self) -> bool:
+        return self.num_generated >= self.output_len
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One prefill row of a pass: `extend` tokens computed over `past_kv` tokens already in KV."""
+
+    rid: str
+    extend: int
+    past_kv: int
+
+
+@dataclass(frozen=True, slots=True)
+class Retraction:
+    """A decode retraction (SGLang `ScheduleBatch.retract_decode`)."""
+
+    at: float
+    before_iteration: int
+    rids: tuple[str, ...]
+    num_generated: tuple[int, ...]
+    num_running_before: int
+    num_running_after: int
+    ratio_before: float
+    ratio_after: float
+    kv_free_before: int
+    kv_free_after: int
+
+
+@dataclass(frozen=True, slots=True)
+class Iteration:
+    """What one scheduler iteration decided and what its forward pass did."""
+
+    index: int
+    kind: PassKind
+    start_at: float
+    end_at: float
+    prefill_rows: tuple[Row, ...]  # in batch order; the continuing chunk first
+    decode_rids: tuple[str, ...]  # decode rows (each 1 token), in batch order
+    decode_past_kv: int  # sum of past_kv over the decode rows
+    reason: str  # why this pass, in plain words
+    mirrors: str  # the SGLang function whose rule decided it
+    chunked_rid: str | None  # the request left half-prefilled after this pass
+    finished_rids: tuple[str, ...]
+    kv_used: int  # KV slots in use after the pass's allocation
+    kv_capacity: int
+    num_waiting: int  # waiting queue length at launch
+    num_running: int  # running (decode) batch size at scheduling time
+    new_token_ratio: float
+    retraction: Retraction | None = None
+
+    @property
+    def duration_s(self) -> float:
+        return self.end_at - self.start_at
+
+    @property
+    def num_new_tokens(self) -> int:
+        """Tokens computed by the pass: prefill extends plus one per decode row."""
+        return sum(row.extend for row in self.prefill_rows) + len(self.decode_rids)
+
+    @property
+    def past_kv_sum(self) -> int:
+        return sum(row.past_kv for row in self.prefill_rows) + self.decode_past_kv

@@ -1,0 +1,325 @@
+"""GPU, model and network-link presets, and the memory arithmetic built on them.
+
+Every preset figure comes from a public source named in its `source` field (a vendor datasheet or the
+model's config.json on Hugging Face) or is labelled "assumption: ...". All presets are plain frozen
+pydantic models, so a scenario can override any field: `GPUS["h100-sxm"].model_copy(update={...})`.
+
+Units: memory in GiB (2**30 bytes, as nvidia-smi's MiB / 1024), compute in dense (non-sparse) TFLOPS,
+memory bandwidth in TB/s (10**12 bytes/s), GPU-to-GPU bandwidth in GB/s (10**9 bytes/s) *per direction*,
+network links in Gb/s (10**9 bits/s).
+"""
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine_model.errors import InputError
+
+GIB = 2**30
+WeightDtype = Literal["bf16", "fp8", "nvfp4"]
+KvDtype = Literal["bf16", "fp8"]
+# Bytes per element. nvfp4 counts the 4-bit payload only (its per-16-element fp8 scales add ~6%).
+DTYPE_BYTES: dict[str, float] = {"bf16": 2.0, "fp8": 1.0, "nvfp4": 0.5}
+KV_DTYPES = ("bf16", "fp8")
+MEM_FRACTION_STATIC = 0.88
+ACTIVATION_RESERVE_GIB = 1.0
+
+
+class GPU(BaseModel):
+    """One accelerator. `memory_gib` is what nvidia-smi / rocm-smi report, which decides
+    SGLang's default chunk size (thresholds 20/35/60/90/160 GiB)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    memory_gib: float = Field(gt=0)
+    bf16_tflops: float = Field(gt=0)  # dense tensor-core peak
+    fp8_tflops: float = Field(gt=0)  # dense tensor-core peak
+    memory_tbps: float = Field(gt=0)  # HBM/GDDR bandwidth, TB/s
+    interconnect_gbps: float = Field(gt=0)  # NVLink / Infinity Fabric / PCIe, GB/s per direction per GPU
+    source: str = Field(min_length=1)
+
+
+class Model(BaseModel):
+    """Transformer shapes from the model's config.json. Parameter counts are derived from the shapes
+    (see `total_params`, `active_params`) so they stay right when a field is overridden.
+
+    For attention="mla", `head_dim` is the value head dim (v_head_dim) and the query/key head dim is
+    qk_nope_head_dim + qk_rope_head_dim. For dense models leave the MoE fields at 0.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    num_layers: int = Field(gt=0)
+    hidden_size: int = Field(gt=0)
+    num_heads: int = Field(gt=0)
+    num_kv_heads: int = Field(gt=0)
+    head_dim: int = Field(gt=0)
+    intermediate_size: int = Field(ge=0)  # dense MLP width (dense layers only in MoE models)
+    vocab_size: int = Field(gt=0)
+    context_length: int = Field(gt=0)
+    tie_word_embeddings: bool = False
+    attention: Literal["gqa", "mla"] = "gqa"
+    q_lora_rank: int = Field(default=0, ge=0)
+    kv_lora_rank: int = Field(default=0, ge=0)
+    qk_nope_head_dim: int = Field(default=0, ge=0)
+    qk_rope_head_dim: int = Field(default=0, ge=0)
+    num_experts: int = Field(default=0, ge=0)
+    num_experts_per_token: int = Field(default=0, ge=0)
+    num_shared_experts: int = Field(default=0, ge=0)
+    moe_intermediate_size: int = Field(default=0, ge=0)
+    first_k_dense: int = Field(default=0, ge=0)  # leading layers with a dense MLP
+    source: str = Field(min_length=1)
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0
+
+    @property
+    def num_moe_layers(self) -> int:
+        return self.num_layers - self.first_k_dense if self.is_moe else 0
+
+    @property
+    def qk_head_dim(self) -> int:
+        return self.qk_nope_head_dim + self.qk_rope_head_dim if self.attention == "mla" else self.head_dim
+
+    @property
+    def attention_params(self) -> int:
+        """Weights of one layer's attention projections (biases and norms ignored, < 0.1%)."""
+        h, n = self.hidden_size, self.num_heads
+        if self.attention == "gqa":
+            return h * n * self.head_dim * 2 + 2 * h * self.num_kv_heads * self.head_dim
+        q = h * self.q_lora_rank + self.q_lora_rank * n * self.qk_head_dim if self.q_lora_rank else h * n * self.qk_head_dim
+        kv = h * (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank * n * (self.qk_nope_head_dim + self.head_dim)
+        return q + kv + n * self.head_dim * h
+
+    @property
+    def expert_params(self) -> int:
+        """Weights of one routed expert (gate, up and down projections)."""
+        return 3 * self.hidden_size * self.moe_intermediate_size
+
+    @property
+    def embedding_params(self) -> int:
+        """Input embedding plus the LM head (counted once when they are tied)."""
+        return self.vocab_size * self.hidden_size * (1 if self.tie_word_embeddings else 2)
+
+    @property
+    def dense_params(self) -> int:
+        """Weights every token uses: attention, dense MLPs, shared experts and routers, not embeddings."""
+        num_dense = self.num_layers - self.num_moe_layers
+        per_moe_layer = self.num_shared_experts * self.expert_params + self.hidden_size * self.num_experts
+        return (self.num_layers * self.attention_params + num_dense * 3 * self.hidden_size * self.intermediate_size
+                + self.num_moe_layers * per_moe_layer)
+
+    @property
+    def total_params(self) -> int:
+        return self.dense_params + self.num_moe_layers * self.num_experts * self.expert_params + self.embedding_params
+
+    @property
+    def active_params(self) -> int:
+        """Parameters one token touches (routed experts: num_experts_per_token of them)."""
+        routed = self.num_moe_layers * self.num_experts_per_token * self.expert_params
+        return self.dense_params + routed + self.embedding_params
+
+
+class Link(BaseModel):
+    """A KV-transfer path between a prefill and a decode GPU (one GPU's NIC, one direction)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    bandwidth_gbps: float = Field(gt=0)  # Gb/s (bits) per GPU NIC
+    latency_s: float = Field(ge=0)  # fixed cost per transfer
+    source: str = Field(min_length=1)
+
+
+def transfer_seconds(link: Link, num_bytes: float) -> float:
+    """Time to move num_bytes over one link: latency + size / bandwidth."""
+    return link.latency_s + num_bytes * 8 / (link.bandwidth_gbps * 1e9)
+
+
+def dtype_bytes(dtype: str, where: str, allowed: tuple[str, ...] = tuple(DTYPE_BYTES)) -> float:
+    if dtype not in allowed:
+        raise InputError(where, f"unknown dtype {dtype!r}; allowed: {', '.join(allowed)}")
+    return DTYPE_BYTES[dtype]
+
+
+def kv_heads_per_rank(model: Model, tp_size: int) -> int:
+    """GQA KV heads are split across TP ranks down to one head per rank, then replicated."""
+    return max(1, model.num_kv_heads // tp_size)
+
+
+def kv_bytes_per_token(model: Model, kv_dtype: str = "bf16", tp_size: int = 1) -> float:
+    """KV-cache bytes one token occupies on one TP rank.
+
+    GQA: K and V, 2 x layers x kv_heads_per_rank x head_dim x bytes.
+    MLA: the compressed latent plus the rope key, layers x (kv_lora_rank + qk_rope_head_dim) x bytes;
+    it is not split by heads, so every TP rank holds all of it.
+    """
+    size = dtype_bytes(kv_dtype, "kv_dtype", KV_DTYPES)
+    if model.attention == "mla":
+        return model.num_layers * (model.kv_lora_rank + model.qk_rope_head_dim) * size
+    return 2 * model.num_layers * kv_heads_per_rank(model, tp_size) * model.head_dim * size
+
+
+def weight_bytes(model: Model, weight_dtype: str = "bf16") -> float:
+    """All weights at one dtype: total_params x bytes (quantization scales ignored)."""
+    return model.total_params * dtype_bytes(weight_dtype, "weight_dtype")
+
+
+def kv_capacity_tokens(
+    gpu: GPU,
+    model: Model,
+    tp_size: int = 1,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    mem_fraction_static: float = MEM_FRACTION_STATIC,
+    activation_reserve_gib: float = ACTIVATION_RESERVE_GIB,
+) -> int:
+    """KV slots per rank: (memory x mem_fraction_static - weights/tp - reserve) / KV bytes per token.
+
+    mem_fraction_static=0.88 is the value SGLang printed for Llama-3.1-8B at TP1 in the shared
+    server_args logs (2024-11, 2025-03); newer versions derive it from GPU memory (0.841 and 0.91
+    appear in later logs), so pass the value your server prints. SGLang keeps (1 - fraction) free for
+    activations and CUDA graphs. activation_reserve_gib is an assumption: memory in use before the pool
+    is sized (CUDA context, NCCL, allocator); ~1.07 GiB on an H100 in the shared Qwen2.5-0.5B log
+    (79.65 GiB total, 77.52 GiB free after loading 1.06 GiB of weights).
+    """
+    if tp_size < 1:
+        raise InputError("tp_size", f"must be >= 1, got {tp_size}")
+    if not 0 < mem_fraction_static <= 1:
+        raise InputError("mem_fraction_static", f"must be in (0, 1], got {mem_fraction_static}")
+    budget = gpu.memory_gib * GIB * mem_fraction_static - activation_reserve_gib * GIB
+    weights = weight_bytes(model, weight_dtype) / tp_size
+    if weights >= budget:
+        raise InputError(
+            "model",
+            f"{model.name} weights need {weights / GIB:.1f} GiB per GPU at {weight_dtype}, tp_size={tp_size}, "
+            f"but {gpu.name} leaves {budget / GIB:.1f} GiB (memory_gib x mem_fraction_static - reserve); "
+            "raise tp_size, use a smaller weight_dtype or a larger GPU",
+        )
+    return int((budget - weights) // kv_bytes_per_token(model, kv_dtype, tp_size))
+
+
+def _lookup(table: dict, name: str, where: str):
+    if name not in table:
+        raise InputError(where, f"unknown preset {name!r}; allowed: {', '.join(table)}")
+    return table[name]
+
+
+def gpu(name: str) -> GPU:
+    return _lookup(GPUS, name, "gpu")
+
+
+def model(name: str) -> Model:
+    return _lookup(MODELS, name, "model")
+
+
+def link(name: str) -> Link:
+    return _lookup(LINKS, name, "link")
+
+
+# ---------------------------------------------------------------------------------------- presets
+# memory_gib: what nvidia-smi reports as memory.total (MiB / 1024); vendors quote decimal GB of the
+# usable size (H100 "80GB" shows 81559 MiB). GPU-to-GPU bandwidth is per direction (half the vendor's
+# bidirectional NVLink figure).
+_NV_SMI = "memory_gib from nvidia-smi memory.total ({} MiB) as commonly reported (assumption: driver-dependent)"
+
+GPUS: dict[str, GPU] = {
+    "a100-80gb": GPU(
+        name="A100 80GB SXM", memory_gib=80.0, bf16_tflops=312, fp8_tflops=312, memory_tbps=2.039,
+        interconnect_gbps=300,
+        source="NVIDIA A100 datasheet, nvidia.com/en-us/data-center/a100 (BF16 312 TFLOPS dense, 2,039 GB/s, "
+        "NVLink 600 GB/s bidirectional); " + _NV_SMI.format(81920) + "; assumption: no FP8 tensor cores, "
+        "so fp8 weights run at the BF16 rate"),
+    "h100-sxm": GPU(
+        name="H100 SXM 80GB", memory_gib=79.65, bf16_tflops=989.4, fp8_tflops=1978.9, memory_tbps=3.35,
+        interconnect_gbps=450,
+        source="NVIDIA H100 datasheet, nvidia.com/en-us/data-center/h100 (SXM: BF16 1,979 / FP8 3,958 TFLOPS "
+        "with sparsity, half dense; 3.35 TB/s; NVLink 900 GB/s bidirectional); " + _NV_SMI.format(81559)),
+    "h200": GPU(
+        name="H200 SXM 141GB", memory_gib=140.4, bf16_tflops=989.4, fp8_tflops=1978.9, memory_tbps=4.8,
+        interconnect_gbps=450,
+        source="NVIDIA H200 datasheet, nvidia.com/en-us/data-center/h200 (141 GB, 4.8 TB/s, H100 compute, "
+        "NVLink 900 GB/s bidirectional); " + _NV_SMI.format(143771)),
+    "b200": GPU(
+        name="B200 180GB", memory_gib=179.06, bf16_tflops=2250, fp8_tflops=4500, memory_tbps=8.0,
+        interconnect_gbps=900,
+        source="NVIDIA HGX B200 datasheet, nvidia.com/en-us/data-center/hgx (8 GPUs: 1.44 TB, 64 TB/s, "
+        "BF16 36 / FP8 72 PFLOPS with sparsity, so per GPU dense 2.25 / 4.5 PFLOPS; NVLink 5 1.8 TB/s "
+        "bidirectional); " + _NV_SMI.format(183359)),
+    "l40s": GPU(
+        name="L40S 48GB", memory_gib=44.99, bf16_tflops=362.05, fp8_tflops=733, memory_tbps=0.864,
+        interconnect_gbps=32,
+        source="NVIDIA L40S datasheet, nvidia.com/en-us/data-center/l40s (BF16 362.05 / FP8 733 TFLOPS dense, "
+        "864 GB/s, no NVLink: PCIe Gen4 x16, 64 GB/s bidirectional); " + _NV_SMI.format(46068)),
+    "mi300x": GPU(
+        name="MI300X 192GB", memory_gib=191.69, bf16_tflops=1307.4, fp8_tflops=2614.9, memory_tbps=5.3,
+        interconnect_gbps=448,
+        source="AMD Instinct MI300X datasheet, amd.com/en/products/accelerators/instinct/mi300/mi300x.html "
+        "(192 GB HBM3, 5.3 TB/s, BF16 1,307.4 / FP8 2,614.9 TFLOPS dense, 7 Infinity Fabric links of "
+        "128 GB/s bidirectional); assumption: rocm-smi reports about 191.7 GiB"),
+    "rubin": GPU(
+        name="Rubin-class (editable)", memory_gib=268.2, bf16_tflops=4500, fp8_tflops=9000, memory_tbps=22.0,
+        interconnect_gbps=1800,
+        source="announced spec, NVIDIA Vera Rubin NVL144 (GTC 2025 / CES 2026 keynotes): 288 GB HBM4 per GPU "
+        "(= 268.2 GiB), NVLink 6 3.6 TB/s bidirectional, HBM4 bandwidth 22 TB/s as announced at CES 2026 "
+        "(13 TB/s at GTC 2025); assumption: BF16/FP8 dense TFLOPS = 2x B200 (not published); edit freely"),
+}
+
+_HF = "Hugging Face config.json, huggingface.co/{}/blob/main/config.json"
+
+MODELS: dict[str, Model] = {
+    "llama-2-7b": Model(
+        name="Llama-2-7B", num_layers=32, hidden_size=4096, num_heads=32, num_kv_heads=32, head_dim=128,
+        intermediate_size=11008, vocab_size=32000, context_length=4096,
+        source=_HF.format("meta-llama/Llama-2-7b-hf")),
+    "llama-3.1-8b": Model(
+        name="Llama-3.1-8B", num_layers=32, hidden_size=4096, num_heads=32, num_kv_heads=8, head_dim=128,
+        intermediate_size=14336, vocab_size=128256, context_length=131072,
+        source=_HF.format("meta-llama/Llama-3.1-8B")),
+    "llama-3.1-70b": Model(
+        name="Llama-3.1-70B", num_layers=80, hidden_size=8192, num_heads=64, num_kv_heads=8, head_dim=128,
+        intermediate_size=28672, vocab_size=128256, context_length=131072,
+        source=_HF.format("meta-llama/Llama-3.1-70B")),
+    "qwen3-8b": Model(
+        name="Qwen3-8B", num_layers=36, hidden_size=4096, num_heads=32, num_kv_heads=8, head_dim=128,
+        intermediate_size=12288, vocab_size=151936, context_length=40960,
+        source=_HF.format("Qwen/Qwen3-8B")),
+    "qwen3-30b-a3b": Model(
+        name="Qwen3-30B-A3B", num_layers=48, hidden_size=2048, num_heads=32, num_kv_heads=4, head_dim=128,
+        intermediate_size=6144, vocab_size=151936, context_length=40960,
+        num_experts=128, num_experts_per_token=8, moe_intermediate_size=768,
+        source=_HF.format("Qwen/Qwen3-30B-A3B") + " (every layer is MoE; intermediate_size unused)"),
+    "deepseek-v3": Model(
+        name="DeepSeek-V3", num_layers=61, hidden_size=7168, num_heads=128, num_kv_heads=128, head_dim=128,
+        intermediate_size=18432, vocab_size=129280, context_length=163840, attention="mla",
+        q_lora_rank=1536, kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64,
+        num_experts=256, num_experts_per_token=8, num_shared_experts=1, moe_intermediate_size=2048,
+        first_k_dense=3,
+        source=_HF.format("deepseek-ai/DeepSeek-V3") + " (the multi-token-prediction layer is not counted)"),
+    "glm-moe": Model(
+        name="GLM-class MoE (GLM-4.5 shapes, editable)", num_layers=92, hidden_size=5120, num_heads=96,
+        num_kv_heads=8, head_dim=128, intermediate_size=12288, vocab_size=151552, context_length=131072,
+        num_experts=160, num_experts_per_token=8, num_shared_experts=1, moe_intermediate_size=1536,
+        first_k_dense=3,
+        source=_HF.format("zai-org/GLM-4.5") + "; assumption: stands in for GLM-5.x, whose config is not "
+        "public in the seed's version (GLM-5.2); the MTP layer is not counted"),
+}
+
+LINKS: dict[str, Link] = {
+    "mooncake": Link(
+        name="Mooncake RDMA", bandwidth_gbps=400, latency_s=50e-6,
+        source="Mooncake Transfer Engine RDMA transport (github.com/kvcache-ai/Mooncake); 400 Gb/s = one "
+        "ConnectX-7 NIC per GPU as in NVIDIA DGX H100 (8x 400 Gb/s ConnectX-7 for the compute fabric); "
+        "assumption: line rate per GPU, 50 us per transfer"),
+    "mooncake_tcp": Link(
+        name="Mooncake TCP", bandwidth_gbps=25, latency_s=1e-3,
+        source="Mooncake Transfer Engine TCP transport (github.com/kvcache-ai/Mooncake); assumption: ~25 Gb/s "
+        "effective through host memory and the kernel network stack, 1 ms per transfer"),
+    "nixl": Link(
+        name="NIXL (UCX RDMA)", bandwidth_gbps=400, latency_s=50e-6,
+        source="NVIDIA NIXL over UCX (github.com/ai-dynamo/nixl); assumption: same 400 Gb/s ConnectX-7 per GPU "
+        "as mooncake, 50 us per transfer"),
+}

@@ -1,0 +1,43 @@
+"""Read SGLang server logs: parse lines, rebuild a timeline, diagnose which stall it shows."""
+
+from engine_model.logs.diagnose import Diagnosis, Finding, Fix, diagnose, scenario_hints
+from engine_model.logs.parse import (
+    DecodeRecord,
+    ParsedLog,
+    PrefillRecord,
+    RetractionRecord,
+    default_rank,
+    parse_log,
+    parse_log_file,
+    settings,
+)
+from engine_model.logs.timeline import (
+    DecodeSegment,
+    LoadSample,
+    PrefillPoint,
+    RetractionPoint,
+    Timeline,
+    build_timeline,
+)
+
+__all__ = [
+    "DecodeRecord",
+    "DecodeSegment",
+    "Diagnosis",
+    "Finding",
+    "Fix",
+    "LoadSample",
+    "ParsedLog",
+    "PrefillPoint",
+    "PrefillRecord",
+    "RetractionPoint",
+    "RetractionRecord",
+    "Timeline",
+    "build_timeline",
+    "default_rank",
+    "diagnose",
+    "parse_log",
+    "parse_log_file",
+    "scenario_hints",
+    "settings",
+]

@@ -1,0 +1,582 @@
+"""Read an SGLang server log into records: prefill lines, decode lines, retractions and startup settings.
+
+Formats follow docs/logs-and-traces.md (facts §5.5, §8). Every line is either turned into a record or
+counted (blank, unrecognised, malformed), so nothing is dropped without a trace.
+"""
+
+import ast
+import math
+import re
+from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime
+from pathlib import Path
+
+from engine_model.errors import InputError
+
+MAX_EXAMPLES = 5
+MAX_QUOTE = 500
+
+PREFIX = re.compile(
+    r"^(?P<lead>.{0,64}?)\[(?P<date>\d{4}-\d{2}-\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,6}))?"
+    r"(?P<tags>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] ?(?P<msg>.*)$"
+)
+BATCH_HEADER = re.compile(
+    r"^(?P<kind>Prefill|Decode) batch(?: ?\[(?P<iter>[^\]]{0,20})\])?(?P<sep>[.,]) ?(?P<body>.*)$"
+)
+ZERO_TAG = re.compile(r"[A-Z_]+0")
+RETRACT_WORDINGS = {"Decode out of memory happened": "decode_oom", "KV cache pool is full": "kv_pool_full"}
+
+
+@dataclass(frozen=True)
+class PrefillRecord:
+    """One `Prefill batch` line: a prefill (or mixed) forward pass as SGLang logged it."""
+
+    line_no: int
+    at: float
+    rank: str
+    text: str
+    num_new_reqs: int
+    num_new_tokens: int
+    num_cached_tokens: int = 0
+    token_usage: float | None = None
+    swa_token_usage: float | None = None
+    mamba_usage: float | None = None
+    num_running_reqs: int | None = None
+    num_queue_reqs: int | None = None
+    num_pending_tokens: int | None = None
+    num_replay_tokens: int | None = None
+    num_bootstrap_reqs: int | None = None
+    num_inflight_reqs: int | None = None
+    num_optimistic_reqs: int | None = None
+    num_prealloc_reqs: int | None = None
+    num_transfer_reqs: int | None = None
+    num_retracted_reqs: int | None = None
+    graph: bool | None = None
+    input_throughput: float | None = None
+    iteration: int | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DecodeRecord:
+    """One `Decode batch` line: logged once every `decode_log_interval` decode passes."""
+
+    line_no: int
+    at: float
+    rank: str
+    text: str
+    num_running_reqs: int
+    num_tokens: int | None = None
+    token_usage: float | None = None
+    num_swa_tokens: int | None = None
+    swa_token_usage: float | None = None
+    num_mamba: int | None = None
+    mamba_usage: float | None = None
+    accept_len: float | None = None
+    accept_rate: float | None = None
+    prealloc_usage: float | None = None
+    num_prealloc_reqs: int | None = None
+    num_transfer_reqs: int | None = None
+    num_retracted_reqs: int | None = None
+    graph: bool | None = None
+    gen_throughput: float | None = None
+    num_queue_reqs: int | None = None
+    iteration: int | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RetractionRecord:
+    """One retraction warning: running requests were sent back to the queue because KV ran out."""
+
+    line_no: int
+    at: float
+    rank: str
+    text: str
+    wording: str  # "decode_oom" (older) or "kv_pool_full"
+    num_retracted_reqs: int
+    new_token_ratio_before: float
+    new_token_ratio_after: float
+    num_new_tokens_gained: int | None = None
+    num_mamba_gained: int | None = None
+
+
+@dataclass(frozen=True)
+class ParsedLog:
+    prefills: list[PrefillRecord]
+    decodes: list[DecodeRecord]
+    retractions: list[RetractionRecord]
+    server_args: dict | None
+    startup: dict | None
+    num_lines: int
+    num_blank: int
+    num_unrecognised: int
+    unrecognised_examples: list[tuple[int, str]]
+    num_malformed: int
+    malformed_examples: list[tuple[int, str]]
+    num_untimestamped: int
+    num_lines_not_read: int
+    ranks: frozenset[str]
+    version_hints: list[str]
+    warnings: list[str]
+    first_timestamp: str | None
+    time_resolution_s: float
+
+
+# log field name -> (record attribute, value kind)
+FIELDS: dict[str, tuple[str, str]] = {
+    "#new-seq": ("num_new_reqs", "int"),
+    "#new-token": ("num_new_tokens", "int"),
+    "#cached-token": ("num_cached_tokens", "int"),
+    "token usage": ("token_usage", "float"),
+    "full token usage": ("token_usage", "float"),
+    "swa token usage": ("swa_token_usage", "float"),
+    "mamba usage": ("mamba_usage", "float"),
+    "#running-req": ("num_running_reqs", "int"),
+    "#queue-req": ("num_queue_reqs", "int"),
+    "#pending-token": ("num_pending_tokens", "int"),
+    "#replay-token": ("num_replay_tokens", "int"),
+    "#bootstrap-req": ("num_bootstrap_reqs", "int"),
+    "#inflight-req": ("num_inflight_reqs", "int"),
+    "#optimistic-req": ("num_optimistic_reqs", "int"),
+    "#prealloc-req": ("num_prealloc_reqs", "int"),
+    "#transfer-req": ("num_transfer_reqs", "int"),
+    "#retracted-req": ("num_retracted_reqs", "int"),
+    "#token": ("num_tokens", "int"),
+    "#full token": ("num_tokens", "int"),
+    "#swa token": ("num_swa_tokens", "int"),
+    "mamba num": ("num_mamba", "int"),
+    "accept len": ("accept_len", "float"),
+    "accept rate": ("accept_rate", "float"),
+    "pre-allocated usage": ("prealloc_usage", "float"),
+    "cuda graph": ("graph", "bool"),
+    "cpu graph": ("graph", "bool"),
+    "npu graph": ("graph", "bool"),
+    "musa graph": ("graph", "bool"),
+    "input throughput (token/s)": ("input_throughput", "float"),
+    "gen throughput (token/s)": ("gen_throughput", "float"),
+}
+REQUIRED = {"Prefill": ("num_new_reqs", "num_new_tokens"), "Decode": ("num_running_reqs",)}
+RECORD_TYPES = {"Prefill": PrefillRecord, "Decode": DecodeRecord}
+
+
+class Malformed(Exception):
+    """A line that looks like a known kind but has a broken field; the message says which."""
+
+
+def convert(name: str, raw: str, kind: str) -> int | float | bool:
+    try:
+        if kind == "bool":
+            if raw not in ("True", "False"):
+                raise ValueError
+            return raw == "True"
+        value = int(raw) if kind == "int" else float(raw)
+    except ValueError:
+        raise Malformed(f"field '{name}' has value '{raw[:40]}', expected {kind}") from None
+    if not math.isfinite(value):
+        raise Malformed(f"field '{name}' has value '{raw[:40]}', expected a finite number")
+    if value < 0:
+        raise Malformed(f"field '{name}' has value '{raw[:40]}', expected a number >= 0")
+    return value
+
+
+def split_fields(body: str) -> list[tuple[str, str]]:
+    pairs = []
+    for piece in body.split(", "):
+        piece = piece.strip().rstrip(",")
+        if not piece:
+            continue
+        name, sep, raw = piece.partition(": ")
+        if not sep:
+            raise Malformed(f"'{piece[:40]}' is not a 'name: value' field")
+        pairs.append((name.strip(), raw.strip()))
+    return pairs
+
+
+def parse_batch(match: re.Match, common: dict) -> PrefillRecord | DecodeRecord:
+    kind = match["kind"]
+    record_type = RECORD_TYPES[kind]
+    allowed = {f.name for f in fields(record_type)}
+    values, extra = {}, {}
+    for name, raw in split_fields(match["body"]):
+        attr, value_kind = FIELDS.get(name, (None, ""))
+        if attr in allowed and attr not in values:
+            values[attr] = convert(name, raw, value_kind)
+        else:
+            extra[name] = raw
+    missing = [name for name, (attr, _) in FIELDS.items() if attr in REQUIRED[kind] and attr not in values]
+    if missing:
+        raise Malformed(f"{kind} batch line lacks {', '.join(sorted(set(missing)))}")
+    iteration = match["iter"]
+    values["iteration"] = int(iteration) if iteration and iteration.strip().isdigit() else None
+    return record_type(**common, **values, extra=extra)
+
+
+def parse_retraction(message: str, common: dict) -> RetractionRecord:
+    wording = next(w for phrase, w in RETRACT_WORDINGS.items() if phrase in message)
+    values = dict(split_fields(message[message.index("#retracted_reqs") :]))
+    try:
+        before, arrow, after = values["#new_token_ratio"].partition(" -> ")
+        gained = values.get("#new_tokens_gained")
+        mamba = values.get("#mamba_num_gained")
+        return RetractionRecord(
+            **common,
+            wording=wording,
+            num_retracted_reqs=int(values["#retracted_reqs"]),
+            new_token_ratio_before=float(before),
+            new_token_ratio_after=float(after),
+            num_new_tokens_gained=None if gained is None else int(gained),
+            num_mamba_gained=None if mamba is None else int(mamba),
+        )
+    except (KeyError, ValueError):
+        raise Malformed("retraction line lacks '#retracted_reqs: N' or '#new_token_ratio: a -> b'") from None
+
+
+def is_retraction(message: str) -> bool:
+    return "#retracted_reqs" in message and any(phrase in message for phrase in RETRACT_WORDINGS)
+
+
+# ---- startup lines -------------------------------------------------------------------------------
+
+SETTING_KEYS = (
+    "model_path",
+    "chunked_prefill_size",
+    "enable_mixed_chunk",
+    "max_running_requests",
+    "max_total_tokens",
+    "max_prefill_tokens",
+    "schedule_policy",
+    "page_size",
+    "disaggregation_mode",
+    "prefill_decode_interval",
+    "tp_size",
+    "dp_size",
+    "enable_dp_attention",
+    "disable_overlap_schedule",
+    "stream_interval",
+    "mem_fraction_static",
+    "kv_cache_dtype",
+    "schedule_conservativeness",
+    "decode_log_interval",
+)
+MAX_LITERAL = 100_000
+UNPARSED = "<unparsed>"
+
+
+def split_top_level(text: str) -> list[str]:
+    """Split on commas that sit outside quotes and brackets (a Python repr or dict body)."""
+    pieces, depth, quote, start, i = [], 0, "", 0, 0
+    while i < len(text):
+        char = text[i]
+        if quote:
+            if char == "\\":
+                i += 1
+            elif char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth = max(depth - 1, 0)
+        elif char == "," and depth == 0:
+            pieces.append(text[start:i])
+            start = i + 1
+        i += 1
+    pieces.append(text[start:])
+    return [p.strip() for p in pieces if p.strip()]
+
+
+def literal(text: str) -> object:
+    """A Python literal, or the raw text when it is not one (never eval)."""
+    if len(text) > MAX_LITERAL:
+        return text[:200] + "..."
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return text
+
+
+def parse_server_args(rest: str) -> tuple[dict, bool]:
+    """`ServerArgs(k=v, ...)` or `{'k': v, ...}` -> (fields, is_complete)."""
+    if rest.startswith("ServerArgs("):
+        body, closed = rest[len("ServerArgs(") :], rest.endswith(")")
+        body, separator = (body[:-1] if closed else body), "="
+    elif rest.startswith("{"):
+        whole = literal(rest)
+        if isinstance(whole, dict):
+            return {str(k): v for k, v in whole.items()}, True
+        body, closed = rest[1:-1] if rest.endswith("}") else rest[1:], rest.endswith("}")
+        separator = ":"
+    else:
+        raise Malformed("server_args= is followed by neither ServerArgs(...) nor {...}")
+    args = {}
+    for piece in split_top_level(body):
+        key, sep, value = piece.partition(separator)
+        key = key.strip()
+        if separator == ":":
+            key = literal(key) if key[:1] in "'\"" else key
+        if sep and isinstance(key, str) and key.isidentifier():
+            args[key] = literal(value.strip())
+    return args, closed
+
+
+def parse_startup(message: str) -> dict:
+    """`max_total_num_tokens=..., ..., available_gpu_mem=59.01 GB` -> numbers by name."""
+    values = {}
+    for piece in message.split(", "):
+        key, sep, raw = piece.partition("=")
+        if not sep:
+            continue
+        raw = raw.strip()
+        key = key.strip() + ("_gb" if raw.endswith(" GB") else "")
+        number = literal(raw.removesuffix(" GB"))
+        values[key] = number if isinstance(number, int | float) and not isinstance(number, bool) else raw
+    if not isinstance(values.get("max_total_num_tokens"), int):
+        raise Malformed("scheduler startup line lacks max_total_num_tokens=<integer>")
+    return values
+
+
+def settings(parsed: ParsedLog) -> dict:
+    """The flags that shape scheduling, as resolved: the scheduler startup line wins over server_args."""
+    args = parsed.server_args or {}
+    found = {key: args[key] for key in SETTING_KEYS if key in args}
+    startup = parsed.startup or {}
+    renamed = {"max_total_num_tokens": "max_total_tokens"}
+    for key in ("max_total_num_tokens", "chunked_prefill_size", "max_prefill_tokens", "max_running_requests"):
+        if isinstance(startup.get(key), int):
+            found[renamed.get(key, key)] = startup[key]
+    return found
+
+
+# ---- the line loop -------------------------------------------------------------------------------
+
+
+@dataclass
+class Builder:
+    """Mutable state of one parse; frozen into a ParsedLog at the end."""
+
+    prefills: list = field(default_factory=list)
+    decodes: list = field(default_factory=list)
+    retractions: list = field(default_factory=list)
+    server_args: dict | None = None
+    startup: dict | None = None
+    num_blank: int = 0
+    num_unrecognised: int = 0
+    unrecognised: list = field(default_factory=list)
+    num_malformed: int = 0
+    malformed: list = field(default_factory=list)
+    num_untimestamped: int = 0
+    ranks: set = field(default_factory=set)
+    hints: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+    first_epoch: float | None = None
+    first_timestamp: str | None = None
+    last_at: float = 0.0
+    has_fraction: bool = False
+
+    def hint(self, text: str) -> None:
+        if text not in self.hints:
+            self.hints.append(text)
+
+    def warn(self, text: str) -> None:
+        if text not in self.warnings:
+            self.warnings.append(text)
+
+    def unrecognised_line(self, line_no: int, line: str) -> None:
+        self.num_unrecognised += 1
+        if len(self.unrecognised) < MAX_EXAMPLES:
+            self.unrecognised.append((line_no, line[:MAX_QUOTE]))
+
+    def malformed_line(self, line_no: int, reason: str) -> None:
+        self.num_malformed += 1
+        if len(self.malformed) < MAX_EXAMPLES:
+            self.malformed.append((line_no, reason))
+
+
+def epoch_of(match: re.Match) -> float:
+    """Seconds since 1970 of the prefix timestamp (read as UTC: only differences matter)."""
+    stamp = datetime.fromisoformat(f"{match['date']}T{match['time']}").replace(tzinfo=UTC)
+    fraction = float("0." + match["frac"]) if match["frac"] else 0.0
+    return stamp.timestamp() + fraction
+
+
+def clock(builder: Builder, match: re.Match | None) -> float:
+    """`at` of a line: seconds since the first timestamped line; untimestamped lines keep the last one."""
+    if match is None:
+        builder.num_untimestamped += 1
+        return builder.last_at
+    epoch = epoch_of(match)
+    if builder.first_epoch is None:
+        builder.first_epoch = epoch
+        builder.first_timestamp = f"{match['date']} {match['time']}"
+    builder.has_fraction |= bool(match["frac"])
+    builder.last_at = round(epoch - builder.first_epoch, 6)
+    return builder.last_at
+
+
+def read_line(builder: Builder, line_no: int, line: str) -> None:
+    match = PREFIX.match(line)
+    message = match["msg"] if match else line.strip()
+    try:
+        at = clock(builder, match)
+    except ValueError:
+        builder.malformed_line(line_no, f"timestamp '{match['date']} {match['time']}' is not a real date")
+        return
+    rank = match["tags"].strip() if match else ""
+    common = {"line_no": line_no, "at": at, "rank": rank, "text": line[:MAX_QUOTE]}
+    batch = BATCH_HEADER.match(message)
+    if batch:
+        record = parse_batch(batch, common)
+        (builder.prefills if batch["kind"] == "Prefill" else builder.decodes).append(record)
+        builder.ranks.add(rank)
+        note_batch_hints(builder, batch, record)
+    elif is_retraction(message):
+        builder.retractions.append(parse_retraction(message, common))
+        builder.ranks.add(rank)
+        note_retraction_hint(builder, builder.retractions[-1])
+    elif message.startswith("server_args="):
+        read_server_args(builder, line_no, message[len("server_args=") :].strip())
+    elif message.startswith("max_total_num_tokens="):
+        if builder.startup is None:
+            builder.startup = parse_startup(message)
+    else:
+        builder.unrecognised_line(line_no, line)
+
+
+def read_server_args(builder: Builder, line_no: int, rest: str) -> None:
+    args, complete = parse_server_args(rest)
+    if not complete:
+        builder.warn(f"line {line_no}: server_args looks cut off; read the {len(args)} fields before the cut")
+    if builder.server_args is not None:
+        builder.warn(f"line {line_no}: another server_args line (a restart?); the first one is used")
+        return
+    builder.server_args = args
+    builder.hint(
+        "startup args as ServerArgs(...) repr (older releases)"
+        if rest.startswith("ServerArgs(")
+        else "startup args as a server_args={...} dict (0.5.20 and later)"
+    )
+
+
+def note_batch_hints(builder: Builder, batch: re.Match, record: PrefillRecord | DecodeRecord) -> None:
+    if batch["sep"] == ".":
+        builder.hint("'Prefill batch.' / 'Decode batch.' with a period (releases up to about 0.5.3)")
+    else:
+        builder.hint("'Prefill batch,' / 'Decode batch,' with a comma (later 0.5.x)")
+    if getattr(record, "num_pending_tokens", None) is not None:
+        builder.hint("#pending-token field (later 0.5.x)")
+    if record.swa_token_usage is not None:
+        builder.hint("hybrid sliding-window KV pool (full / swa token usage)")
+    if record.mamba_usage is not None:
+        builder.hint("mamba state pool (mamba usage)")
+    if getattr(record, "accept_len", None) is not None:
+        builder.hint("speculative decoding (accept len)")
+    if getattr(record, "num_bootstrap_reqs", None) is not None:
+        builder.hint("PD disaggregation, prefill role (#bootstrap-req)")
+    if record.num_prealloc_reqs is not None:
+        builder.hint("PD disaggregation, decode role (#prealloc-req)")
+
+
+def note_retraction_hint(builder: Builder, record: RetractionRecord) -> None:
+    if record.wording == "decode_oom":
+        builder.hint("retraction worded 'Decode out of memory happened' (releases before mid-2025)")
+    else:
+        builder.hint("retraction worded 'KV cache pool is full. Retract requests.'")
+
+
+def check_size(text: str, max_bytes: int) -> None:
+    size = len(text) if len(text) * 4 <= max_bytes else len(text.encode("utf-8", "surrogatepass"))
+    if size > max_bytes:
+        raise InputError(
+            "log", f"is {size:,} bytes; the limit is {max_bytes:,}. Paste the part around the stall."
+        )
+    nul = text.find("\x00", 0, 65536)
+    if nul >= 0:
+        line_no = text.count("\n", 0, nul) + 1
+        raise InputError(
+            f"log line {line_no}", "contains NUL bytes: this looks like a binary file, not a text log"
+        )
+
+
+def parse_log(text: str, *, max_bytes: int = 20_000_000, max_lines: int = 500_000) -> ParsedLog:
+    """Parse an SGLang server log. Raises InputError only for input that cannot be a text log."""
+    if not isinstance(text, str):
+        raise InputError("log", f"expected text, got {type(text).__name__}")
+    check_size(text, max_bytes)
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    builder = Builder()
+    for line_no, line in enumerate(lines[:max_lines], start=1):
+        line = line.rstrip("\r")
+        if not line.strip():
+            builder.num_blank += 1
+            continue
+        try:
+            read_line(builder, line_no, line)
+        except Malformed as problem:
+            last = line_no == len(lines) and not text.endswith("\n")
+            builder.malformed_line(line_no, f"{problem}{' (the last line looks cut off)' if last else ''}")
+    num_not_read = max(len(lines) - max_lines, 0)
+    if num_not_read:
+        builder.warn(f"only the first {max_lines:,} lines were read; {num_not_read:,} more were not")
+    return freeze(builder, min(len(lines), max_lines), num_not_read)
+
+
+def freeze(builder: Builder, num_lines: int, num_not_read: int) -> ParsedLog:
+    return ParsedLog(
+        prefills=builder.prefills,
+        decodes=builder.decodes,
+        retractions=builder.retractions,
+        server_args=builder.server_args,
+        startup=builder.startup,
+        num_lines=num_lines,
+        num_blank=builder.num_blank,
+        num_unrecognised=builder.num_unrecognised,
+        unrecognised_examples=builder.unrecognised,
+        num_malformed=builder.num_malformed,
+        malformed_examples=builder.malformed,
+        num_untimestamped=builder.num_untimestamped,
+        num_lines_not_read=num_not_read,
+        ranks=frozenset(builder.ranks),
+        version_hints=builder.hints,
+        warnings=builder.warnings,
+        first_timestamp=builder.first_timestamp,
+        time_resolution_s=0.001 if builder.has_fraction else 1.0,
+    )
+
+
+def parse_log_file(path: str | Path, *, max_bytes: int = 20_000_000, max_lines: int = 500_000) -> ParsedLog:
+    """Read a log file (size checked before reading; bytes that are not UTF-8 are replaced and reported)."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(str(path), "is not a readable file")
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise InputError(str(path), f"is {size:,} bytes; the limit is {max_bytes:,}")
+    data = path.read_bytes()
+    try:
+        text, note = data.decode("utf-8"), ""
+    except UnicodeDecodeError as error:
+        line_no = data.count(b"\n", 0, error.start) + 1
+        text, note = (
+            data.decode("utf-8", "replace"),
+            f"line {line_no}: bytes that are not UTF-8 were replaced by �",
+        )
+    parsed = parse_log(text, max_bytes=max_bytes, max_lines=max_lines)
+    if note:
+        parsed.warnings.insert(0, note)
+    return parsed
+
+
+def default_rank(parsed: ParsedLog) -> str:
+    """The rank the timeline follows by default: all-zero tags (TP0, DP0 TP0, or no tag) with most lines."""
+    counts: dict[str, int] = {}
+    for record in [*parsed.prefills, *parsed.decodes, *parsed.retractions]:
+        counts[record.rank] = counts.get(record.rank, 0) + 1
+    if not counts:
+        return ""
+    zero = [rank for rank in counts if all(ZERO_TAG.fullmatch(tag) for tag in rank.split())]
+    pool = zero or list(counts)
+    return max(pool, key=lambda rank: (counts[rank], rank == ""))

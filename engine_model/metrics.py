@@ -1,0 +1,119 @@
+"""Metrics: pure functions of a run's requests. Each is defined once, in docs/metrics.md.
+
+For request r with arrival a_r, first token f_r, token times t_r,1 < ... < t_r,n and finish e_r:
+  TTFT_r    = f_r - a_r                         (ttft_s; not defined for a request that starts mid-reply)
+  ITL       = every gap t_r,k+1 - t_r,k         (itl_s, pooled per token; a mid-reply stream's first gap
+                                                 is measured from a_r, when it was already streaming)
+  max ITL_r = the longest of r's gaps           (max_itl_s: the longest pause a reader sees)
+  TPOT_r    = (e_r - f_r) / (n - 1)             (tpot_s, requests with n >= 2)
+  E2E_r     = e_r - a_r                         (e2e_s)
+  queue_r   = first scheduled - a_r             (queue_s)
+  throughput = sum of tokens produced / (last finish - first arrival)   (output_throughput_tok_s)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine_model.core import Request, RequestState
+
+STATS = ("mean", "p50", "p90", "p95", "p99", "max")
+QUANTILES = {"p50": 50, "p90": 90, "p95": 95, "p99": 99}
+
+
+def summarize(values) -> dict[str, float | None]:
+    """mean, p50, p90, p95, p99 and max (linear interpolation between order statistics)."""
+    arr = np.asarray(values, dtype=float)
+    if arr.size == 0:
+        return dict.fromkeys(STATS)
+    out = {"mean": float(arr.mean())}
+    for name, q in QUANTILES.items():
+        out[name] = float(np.percentile(arr, q))
+    out["max"] = float(arr.max())
+    return out
+
+
+def gaps(req: Request) -> np.ndarray:
+    times = req.token_times
+    if req.is_mid_reply and times:
+        times = [req.arrival_at, *times]
+    return np.diff(np.asarray(times, dtype=float)) if len(times) > 1 else np.empty(0)
+
+
+def ttft(req: Request) -> float | None:
+    if req.is_mid_reply or not req.token_times:
+        return None
+    return req.token_times[0] - req.arrival_at
+
+
+def max_itl(req: Request) -> float | None:
+    g = gaps(req)
+    return float(g.max()) if g.size else None
+
+
+def tpot(req: Request) -> float | None:
+    if req.state is not RequestState.FINISHED or len(req.token_times) < 2:
+        return None
+    return (req.finished_at - req.token_times[0]) / (len(req.token_times) - 1)
+
+
+def e2e(req: Request) -> float | None:
+    return req.finished_at - req.arrival_at if req.state is RequestState.FINISHED else None
+
+
+def queue(req: Request) -> float | None:
+    return None if req.first_scheduled_at is None else req.first_scheduled_at - req.arrival_at
+
+
+def group_metrics(reqs: list[Request]) -> dict:
+    def present(fn):
+        return [v for v in map(fn, reqs) if v is not None]
+
+    all_gaps = [g for r in reqs if (g := gaps(r)).size]
+    finished = [r for r in reqs if r.state is RequestState.FINISHED]
+    num_tokens = sum(len(r.token_times) for r in reqs)
+    ends = [r.finished_at for r in finished]
+    span = (max(ends) - min(r.arrival_at for r in reqs)) if ends else 0.0
+    return {
+        "num_requests": len(reqs),
+        "num_finished": len(finished),
+        "num_rejected": sum(r.state is RequestState.REJECTED for r in reqs),
+        "num_retracted": sum(r.num_retractions > 0 for r in reqs),
+        "num_output_tokens": num_tokens,
+        "output_throughput_tok_s": num_tokens / span if span > 0 else None,
+        "ttft_s": summarize(present(ttft)),
+        "itl_s": summarize(np.concatenate(all_gaps) if all_gaps else []),
+        "max_itl_s": summarize(present(max_itl)),
+        "tpot_s": summarize(present(tpot)),
+        "e2e_s": summarize(present(e2e)),
+        "queue_s": summarize(present(queue)),
+    }
+
+
+def bucket_label(prompt_len: int, edges: list[int]) -> str:
+    lower = 0
+    for edge in edges:
+        if prompt_len < edge:
+            return f"{lower}-{edge - 1}"
+        lower = edge
+    return f">={lower}"
+
+
+def bucket_labels(edges: list[int]) -> list[str]:
+    lows = [0, *edges]
+    return [f"{lo}-{hi - 1}" for lo, hi in zip(lows, edges, strict=False)] + [f">={lows[-1]}"]
+
+
+def all_metrics(reqs: list[Request], edges: list[int]) -> dict:
+    """metrics.overall, metrics.groups.<group>, metrics.buckets.<prompt-length bucket>."""
+    groups: dict[str, list[Request]] = {}
+    for r in reqs:
+        groups.setdefault(r.group, []).append(r)
+    buckets: dict[str, list[Request]] = {label: [] for label in bucket_labels(edges)}
+    for r in reqs:
+        buckets[bucket_label(r.prompt_len, edges)].append(r)
+    return {
+        "overall": group_metrics(reqs),
+        "groups": {name: group_metrics(members) for name, members in groups.items()},
+        "buckets": {label: group_metrics(members) for label, members in buckets.items() if members},
+    }

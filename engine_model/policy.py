@@ -1,0 +1,164 @@
+"""Scheduling policies as small functions over explicit budgets, each named after the SGLang rule it mirrors.
+
+- `NewTokenRatio`: `NewTokenRatioTracker` (scheduler_components/new_token_ratio_tracker.py).
+- `PrefillAdder`: `PrefillAdder` + `PrefillBudget` (schedule_policy.py, mem_cache/prefill_budget.py).
+- `retraction_order`, `ratio_after_retraction`: `ScheduleBatch.retract_decode` (schedule_batch.py).
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from engine_model.core import Request
+from engine_model.resolve import Resolved
+
+CLIP_MAX_NEW_TOKENS = 4096  # SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION
+RETRACT_DECODE_STEPS = 20  # SGLANG_RETRACT_DECODE_STEPS
+
+
+class NewTokenRatio:
+    """The guess of how much of its remaining budget a running request will still use."""
+
+    def __init__(self, cfg: Resolved):
+        self.init, self.min, self.decay = cfg.ratio_init, cfg.ratio_min, cfg.ratio_decay
+        self.value = self.init
+
+    def decay_step(self) -> None:
+        """Once per scheduled decode step that retracts nothing (`update_running_batch`)."""
+        self.value = max(self.value - self.decay, self.min)
+
+    def reset(self) -> None:
+        """Only when the server is fully idle (`Scheduler.on_idle`)."""
+        self.value = self.init
+
+
+def ratio_after_retraction(survivors: list[Request]) -> float:
+    """`estimate_new_token_ratio_after_retract`: over the requests that stay, max_new unclipped."""
+    generated = sum(r.num_generated for r in survivors)
+    budget = sum(r.max_new_tokens for r in survivors)
+    return min(1.0, (generated + RETRACT_DECODE_STEPS * len(survivors)) / (budget + 1))
+
+
+def retraction_order(running: list[Request]) -> list[Request]:
+    """Who goes first: fewest generated tokens, ties to the longest prompt (`_get_decode_retraction_order`).
+
+    SGLang sorts by (len(output_ids), -len(origin_input_ids)) descending and pops from the end; the
+    returned list is in pop order. Python's sort is stable, as SGLang's is, so further ties keep batch order.
+    """
+    ranked = sorted(running, key=lambda r: (r.num_generated, -r.prompt_len), reverse=True)
+    return ranked[::-1]
+
+
+def ceil_page(tokens: int, page_size: int) -> int:
+    return -(-tokens // page_size) * page_size
+
+
+class Verdict(Enum):
+    """`AddReqResult`: why the admission loop continues or stops."""
+
+    CONTINUE = "continue"
+    NO_TOKEN = "no_token"  # the memory budget is spent
+    OTHER = "other"  # the token (compute) budget or request cap is spent
+
+
+class PrefillAdder:
+    """Builds one prefill batch against SGLang's budgets (sglang-scheduler-facts.md section 2.3).
+
+    rem_total  = pool - (mixed rows + sum over running of min(remaining max_new, 4096) x ratio
+                 + sum over admitted of (extend + page + decode charge))   # what stays free after all finish
+    cur_rem    = pool - (mixed rows + sum over admitted of (extend + page))  # the allocation right now
+    rem_input  = max_prefill_tokens - mixed rows - sum of admitted extends
+    rem_chunk  = chunked_prefill_size - mixed rows - sum of admitted extends  (None: chunking off)
+    """
+
+    def __init__(self, cfg: Resolved, *, pool: int, running: list[Request], ratio: float, num_mixed: int):
+        self.cfg = cfg
+        self.pool = pool
+        self.rem_input = cfg.max_prefill_tokens - num_mixed
+        self.rem_chunk = None if cfg.chunked_prefill_size is None else cfg.chunked_prefill_size - num_mixed
+        self.total_offset = num_mixed + sum(self._reservation(r, ratio) for r in running)
+        self.current_offset = num_mixed
+        self.admitted: list[tuple[Request, int]] = []  # (request, extend) in batch order
+        self.new_chunked: Request | None = None
+
+    def _reservation(self, req: Request, ratio: float) -> float:
+        """`_get_running_request_total_token_offset`; 0.5.22+ reserves all of an ignore_eos request."""
+        if req.ignore_eos and self.cfg.version != "0.5.20":
+            ratio = 1.0
+        return min(req.remaining_max_new, CLIP_MAX_NEW_TOKENS) * ratio
+
+    @property
+    def rem_total(self) -> float:
+        return self.pool - self.total_offset
+
+    @property
+    def cur_rem(self) -> float:
+        return self.pool - self.current_offset
+
+    def state(self) -> Verdict:
+        """`budget_state`: memory first, then the token budgets."""
+        if self.rem_total <= 0 or self.cur_rem <= 0:
+            return Verdict.NO_TOKEN
+        if self.rem_input <= 0 or (self.rem_chunk is not None and self.rem_chunk <= 0):
+            return Verdict.OTHER
+        return Verdict.CONTINUE
+
+    def _charge(self, req: Request, extend: int, decode_charge: int) -> None:
+        """`_update_prefill_budget`."""
+        paged = ceil_page(extend, self.cfg.page_size)
+        self.total_offset += paged + self.cfg.page_size + decode_charge
+        self.current_offset += paged + self.cfg.page_size
+        self.rem_input -= paged
+        if self.rem_chunk is not None:
+            self.rem_chunk -= paged
+        self.admitted.append((req, extend))
+
+    def add_chunked(self, req: Request) -> bool:
+        """`add_chunked_req`: the pending chunk goes first and always progresses. True if still truncated."""
+        room = min(self.rem_chunk, int(self.rem_total)) if self.rem_chunk is not None else int(self.rem_total)
+        if room <= 0:
+            room = self.rem_chunk if self.rem_chunk is not None else req.num_uncomputed
+        extend = min(req.num_uncomputed, room)
+        truncated = extend < req.num_uncomputed
+        self._charge(req, extend, 0 if truncated else min(req.max_new_tokens, CLIP_MAX_NEW_TOKENS))
+        return truncated
+
+    def add_one(self, req: Request) -> Verdict:
+        """`add_one_req`: the whole remaining prompt and its clipped budget must fit, even if it will be chunked."""
+        if self.cfg.prefill_max_requests is not None and len(self.admitted) >= self.cfg.prefill_max_requests:
+            return Verdict.OTHER
+        extend = req.num_uncomputed
+        total_tokens = extend + min(req.remaining_max_new, CLIP_MAX_NEW_TOKENS) + self.cfg.page_size
+        if total_tokens >= self.rem_total:
+            return Verdict.NO_TOKEN
+        paged = ceil_page(extend, self.cfg.page_size)
+        if self.rem_chunk is None and self.admitted and paged >= self.rem_input:
+            return Verdict.OTHER
+        if self.rem_chunk is None or paged <= self.rem_chunk:
+            self._charge(req, extend, min(req.remaining_max_new, CLIP_MAX_NEW_TOKENS))
+            return self.state()
+        page = self.cfg.page_size
+        truncated = self.rem_chunk // page * page
+        end = (req.kv_len + truncated) // page * page
+        truncated = end - req.kv_len
+        if truncated <= 0:
+            return Verdict.OTHER
+        self.new_chunked = req
+        self._charge(req, truncated, 0)
+        return self.state()
+
+    @property
+    def num_admitted_new(self) -> int:
+        return len(self.admitted)
+
+    def fits_empty_pool(self, req: Request) -> bool:
+        """Could this request ever be admitted, with nothing running and the whole pool free?"""
+        total_tokens = req.num_uncomputed + min(req.remaining_max_new, CLIP_MAX_NEW_TOKENS) + self.cfg.page_size
+        return total_tokens < self.cfg.max_total_tokens
+
+
+def num_decode_slots_needed(running: list[Request], page_size: int) -> int:
+    """`check_decode_mem`: a new page for every request whose KV ends on a page boundary."""
+    if page_size == 1:
+        return len(running)
+    return sum(page_size for r in running if r.kv_len % page_size == 0)

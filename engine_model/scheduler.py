@@ -1,0 +1,394 @@
+"""One SGLang server, one iteration at a time: schedule -> cost -> apply -> record.
+
+`Scheduler.step()` mirrors one turn of `event_loop_normal` (overlap off): `get_next_batch_to_run` picks
+a prefill, mixed or decode batch (or nothing), the cost model prices the forward pass, and the result
+is applied (tokens stamped at the end of the pass, finished requests release their KV).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from engine_model.core import Iteration, PassKind, Request, RequestState, Retraction, Row
+from engine_model.cost import PassShape
+from engine_model.policy import (
+    CLIP_MAX_NEW_TOKENS,
+    NewTokenRatio,
+    PrefillAdder,
+    Verdict,
+    ceil_page,
+    num_decode_slots_needed,
+    ratio_after_retraction,
+    retraction_order,
+)
+from engine_model.resolve import Resolved
+
+
+@dataclass
+class Plan:
+    """The batch one iteration runs, and why."""
+
+    kind: PassKind
+    prefill: list[tuple[Request, int]] = field(default_factory=list)  # (request, extend) in batch order
+    decode: list[Request] = field(default_factory=list)
+    reason: str = ""
+    mirrors: str = ""
+    num_running: int = 0
+    retraction: Retraction | None = None
+
+    def shape(self) -> PassShape:
+        past_decode = sum(r.kv_len - 1 for r in self.decode)  # KV before this pass's decode slot
+        new_prefill = sum(extend for _, extend in self.prefill)
+        past_prefill = sum(r.kv_len - extend for r, extend in self.prefill)
+        pairs = sum(e * (r.kv_len - e) + e * (e + 1) // 2 for r, e in self.prefill) + past_decode + len(self.decode)
+        return PassShape(
+            num_rows=len(self.prefill) + len(self.decode),
+            num_decode_rows=len(self.decode),
+            new_tokens=new_prefill + len(self.decode),
+            past_kv_sum=past_prefill + past_decode,
+            attn_pairs=pairs,
+        )
+
+
+class Scheduler:
+    def __init__(self, cfg: Resolved, cost, rng: random.Random):
+        self.cfg = cfg
+        self.cost = cost
+        self.rng = rng
+        self.now = 0.0
+        self.waiting: list[Request] = []
+        self.running: list[Request] = []  # the running (decode) batch, in batch order
+        self.chunked: Request | None = None  # SGLang's chunked_req
+        self.last_extend: list[Request] = []  # the last prefill/mixed batch, merged next iteration
+        self.batch_is_full = False
+        self.ratio = NewTokenRatio(cfg)
+        self.countdown = 0  # prefill_decode_interval
+        self.kv_used = 0
+        self.iterations: list[Iteration] = []
+        self.retractions: list[Retraction] = []
+        self.finished: list[Request] = []  # in finishing order
+        self.rejected: list[Request] = []
+
+    # -- arrivals ---------------------------------------------------------------------------------
+    def arrive(self, req: Request) -> None:
+        """A request reaches the scheduler (`_add_request_to_queue`, after the tokenizer's length checks)."""
+        if req.prompt_len >= self.cfg.max_req_input_len:
+            return self._reject(req, f"prompt of {req.prompt_len} tokens >= max_req_input_len {self.cfg.max_req_input_len}")
+        limit = self.cfg.max_req_len - req.prompt_len - 1  # max_new_tokens is clipped to fit the context
+        req.max_new_tokens = min(req.max_new_tokens, limit)
+        req.output_len = min(req.output_len, req.max_new_tokens)
+        if req.is_mid_reply:
+            return self._start_mid_reply(req)
+        req.state, req.queued_at = RequestState.WAITING, self.now
+        self.waiting.append(req)
+
+    def _start_mid_reply(self, req: Request) -> None:
+        kv = ceil_page(req.fill_len - 1, self.cfg.page_size)
+        if self.kv_used + kv > self.cfg.max_total_tokens or len(self.running) >= self.cfg.max_running_requests:
+            return self._reject(req, "a mid-reply request does not fit the KV pool or the running-request cap")
+        req.state, req.kv_len, req.first_scheduled_at = RequestState.RUNNING, req.fill_len - 1, self.now
+        self.kv_used += kv
+        self.running.append(req)
+
+    def _reject(self, req: Request, reason: str) -> None:
+        req.state, req.reject_reason, req.finished_at = RequestState.REJECTED, reason, self.now
+        self.rejected.append(req)
+
+    @property
+    def has_work(self) -> bool:
+        return bool(self.waiting or self.running or self.chunked or self.last_extend)
+
+    @property
+    def kv_free(self) -> int:
+        return self.cfg.max_total_tokens - self.kv_used
+
+    # -- one iteration ----------------------------------------------------------------------------
+    def step(self) -> Iteration:
+        """schedule -> cost -> apply -> record."""
+        plan = self.schedule()
+        if plan.kind is PassKind.IDLE:
+            if not self.has_work:
+                self.ratio.reset()  # Scheduler.on_idle, is_fully_idle
+            return self.record(plan, self.launch_view(plan), self.now)
+        end = self.now + self.cost.seconds(plan.shape())
+        view = self.launch_view(plan)
+        self.apply(plan, end)
+        record = self.record(plan, view, end)
+        self.now = end
+        return record
+
+    def schedule(self) -> Plan:
+        """`Scheduler.get_next_batch_to_run`."""
+        self._merge_last_extend()
+        if self.countdown > 0 and self._defer_prefill():
+            plan, why_not = None, f"prefill_decode_interval: {self.countdown + 1} decode round(s) left before prefill"
+        else:
+            plan, why_not = self._prefill_plan()
+        if plan is None:
+            plan = self._decode_plan(why_not)
+        if plan.kind in (PassKind.PREFILL, PassKind.MIXED):
+            self.countdown = self.cfg.prefill_decode_interval  # _arm_prefill_decode_interval
+        return plan
+
+    def _merge_last_extend(self) -> None:
+        """get_next_batch_to_run step 3: the last prefill batch joins the running batch."""
+        if self.last_extend:
+            self.running.extend(self.last_extend)
+            self.last_extend = []
+
+    def _defer_prefill(self) -> bool:
+        """`_should_defer_prefill`; 0.5.23 cancels it while the batch is below prefill_decode_interval_min_bs."""
+        if self.cfg.version == "0.5.23" and len(self.running) < self.cfg.prefill_decode_interval_min_bs:
+            self.countdown = 0
+            return False
+        self.countdown -= 1
+        return True
+
+    # -- prefill ----------------------------------------------------------------------------------
+    def _prefill_plan(self) -> tuple[Plan | None, str]:
+        """`get_new_batch_prefill` / `_get_new_batch_prefill_raw` with `PrefillAdder`."""
+        cfg = self.cfg
+        if cfg.version != "0.5.20" and not self.running:
+            self.batch_is_full = False
+        if self.chunked is None:
+            if not self.waiting:
+                return None, "the waiting queue is empty"
+            if self.batch_is_full:
+                return None, "batch_is_full is latched: nothing new is tried until a running request leaves"
+        num_allocatable = cfg.max_running_requests - len(self.running)
+        if num_allocatable <= 0 and self.chunked is None:
+            self.batch_is_full = True
+            return None, f"max_running_requests ({cfg.max_running_requests}) are running"
+        self._sort_waiting()
+        num_mixed = len(self.running) if cfg.is_mixed_chunk else 0
+        adder = PrefillAdder(cfg, pool=self.kv_free, running=self.running, ratio=self.ratio.value, num_mixed=num_mixed)
+        still_chunked = adder.add_chunked(self.chunked) if self.chunked else False
+        stop = self._admit_waiting(adder, num_allocatable)
+        if not adder.admitted:
+            return None, stop
+        return self._build_prefill(adder, still_chunked, stop), ""
+
+    def _sort_waiting(self) -> None:
+        """`SchedulePolicy.calc_priority`: fcfs keeps list order."""
+        if self.cfg.schedule_policy == "lof":
+            self.waiting.sort(key=lambda r: -r.max_new_tokens)
+        elif self.cfg.schedule_policy == "random":
+            self.rng.shuffle(self.waiting)
+
+    def _admit_waiting(self, adder: PrefillAdder, num_allocatable: int) -> str:
+        """The admission loop: stops at the first request that does not fit (head-of-line blocking)."""
+        held = 1 if self.chunked is not None and self.cfg.version == "0.5.23" else 0
+        for req in list(self.waiting):
+            if self.cfg.version != "0.5.20" and adder.state() is Verdict.OTHER:
+                return "the token budget is spent"
+            if len(adder.admitted) - held >= num_allocatable:
+                self.batch_is_full = True
+                return f"max_running_requests ({self.cfg.max_running_requests}) reached"
+            verdict = adder.add_one(req)
+            if verdict is Verdict.CONTINUE:
+                continue
+            admitted = any(r is req for r, _ in adder.admitted)
+            if verdict is Verdict.NO_TOKEN and not admitted and self._never_fits(adder, req):
+                self.waiting.remove(req)
+                need = req.num_uncomputed + min(req.remaining_max_new, CLIP_MAX_NEW_TOKENS)
+                self._reject(req, f"needs {need} KV slots (prompt + min(max_new, {CLIP_MAX_NEW_TOKENS})); "
+                             f"the whole pool is {self.cfg.max_total_tokens}")
+                continue
+            if verdict is Verdict.NO_TOKEN:
+                self.batch_is_full = True if self.cfg.version == "0.5.20" else bool(adder.admitted or self.running)
+                if admitted:
+                    return f"the KV budget is spent after {req.rid}"
+                return f"{req.rid} does not fit the KV budget (its prompt + min(max_new, {CLIP_MAX_NEW_TOKENS}) + the running requests' reservations)"
+            return "the token budget is spent" if admitted else f"{req.rid} does not fit the token budget"
+        return ""
+
+    def _never_fits(self, adder: PrefillAdder, req: Request) -> bool:
+        """Our guard, not SGLang's: a head request that cannot fit an empty pool would wait forever."""
+        alone = not self.running and self.chunked is None and not adder.admitted and self.kv_used == 0
+        return alone and not adder.fits_empty_pool(req)
+
+    def _build_prefill(self, adder: PrefillAdder, still_chunked: bool, stop: str) -> Plan:
+        admitted_new = [r for r, _ in adder.admitted if r is not self.chunked]
+        continuing = self.chunked
+        for req in admitted_new:
+            self.waiting.remove(req)
+        self.chunked = adder.new_chunked or (continuing if still_chunked else None)
+        for req, extend in adder.admitted:  # prepare_for_extend allocates the KV now
+            self.kv_used += ceil_page(req.kv_len + extend, self.cfg.page_size) - ceil_page(req.kv_len, self.cfg.page_size)
+            req.kv_len += extend
+            req.state = RequestState.PREFILLING
+            if req.first_scheduled_at is None:
+                req.first_scheduled_at = self.now
+        plan = Plan(PassKind.PREFILL, prefill=list(adder.admitted), num_running=len(self.running))
+        mix_note = self._maybe_mix(plan)
+        plan.reason = self._prefill_reason(adder, continuing, stop, mix_note)
+        plan.mirrors = "Scheduler.get_next_batch_to_run -> get_new_batch_prefill -> PrefillAdder"
+        if plan.kind is PassKind.MIXED:
+            plan.mirrors += " -> ScheduleBatch.mix_with_running"
+        return plan
+
+    def _maybe_mix(self, plan: Plan) -> str:
+        """Mixed chunk (end of `_get_new_batch_prefill_raw`): running requests ride along as 1-token rows."""
+        if not self.cfg.is_mixed_chunk or not self.running:
+            return ""
+        asking = [r.rid for r in self.running if r.return_logprob] + [r.rid for r, _ in plan.prefill if r.return_logprob]
+        if asking:
+            return f"mixing skipped: {asking[0]} asks for logprobs, so the {len(self.running)} running requests wait"
+        needed = num_decode_slots_needed(self.running, self.cfg.page_size)
+        if self.cfg.version != "0.5.20" and self.kv_free < needed:  # 0.5.22+: check_decode_mem
+            return "mixing skipped: not enough KV for the decode rows (check_decode_mem)"
+        self._allocate_decode(self.running)
+        plan.kind, plan.decode, self.running = PassKind.MIXED, self.running, []
+        return f"mixed chunk: the {len(plan.decode)} running requests each decode one token in this pass"
+
+    def _prefill_reason(self, adder: PrefillAdder, continuing: Request | None, stop: str, mix_note: str) -> str:
+        parts = []
+        if continuing is not None:
+            parts.append(f"prefill wins: {continuing.rid} is half-prefilled, so its next chunk runs first")
+        else:
+            parts.append(f"prefill wins: {len(adder.admitted)} waiting request(s) fit the budgets")
+        if self.chunked is not None:
+            left = self.chunked.num_uncomputed
+            parts.append(f"{self.chunked.rid} is cut at the chunk budget ({left} tokens left)")
+        if stop:
+            parts.append(f"admission stopped: {stop}")
+        if mix_note:
+            parts.append(mix_note)
+        elif self.running:
+            parts.append(f"the {len(self.running)} running requests get no token this pass")
+        return "; ".join(parts)
+
+    # -- decode -----------------------------------------------------------------------------------
+    def _decode_plan(self, why_not_prefill: str) -> Plan:
+        """`update_running_batch`: check decode memory, retract or decay the ratio, then decode everyone."""
+        if not self.running:
+            why = why_not_prefill or "nothing to run"
+            return Plan(PassKind.IDLE, reason=f"idle: {why}", mirrors="Scheduler.on_idle")
+        num_before = len(self.running)
+        retraction = None
+        if self.kv_free < num_decode_slots_needed(self.running, self.cfg.page_size):
+            retraction = self._retract()
+        else:
+            self.ratio.decay_step()
+        if len(self.running) < num_before:
+            self.batch_is_full = False
+        if not self.running:
+            return Plan(PassKind.IDLE, reason="idle: the last running request was aborted", mirrors="retract_decode",
+                        retraction=retraction)
+        self._allocate_decode(self.running)
+        reason = f"decode: every running request gets one token; no prefill because {why_not_prefill or 'none could be formed'}"
+        if retraction is not None:
+            reason = f"KV pool full: retracted {', '.join(retraction.rids)} (fewest tokens generated first); " + reason
+        mirrors = "Scheduler.get_next_batch_to_run -> update_running_batch"
+        if retraction is not None:
+            mirrors += " -> ScheduleBatch.retract_decode"
+        return Plan(PassKind.DECODE, decode=list(self.running), reason=reason, mirrors=mirrors,
+                    num_running=num_before, retraction=retraction)
+
+    def _allocate_decode(self, reqs: list[Request]) -> None:
+        """`prepare_for_decode`: one new KV slot per request."""
+        for req in reqs:
+            self.kv_used += ceil_page(req.kv_len + 1, self.cfg.page_size) - ceil_page(req.kv_len, self.cfg.page_size)
+            req.kv_len += 1
+
+    def _retract(self) -> Retraction:
+        """`ScheduleBatch.retract_decode`: at least one, fewest generated first, never the last one."""
+        before_ratio, before_free, num_before = self.ratio.value, self.kv_free, len(self.running)
+        order = retraction_order(self.running)
+        survivors = list(self.running)
+        retracted: list[Request] = []
+        while not retracted or self.kv_free < num_decode_slots_needed(survivors, self.cfg.page_size):
+            if len(survivors) == 1:
+                break
+            req = order.pop(0)
+            survivors.remove(req)
+            retracted.append(req)
+            self._release(req)
+        if self.kv_free < num_decode_slots_needed(survivors, self.cfg.page_size):
+            last = survivors.pop()  # "Out of memory even after retracting all other requests": aborted
+            self._release(last)
+            self._reject(last, "out of KV memory even after retracting every other request")
+        self.running = survivors
+        self.ratio.value = ratio_after_retraction(survivors)
+        for req in retracted:  # back of the queue, keeping its output (_add_request_to_queue, is_retracted)
+            req.state, req.queued_at = RequestState.WAITING, self.now
+            req.num_retractions += 1
+            self.waiting.append(req)
+        event = Retraction(
+            at=self.now, before_iteration=len(self.iterations), rids=tuple(r.rid for r in retracted),
+            num_generated=tuple(r.num_generated for r in retracted), num_running_before=num_before,
+            num_running_after=len(survivors), ratio_before=before_ratio, ratio_after=self.ratio.value,
+            kv_free_before=before_free, kv_free_after=self.kv_free,
+        )
+        self.retractions.append(event)
+        return event
+
+    def _release(self, req: Request) -> None:
+        """`release_kv_cache`: the request's KV slots go back to the pool."""
+        self.kv_used -= ceil_page(req.kv_len, self.cfg.page_size)
+        req.kv_len = 0
+
+    # -- apply and record -------------------------------------------------------------------------
+    def apply(self, plan: Plan, end: float) -> None:
+        """`process_batch_result`: stamp tokens at the end of the pass, release finished requests."""
+        dropped = False
+        for req, _ in plan.prefill:
+            if req is self.chunked:
+                dropped = True  # a truncated chunk yields no token and is kept out of the merge
+                continue
+            req.token_times.append(end)
+            if req.is_done:
+                self._finish(req, end)
+                dropped = True
+            else:
+                req.state = RequestState.RUNNING
+                self.last_extend.append(req)
+        for req in plan.decode:
+            req.token_times.append(end)
+            if req.is_done:
+                self._finish(req, end)
+                dropped = True
+            elif plan.kind is PassKind.MIXED:
+                self.last_extend.append(req)
+        if plan.kind is PassKind.DECODE:
+            num_before = len(self.running)
+            self.running = [r for r in self.running if r.state is RequestState.RUNNING]
+            dropped = dropped or len(self.running) < num_before
+        if dropped:
+            self.batch_is_full = False  # filter_batch shrank the batch
+
+    def _finish(self, req: Request, end: float) -> None:
+        req.state, req.finished_at = RequestState.FINISHED, end
+        self._release(req)
+        self.finished.append(req)
+
+    def launch_view(self, plan: Plan) -> dict:
+        """What the pass looks like when it is launched (KV already allocated, nothing released yet)."""
+        return {
+            "prefill_rows": tuple(Row(r.rid, e, r.kv_len - e) for r, e in plan.prefill),
+            "decode_rids": tuple(r.rid for r in plan.decode),
+            "decode_past_kv": sum(r.kv_len - 1 for r in plan.decode),
+            "kv_used": self.kv_used,
+            "num_waiting": len(self.waiting),
+        }
+
+    def record(self, plan: Plan, view: dict, end: float) -> Iteration:
+        done = [r for r, _ in plan.prefill] + plan.decode
+        it = Iteration(
+            index=len(self.iterations),
+            kind=plan.kind,
+            start_at=self.now,
+            end_at=end,
+            reason=plan.reason,
+            mirrors=plan.mirrors,
+            chunked_rid=self.chunked.rid if self.chunked else None,
+            finished_rids=tuple(r.rid for r in done if r.state is RequestState.FINISHED),
+            kv_capacity=self.cfg.max_total_tokens,
+            num_running=plan.num_running,
+            new_token_ratio=self.ratio.value,
+            retraction=plan.retraction,
+            **view,
+        )
+        self.iterations.append(it)
+        return it

@@ -1,0 +1,137 @@
+"""Turn a workload config into requests: explicit lists, groups with arrival patterns, closed-loop clients
+and request traces. All randomness comes from the run's seeded `random.Random`.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import deque
+from dataclasses import dataclass, field
+
+from engine_model.config import ClosedArrival, GroupConfig, Length, LengthDist, PoissonArrival, WorkloadConfig
+from engine_model.core import Request
+from engine_model.errors import InputError
+
+MAX_DRAWS = 1000  # lognormal draws outside [low, high] are redrawn, never clipped
+
+
+@dataclass
+class ClientPool:
+    """A closed-loop client: `concurrency` requests in flight; a finish releases the next one."""
+
+    name: str
+    concurrency: int
+    think_s: float
+    start_at: float
+    start_after: str | None
+    queue: deque[Request] = field(default_factory=deque)
+    num_in_flight: int = 0
+    started: bool = False
+
+    @property
+    def is_done(self) -> bool:
+        return self.started and not self.queue and self.num_in_flight == 0
+
+
+@dataclass
+class Workload:
+    open_loop: list[Request]  # arrival times known in advance, sorted
+    pools: list[ClientPool]
+    num_requests: int
+
+
+def draw(length: Length, rng: random.Random, where: str) -> int:
+    if isinstance(length, int):
+        if length < 1:
+            raise InputError(where, f"must be a positive token count, got {length}")
+        return length
+    return draw_dist(length, rng, where)
+
+
+def draw_dist(dist: LengthDist, rng: random.Random, where: str) -> int:
+    if dist.dist == "uniform":
+        return rng.randint(dist.low, dist.high)
+    for _ in range(MAX_DRAWS):
+        value = round(dist.median * math.exp(dist.sigma * rng.gauss(0.0, 1.0)))
+        if dist.low <= value <= dist.high:
+            return value
+    raise InputError(where, f"lognormal(median={dist.median}, sigma={dist.sigma}) rarely falls in [{dist.low}, {dist.high}]")
+
+
+def group_requests(group: GroupConfig, index: int, rng: random.Random) -> list[Request]:
+    where = f"workload.groups[{index}]"
+    if group.num_return_logprob > group.count:
+        raise InputError(f"{where}.num_return_logprob", f"{group.num_return_logprob} is more than count {group.count}")
+    width = max(2, len(str(group.count - 1)))
+    reqs = []
+    for i in range(group.count):
+        output_len = draw(group.output_len, rng, f"{where}.output_len")
+        if group.already_generated >= output_len:
+            raise InputError(f"{where}.already_generated", f"must be below output_len ({output_len}) so tokens remain")
+        max_new = group.max_new_tokens or output_len
+        if max_new < output_len:
+            raise InputError(f"{where}.max_new_tokens", f"{max_new} is below output_len {output_len}")
+        reqs.append(Request(
+            rid=group.name if group.count == 1 else f"{group.name}-{i:0{width}d}",
+            group=group.name, arrival_at=0.0,
+            prompt_len=draw(group.prompt_len, rng, f"{where}.prompt_len"), output_len=output_len,
+            max_new_tokens=max_new, return_logprob=i < group.num_return_logprob, ignore_eos=group.ignore_eos,
+            num_generated_before=group.already_generated,
+        ))
+    set_arrivals(group, reqs, rng)
+    return reqs
+
+
+def set_arrivals(group: GroupConfig, reqs: list[Request], rng: random.Random) -> None:
+    arrival = group.arrival
+    if isinstance(arrival, ClosedArrival):
+        return
+    if isinstance(arrival, PoissonArrival):
+        at = arrival.start_at
+        for req in reqs:
+            req.arrival_at = at
+            at += rng.expovariate(arrival.rate_per_s)
+        return
+    for i, req in enumerate(reqs):
+        req.arrival_at = arrival.start_at + i * arrival.interval_s
+
+
+def build(cfg: WorkloadConfig, rng: random.Random, *, max_requests: int, trace_requests: list[Request] = ()) -> Workload:
+    pools = {c.name: ClientPool(c.name, c.concurrency, c.think_s, c.start_at, c.start_after) for c in cfg.clients}
+    for name, pool in pools.items():
+        if pool.start_after is not None and pool.start_after not in pools:
+            raise InputError(f"workload.clients.{name}.start_after", f"no client pool named {pool.start_after!r}")
+    open_loop: list[Request] = list(trace_requests)
+    members: dict[str, list[Request]] = {name: [] for name in pools}
+    for i, group in enumerate(cfg.groups):
+        reqs = group_requests(group, i, rng)
+        if isinstance(group.arrival, ClosedArrival):
+            if group.arrival.client not in pools:
+                raise InputError(f"workload.groups[{i}].arrival.client",
+                                 f"no client pool named {group.arrival.client!r}; defined: {sorted(pools) or 'none'}")
+            members[group.arrival.client].extend(reqs)
+        else:
+            open_loop.extend(reqs)
+    for i, r in enumerate(cfg.requests):
+        max_new = r.max_new_tokens or r.output_len
+        if max_new < r.output_len or r.already_generated >= r.output_len:
+            raise InputError(f"workload.requests[{i}]", "needs max_new_tokens >= output_len > already_generated")
+        open_loop.append(Request(rid=r.rid, group=r.group, arrival_at=r.arrival_at, prompt_len=r.prompt_len,
+                                 output_len=r.output_len, max_new_tokens=max_new, return_logprob=r.return_logprob,
+                                 ignore_eos=r.ignore_eos, num_generated_before=r.already_generated))
+    for name, reqs in members.items():
+        if cfg.clients and next(c for c in cfg.clients if c.name == name).shuffle:
+            rng.shuffle(reqs)
+        pools[name].queue.extend(reqs)
+    num = len(open_loop) + sum(len(m) for m in members.values())
+    if num == 0:
+        raise InputError("workload", "no requests: add groups, requests or a trace")
+    if num > max_requests:
+        raise InputError("workload", f"{num} requests is above limits.max_requests ({max_requests})")
+    rids = [r.rid for r in open_loop] + [r.rid for m in members.values() for r in m]
+    if len(set(rids)) != len(rids):
+        dup = next(r for r in rids if rids.count(r) > 1)
+        raise InputError("workload", f"request id {dup!r} is used twice; group names and rids must be unique")
+    open_loop.sort(key=lambda r: r.arrival_at)  # stable: equal times keep workload order
+    return Workload(open_loop=open_loop, pools=list(pools.values()), num_requests=num)
