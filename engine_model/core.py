@@ -132,6 +132,7 @@ class Iteration:
     num_running: int  # running (decode) batch size at scheduling time
     new_token_ratio: float
     retraction: Retraction | None = None
+    kv_reserved: int = 0  # PD decode: slots reserved for requests still in prefill or transfer
 
     @property
     def duration_s(self) -> float:

@@ -79,10 +79,27 @@ def with_overrides(preset, overrides: dict, where: str):
         raise InputError(f"{where}.{field}", first["msg"]) from None
 
 
+def gpu_of(scenario: Scenario):
+    """The scenario's GPU preset with its overrides."""
+    try:
+        preset = hardware.gpu(scenario.hardware.gpu)
+    except InputError as err:
+        raise InputError("hardware.gpu", err.problem) from None
+    return with_overrides(preset, scenario.hardware.gpu_overrides, "hardware.gpu_overrides")
+
+
+def model_of(scenario: Scenario):
+    """The scenario's model preset with its overrides."""
+    try:
+        preset = hardware.model(scenario.model.name)
+    except InputError as err:
+        raise InputError("model.name", err.problem) from None
+    return with_overrides(preset, scenario.model.overrides, "model.overrides")
+
+
 def resolve(scenario: Scenario) -> Resolved:
     engine = scenario.engine
-    gpu = with_overrides(hardware.gpu(scenario.hardware.gpu), scenario.hardware.gpu_overrides, "hardware.gpu_overrides")
-    model = with_overrides(hardware.model(scenario.model.name), scenario.model.overrides, "model.overrides")
+    gpu, model = gpu_of(scenario), model_of(scenario)
     tp_size = scenario.hardware.tp_size
 
     if engine.chunked_prefill_size == "auto":
@@ -99,9 +116,12 @@ def resolve(scenario: Scenario) -> Resolved:
         pool, pool_source = engine.max_total_tokens, "set (max_total_tokens)"
     else:
         kwargs = {} if engine.mem_fraction_static is None else {"mem_fraction_static": engine.mem_fraction_static}
-        pool = hardware.kv_capacity_tokens(
-            gpu, model, tp_size, scenario.model.weight_dtype, scenario.model.kv_dtype, **kwargs
-        )
+        try:
+            pool = hardware.kv_capacity_tokens(
+                gpu, model, tp_size, scenario.model.weight_dtype, scenario.model.kv_dtype, **kwargs
+            )
+        except InputError as err:
+            raise InputError(f"hardware ({err.where})", err.problem) from None
         pool_source = f"from GPU memory: {gpu.name} x TP{tp_size}, {model.name}"
     context_len = engine.context_length or model.context_length
     max_req_len = min(context_len - 1, pool - 1)  # Scheduler.__init__: max_req_len

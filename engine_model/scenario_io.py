@@ -55,12 +55,28 @@ def apply_sets(data: dict, sets: list[str]) -> dict:
         node = data
         parts = key.strip().split(".")
         for part in parts[:-1]:
-            child = node.setdefault(part, {})
-            if not isinstance(child, dict):
-                raise InputError(key, f"{part} is not a table")
-            node = child
-        node[parts[-1]] = parse_value(value.strip())
+            node = child_of(node, part, key)
+        if isinstance(node, list):
+            node[list_index(node, parts[-1], key)] = parse_value(value.strip())
+        else:
+            node[parts[-1]] = parse_value(value.strip())
     return data
+
+
+def list_index(node: list, part: str, key: str) -> int:
+    if not part.isdigit() or int(part) >= len(node):
+        raise InputError(key, f"{part!r} is not an index of a list of {len(node)}")
+    return int(part)
+
+
+def child_of(node, part: str, key: str):
+    """Step into a table, creating it if missing, or into a list by index (workload.groups.0.count)."""
+    if isinstance(node, list):
+        return node[list_index(node, part, key)]
+    child = node.setdefault(part, {})
+    if not isinstance(child, dict | list):
+        raise InputError(key, f"{part} is not a table")
+    return child
 
 
 def allowed_keys(loc: tuple) -> list[str]:

@@ -11,12 +11,11 @@ import random
 import time
 from dataclasses import dataclass
 
-from engine_model import hardware
 from engine_model.config import Scenario
 from engine_model.core import Iteration, PassKind, Request, Retraction
 from engine_model.cost import LinearCost, RooflineCost
 from engine_model.errors import InputError
-from engine_model.resolve import Resolved, resolve, with_overrides
+from engine_model.resolve import Resolved, gpu_of, model_of, resolve
 from engine_model.scheduler import Plan, Scheduler
 from engine_model.workload import ClientPool, Workload, build
 
@@ -36,14 +35,18 @@ class Result:
 
     @property
     def end_at(self) -> float:
-        return self.iterations[-1].end_at if self.iterations else 0.0
+        return max((it.end_at for its in self.lanes.values() for it in its[-1:]), default=0.0)
+
+    @property
+    def lanes(self) -> dict[str, list[Iteration]]:
+        """Iterations per GPU worker: one lane for a single engine; PD runs have one per worker."""
+        return {"engine": self.iterations}
 
 
 def make_cost(scenario: Scenario):
     if scenario.cost.kind == "linear":
         return LinearCost(scenario.cost.a, scenario.cost.b, scenario.cost.c)
-    gpu = with_overrides(hardware.gpu(scenario.hardware.gpu), scenario.hardware.gpu_overrides, "hardware.gpu_overrides")
-    model = with_overrides(hardware.model(scenario.model.name), scenario.model.overrides, "model.overrides")
+    gpu, model = gpu_of(scenario), model_of(scenario)
     try:
         return RooflineCost(gpu=gpu, model=model, tp_size=scenario.hardware.tp_size,
                             weight_dtype=scenario.model.weight_dtype, kv_dtype=scenario.model.kv_dtype,

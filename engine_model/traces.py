@@ -19,6 +19,7 @@ from engine_model.errors import InputError
 MAX_BYTES = 200_000_000
 MAX_ROWS = 5_000_000
 MAX_TOKENS = 10_000_000
+MAX_SECONDS = 1e10  # about 300 years
 MAX_EXAMPLES = 5
 FORMATS = ("azure", "mooncake", "burstgpt", "jsonl")
 COLUMNS = {
@@ -58,37 +59,43 @@ class Skip(Exception):
 # ---- reading one value ---------------------------------------------------------------------------
 
 
-def tokens(name: str, value: object, *, allow_zero: bool) -> int:
+def number(name: str, value: object) -> int | float:
+    """A JSON or CSV value as a finite number, else Skip."""
     if isinstance(value, str):
+        text = value.strip()
         try:
-            value = float(value.strip()) if "." in value else int(value.strip())
+            value = int(text)
         except ValueError:
-            raise Skip("not_a_number", f"{name} is '{value[:30]}', not a number") from None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            try:
+                value = float(text)
+            except ValueError:
+                raise Skip("not_a_number", f"{name} is '{value[:30]}', not a number") from None
+    if isinstance(value, bool) or not isinstance(value, int | float):
         raise Skip("not_a_number", f"{name} is {str(value)[:30]}, not a number")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise Skip("not_a_number", f"{name} is {value}, not a finite number")
+    if value < 0:
+        raise Skip("negative", f"{name} is {str(value)[:30]}; it cannot be negative")
+    return value
+
+
+def tokens(name: str, value: object, *, allow_zero: bool) -> int:
+    value = number(name, value)
+    if value > MAX_TOKENS:
+        raise Skip(
+            "too_large", f"{name} is {str(value)[:30]}; more than {MAX_TOKENS:,} tokens is not a real request"
+        )
     if value != int(value):
         raise Skip("not_a_number", f"{name} is {value}, not a whole number of tokens")
-    if value < 0:
-        raise Skip("negative", f"{name} is {value}; token counts cannot be negative")
     if value == 0 and not allow_zero:
         raise Skip("zero_length", f"{name} is 0; a request needs at least one prompt token")
-    if value > MAX_TOKENS:
-        raise Skip("too_large", f"{name} is {value:,}; more than {MAX_TOKENS:,} tokens is not a real request")
     return int(value)
 
 
 def seconds(name: str, value: object, scale: float = 1.0) -> float:
-    if isinstance(value, str):
-        try:
-            value = float(value.strip())
-        except ValueError:
-            raise Skip("not_a_number", f"{name} is '{value[:30]}', not a number") from None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise Skip("not_a_number", f"{name} is {str(value)[:30]}, not a number")
-    if value < 0:
-        raise Skip("negative", f"{name} is {value}; timestamps must be >= 0")
-    if value * scale > 1e10:
-        raise Skip("too_large", f"{name} is {value}; that is more than 300 years")
+    value = number(name, value)
+    if value > MAX_SECONDS / scale:
+        raise Skip("too_large", f"{name} is {str(value)[:30]}; that is more than 300 years")
     return value * scale
 
 
@@ -96,6 +103,8 @@ def wall_clock(value: str) -> float:
     """`2023-11-16 18:15:46.6805900` (any number of fractional digits) -> seconds since 1970."""
     whole, _, fraction = value.strip().partition(".")
     try:
+        if fraction and not fraction.isdigit():
+            raise ValueError
         stamp = datetime.fromisoformat(whole).replace(tzinfo=UTC)
         return stamp.timestamp() + (float("0." + fraction) if fraction else 0.0)
     except ValueError:
@@ -163,7 +172,10 @@ def detect(first_line: str) -> str:
         raise InputError(
             "line 1", f"JSON keys {sorted(keys)[:8]} match no format; expected {expected_text()}"
         )
-    header = {name.strip() for name in next(csv.reader([first_line]), [])}
+    try:
+        header = {name.strip() for name in split_csv(first_line)}
+    except Skip:
+        raise InputError("line 1 (header)", f"is not a CSV header; expected {expected_text()}") from None
     for fmt in ("azure", "burstgpt"):
         if set(COLUMNS[fmt]) <= header:
             return fmt
@@ -177,13 +189,26 @@ def expected_text() -> str:
     )
 
 
+def split_csv(line: str) -> list[str]:
+    if '"' not in line and "\r" not in line:
+        return line.split(",")
+    try:
+        return next(csv.reader([line]), [])
+    except csv.Error:
+        raise Skip("bad_csv", "is not a valid CSV row") from None
+
+
 def csv_rows(lines: list[str], fmt: str):
-    """(line number, dict by column name) for each data line; a short row raises Skip."""
-    header = [name.strip() for name in next(csv.reader([lines[0]]))]
+    """(line number, dict by column name) for each data line; a short row becomes a Skip."""
+    header = [name.strip() for name in split_csv(lines[0])]
     for line_no, line in enumerate(lines[1:], start=2):
         if not line.strip():
             continue
-        cells = line.split(",") if '"' not in line else next(csv.reader([line]), [])
+        try:
+            cells = split_csv(line)
+        except Skip as skip:
+            yield line_no, skip
+            continue
         if len(cells) < len(header):
             yield line_no, Skip("wrong_columns", f"has {len(cells)} columns, the header has {len(header)}")
             continue
@@ -377,7 +402,7 @@ class Mix:
     long_share: float  # of requests
     long_token_share: float  # of prompt tokens
     num_prompt_tokens: int
-    prompt_len_percentiles: dict[int, float]  # 100 is the maximum
+    prompt_len_percentiles: dict[int, float]  # linear interpolation, one decimal; 100 is the maximum
     output_len_percentiles: dict[int, float]
     duration_s: float  # first to last arrival
     mean_arrival_rate: float | None  # requests per second: (n - 1) / duration_s
@@ -410,8 +435,8 @@ def request_mix(trace: Trace, long_threshold: int = 8192) -> Mix:
         long_share=float(is_long.mean()),
         long_token_share=float(prompts[is_long].sum() / prompts.sum()),
         num_prompt_tokens=int(prompts.sum()),
-        prompt_len_percentiles={p: float(np.percentile(prompts, p)) for p in PERCENTILES},
-        output_len_percentiles={p: float(np.percentile(outputs, p)) for p in PERCENTILES},
+        prompt_len_percentiles={p: round(float(np.percentile(prompts, p)), 1) for p in PERCENTILES},
+        output_len_percentiles={p: round(float(np.percentile(outputs, p)), 1) for p in PERCENTILES},
         duration_s=duration,
         mean_arrival_rate=(len(prompts) - 1) / duration if duration > 0 else None,
     )

@@ -16,6 +16,7 @@ from engine_model.logs.parse import (
 from engine_model.logs.timeline import Record, chunk_size_of, is_full_chunk, records_of
 
 HIGH_TOKEN_USAGE = 0.85
+MAX_OBSERVED_REQUESTS = 100_000
 MAX_EVIDENCE = 4
 KIND_ORDER = ("kv_retraction", "chunked_prefill_stall", "queueing_running_cap", "queueing_token_pool")
 VERDICTS = (*KIND_ORDER, "none")
@@ -284,12 +285,15 @@ def observed_requests(prefills: list[PrefillRecord], chunk_size: int | None) -> 
     A line with S new requests and N new + C cached tokens gives S prompts of (N + C) / S tokens, arriving
     at the line's time (an upper bound). When a line used a full chunk, its last request continues on the
     next line; with an empty queue, #pending-token is that request's remainder and fixes its length.
+    Stops after MAX_OBSERVED_REQUESTS requests.
     """
     requests, open_req = [], None  # open_req: [arrival_at, tokens so far, expected total or None]
     for line in prefills:
         num = line.num_new_reqs
         if num <= 0:
             continue
+        if len(requests) >= MAX_OBSERVED_REQUESTS:
+            break
         share = (line.num_new_tokens + line.num_cached_tokens) / num
         starts = 0
         if open_req is not None:
@@ -306,7 +310,7 @@ def observed_requests(prefills: list[PrefillRecord], chunk_size: int | None) -> 
         requests.extend(close(p) for p in parts)
     if open_req is not None:
         requests.append(close(open_req))
-    return sorted(requests)
+    return sorted(requests)[:MAX_OBSERVED_REQUESTS]
 
 
 def close(request: list) -> tuple[float, int]:

@@ -106,8 +106,9 @@ class ParsedLog:
     prefills: list[PrefillRecord]
     decodes: list[DecodeRecord]
     retractions: list[RetractionRecord]
-    server_args: dict | None
+    server_args: dict | None  # the first server_args line; later ones (restarts) are only counted
     startup: dict | None
+    num_server_args_lines: int
     num_lines: int
     num_blank: int
     num_unrecognised: int
@@ -156,8 +157,12 @@ FIELDS: dict[str, tuple[str, str]] = {
     "input throughput (token/s)": ("input_throughput", "float"),
     "gen throughput (token/s)": ("gen_throughput", "float"),
 }
-REQUIRED = {"Prefill": ("num_new_reqs", "num_new_tokens"), "Decode": ("num_running_reqs",)}
+REQUIRED = {
+    "Prefill": {"num_new_reqs": "#new-seq", "num_new_tokens": "#new-token"},
+    "Decode": {"num_running_reqs": "#running-req"},
+}
 RECORD_TYPES = {"Prefill": PrefillRecord, "Decode": DecodeRecord}
+ALLOWED = {kind: frozenset(f.name for f in fields(record)) for kind, record in RECORD_TYPES.items()}
 
 
 class Malformed(Exception):
@@ -195,8 +200,7 @@ def split_fields(body: str) -> list[tuple[str, str]]:
 
 def parse_batch(match: re.Match, common: dict) -> PrefillRecord | DecodeRecord:
     kind = match["kind"]
-    record_type = RECORD_TYPES[kind]
-    allowed = {f.name for f in fields(record_type)}
+    allowed = ALLOWED[kind]
     values, extra = {}, {}
     for name, raw in split_fields(match["body"]):
         attr, value_kind = FIELDS.get(name, (None, ""))
@@ -204,19 +208,19 @@ def parse_batch(match: re.Match, common: dict) -> PrefillRecord | DecodeRecord:
             values[attr] = convert(name, raw, value_kind)
         else:
             extra[name] = raw
-    missing = [name for name, (attr, _) in FIELDS.items() if attr in REQUIRED[kind] and attr not in values]
+    missing = [REQUIRED[kind][attr] for attr in REQUIRED[kind] if attr not in values]
     if missing:
-        raise Malformed(f"{kind} batch line lacks {', '.join(sorted(set(missing)))}")
+        raise Malformed(f"{kind} batch line lacks {', '.join(missing)}")
     iteration = match["iter"]
     values["iteration"] = int(iteration) if iteration and iteration.strip().isdigit() else None
-    return record_type(**common, **values, extra=extra)
+    return RECORD_TYPES[kind](**common, **values, extra=extra)
 
 
 def parse_retraction(message: str, common: dict) -> RetractionRecord:
     wording = next(w for phrase, w in RETRACT_WORDINGS.items() if phrase in message)
     values = dict(split_fields(message[message.index("#retracted_reqs") :]))
     try:
-        before, arrow, after = values["#new_token_ratio"].partition(" -> ")
+        before, _, after = values["#new_token_ratio"].partition(" -> ")
         gained = values.get("#new_tokens_gained")
         mamba = values.get("#mamba_num_gained")
         return RetractionRecord(
@@ -260,6 +264,7 @@ SETTING_KEYS = (
     "decode_log_interval",
 )
 MAX_LITERAL = 100_000
+MAX_SERVER_ARGS = 1_000_000
 UNPARSED = "<unparsed>"
 
 
@@ -374,6 +379,9 @@ class Builder:
     first_timestamp: str | None = None
     last_at: float = 0.0
     has_fraction: bool = False
+    num_extra_server_args: int = 0
+    last_second: tuple[str, str] | None = None
+    last_epoch: float = 0.0
 
     def hint(self, text: str) -> None:
         if text not in self.hints:
@@ -397,8 +405,7 @@ class Builder:
 def epoch_of(match: re.Match) -> float:
     """Seconds since 1970 of the prefix timestamp (read as UTC: only differences matter)."""
     stamp = datetime.fromisoformat(f"{match['date']}T{match['time']}").replace(tzinfo=UTC)
-    fraction = float("0." + match["frac"]) if match["frac"] else 0.0
-    return stamp.timestamp() + fraction
+    return stamp.timestamp()
 
 
 def clock(builder: Builder, match: re.Match | None) -> float:
@@ -406,7 +413,10 @@ def clock(builder: Builder, match: re.Match | None) -> float:
     if match is None:
         builder.num_untimestamped += 1
         return builder.last_at
-    epoch = epoch_of(match)
+    second = (match["date"], match["time"])
+    if second != builder.last_second:  # one date parse per distinct second
+        builder.last_epoch, builder.last_second = epoch_of(match), second
+    epoch = builder.last_epoch + (float("0." + match["frac"]) if match["frac"] else 0.0)
     if builder.first_epoch is None:
         builder.first_epoch = epoch
         builder.first_timestamp = f"{match['date']} {match['time']}"
@@ -445,12 +455,14 @@ def read_line(builder: Builder, line_no: int, line: str) -> None:
 
 
 def read_server_args(builder: Builder, line_no: int, rest: str) -> None:
+    if builder.server_args is not None:
+        builder.num_extra_server_args += 1
+        return
+    if len(rest) > MAX_SERVER_ARGS:
+        raise Malformed(f"server_args line has {len(rest):,} characters; the limit is {MAX_SERVER_ARGS:,}")
     args, complete = parse_server_args(rest)
     if not complete:
         builder.warn(f"line {line_no}: server_args looks cut off; read the {len(args)} fields before the cut")
-    if builder.server_args is not None:
-        builder.warn(f"line {line_no}: another server_args line (a restart?); the first one is used")
-        return
     builder.server_args = args
     builder.hint(
         "startup args as ServerArgs(...) repr (older releases)"
@@ -518,6 +530,10 @@ def parse_log(text: str, *, max_bytes: int = 20_000_000, max_lines: int = 500_00
         except Malformed as problem:
             last = line_no == len(lines) and not text.endswith("\n")
             builder.malformed_line(line_no, f"{problem}{' (the last line looks cut off)' if last else ''}")
+    if builder.num_extra_server_args:
+        builder.warn(
+            f"{builder.num_extra_server_args} more server_args line(s) (restarts?); the first one is used"
+        )
     num_not_read = max(len(lines) - max_lines, 0)
     if num_not_read:
         builder.warn(f"only the first {max_lines:,} lines were read; {num_not_read:,} more were not")
@@ -531,6 +547,7 @@ def freeze(builder: Builder, num_lines: int, num_not_read: int) -> ParsedLog:
         retractions=builder.retractions,
         server_args=builder.server_args,
         startup=builder.startup,
+        num_server_args_lines=(builder.server_args is not None) + builder.num_extra_server_args,
         num_lines=num_lines,
         num_blank=builder.num_blank,
         num_unrecognised=builder.num_unrecognised,

@@ -1,0 +1,236 @@
+"""Specification of the stall diagnosis: which stall a log shows, the evidence, and the flag that changes it."""
+
+import pytest
+
+from engine_model.logs import diagnose, parse_log, parse_log_file, scenario_hints
+
+LOGS = "data/sglang_logs"
+
+
+def prefill(
+    second: int, new_tokens: int, running: int, queue: int = 0, pending: int = 0, usage: float = 0.1
+) -> str:
+    return (
+        f"[2026-01-01 12:00:{second:02d}] Prefill batch, #new-seq: 1, #new-token: {new_tokens}, #cached-token: 0, "
+        f"token usage: {usage:.2f}, #running-req: {running}, #queue-req: {queue}, #pending-token: {pending}, "
+        "cuda graph: False, input throughput (token/s): 1000.00"
+    )
+
+
+def decode(second: int, running: int, usage: float = 0.1, queue: int = 0) -> str:
+    return (
+        f"[2026-01-01 12:00:{second:02d}] Decode batch, #running-req: {running}, #token: 5000, "
+        f"token usage: {usage:.2f}, cuda graph: True, gen throughput (token/s): 900.00, #queue-req: {queue}"
+    )
+
+
+def args(**flags) -> str:
+    body = ", ".join(f"{key}={value!r}" for key, value in flags.items())
+    return f"[2026-01-01 11:59:59] server_args=ServerArgs({body})"
+
+
+def forty_replies_and_a_long_prompt(mixed: bool | None) -> str:
+    """Forty replies stream; a 32k-token prompt arrives and is prefilled in four 8k chunks."""
+    head = [args(chunked_prefill_size=8192, enable_mixed_chunk=mixed)] if mixed is not None else []
+    return "\n".join(
+        head
+        + [
+            decode(0, 40),
+            prefill(1, 8192, 40, pending=24576),
+            prefill(2, 8192, 40, pending=16384),
+            prefill(3, 8192, 40, pending=8192),
+            prefill(4, 8192, 40, pending=0),
+            decode(5, 41),
+        ]
+    )
+
+
+def test_long_prompt_chunked_back_to_back_stalls_the_forty():
+    diagnosis = diagnose(parse_log(forty_replies_and_a_long_prompt(mixed=False)))
+    assert diagnosis.verdict == "chunked_prefill_stall"
+    [finding] = diagnosis.findings
+    assert finding.severity == "observed"
+    assert [line_no for line_no, _ in finding.evidence] == [3, 4, 5, 6]
+    assert [fix.flag for fix in finding.fixes] == [
+        "--enable-mixed-chunk",
+        "--chunked-prefill-size (smaller)",
+        "--prefill-decode-interval N",
+    ]
+    assert "4 prefill passes of up to 8,192 tokens ran back to back" in finding.explanation
+    assert "up to 40 requests were mid-reply. Mixed chunk is off" in finding.explanation
+
+
+def test_with_mixed_chunk_on_the_stall_is_one_chunk_and_it_says_so():
+    [finding] = diagnose(parse_log(forty_replies_and_a_long_prompt(mixed=True))).findings
+    assert "Mixed chunk is on" in finding.explanation
+    assert "the longest gap is about one chunk pass" in finding.explanation
+
+
+def test_without_server_args_the_default_is_named():
+    [finding] = diagnose(parse_log(forty_replies_and_a_long_prompt(mixed=None))).findings
+    assert "Mixed chunk is not in the log (default: off)" in finding.explanation
+
+
+def test_chunks_with_nobody_running_are_latent_not_a_verdict():
+    text = "\n".join([prefill(1, 8192, 0, pending=8000), prefill(2, 8000, 0)])
+    diagnosis = diagnose(parse_log(text))
+    assert (diagnosis.verdict, [(f.kind, f.severity) for f in diagnosis.findings]) == (
+        "none",
+        [("chunked_prefill_stall", "latent")],
+    )
+
+
+def test_retraction_is_the_other_stall_with_other_fixes():
+    text = "\n".join(
+        [
+            args(max_total_tokens=20480, max_running_requests=200, enable_mixed_chunk=False),
+            decode(1, 150, usage=0.97, queue=30),
+            "[2026-01-01 12:00:02] KV cache pool is full. Retract requests. #retracted_reqs: 12, "
+            "#new_tokens_gained: 900, #new_token_ratio: 0.4000 -> 1.0000",
+            prefill(3, 300, 138, queue=42, usage=0.90),
+        ]
+    )
+    diagnosis = diagnose(parse_log(text))
+    assert (diagnosis.verdict, [f.kind for f in diagnosis.findings]) == ("kv_retraction", ["kv_retraction"])
+    [finding] = diagnosis.findings
+    assert [line_no for line_no, _ in finding.evidence] == [3, 2]
+    assert [fix.flag for fix in finding.fixes] == [
+        "--max-total-tokens (raise or drop)",
+        "--mem-fraction-static (higher) or more GPU memory",
+        "--max-running-requests (lower)",
+        "--schedule-conservativeness (higher)",
+    ]
+    assert "1 retraction(s) sent 12 running requests back to the queue" in finding.explanation
+
+
+def test_queue_behind_the_running_cap():
+    text = "\n".join(
+        [args(max_running_requests=64), decode(1, 64, queue=10), decode(2, 64, queue=3), decode(3, 50)]
+    )
+    diagnosis = diagnose(parse_log(text))
+    assert diagnosis.verdict == "queueing_running_cap"
+    assert [line_no for line_no, _ in diagnosis.findings[0].evidence] == [2, 3]
+    assert [fix.flag for fix in diagnosis.findings[0].fixes] == ["--max-running-requests (higher)"]
+
+
+def test_queue_behind_a_full_token_pool_without_retraction():
+    text = "\n".join(
+        [args(max_running_requests=256), decode(1, 90, usage=0.93, queue=12), decode(2, 90, usage=0.5)]
+    )
+    diagnosis = diagnose(parse_log(text))
+    assert (diagnosis.verdict, [f.kind for f in diagnosis.findings]) == (
+        "queueing_token_pool",
+        ["queueing_token_pool"],
+    )
+
+
+def test_several_findings_are_ranked_retraction_first():
+    text = (
+        forty_replies_and_a_long_prompt(mixed=False)
+        + "\n"
+        + "\n".join(
+            [
+                decode(10, 64, usage=0.99, queue=5),
+                "[2026-01-01 12:00:11] Decode out of memory happened. #retracted_reqs: 3, #new_token_ratio: 0.3 -> 0.9",
+            ]
+        )
+    )
+    diagnosis = diagnose(parse_log(text))
+    assert [f.kind for f in diagnosis.findings] == ["kv_retraction", "chunked_prefill_stall"]
+
+
+def test_a_quiet_log_has_no_verdict():
+    diagnosis = diagnose(parse_log("\n".join([prefill(0, 100, 0), decode(1, 1), decode(2, 1)])))
+    assert (diagnosis.verdict, diagnosis.findings) == ("none", [])
+    assert diagnosis.notes == [
+        "no server_args line: mixed chunk and other flags are assumed at their defaults"
+    ]
+
+
+# file -> (verdict, [(kind, severity)])
+REAL_VERDICTS = {
+    "01_docsci_2025-04-30_qwen05b_batch_retract_decode_oom.log": (
+        "kv_retraction",
+        [("kv_retraction", "observed")],
+    ),
+    "02_docsci_2025-06-20_qwen05b_batch_retract_kvpool_full.log": (
+        "kv_retraction",
+        [("kv_retraction", "observed")],
+    ),
+    "03_docsci_2025-02-25_llama31_8b_batch_retract.log": ("kv_retraction", [("kv_retraction", "observed")]),
+    "05_pr13023_l40s_prefill_burst_chunk4096.log": (
+        "chunked_prefill_stall",
+        [("chunked_prefill_stall", "observed")],
+    ),
+    "07_issue11970_prefill_chunk8192_v0.5.3.log": (
+        "chunked_prefill_stall",
+        [("chunked_prefill_stall", "observed")],
+    ),
+    "10_issue36081_v0.5.18_long_prompt_chunked_prefill_then_decode.log": (
+        "none",
+        [("chunked_prefill_stall", "latent")],
+    ),
+    "12_docsci_server_args_examples_2024-11_to_2026-04.log": ("none", []),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REAL_VERDICTS))
+def test_verdicts_on_real_logs(shared_dir, name):
+    diagnosis = diagnose(parse_log_file(shared_dir / LOGS / name))
+    assert (diagnosis.verdict, [(f.kind, f.severity) for f in diagnosis.findings]) == REAL_VERDICTS[name]
+
+
+def test_real_long_prompt_log_says_how_many_more_chunks_were_pending(shared_dir):
+    parsed = parse_log_file(
+        shared_dir / LOGS / "10_issue36081_v0.5.18_long_prompt_chunked_prefill_then_decode.log"
+    )
+    [finding] = diagnose(parsed).findings
+    assert "the first left 157,704 prompt tokens pending, about 20 more passes" in finding.explanation
+    assert "no request was mid-reply" in finding.explanation
+
+
+def test_real_burst_log_quotes_the_stalled_passes(shared_dir):
+    [finding] = diagnose(
+        parse_log_file(shared_dir / LOGS / "05_pr13023_l40s_prefill_burst_chunk4096.log")
+    ).findings
+    assert [line_no for line_no, _ in finding.evidence] == [6, 7, 8, 11]
+    assert "6 prefill passes of up to 4,096 tokens" in finding.explanation
+
+
+# ---- scenario hints ---------------------------------------------------------------------------------
+
+
+def test_scenario_hints_from_a_real_server_args_log(shared_dir):
+    hints = scenario_hints(
+        parse_log_file(shared_dir / LOGS / "01_docsci_2025-04-30_qwen05b_batch_retract_decode_oom.log")
+    )
+    observed = hints.pop("observed_requests")
+    assert hints == {
+        "chunked_prefill_size": 8192,
+        "enable_mixed_chunk": False,
+        "max_running_requests": 200,
+        "max_total_tokens": 20480,
+        "max_prefill_tokens": 16384,
+        "schedule_policy": "fcfs",
+        "page_size": 1,
+        "schedule_conservativeness": 1.0,
+    }
+    assert observed[:4] == [(14.0, 6), (19.0, 37), (19.0, 54), (20.0, 8)]
+
+
+def test_observed_requests_join_the_chunks_of_one_long_prompt(shared_dir):
+    parsed = parse_log_file(
+        shared_dir / LOGS / "10_issue36081_v0.5.18_long_prompt_chunked_prefill_then_decode.log"
+    )
+    assert scenario_hints(parsed) == {"observed_requests": [(17.0, 256), (27.0, 165896), (100.0, 256)]}
+
+
+def test_observed_requests_split_shared_passes_evenly():
+    text = "\n".join(
+        [
+            "[2026-01-01 12:00:00] Prefill batch, #new-seq: 3, #new-token: 8192, #cached-token: 0, #queue-req: 5",
+            "[2026-01-01 12:00:01] Prefill batch, #new-seq: 2, #new-token: 1000, #cached-token: 0, #queue-req: 0",
+        ]
+    )
+    parsed = parse_log(args(chunked_prefill_size=8192) + "\n" + text)
+    assert scenario_hints(parsed)["observed_requests"] == [(1.0, 2731), (1.0, 2731), (1.0, 3231), (2.0, 500)]

@@ -1,0 +1,193 @@
+"""The scheduler reproduces SGLang's rules (sglang-scheduler-facts.md sections 1-6, implications 1-13)."""
+
+import pytest
+
+from engine_model.core import PassKind, RequestState
+from engine_model.policy import ratio_after_retraction, retraction_order
+
+from specs import by_rid, passes, prefill_extends, req, request, run, scheduler
+
+STREAMS = [req(f"s{i}", 1000, 60, already_generated=10) for i in range(8)]
+
+
+def test_prefill_wins_a_long_prompt_runs_back_to_back_and_decode_waits():
+    """Implication 2: 8 decoding requests + a 32k prompt at chunk 8192 => 4 passes with zero decode tokens."""
+    result = run([*STREAMS, req("long", 32768, 4, at=0.1)])
+    kinds = [kind for kind, _ in passes(result)]
+    first = kinds.index("prefill")
+    assert kinds[:first] == ["decode"] * first
+    assert passes(result)[first:first + 5] == [
+        ("prefill", {"long": 8192}), ("prefill", {"long": 8192}), ("prefill", {"long": 8192}),
+        ("prefill", {"long": 8192}), ("decode", {**{f"s{i}": 1 for i in range(8)}, "long": 1}),
+    ]
+
+
+def test_a_pending_chunk_bypasses_the_empty_queue_and_batch_full_exits():
+    """Implication 3: the chunk continuation runs although the queue is empty and the batch is latched full."""
+    result = run([*STREAMS, req("long", 32768, 4, at=0.1)])
+    chunks = [it for it in result.iterations if it.prefill_rows]
+    assert [it.num_waiting for it in chunks] == [0, 0, 0, 0]
+    sched = scheduler(max_running=2)
+    for rid in ("a", "b"):
+        sched.arrive(request(rid, 100, 50, num_generated_before=5))
+    long = request("long", 20000, 5)
+    long.state, long.kv_len, sched.chunked, sched.batch_is_full = RequestState.PREFILLING, 8192, long, True
+    sched.kv_used += 8192
+    it = sched.step()
+    assert (it.kind, [(r.rid, r.extend, r.past_kv) for r in it.prefill_rows]) == (
+        PassKind.PREFILL, [("long", 8192, 8192)])
+
+
+def test_per_batch_token_budget_truncates_only_the_request_that_crosses_it():
+    """Implication 4, the worked example: 4 x 5000 tokens at chunk 8192."""
+    result = run([req(f"q{i}", 5000, 32) for i in range(4)])
+    assert prefill_extends(result) == [
+        [("q0", 5000), ("q1", 3192)],
+        [("q1", 1808), ("q2", 5000), ("q3", 1384)],
+        [("q3", 3616)],
+    ]
+
+
+def test_a_token_budget_stop_does_not_latch_batch_is_full():
+    from engine_model.simulation import Run
+
+    from specs import scenario
+
+    sim = Run(scenario([req(f"q{i}", 5000, 32) for i in range(4)]))
+    latched = []
+    while sim.step() is not None:
+        latched.append(sim.scheduler.batch_is_full)
+    assert not any(latched)
+
+
+def test_head_of_line_blocking_and_the_batch_is_full_latch():
+    """Implication 5 and 7: a big head request that does not fit memory blocks a small one behind it,
+    and after that NO_TOKEN stop nothing new is tried until the running request leaves."""
+    from engine_model.simulation import Run
+
+    from specs import scenario
+
+    workload = [req("running", 5000, 2100, already_generated=100), req("big", 8000, 100), req("small", 100, 10)]
+    sim = Run(scenario(workload, pool=14000))
+    sim.step()
+    assert sim.scheduler.batch_is_full
+    while sim.step() is not None:
+        pass
+    reqs = by_rid(sim.run())
+    assert prefill_extends(sim.run())[0] == [("big", 8000), ("small", 100)]
+    assert reqs["small"].first_scheduled_at == reqs["big"].first_scheduled_at >= reqs["running"].finished_at
+
+
+def test_memory_admission_rule_at_its_boundary():
+    """Implication 6: admitted only if prompt + min(max_new, 4096) + page < pool - reservations."""
+    from engine_model.policy import PrefillAdder, Verdict
+
+    sched = scheduler(pool=10000)
+    running = request("r", 100, 1000, num_generated_before=500)  # reserves min(500, 4096) x 0.7 = 350
+    for pool, verdict in ((350 + 5000 + 4096 + 1 + 1, Verdict.CONTINUE), (350 + 5000 + 4096 + 1, Verdict.NO_TOKEN)):
+        adder = PrefillAdder(sched.cfg, pool=pool, running=[running], ratio=0.7, num_mixed=0)
+        new = request("new", 5000, 9000)  # max_new 9000 is clipped to 4096 in the estimate
+        assert adder.add_one(new) in (verdict, Verdict.OTHER if verdict is Verdict.CONTINUE else verdict)
+        assert bool(adder.admitted) == (verdict is Verdict.CONTINUE)
+
+
+def test_new_token_ratio_decays_per_decode_step_to_its_floor():
+    """Implication 8: 0.7 -> 0.098 over 600 decode steps, floor after."""
+    result = run([req("a", 100, 702, already_generated=1)])
+    ratios = [it.new_token_ratio for it in result.iterations if it.kind is PassKind.DECODE]
+    step = (0.7 - 0.098) / 600
+    assert ratios == pytest.approx([max(0.7 - k * step, 0.098) for k in range(1, 702)], abs=1e-9)
+
+
+def test_new_token_ratio_is_untouched_by_prefill_and_mixed_passes_and_resets_when_idle():
+    result = run([*STREAMS, req("long", 20000, 4, at=0.1), req("later", 100, 3, at=60.0)], enable_mixed_chunk=True)
+    its = result.iterations
+    for prev, it in zip(its, its[1:], strict=False):
+        if it.kind in (PassKind.PREFILL, PassKind.MIXED):
+            assert it.new_token_ratio == prev.new_token_ratio
+    later = next(it for it in its if it.start_at >= 60.0 and it.kind is PassKind.DECODE)
+    assert later.new_token_ratio == pytest.approx(0.7 - (0.7 - 0.098) / 600)
+
+
+def test_retraction_order_fewest_generated_first_ties_to_longest_prompt():
+    reqs = [request(n, p, 100, num_generated_before=g) for n, p, g in
+            (("a", 100, 5), ("b", 200, 3), ("c", 300, 3), ("d", 50, 7))]
+    assert [r.rid for r in retraction_order(reqs)] == ["c", "b", "a", "d"]
+
+
+def test_ratio_after_retraction_counts_the_survivors():
+    survivors = [request("a", 10, 1500, num_generated_before=1000), request("b", 10, 1500, num_generated_before=500)]
+    assert ratio_after_retraction(survivors) == (1500 + 20 * 2) / (3000 + 1)
+
+
+def test_retracted_request_goes_to_the_back_and_re_prefills_prompt_plus_output(shared_dir):
+    """Implications 9-10, on the reference retraction workload."""
+    from engine_model.reference import scenario_from_workload
+    from engine_model.simulation import simulate
+
+    result = simulate(scenario_from_workload(shared_dir / "data/sglang_reference/retraction/workload.json"))
+    first = result.retractions[0]
+    assert (first.rids, first.num_generated, first.num_running_before, first.num_running_after) == (
+        ("r14",), (1167,), 15, 14)
+    re_prefill = [r.extend for it in result.iterations if it.start_at > first.at
+                  for r in it.prefill_rows if r.rid == "r14"]
+    assert sum(re_prefill) == 1500 + 1167  # prompt + the output it kept (chunked: {re_prefill})
+    r14 = by_rid(result)["r14"]
+    assert (r14.state, len(r14.token_times), r14.num_retractions) == (RequestState.FINISHED, 1500, 1)
+
+
+def test_the_last_request_is_never_retracted_it_is_aborted():
+    sched = scheduler(pool=1000)
+    sched.arrive(request("only", 900, 500, num_generated_before=99))  # holds 998 of 1000 slots
+    sched.kv_used = sched.cfg.max_total_tokens  # the pool is full: not even one token is left
+    it = sched.step()
+    assert it.kind is PassKind.IDLE and [r.rid for r in sched.rejected] == ["only"]
+    assert "retracting every other request" in sched.rejected[0].reject_reason
+
+
+def test_prefill_decode_interval_alternates_one_prefill_with_n_decodes():
+    """Implication 13: with N = 3 and a steady queue, 1 prefill : 3 decode."""
+    result = run([req(f"q{i}", 5000, 64) for i in range(6)], prefill_decode_interval=3)
+    kinds = [kind for kind, _ in passes(result)]
+    assert kinds[:13] == ["prefill", "decode", "decode", "decode"] * 3 + ["prefill"]
+
+
+def test_mixed_chunk_carries_one_decode_row_per_running_request_and_shrinks_the_budget():
+    """Implication 12: every running request rides the chunk as a 1-token row; budget = chunk - running."""
+    result = run([*STREAMS, req("long", 20000, 4, at=0.1)], enable_mixed_chunk=True)
+    long_passes = [p for p in passes(result) if "long" in p[1] and p[1]["long"] > 1]
+    decode_rows = {f"s{i}": 1 for i in range(8)}
+    assert long_passes == [("mixed", {"long": 8184, **decode_rows}), ("mixed", {"long": 8184, **decode_rows}),
+                           ("mixed", {"long": 20000 - 2 * 8184, **decode_rows})]
+
+
+def test_a_logprob_request_blocks_mixing_but_the_budget_still_shrinks():
+    streams = [req("s0", 1000, 60, already_generated=10, return_logprob=True), *STREAMS[1:]]
+    result = run([*streams, req("long", 20000, 4, at=0.1)], enable_mixed_chunk=True)
+    long_passes = [p for p in passes(result) if "long" in p[1] and p[1]["long"] > 1]
+    assert long_passes == [("prefill", {"long": 8184}), ("prefill", {"long": 8184}), ("prefill", {"long": 3632})]
+    reason = next(it.reason for it in result.iterations if it.prefill_rows)
+    assert "s0 asks for logprobs" in reason
+
+
+def test_max_running_requests_caps_the_batch_and_decode_advances_everyone_by_one():
+    """Implication 11."""
+    result = run([req(f"q{i}", 100, 50) for i in range(20)], max_running=8)
+    reqs = by_rid(result)
+    decodes = [it for it in result.iterations if it.kind is PassKind.DECODE]
+    assert max(len(it.decode_rids) for it in decodes) == 8
+    assert all(it.end_at in reqs[rid].token_times for it in decodes for rid in it.decode_rids)
+    assert all(len(r.token_times) == 50 for r in reqs.values())
+
+
+def test_a_budget_larger_than_the_pool_is_clipped_like_sglang_clips_max_new_tokens():
+    """max_new_tokens is clipped to max_req_len - prompt - 1, with max_req_len = min(context, pool) - 1."""
+    result = run([req("huge", 9000, 2000), req("ok", 100, 5)], pool=10000)
+    reqs = by_rid(result)
+    assert (reqs["huge"].max_new_tokens, len(reqs["huge"].token_times)) == (10000 - 1 - 9000 - 1,) * 2
+    assert reqs["ok"].state is RequestState.FINISHED
+
+
+def test_a_prompt_beyond_the_context_is_rejected_at_arrival():
+    result = run([req("too-long", 140000, 5)], pool=400000)
+    assert "max_req_input_len" in by_rid(result)["too-long"].reject_reason
