@@ -57,11 +57,14 @@ class Request:
     first_scheduled_at: float | None = None
     finished_at: float | None = None
     reject_reason: str | None = None
+    num_generated: int = -1  # SGLang's len(output_ids): tokens of the reply so far (set in __post_init__)
 
-    @property
-    def num_generated(self) -> int:
-        """SGLang's len(output_ids): tokens of the reply produced so far."""
-        return self.num_generated_before + len(self.token_times)
+    def __post_init__(self) -> None:
+        self.num_generated = self.num_generated_before + len(self.token_times)
+
+    def add_token(self, at: float) -> None:
+        self.token_times.append(at)
+        self.num_generated += 1
 
     @property
     def is_mid_reply(self) -> bool:

@@ -85,7 +85,7 @@ class PrefillAdder:
         """`_get_running_request_total_token_offset`; 0.5.22+ reserves all of an ignore_eos request."""
         if req.ignore_eos and self.cfg.version != "0.5.20":
             ratio = 1.0
-        return min(req.remaining_max_new, CLIP_MAX_NEW_TOKENS) * ratio
+        return min(max(req.max_new_tokens - req.num_generated, 0), CLIP_MAX_NEW_TOKENS) * ratio
 
     @property
     def rem_total(self) -> float:

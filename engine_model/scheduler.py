@@ -288,8 +288,12 @@ class Scheduler:
 
     def _allocate_decode(self, reqs: list[Request]) -> None:
         """`prepare_for_decode`: one new KV slot per request."""
+        page = self.cfg.page_size
+        if page == 1:
+            self.kv_used += len(reqs)
+        else:
+            self.kv_used += sum(page for r in reqs if r.kv_len % page == 0)
         for req in reqs:
-            self.kv_used += ceil_page(req.kv_len + 1, self.cfg.page_size) - ceil_page(req.kv_len, self.cfg.page_size)
             req.kv_len += 1
 
     def _retract(self) -> Retraction:
@@ -337,7 +341,7 @@ class Scheduler:
             if req is self.chunked:
                 dropped = True  # a truncated chunk yields no token and is kept out of the merge
                 continue
-            req.token_times.append(end)
+            req.add_token(end)
             if req.is_done:
                 self._finish(req, end)
                 dropped = True
@@ -345,8 +349,8 @@ class Scheduler:
                 req.state = RequestState.RUNNING
                 self.last_extend.append(req)
         for req in plan.decode:
-            req.token_times.append(end)
-            if req.is_done:
+            req.add_token(end)
+            if req.num_generated >= req.output_len:
                 self._finish(req, end)
                 dropped = True
             elif plan.kind is PassKind.MIXED:

@@ -8,8 +8,8 @@ from engine_model.metrics import all_metrics, bucket_label, gaps, summarize, tpo
 
 def finished(rid, prompt, times, arrival=0.0, before=0):
     r = Request(rid=rid, group="g", arrival_at=arrival, prompt_len=prompt, output_len=len(times) + before,
-                max_new_tokens=len(times) + before, num_generated_before=before)
-    r.token_times, r.state, r.finished_at, r.first_scheduled_at = list(times), RequestState.FINISHED, times[-1], arrival
+                max_new_tokens=len(times) + before, num_generated_before=before, token_times=list(times))
+    r.state, r.finished_at, r.first_scheduled_at = RequestState.FINISHED, times[-1], arrival
     return r
 
 

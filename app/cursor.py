@@ -1,0 +1,69 @@
+"""The time cursor: which iteration the step-through is on. Positions index `RunFrames.iterations` rows.
+
+Pure functions over the iterations frame; the stepper widgets in app.widgets call them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def at_time(its: pd.DataFrame, t: float) -> int:
+    """The iteration running at time t (the last one starting at or before t)."""
+    if its.empty:
+        return 0
+    pos = int(np.searchsorted(its["start_at"].to_numpy(), t, side="right")) - 1
+    return min(max(pos, 0), len(its) - 1)
+
+
+def resolve(its: pd.DataFrame, spec: tuple) -> int:
+    """A cursor spec -> a position. Specs: ("at", t), ("first", kind), ("last", kind),
+    ("first_after", t): the first prefill/mixed pass starting at or after t, ("retraction", n)."""
+    if its.empty:
+        return 0
+    how, arg = spec
+    if how == "at":
+        return at_time(its, float(arg))
+    if how in ("first", "last"):
+        hits = np.flatnonzero(its["kind"].to_numpy() == arg)
+        if how == "first" and arg == "prefill chunk" and not len(hits):
+            hits = np.flatnonzero(its["kind"].to_numpy() == "mixed")
+        if not len(hits):
+            return 0
+        return int(hits[0] if how == "first" else hits[-1])
+    if how == "first_after":
+        mask = its["kind"].isin(["prefill chunk", "mixed"]).to_numpy() & (its["start_at"].to_numpy() >= float(arg) - 1e-9)
+        hits = np.flatnonzero(mask)
+        return int(hits[0]) if len(hits) else at_time(its, float(arg))
+    if how == "retraction":
+        hits = np.flatnonzero(its["retracted"].to_numpy() != "")
+        if not len(hits):
+            return resolve(its, ("first", "prefill chunk"))
+        return int(hits[int(arg)] if -len(hits) <= int(arg) < len(hits) else hits[-1])
+    raise ValueError(f"unknown cursor spec {spec}")
+
+
+def is_event(its: pd.DataFrame) -> np.ndarray:
+    """Iterations worth stopping at: prefill and mixed passes, retractions, idle waits with duration."""
+    kind = its["kind"].to_numpy()
+    return (kind != "decode") & ((kind != "idle") | (its["duration_s"].to_numpy() > 0)) | (its["retracted"].to_numpy() != "")
+
+
+def next_event(its: pd.DataFrame, pos: int) -> int:
+    hits = np.flatnonzero(is_event(its)[pos + 1:])
+    return pos + 1 + int(hits[0]) if len(hits) else len(its) - 1
+
+
+def prev_event(its: pd.DataFrame, pos: int) -> int:
+    hits = np.flatnonzero(is_event(its)[:pos])
+    return int(hits[-1]) if len(hits) else 0
+
+
+def play_step(its: pd.DataFrame, pos: int, num_frames: int = 50) -> int:
+    """One play tick: the next event, or 1/num_frames of the run later, whichever comes first."""
+    if pos >= len(its) - 1:
+        return len(its) - 1
+    span = float(its["end_at"].max() - its["start_at"].min()) or 1.0
+    by_time = at_time(its, float(its["start_at"].iloc[pos]) + span / num_frames)
+    return max(pos + 1, min(next_event(its, pos), by_time))

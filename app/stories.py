@@ -1,0 +1,329 @@
+"""The stories: which scenario, which controls, which headline numbers, and the guided tour.
+
+Plain data. A control knows its URL parameter, its widget, its default and how it writes its value
+into the scenario (a dict read from the scenario's TOML). Controls marked `is_flag` are SGLang server
+flags: the baseline resets them to SGLang's defaults and keeps everything else (workload, GPU, model,
+seed), so "before -> after" always compares the same work on the same seed.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from engine_model import hardware, read_toml, validate
+from engine_model.config import Scenario
+
+HAS_PD = "pd" in Scenario.model_fields
+
+
+# -- controls ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Control:
+    key: str  # URL parameter; the widget key is "<page>.<key>"
+    label: str
+    widget: str  # "toggle" | "select" | "slider"
+    default: object
+    apply: Callable[[dict, object], None]
+    options: tuple = ()  # select: the values; slider: (min, max, step)
+    is_flag: bool = True
+    help: str = ""
+    where: str = "main"  # "main": the settings row; "more": the hardware/model/seed expander
+    fmt: Callable[[object], str] = str
+
+    def parse(self, text: str):
+        """A URL value -> a control value, or ValueError with what is allowed."""
+        text = text.strip()
+        if self.widget == "toggle":
+            if text.lower() in ("1", "true", "on", "yes"):
+                return True
+            if text.lower() in ("0", "false", "off", "no"):
+                return False
+            raise ValueError("expected 1 or 0")
+        if self.widget == "select":
+            for option in self.options:
+                if text == str(option):
+                    return option
+            raise ValueError(f"expected one of {', '.join(map(str, self.options))}")
+        low, high, _ = self.options
+        try:
+            value = int(text)
+        except ValueError:
+            raise ValueError(f"expected a whole number from {low} to {high}") from None
+        if not low <= value <= high:
+            raise ValueError(f"expected a whole number from {low} to {high}")
+        return value
+
+    def to_url(self, value) -> str:
+        if self.widget == "toggle":
+            return "1" if value else "0"
+        return str(value)
+
+
+def group(data: dict, name: str) -> dict:
+    for g in data.get("workload", {}).get("groups", []):
+        if g["name"] == name:
+            return g
+    raise KeyError(name)
+
+
+def setter(*path: str) -> Callable[[dict, object], None]:
+    def apply(data: dict, value) -> None:
+        node = data
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        node[path[-1]] = value
+    return apply
+
+
+def group_setter(name: str, key: str, convert=lambda v: v) -> Callable[[dict, object], None]:
+    def apply(data: dict, value) -> None:
+        group(data, name)[key] = convert(value)
+    return apply
+
+
+def chunk_value(value):
+    return -1 if value == "off" else value
+
+
+CHUNK_OPTIONS = ("auto", 512, 1024, 2048, 4096, 8192, 16384, "off")
+
+
+def chunk_label(value) -> str:
+    if value == "auto":
+        return "auto (from GPU memory)"
+    if value == "off":
+        return "off (no chunking)"
+    return f"{value:,}"
+
+
+def mixed_control() -> Control:
+    return Control("mixed", "Mixed chunk (--enable-mixed-chunk)", "toggle", False, setter("engine", "enable_mixed_chunk"),
+                   help="Each prefill pass also carries one decode step for every running request. SGLang default: off.")
+
+
+def chunk_control() -> Control:
+    return Control("chunk", "Chunk size (--chunked-prefill-size)", "select", "auto",
+                   lambda d, v: setter("engine", "chunked_prefill_size")(d, chunk_value(v)), CHUNK_OPTIONS,
+                   help="Tokens of prompt per pass. SGLang default: picked from GPU memory.", fmt=chunk_label)
+
+
+def interval_control() -> Control:
+    return Control("interval", "Prefill-decode interval (--prefill-decode-interval)", "slider", 0,
+                   setter("engine", "prefill_decode_interval"), (0, 40, 1),
+                   help="Decode rounds forced between prefill batches. SGLang default: 0 (off).")
+
+
+def common_controls() -> tuple[Control, ...]:
+    return (
+        Control("gpu", "GPU", "select", "h100-sxm", setter("hardware", "gpu"), tuple(hardware.GPUS), is_flag=False,
+                where="more", fmt=lambda k: hardware.GPUS[k].name, help="Sets the pass cost and the default chunk size."),
+        Control("model", "Model", "select", "llama-3.1-8b", setter("model", "name"), tuple(hardware.MODELS), is_flag=False,
+                where="more", fmt=lambda k: hardware.MODELS[k].name),
+        Control("seed", "Random seed", "slider", 0, lambda d, v: d.__setitem__("seed", v), (0, 99, 1), is_flag=False,
+                where="more", help="Lengths and arrivals are drawn from this seed; the baseline uses the same one."),
+    )
+
+
+# -- headline numbers --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Headline:
+    label: str  # may use {group_count}: the number of requests in `group`
+    group: str | None  # None: the whole run
+    metric: str  # a key of engine_model.metrics.group_metrics
+    stat: str | None = None  # p50/p95/p99/max/mean for distributions; None for counts
+    unit: str = "s"  # "s" or "count"
+    help: str = ""
+
+
+# -- the guided tour ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TourStep:
+    title: str
+    say: str  # the narration, in plain words
+    settings: dict = field(default_factory=dict)  # control key -> value; others go back to their defaults
+    cursor: tuple = ("first", "prefill chunk")  # see app.cursor.resolve
+    focus: str = "tokens"  # which chart to point at: headline | passes | tokens | kv | queue | itl | why
+
+
+@dataclass(frozen=True)
+class Story:
+    key: str  # scenario name and page URL path
+    title: str
+    icon: str
+    teaser: str
+    controls: tuple[Control, ...]
+    headlines: tuple[Headline, ...]
+    tour: tuple[TourStep, ...]
+    stream_group: str  # the requests whose token stream we watch
+    long_group: str  # the request(s) whose first token we watch
+    main_toggle: str = "mixed"
+    default_cursor: tuple = ("first", "prefill chunk")
+
+    def control(self, key: str) -> Control:
+        return next(c for c in self.controls if c.key == key)
+
+    @property
+    def defaults(self) -> dict:
+        return {c.key: c.default for c in self.controls}
+
+    def baseline_values(self, values: dict) -> dict:
+        """SGLang's defaults for every server flag; the workload, GPU, model and seed as now."""
+        return {c.key: (c.default if c.is_flag else values[c.key]) for c in self.controls}
+
+    def scenario(self, values: dict) -> Scenario:
+        """The validated scenario for these control values (raises InputError on an impossible combination)."""
+        data = copy.deepcopy(read_toml(self.key))
+        for control in self.controls:
+            control.apply(data, values.get(control.key, control.default))
+        return validate(data)
+
+
+FORTY = Story(
+    key="forty_replies",
+    title="The forty replies",
+    icon="💬",
+    teaser="Forty replies are streaming when a 100,000-token log is pasted. Chunked prefill is on — do the forty keep getting tokens?",
+    controls=(
+        mixed_control(),
+        chunk_control(),
+        Control("streams", "Streaming replies", "slider", 40, group_setter("streams", "count"), (1, 128, 1), is_flag=False,
+                help="How many conversations are mid-reply when the log arrives."),
+        Control("log", "Log length (tokens)", "select", 100000, group_setter("log", "prompt_len"),
+                (10000, 25000, 50000, 100000, 120000), is_flag=False, fmt=lambda v: f"{v:,}"),
+        Control("logprob", "One stream asks for logprobs", "toggle", False,
+                group_setter("streams", "num_return_logprob", lambda v: 1 if v else 0), is_flag=False,
+                help="Any request asking for log probabilities turns mixing off for the pass it is in."),
+        interval_control(),
+        *common_controls(),
+    ),
+    headlines=(
+        Headline("Longest pause, the {group_count} streams", "streams", "max_itl_s", "max",
+                 help="The longest time any of the streaming replies went without a token."),
+        Headline("The log's first token", "log", "ttft_s", "max", help="Time from the paste to the log reply's first token."),
+        Headline("Streams' p99 gap between tokens", "streams", "itl_s", "p99"),
+        Headline("Streams' p95 gap between tokens", "streams", "itl_s", "p95"),
+    ),
+    tour=(
+        TourStep("The forty are streaming",
+                 "Forty replies are mid-stream: one decode pass every ~20 ms gives each of them a token. "
+                 "Every tick on a lane is a token.", {}, ("at", 0.25), "tokens"),
+        TourStep("Now the log arrives",
+                 "At 0.5 s a 100,000-token log is pasted. SGLang splits it into chunks — and prefill wins every "
+                 "iteration while a chunk is pending. Orange bars: chunk after chunk, back to back.",
+                 {}, ("first", "prefill chunk"), "passes"),
+        TourStep("Look at the gap",
+                 "The forty get no token until the whole log is prefilled: the purple band is the pause. "
+                 "Chunking did not help them — it only caps the memory of each pass.",
+                 {}, ("last", "prefill chunk"), "headline"),
+        TourStep("Flip mixed chunk",
+                 "With --enable-mixed-chunk each chunk pass also carries one decode token for every running "
+                 "request (green passes). The longest pause shrinks to about one chunk pass; the log's own first "
+                 "token comes a little later.", {"mixed": True}, ("first", "mixed"), "tokens"),
+        TourStep("Chunk size is now the knob",
+                 "With mixing on, smaller chunks mean shorter pauses for the streams and a later first token "
+                 "for the log. Try 2,048 — then open Compare for the whole curve.",
+                 {"mixed": True, "chunk": 2048}, ("first", "mixed"), "itl"),
+        TourStep("The logprob exception",
+                 "One streaming request asks for logprobs. Mixing is skipped for any pass it is in, so the stall is "
+                 "back — with the flag still on.", {"mixed": True, "logprob": True}, ("last", "prefill chunk"), "why"),
+    ),
+    stream_group="streams",
+    long_group="log",
+)
+
+OTHER_STALL = Story(
+    key="other_stall",
+    title="The other stall",
+    icon="🧠",
+    teaser="The KV cache fills, the scheduler retracts running replies to the back of the queue, and they re-prefill later. Same symptom, different fix.",
+    controls=(
+        mixed_control(),
+        chunk_control(),
+        Control("conservativeness", "Schedule conservativeness", "select", 1.0, setter("engine", "schedule_conservativeness"),
+                (0.3, 0.5, 1.0, 1.5, 2.0, 3.0), help="Scales how much KV the scheduler reserves for replies still "
+                "being written (new_token_ratio). Higher: fewer admissions, fewer retractions. SGLang default: 1.0."),
+        Control("pool", "KV pool (tokens)", "select", 60000, setter("engine", "max_total_tokens"),
+                (40000, 60000, 80000, 120000, 200000), is_flag=False, fmt=lambda v: f"{v:,}",
+                help="The story's small pool, as on a GPU shared with other work (an assumption; edit it)."),
+        Control("rate", "Arrivals per second", "select", 16.0,
+                lambda d, v: group(d, "chats")["arrival"].__setitem__("rate_per_s", v), (4.0, 8.0, 12.0, 16.0, 24.0, 32.0),
+                is_flag=False),
+        Control("chats", "Chat requests", "slider", 64, group_setter("chats", "count"), (8, 160, 8), is_flag=False),
+        *common_controls(),
+    ),
+    headlines=(
+        Headline("Requests pushed back (retracted)", None, "num_retracted", unit="count",
+                 help="Requests evicted from the running batch to the back of the queue at least once."),
+        Headline("Longest pause, a chat reply", "chats", "max_itl_s", "max"),
+        Headline("Chats' p95 first token", "chats", "ttft_s", "p95"),
+        Headline("Chats' p99 gap between tokens", "chats", "itl_s", "p99"),
+    ),
+    tour=(
+        TourStep("Replies arrive faster than they finish",
+                 "Sixteen chat requests a second on a small KV pool. The scheduler admits each one against a guess of "
+                 "how much it will still write (new_token_ratio), and that guess shrinks every decode step.",
+                 {}, ("at", 2.0), "queue"),
+        TourStep("The pool fills",
+                 "KV used (blue) climbs to the pool size. No prefill is to blame — the running replies are growing.",
+                 {}, ("retraction", 0), "kv"),
+        TourStep("Retraction",
+                 "There is no slot for the next token of every running reply, so SGLang retracts the ones with the "
+                 "fewest tokens generated and sends them to the back of the queue. The purple rules mark it.",
+                 {}, ("retraction", 0), "why"),
+        TourStep("They re-prefill later",
+                 "A retracted reply keeps its text but loses its KV: later it is prefilled again — prompt plus what it "
+                 "had written — and only then streams again. Grey: waiting; orange: the re-prefill.",
+                 {}, ("retraction", -1), "tokens"),
+        TourStep("Mixed chunk does not fix this one",
+                 "Turn mixed chunk on: the retractions stay. The fix here is memory — a bigger pool, fewer admissions "
+                 "(schedule conservativeness), or shorter replies.", {"mixed": True}, ("retraction", 0), "headline"),
+        TourStep("Reserve more",
+                 "Raising schedule_conservativeness makes the scheduler reserve more KV per admitted reply: fewer "
+                 "retractions, later first tokens.", {"conservativeness": 2.0}, ("retraction", 0), "headline"),
+    ),
+    stream_group="chats",
+    long_group="chats",
+    default_cursor=("retraction", 0),
+)
+
+RUSH_CONTROLS = (
+    mixed_control(),
+    chunk_control(),
+    Control("contracts", "Contracts at ten", "slider", 6, group_setter("contracts", "count"), (1, 12, 1), is_flag=False,
+            help="How many 120,000-token contracts arrive at once at t = 10 s."),
+    Control("qps", "Short questions per second", "select", 4.0,
+            lambda d, v: group(d, "questions")["arrival"].__setitem__("rate_per_s", v), (1.0, 2.0, 4.0, 6.0, 8.0),
+            is_flag=False),
+    *common_controls(),
+)
+
+RUSH = Story(
+    key="ten_oclock_rush",
+    title="Ten o'clock rush",
+    icon="⏰",
+    teaser="Short questions all morning; at ten, six 120,000-token contracts arrive. Who waits — and does splitting prefill from decode help?",
+    controls=RUSH_CONTROLS,
+    headlines=(
+        Headline("Questions' p95 first token", "questions", "ttft_s", "p95"),
+        Headline("Longest pause, a question's reply", "questions", "max_itl_s", "max"),
+        Headline("Contracts' p95 first token", "contracts", "ttft_s", "p95"),
+        Headline("Questions' p99 gap between tokens", "questions", "itl_s", "p99"),
+    ),
+    tour=(
+        TourStep("A quiet morning", "Short questions arrive about four a second and clear quickly: short prefills, "
+                 "steady decode.", {}, ("at", 8.0), "passes"),
+        TourStep("Ten o'clock", "Six 120,000-token contracts arrive at once. Their prefill is chunked — and prefill "
+                 "wins every iteration while a chunk is pending.", {}, ("first_after", 10.0), "passes"),
+        TourStep("The questions wait", "New questions queue behind the contracts (grey), and replies already "
+                 "streaming pause (purple). The short questions are not short in the queue.", {}, ("at", 30.0), "tokens"),
+        TourStep("Mixed chunk", "Mixing keeps the running replies moving, but new questions still queue behind the "
+                 "contracts' prefill.", {"mixed": True}, ("at", 30.0), "headline"),
+    ),
+    stream_group="questions",
+    long_group="contracts",
+    default_cursor=("first_after", 10.0),
+)
+
+STORIES: dict[str, Story] = {s.key: s for s in (FORTY, OTHER_STALL, RUSH)}

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Serves the Who Waits app on http://localhost:8501 (creates .venv on first use).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/env.sh
+exec .venv/bin/streamlit run app/main.py "$@"
