@@ -12,8 +12,6 @@ import importlib
 import inspect
 from functools import cache
 
-from engine_model import policy, scheduler, simulation
-
 # SGLang name -> "module:qualname" in the model
 KNOWN = {
     "get_next_batch_to_run": "engine_model.scheduler:Scheduler.schedule",
@@ -87,5 +85,3 @@ def source(sglang_name: str) -> tuple[str, str] | None:
     except (OSError, TypeError):
         return None
 
-
-__all__ = ["chain", "find", "source", "policy", "scheduler", "simulation"]

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from engine_model.pd.config import PDConfig
 
 Version = Literal["0.5.20", "0.5.22", "0.5.23"]
 
@@ -161,6 +163,12 @@ class WorkloadConfig(Frozen):
     clients: list[ClientConfig] = Field(default_factory=list)
     trace: TraceConfig | None = None
 
+    @field_validator("trace", mode="before")
+    @classmethod
+    def _trace_path(cls, value):
+        """`--set workload.trace=PATH` is short for `workload.trace = {path = "PATH"}`."""
+        return {"path": value} if isinstance(value, str) else value
+
 
 class LimitsConfig(Frozen):
     """Bounds that stop runaway work; a run that hits one says so."""
@@ -192,3 +200,4 @@ class Scenario(Frozen):
     workload: WorkloadConfig = WorkloadConfig()
     limits: LimitsConfig = LimitsConfig()
     metrics: MetricsConfig = MetricsConfig()
+    pd: PDConfig | None = None  # prefill-decode disaggregation (engine_model/pd); None: one engine

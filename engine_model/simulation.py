@@ -18,6 +18,7 @@ from engine_model.errors import InputError
 from engine_model.resolve import Resolved, gpu_of, model_of, resolve
 from engine_model.scheduler import Plan, Scheduler
 from engine_model.workload import ClientPool, Workload, build
+from engine_model.workload import trace_requests as trace_requests_of
 
 
 @dataclass
@@ -63,8 +64,9 @@ class Run:
         self.rng = random.Random(scenario.seed)
         self.resolved = resolve(scenario)
         self.cost = make_cost(scenario)
+        traced = list(trace_requests) or trace_requests_of(scenario.workload, scenario.seed)
         self.workload: Workload = build(scenario.workload, self.rng, max_requests=scenario.limits.max_requests,
-                                        trace_requests=list(trace_requests))
+                                        trace_requests=traced)
         self.scheduler = Scheduler(self.resolved, self.cost, self.rng)
         self.arrivals: list[tuple[float, int, Request]] = []
         self.num_pushed = 0

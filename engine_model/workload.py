@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 
 from engine_model.config import ClosedArrival, GroupConfig, Length, LengthDist, PoissonArrival, WorkloadConfig
@@ -129,9 +129,31 @@ def build(cfg: WorkloadConfig, rng: random.Random, *, max_requests: int, trace_r
         raise InputError("workload", "no requests: add groups, requests or a trace")
     if num > max_requests:
         raise InputError("workload", f"{num} requests is above limits.max_requests ({max_requests})")
-    rids = [r.rid for r in open_loop] + [r.rid for m in members.values() for r in m]
-    if len(set(rids)) != len(rids):
-        dup = next(r for r in rids if rids.count(r) > 1)
+    rids = Counter([r.rid for r in open_loop] + [r.rid for m in members.values() for r in m])
+    if len(rids) != num:
+        dup = next(rid for rid, n in rids.items() if n > 1)
         raise InputError("workload", f"request id {dup!r} is used twice; group names and rids must be unique")
     open_loop.sort(key=lambda r: r.arrival_at)  # stable: equal times keep workload order
     return Workload(open_loop=open_loop, pools=list(pools.values()), num_requests=num)
+
+
+def trace_requests(cfg: WorkloadConfig, seed: int) -> list[Request]:
+    """Requests from `workload.trace` (Azure, Mooncake, BurstGPT or plain JSONL), arrivals as in the file."""
+    if cfg.trace is None:
+        return []
+    from pathlib import Path
+
+    from engine_model.traces import load_trace
+
+    t = cfg.trace
+    window = None
+    if t.window_start_s or t.window_end_s is not None:
+        window = (t.window_start_s, float("inf") if t.window_end_s is None else t.window_end_s)
+    try:
+        trace = load_trace(Path(t.path), fmt=t.fmt, window=window, speedup=t.speedup, sample=t.sample,
+                           max_requests=t.max_requests, seed=seed)
+    except InputError as err:
+        raise InputError(f"workload.trace ({err.where})", err.problem) from None
+    width = len(str(len(trace.requests)))
+    return [Request(rid=f"{t.group}-{i:0{width}d}", group=t.group, arrival_at=r.arrival_at, prompt_len=r.prompt_len,
+                    output_len=r.output_len, max_new_tokens=r.output_len) for i, r in enumerate(trace.requests)]

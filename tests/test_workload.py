@@ -64,3 +64,18 @@ def test_mid_reply_requests_start_in_the_running_batch():
 def test_bad_workloads_name_the_problem(workload, where):
     with pytest.raises(InputError, match=where):
         simulate(scenario(workload))
+
+
+def test_a_trace_becomes_the_workload(shared_dir):
+    path = shared_dir / "data/traces/AzureLLMInferenceTrace_code.csv"
+    sc = scenario({"trace": str(path)})
+    sc = sc.model_copy(update={"workload": sc.workload.model_copy(
+        update={"trace": sc.workload.trace.model_copy(update={"max_requests": 300, "window_start_s": 10.0})})})
+    result = simulate(sc)
+    assert len(result.requests) == 300 and result.requests[0].rid == "trace-000"
+    assert result.requests[0].arrival_at == 0.0 and all(r.state is RequestState.FINISHED for r in result.requests)
+
+
+def test_a_missing_trace_file_is_named():
+    with pytest.raises(InputError, match="workload.trace"):
+        simulate(scenario({"trace": "/no/such/trace.csv"}))
