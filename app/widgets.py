@@ -285,12 +285,14 @@ def presenter_ui() -> bool:
             st.session_state["present"] = False
             st.rerun()
     else:
-        with st.sidebar:
-            if st.toggle("Presenter mode", key="present_toggle", help="Large type, no sidebar. Or add ?present=1 to a link."):
-                st.session_state["present"] = True
-                st.session_state["present_toggle"] = False
-                st.rerun()
+        st.sidebar.toggle("Presenter mode", key="present_toggle", on_change=_enter_presenter,
+                          help="Large type, no sidebar. Or add ?present=1 to a link.")
     return presenting
+
+
+def _enter_presenter() -> None:
+    st.session_state["present"] = True
+    st.session_state["present_toggle"] = False
 
 
 def cursor_spec_default(story: Story, run: RunFrames) -> int:

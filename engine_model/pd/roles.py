@@ -1,0 +1,144 @@
+"""Per-role settings: what one DP rank of a prefill or decode worker runs with, and its pass cost.
+
+A worker is one SGLang server of tp_size GPUs. With DP attention (dp_size > 1) it holds dp_size
+attention ranks, each with its own scheduler, waiting queue and KV pool, and attention TP of
+tp_size / dp_size; the ranks run every forward pass together (`maybe_prepare_mlp_sync_batch`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from engine_model import hardware
+from engine_model.config import HardwareConfig, Scenario
+from engine_model.cost import PassShape, RooflineCost
+from engine_model.errors import InputError
+from engine_model.resolve import (
+    NEW_TOKEN_RATIO_DECAY_STEPS,
+    Resolved,
+    default_max_running_requests,
+    resolve,
+    with_overrides,
+)
+from engine_model.simulation import make_cost
+
+DP_CONSERVATIVENESS = 0.3  # parallel_hook.py: schedule_conservativeness x 0.3 under DP attention
+MOONCAKE = ("mooncake", "mooncake_tcp")
+FIRST_PREFILL_COMPLETE = "0.5.22"
+
+
+@dataclass(frozen=True)
+class Role:
+    """One role's workers, as resolved."""
+
+    name: str  # "prefill" or "decode"
+    num_workers: int
+    tp_size: int
+    dp_size: int
+    ep_size: int
+    policy: str
+    rank: Resolved  # the settings of one DP rank
+    cost: WorkerCost
+
+    @property
+    def attn_tp_size(self) -> int:
+        return self.tp_size // self.dp_size
+
+
+@dataclass(frozen=True)
+class WorkerCost:
+    """Pass time of a worker whose DP ranks run in lockstep.
+
+    Without DP attention: the engine's cost model. With it, on the roofline: the matrix multiplies,
+    element-wise ops, collectives and overhead are priced on all ranks' tokens together at tp_size
+    (experts and dense weights are shared out over the worker's GPUs), and attention is the slowest
+    rank's own attention at attention TP (each rank reads only its own requests' KV). On the linear
+    predictor: the slowest rank's pass.
+    """
+
+    whole: object  # the cost model at the worker's tp_size
+    rank: object | None  # the cost model at attention TP; None without DP attention
+
+    def seconds(self, shapes: list[PassShape]) -> float:
+        if self.rank is None:
+            return self.whole.seconds(shapes[0])
+        if not isinstance(self.whole, RooflineCost):
+            return max(self.whole.seconds(s) for s in shapes if s.num_rows)
+        parts = self.whole.breakdown(PassShape(*map(sum, zip(*shapes, strict=True))))
+        attention_s = max(self.rank.breakdown(s)["attention_s"] for s in shapes)
+        return parts["total_s"] - parts["attention_s"] + attention_s
+
+    def describe(self) -> str:
+        return self.whole.describe() + ("" if self.rank is None else "; DP attention: slowest rank's attention")
+
+
+def role_scenario(scenario: Scenario, name: str, tp_size: int | None = None) -> Scenario:
+    cfg = getattr(scenario.pd, name)
+    hw = HardwareConfig(gpu=cfg.gpu or scenario.hardware.gpu, tp_size=tp_size or cfg.tp_size or scenario.hardware.tp_size,
+                        gpu_overrides=scenario.hardware.gpu_overrides)
+    return scenario.model_copy(update={"hardware": hw})
+
+
+def resolve_role(scenario: Scenario, name: str) -> Role:
+    """SGLang's defaults for one rank of this role (sglang-scheduler-facts.md sections 4.1, 7)."""
+    pd, cfg = scenario.pd, getattr(scenario.pd, name)
+    tp = cfg.tp_size or scenario.hardware.tp_size
+    if tp % cfg.dp_size:
+        raise InputError(f"pd.{name}.dp_size", f"{cfg.dp_size} must divide tp_size {tp}")
+    whole = role_scenario(scenario, name)
+    base = resolve(whole)
+    rank = _per_rank(scenario, base, tp, cfg.dp_size, pd.decode_kv_cap_per_rank if name == "decode" else None)
+    rank_cost = make_cost(role_scenario(scenario, name, tp // cfg.dp_size)) if cfg.dp_size > 1 else None
+    return Role(name=name, num_workers=cfg.num_workers, tp_size=tp, dp_size=cfg.dp_size, ep_size=cfg.ep_size,
+                policy=pd.policy(name), rank=rank, cost=WorkerCost(make_cost(whole), rank_cost))
+
+
+def _per_rank(scenario: Scenario, base: Resolved, tp: int, dp: int, cap: int | None) -> Resolved:
+    """One DP rank: KV heads not split when attention TP is 1, chunk / dp, conservativeness x 0.3."""
+    pool = base.max_total_tokens
+    if scenario.engine.max_total_tokens is None and dp > 1:
+        model = with_overrides(hardware.model(scenario.model.name), scenario.model.overrides, "model.overrides")
+        kv = scenario.model.kv_dtype
+        pool = int(pool * hardware.kv_bytes_per_token(model, kv, tp) / hardware.kv_bytes_per_token(model, kv, tp // dp))
+    if cap is not None:
+        pool = min(pool, cap)
+    max_req_len = min(base.context_len - 1, pool - 1)
+    chunk = base.chunked_prefill_size
+    if chunk is not None and dp > 1:
+        chunk = max(base.page_size, chunk // dp // base.page_size * base.page_size)
+    ratio_init = base.ratio_init if dp == 1 else min(base.ratio_init * DP_CONSERVATIVENESS, 1.0)
+    ratio_min = base.ratio_min if dp == 1 else ratio_init * base.ratio_min / base.ratio_init
+    return replace(
+        base, max_total_tokens=pool, max_req_len=max_req_len, max_req_input_len=max_req_len - 5,
+        max_total_tokens_source=base.max_total_tokens_source + (f"; per DP rank of {dp}" if dp > 1 else "")
+        + (f"; capped at {cap} (pd.decode_kv_cap_per_rank)" if cap is not None else ""),
+        max_running_requests=scenario.engine.max_running_requests or default_max_running_requests(pool, base.context_len),
+        chunked_prefill_size=chunk,
+        chunked_prefill_size_source=base.chunked_prefill_size_source + (f"; / {dp} DP ranks" if dp > 1 and chunk else ""),
+        ratio_init=ratio_init, ratio_min=ratio_min, ratio_decay=(ratio_init - ratio_min) / NEW_TOKEN_RATIO_DECAY_STEPS,
+        tp_size=tp // dp,
+    )
+
+
+def check(scenario: Scenario) -> None:
+    """The checks SGLang makes before PD traffic flows (bootstrap handshake, `_validate_prefill_complete`)."""
+    pd = scenario.pd
+    prefill, decode = pd.policy("prefill"), pd.policy("decode")
+    if prefill != decode:
+        raise InputError("pd.prefill.decode_allocation_policy / pd.decode.decode_allocation_policy",
+                         f"the prefill role uses {prefill!r} and the decode role {decode!r}; both roles must use the "
+                         "same policy (SGLang rejects the mismatch in the bootstrap handshake)")
+    if prefill != "prefill_complete":
+        return
+    if scenario.engine.version < FIRST_PREFILL_COMPLETE:
+        raise InputError("engine.version", f"decode_allocation_policy 'prefill_complete' needs SGLang >= "
+                         f"{FIRST_PREFILL_COMPLETE}; got {scenario.engine.version}")
+    if pd.transfer_backend not in MOONCAKE:
+        raise InputError("pd.transfer_backend", f"decode_allocation_policy 'prefill_complete' needs the Mooncake "
+                         f"backend ({' or '.join(MOONCAKE)}); got {pd.transfer_backend!r}")
+    for name in ("prefill", "decode"):
+        cfg = getattr(pd, name)
+        tp = cfg.tp_size or scenario.hardware.tp_size
+        if tp != cfg.dp_size:
+            raise InputError(f"pd.{name}.tp_size", f"decode_allocation_policy 'prefill_complete' needs attention TP of 1 "
+                             f"per rank (tp_size == dp_size); got tp_size {tp}, dp_size {cfg.dp_size}")

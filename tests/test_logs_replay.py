@@ -1,0 +1,26 @@
+"""'Simulate this server' builds a runnable scenario from a real log."""
+
+import pytest
+
+from engine_model import load_scenario, simulate
+from engine_model.core import RequestState
+from engine_model.logs.parse import parse_log_file
+from engine_model.logs.replay import scenario_from_log
+
+
+def test_a_retraction_log_becomes_a_runnable_scenario_with_its_settings(shared_dir):
+    parsed = parse_log_file(shared_dir / "data/sglang_logs/01_docsci_2025-04-30_qwen05b_batch_retract_decode_oom.log")
+    scenario, notes = scenario_from_log(parsed, load_scenario("forty_replies"))
+    assert (scenario.engine.max_total_tokens, scenario.engine.chunked_prefill_size, scenario.engine.max_running_requests) == (
+        20480, 8192, 200)
+    assert len(scenario.workload.requests) > 100 and "assumed 256 tokens" in notes[1]
+    result = simulate(scenario)
+    assert all(r.state in (RequestState.FINISHED, RequestState.REJECTED) for r in result.requests)
+
+
+@pytest.mark.parametrize("text", ["", "hello\nworld\n"])
+def test_a_log_without_prefill_lines_says_so(text):
+    from engine_model.logs.parse import parse_log
+
+    scenario, notes = scenario_from_log(parse_log(text), load_scenario("forty_replies"))
+    assert scenario.workload.requests == [] and "nothing to simulate" in notes[-1]
