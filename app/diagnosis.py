@@ -1,0 +1,97 @@
+"""Tell the two stalls apart from a run's frames: back-to-back prefill vs KV retraction. Pure functions."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from app.frames import RunFrames
+
+
+def longest_prefill_streak(its: pd.DataFrame) -> tuple[float, int, float]:
+    """The longest run of consecutive prefill-only passes while requests were decoding:
+    (seconds, number of passes, start time). This is the chunked-prefill stall."""
+    best = (0.0, 0, 0.0)
+    start, count = None, 0
+    for row in its.itertuples(index=False):
+        if row.kind == "prefill chunk" and row.num_running > 0:
+            if start is None:
+                start, count = row.start_at, 0
+            count += 1
+            seconds = row.end_at - start
+            if seconds > best[0]:
+                best = (seconds, count, start)
+        elif row.kind != "idle" or row.duration_s > 0:
+            start = None
+    return best
+
+
+def reprefill_tokens(run: RunFrames) -> int:
+    """Prompt tokens prefilled beyond each request's first fill: the work a retraction throws away and redoes."""
+    if run.chunks.empty:
+        return 0
+    filled = run.chunks.groupby("rid")["extend"].sum()
+    prompt = run.requests.set_index("rid")["prompt_len"]
+    extra = (filled - prompt.reindex(filled.index).fillna(0)).clip(lower=0)
+    return int(extra.sum())
+
+
+def diagnose(run: RunFrames) -> dict:
+    seconds, passes, start = longest_prefill_streak(run.iterations)
+    num_retractions = len(run.retractions)
+    return {
+        "prefill_streak_s": seconds,
+        "prefill_streak_passes": passes,
+        "prefill_streak_start_at": start,
+        "num_retractions": num_retractions,
+        "num_retracted_requests": int(run.summary["iterations"]["num_retracted_requests"]),
+        "reprefill_tokens": reprefill_tokens(run),
+        "kv_peak_fraction": float((run.iterations["kv_used"] / run.iterations["kv_capacity"]).max())
+        if len(run.iterations) else 0.0,
+    }
+
+
+def verdict(d: dict, stall_threshold_s: float) -> str:
+    chunk = d["prefill_streak_s"] >= stall_threshold_s
+    kv = d["num_retractions"] > 0
+    if chunk and kv:
+        return "Both stalls happen in this run."
+    if chunk:
+        return "This run shows the chunked-prefill stall."
+    if kv:
+        return "This run shows the KV stall (retraction)."
+    return "Neither stall is large in this run."
+
+
+def apart_table(d: dict) -> pd.DataFrame:
+    """Where to look, what each stall looks like there, and what this run shows."""
+    streak = (f"{d['prefill_streak_passes']} prefill passes back to back for {d['prefill_streak_s']:.2f} s "
+              f"from t = {d['prefill_streak_start_at']:.2f} s") if d["prefill_streak_passes"] else "no back-to-back prefill while requests decode"
+    return pd.DataFrame([
+        {"look at": "Pass timeline",
+         "chunked-prefill stall": "A row of prefill passes (orange), back to back, while requests are decoding; no "
+                                  "decode pass between them.",
+         "KV stall (retraction)": "Mostly decode; a retraction, then short re-prefill passes of requests that had "
+                                  "already started.",
+         "this run": streak},
+        {"look at": "KV chart",
+         "chunked-prefill stall": "Usage rises chunk by chunk; the pool is not full.",
+         "KV stall (retraction)": "Usage at the pool's top, then a sudden drop at each retraction (purple rule).",
+         "this run": f"peak {d['kv_peak_fraction']:.0%} of the pool; {d['num_retractions']} retraction(s)"},
+        {"look at": "Token streams",
+         "chunked-prefill stall": "Every running request pauses at the same moment, for the same time.",
+         "KV stall (retraction)": "A few requests — the ones with the fewest tokens generated — stop, wait in the "
+                                  "queue, re-prefill, then resume; the others keep streaming.",
+         "this run": f"{d['num_retracted_requests']} request retraction(s), {d['reprefill_tokens']:,} tokens prefilled again"},
+        {"look at": "Server log",
+         "chunked-prefill stall": "Consecutive `Prefill batch, … #new-token: <chunk size> … #running-req: N` lines with no "
+                                  "`Decode batch` line between them.",
+         "KV stall (retraction)": "`KV cache pool is full. Retract requests. #retracted_reqs: …` (WARNING); "
+                                  "`sglang:num_retracted_requests_total` rises.",
+         "this run": "the model's iterations carry these decisions; see the Why panel"},
+        {"look at": "The fix",
+         "chunked-prefill stall": "--enable-mixed-chunk, then chunk size as the latency knob; or "
+                                  "--prefill-decode-interval; or PD disaggregation.",
+         "KV stall (retraction)": "More KV (pool, fp8 KV, TP), fewer admissions (--schedule-conservativeness), "
+                                  "shorter max_new_tokens; mixed chunk does not help.",
+         "this run": ""},
+    ])

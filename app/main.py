@@ -1,0 +1,29 @@
+"""Who Waits: the Streamlit entry point. `streamlit run app/main.py`
+
+Builds the navigation over app/app_pages/ and applies presenter mode; each page draws itself.
+"""
+
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # `streamlit run app/main.py` puts app/ on the path, not the repo root
+    sys.path.insert(0, str(REPO))
+
+import streamlit as st  # noqa: E402
+
+from app.widgets import presenter_ui  # noqa: E402
+
+st.set_page_config(page_title="Who Waits", page_icon="⏳", layout="wide")
+
+PAGES = [
+    st.Page("app_pages/home.py", title="Home", icon="⏳", default=True),
+    st.Page("app_pages/forty_replies.py", title="The forty replies", icon="💬", url_path="forty_replies"),
+    st.Page("app_pages/other_stall.py", title="The other stall", icon="🧠", url_path="other_stall"),
+    st.Page("app_pages/ten_oclock_rush.py", title="Ten o'clock rush", icon="⏰", url_path="ten_oclock_rush"),
+    st.Page("app_pages/compare.py", title="Compare and sweep", icon="⚖️", url_path="compare"),
+]
+
+presenting = presenter_ui()
+page = st.navigation(PAGES, position="hidden" if presenting else "sidebar")
+page.run()
