@@ -17,7 +17,9 @@ from app.widgets import chart_ui, fmt_seconds
 TICK_S = 1.2
 
 
-def timeline_ui(story: Story, run: RunFrames, run_key: str) -> None:
+def timeline_ui(story: Story, run: RunFrames) -> None:
+    scenario = st.session_state.get(f"{story.key}.scenario")
+    run_key = scenario.model_dump_json() if scenario is not None else ""
     playing = st.session_state.get(f"{story.key}.playing", False)
     _settle_cursor(story, run, run_key)
     st.fragment(_timeline, run_every=TICK_S if playing else None)(story, run)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from app import charts, compute, cursor, state
+from app import charts, compute, cursor, diagnosis, state
 from app.frames import RunFrames
 from app.stories import Headline, Story
 from engine_model import InputError
@@ -19,6 +19,8 @@ DESIGN_DOC = REPO / "docs" / "design.md"
 
 # -- page frame --------------------------------------------------------------------------------------
 def page_header(story: Story) -> None:
+    """Title, teaser and any notes about the link that opened the page (bad or unknown URL parameters)."""
+    state.seed_widgets(story.key, story.controls)
     st.title(f"{story.icon} {story.title}")
     st.markdown(story.teaser)
     for note in state.notes(story.key):
@@ -217,7 +219,7 @@ def itl_ui(story: Story, run: RunFrames) -> None:
 
 
 # -- exports and notes -------------------------------------------------------------------------------
-def export_ui(story: Story, values: dict, run: RunFrames) -> None:
+def export_ui(story: Story, run: RunFrames) -> None:
     scenario = st.session_state.get(f"{story.key}.scenario")
     with st.expander("Export this run: CSV and scenario TOML"):
         cols = st.columns(4)
@@ -297,3 +299,22 @@ def _enter_presenter() -> None:
 
 def cursor_spec_default(story: Story, run: RunFrames) -> int:
     return cursor.resolve(run.iterations, story.default_cursor)
+
+
+def stalls_apart_ui(run: RunFrames, expanded: bool = False) -> None:
+    """The two stalls side by side: where to look, what each looks like, and what this run shows."""
+    found = diagnosis.diagnose(run)
+    with st.expander(f"How to tell the two stalls apart — {diagnosis.verdict(found, run.stall_threshold_s)}",
+                     expanded=expanded):
+        st.dataframe(diagnosis.apart_table(found), hide_index=True, use_container_width=True,
+                     column_config={c: st.column_config.TextColumn(width="large") for c in
+                                    ("chunked-prefill stall", "KV stall (retraction)")})
+
+
+def url_state(story: Story, values: dict) -> None:
+    """Put this view into the address bar so a copied link reopens it."""
+    extra = {"t": (f"{st.session_state[f'{story.key}.cursor_t']:.3f}" if f"{story.key}.cursor_t" in st.session_state
+                   else None),
+             "present": "1" if st.session_state.get("present") else None}
+    state.write_url(story.controls, values, extra)
+    share_ui(story, values, extra)

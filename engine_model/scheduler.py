@@ -164,7 +164,8 @@ class Scheduler:
         num_mixed = len(self.running) if cfg.is_mixed_chunk else 0
         adder = PrefillAdder(cfg, pool=self.kv_free, running=self.running, ratio=self.ratio.value, num_mixed=num_mixed)
         still_chunked = adder.add_chunked(self.chunked) if self.chunked else False
-        stop = self._admit_waiting(adder, num_allocatable)
+        stop, num_walked = self._admit_waiting(adder, num_allocatable)
+        del self.waiting[:num_walked]  # admitted or rejected: always a prefix of the queue (head-of-line)
         if not adder.admitted:
             return None, stop
         return self._build_prefill(adder, still_chunked, stop), ""
@@ -176,32 +177,39 @@ class Scheduler:
         elif self.cfg.schedule_policy == "random":
             self.rng.shuffle(self.waiting)
 
-    def _admit_waiting(self, adder: PrefillAdder, num_allocatable: int) -> str:
-        """The admission loop: stops at the first request that does not fit (head-of-line blocking)."""
+    def _admit_waiting(self, adder: PrefillAdder, num_allocatable: int) -> tuple[str, int]:
+        """The admission loop: stops at the first request that does not fit (head-of-line blocking).
+
+        Returns why it stopped and how many requests from the head of the queue it took or rejected.
+        """
         held = 1 if self.chunked is not None and self.cfg.version == "0.5.23" else 0
-        for req in list(self.waiting):
+        num_walked = 0
+        for req in self.waiting:
             if self.cfg.version != "0.5.20" and adder.state() is Verdict.OTHER:
-                return "the token budget is spent"
+                return "the token budget is spent", num_walked
             if len(adder.admitted) - held >= num_allocatable:
                 self.batch_is_full = True
-                return f"max_running_requests ({self.cfg.max_running_requests}) reached"
+                return f"max_running_requests ({self.cfg.max_running_requests}) reached", num_walked
             verdict = adder.add_one(req)
+            admitted = bool(adder.admitted) and adder.admitted[-1][0] is req
             if verdict is Verdict.CONTINUE:
+                num_walked += 1
                 continue
-            admitted = any(r is req for r, _ in adder.admitted)
             if verdict is Verdict.NO_TOKEN and not admitted and self._never_fits(adder, req):
-                self.waiting.remove(req)
                 need = req.num_uncomputed + min(req.remaining_max_new, CLIP_MAX_NEW_TOKENS)
                 self._reject(req, f"needs {need} KV slots (prompt + min(max_new, {CLIP_MAX_NEW_TOKENS})); "
                              f"the whole pool is {self.cfg.max_total_tokens}")
+                num_walked += 1
                 continue
+            num_walked += admitted
             if verdict is Verdict.NO_TOKEN:
                 self.batch_is_full = True if self.cfg.version == "0.5.20" else bool(adder.admitted or self.running)
                 if admitted:
-                    return f"the KV budget is spent after {req.rid}"
-                return f"{req.rid} does not fit the KV budget (its prompt + min(max_new, {CLIP_MAX_NEW_TOKENS}) + the running requests' reservations)"
-            return "the token budget is spent" if admitted else f"{req.rid} does not fit the token budget"
-        return ""
+                    return f"the KV budget is spent after {req.rid}", num_walked
+                return (f"{req.rid} does not fit the KV budget (its prompt + min(max_new, {CLIP_MAX_NEW_TOKENS})"
+                        " + the running requests' reservations)", num_walked)
+            return ("the token budget is spent" if admitted else f"{req.rid} does not fit the token budget"), num_walked
+        return "", num_walked
 
     def _never_fits(self, adder: PrefillAdder, req: Request) -> bool:
         """Our guard, not SGLang's: a head request that cannot fit an empty pool would wait forever."""
@@ -209,10 +217,7 @@ class Scheduler:
         return alone and not adder.fits_empty_pool(req)
 
     def _build_prefill(self, adder: PrefillAdder, still_chunked: bool, stop: str) -> Plan:
-        admitted_new = [r for r, _ in adder.admitted if r is not self.chunked]
         continuing = self.chunked
-        for req in admitted_new:
-            self.waiting.remove(req)
         self.chunked = adder.new_chunked or (continuing if still_chunked else None)
         for req, extend in adder.admitted:  # prepare_for_extend allocates the KV now
             self.kv_used += ceil_page(req.kv_len + extend, self.cfg.page_size) - ceil_page(req.kv_len, self.cfg.page_size)

@@ -1,0 +1,149 @@
+"""One decode DP rank (`SchedulerDisaggregationDecodeMixin`, disaggregation/decode.py).
+
+Queues (sglang-scheduler-facts.md 7.2): the prealloc queue (handshake, then a KV reservation), the
+retracted queue (KV backed up to host), the transfer queue (KV reserved, bytes in flight) and the
+joiners (transfer done). Joiners enter the running batch without a memory check and decode in the
+same iteration; then the single engine's `update_running_batch` runs: check memory, retract, decode.
+"""
+
+from __future__ import annotations
+
+from engine_model.core import PassKind, Request, RequestState
+from engine_model.pd.messages import ALLOCATED, FINISHED, JOINED, REJECTED, RESUMED, RETRACTED, Message
+from engine_model.policy import CLIP_MAX_NEW_TOKENS, ceil_page
+from engine_model.scheduler import Plan, Scheduler
+
+MIRRORS = "Scheduler.get_next_disagg_decode_batch_to_run"
+
+
+class DecodeRank(Scheduler):
+    def __init__(self, name: str, cfg, cost, rng, num_reserved: int):
+        super().__init__(cfg, cost, rng)
+        self.name = name
+        self.num_reserved = num_reserved  # num_reserved_decode_tokens
+        self.prealloc: list[Request] = []  # DecodePreallocQueue.queue, FIFO
+        self.ready: set[str] = set()  # receiver reports WaitingForInput
+        self.transfer: list[Request] = []  # DecodeTransferQueue: KV reserved, waiting for the bytes
+        self.delivered: set[str] = set()  # transfer succeeded
+        self.joining: list[Request] = []  # waiting_queue: transferred or resumed, joins the running batch
+        self.retracted_queue: list[Request] = []
+        self.outbox: list[Message] = []
+        self.stop_reason = ""
+
+    # -- budgets ------------------------------------------------------------------------------------
+    def allocatable(self, *, count_retracted: bool = True) -> int:
+        """`_allocatable_tokens`: free KV less a 512-token headroom per active request (or the worst single
+        running request, if larger) less what the retracted requests need to come back."""
+        num_active = len(self.running) + len(self.transfer) + len(self.joining)
+        retractable = sum(r.prompt_len + r.num_generated for r in self.running)
+        worst = max((min(r.max_new_tokens, CLIP_MAX_NEW_TOKENS) + r.prompt_len for r in self.running), default=0)
+        headroom = max(self.num_reserved * num_active, worst - retractable)
+        owed = sum(self.restore_tokens(r) for r in self.retracted_queue) if count_retracted else 0
+        return self.kv_free - headroom - owed
+
+    def admission_tokens(self, req: Request) -> int:
+        """`_required_admission_tokens`: the prompt plus headroom, or its whole clipped budget."""
+        retractable = sum(r.prompt_len + r.num_generated for r in self.running)
+        whole = req.prompt_len + min(req.max_new_tokens, CLIP_MAX_NEW_TOKENS) - retractable
+        return max(ceil_page(req.prompt_len, self.cfg.page_size) + self.num_reserved, whole)
+
+    def restore_tokens(self, req: Request) -> int:
+        return req.fill_len + self.num_reserved
+
+    def fits_empty_pool(self, req: Request) -> bool:
+        """Could this request ever be preallocated, with the whole pool free? (our guard, not SGLang's)"""
+        whole = req.prompt_len + min(req.max_new_tokens, CLIP_MAX_NEW_TOKENS)
+        return max(ceil_page(req.prompt_len, self.cfg.page_size) + self.num_reserved, whole) <= self.cfg.max_total_tokens
+
+    @property
+    def kv_reserved(self) -> int:
+        """Slots reserved for requests still in prefill or transfer."""
+        return sum(ceil_page(r.kv_len, self.cfg.page_size) for r in self.transfer + self.joining if not r.token_times)
+
+    @property
+    def num_holding(self) -> int:
+        return len(self.prealloc) + len(self.transfer) + len(self.joining) + len(self.retracted_queue) + len(self.running)
+
+    # -- one loop turn ------------------------------------------------------------------------------
+    def poll(self) -> None:
+        """`process_decode_queue`: resume retracted requests, then (only if none is left) preallocate
+        and collect finished transfers."""
+        self._resume_retracted()
+        if self.retracted_queue:
+            self.stop_reason = f"{len(self.retracted_queue)} retracted request(s) wait: no new preallocation"
+            return
+        self.stop_reason = ""
+        self._pop_preallocated()
+        for req in [r for r in self.transfer if r.rid in self.delivered]:  # pop_transferred
+            self.transfer.remove(req)
+            self.delivered.discard(req.rid)
+            self.joining.append(req)
+
+    def _resume_retracted(self) -> None:
+        """`resume_retracted_reqs`: KV comes back from host, no recompute, once prompt + output + 512 fit."""
+        for req in list(self.retracted_queue):
+            if self.restore_tokens(req) > self.allocatable(count_retracted=False):
+                return
+            self.retracted_queue.remove(req)
+            req.kv_len = req.fill_len - 1  # the newest token's KV is written by its decode step
+            self.kv_used += ceil_page(req.kv_len, self.cfg.page_size)
+            self.joining.append(req)
+            self.outbox.append(Message(RESUMED, req, self.now))
+
+    def _pop_preallocated(self) -> None:
+        """`pop_preallocated`: FIFO; a request whose handshake is not done is passed over; the first ready
+        request that does not fit stops the loop (head-of-line blocking)."""
+        for req in list(self.prealloc):
+            if req.rid not in self.ready:
+                continue
+            num_rows = len(self.running) + len(self.transfer) + len(self.joining)
+            if num_rows >= self.cfg.max_running_requests:
+                self.stop_reason = f"no free req_to_token row ({self.cfg.max_running_requests})"
+                return
+            if self.admission_tokens(req) > self.allocatable():
+                self.stop_reason = f"{req.rid} waits for decode KV: needs {self.admission_tokens(req)}, {max(self.allocatable(), 0)} allocatable"
+                return
+            self.prealloc.remove(req)
+            self.ready.discard(req.rid)
+            req.kv_len = req.prompt_len  # _pre_alloc_fill_len: the prompt; decode tokens come one per step
+            self.kv_used += ceil_page(req.kv_len, self.cfg.page_size)
+            self.transfer.append(req)
+            self.outbox.append(Message(ALLOCATED, req, self.now))
+
+    def schedule(self) -> Plan:
+        """`get_next_disagg_decode_batch_to_run`: joiners become a prebuilt batch merged into the running
+        batch (up to max_running_requests), then `update_running_batch` decodes everyone."""
+        room = self.cfg.max_running_requests - len(self.running)
+        joiners, self.joining = self.joining[:room], self.joining[room:]
+        for req in joiners:
+            self._join(req)
+        plan = self._decode_plan("this is a decode worker")
+        for req in self.waiting:  # release_req backed their KV up to host first
+            self.retracted_queue.append(req)
+            self.outbox.append(Message(RETRACTED, req, self.now))
+        self.waiting = []
+        plan.mirrors = plan.mirrors.replace("Scheduler.get_next_batch_to_run", MIRRORS).replace("Scheduler.on_idle", MIRRORS)
+        notes = [f"{len(joiners)} request(s) joined after their transfer"] if joiners else []
+        notes += [self.stop_reason] if self.stop_reason else []
+        if plan.kind is PassKind.IDLE and plan.retraction is None:
+            plan.reason = "idle: nothing is decoding"
+        plan.reason = "; ".join([plan.reason, *notes]).replace("; no prefill because this is a decode worker", "")
+        return plan
+
+    def _join(self, req: Request) -> None:
+        """`process_batch_result_prebuilt`: a transferred request commits the first token prefill made."""
+        req.state = RequestState.RUNNING
+        if not req.token_times:
+            req.token_times.append(self.now)
+            self.outbox.append(Message(JOINED, req, self.now))
+            if req.is_done:
+                return self._finish(req, self.now)
+        self.running.append(req)
+
+    def _finish(self, req: Request, end: float) -> None:
+        super()._finish(req, end)
+        self.outbox.append(Message(FINISHED, req, end))
+
+    def _reject(self, req: Request, reason: str) -> None:
+        super()._reject(req, reason)
+        self.outbox.append(Message(REJECTED, req, self.now))
