@@ -57,6 +57,7 @@ class Request:
     first_scheduled_at: float | None = None
     finished_at: float | None = None
     reject_reason: str | None = None
+    spans: list[tuple[str, float, float]] = field(default_factory=list)  # PD: (phase, start_at, end_at)
     num_generated: int = -1  # SGLang's len(output_ids): tokens of the reply so far (set in __post_init__)
 
     def __post_init__(self) -> None:

@@ -6,6 +6,8 @@ from collections import Counter
 
 from engine_model.core import PassKind
 from engine_model.metrics import all_metrics
+from engine_model.pd.figures import pd_figures
+from engine_model.pd.run import PDResult
 from engine_model.simulation import Result
 
 
@@ -33,7 +35,7 @@ def resolved_config(result: Result) -> dict:
 
 
 def summary(result: Result) -> dict:
-    return {
+    doc = {
         "scenario": result.scenario.name,
         "config": resolved_config(result),
         "cost_model": result.cost_model,
@@ -44,3 +46,6 @@ def summary(result: Result) -> dict:
         "rejected": {r.rid: r.reject_reason for r in result.requests if r.reject_reason},
         "wall_s": result.wall_s,
     }
+    if isinstance(result, PDResult):
+        doc["pd"] = pd_figures(result)  # per-role figures; metrics.* keep their single-engine meaning
+    return doc

@@ -163,4 +163,8 @@ class Run:
 
 
 def simulate(scenario: Scenario, trace_requests: list[Request] = ()) -> Result:
+    if scenario.pd is not None:  # prefill-decode disaggregation: engine_model/pd
+        from engine_model.pd.run import simulate_pd
+
+        return simulate_pd(scenario, trace_requests)
     return Run(scenario, trace_requests).run()

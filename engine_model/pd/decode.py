@@ -100,8 +100,9 @@ class DecodeRank(Scheduler):
             if num_rows >= self.cfg.max_running_requests:
                 self.stop_reason = f"no free req_to_token row ({self.cfg.max_running_requests})"
                 return
-            if self.admission_tokens(req) > self.allocatable():
-                self.stop_reason = f"{req.rid} waits for decode KV: needs {self.admission_tokens(req)}, {max(self.allocatable(), 0)} allocatable"
+            need, room = self.admission_tokens(req), self.allocatable()
+            if need > room:
+                self.stop_reason = f"{req.rid} waits for decode KV: needs {need}, {max(room, 0)} allocatable"
                 return
             self.prealloc.remove(req)
             self.ready.discard(req.rid)
@@ -134,7 +135,7 @@ class DecodeRank(Scheduler):
         """`process_batch_result_prebuilt`: a transferred request commits the first token prefill made."""
         req.state = RequestState.RUNNING
         if not req.token_times:
-            req.token_times.append(self.now)
+            req.add_token(self.now)
             self.outbox.append(Message(JOINED, req, self.now))
             if req.is_done:
                 return self._finish(req, self.now)

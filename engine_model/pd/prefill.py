@@ -34,10 +34,10 @@ class PrefillRank(Scheduler):
         self.sent: set[str] = set()  # transfer succeeded
         self.outbox: list[Message] = []
 
-    def add(self, req: Request, *, bootstrapped: bool) -> None:
+    def add(self, req: Request, at: float, *, bootstrapped: bool) -> None:
         """`_add_request_to_queue` -> bootstrap queue; straight to waiting under optimistic prefill."""
         target = self.waiting if bootstrapped else self.bootstrap
-        req.state, req.queued_at = RequestState.WAITING, self.now
+        req.state, req.queued_at = RequestState.WAITING, at
         target.append(req)
 
     def poll(self) -> None:

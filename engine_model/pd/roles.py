@@ -8,6 +8,7 @@ tp_size / dp_size; the ranks run every forward pass together (`maybe_prepare_mlp
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 from engine_model import hardware
 from engine_model.config import HardwareConfig, Scenario
@@ -52,12 +53,25 @@ class WorkerCost:
     Without DP attention: the engine's cost model. With it, on the roofline: the matrix multiplies,
     element-wise ops, collectives and overhead are priced on all ranks' tokens together at tp_size
     (experts and dense weights are shared out over the worker's GPUs), and attention is the slowest
-    rank's own attention at attention TP (each rank reads only its own requests' KV). On the linear
-    predictor: the slowest rank's pass.
+    rank's own attention at attention TP (each rank reads only its own requests' KV). The roofline's
+    attention term is max(FLOPs roof, KV-bytes roof), each linear in the shape, so the two per-unit
+    costs are read off the rank's cost model once (`attention_units`). On the linear predictor: the
+    slowest rank's pass.
     """
 
     whole: object  # the cost model at the worker's tp_size
     rank: object | None  # the cost model at attention TP; None without DP attention
+
+    @cached_property
+    def attention_units(self) -> tuple[float, float]:
+        """Seconds per causal query-key pair, and per KV token read or written, on one rank."""
+        per_pair = self.rank.breakdown(PassShape(0, 0, 0, 0, 1))["attention_s"]
+        per_kv = self.rank.breakdown(PassShape(0, 0, 0, 1, 0))["attention_s"]
+        return per_pair, per_kv
+
+    def rank_attention_s(self, shape: PassShape) -> float:
+        per_pair, per_kv = self.attention_units
+        return max(per_pair * shape.attn_pairs, per_kv * (shape.past_kv_sum + 2 * shape.new_tokens))
 
     def seconds(self, shapes: list[PassShape]) -> float:
         if self.rank is None:
@@ -65,8 +79,7 @@ class WorkerCost:
         if not isinstance(self.whole, RooflineCost):
             return max(self.whole.seconds(s) for s in shapes if s.num_rows)
         parts = self.whole.breakdown(PassShape(*map(sum, zip(*shapes, strict=True))))
-        attention_s = max(self.rank.breakdown(s)["attention_s"] for s in shapes)
-        return parts["total_s"] - parts["attention_s"] + attention_s
+        return parts["total_s"] - parts["attention_s"] + max(map(self.rank_attention_s, shapes))
 
     def describe(self) -> str:
         return self.whole.describe() + ("" if self.rank is None else "; DP attention: slowest rank's attention")

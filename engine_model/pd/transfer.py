@@ -27,13 +27,19 @@ class Transfer:
     num_sent: float = 0.0
     is_final: bool = False  # the last chunk's bytes are in
     rate: float = 0.0  # bytes/s now
-    started_at: float | None = None  # first byte
+    started_at: float | None = None  # first byte handed to the link
+    final_at: float | None = None  # last byte handed to the link (the whole KV is computed and reserved)
     sent_at: float | None = None  # last byte
     delivered_at: float | None = None  # last byte + link latency
 
     @property
     def num_left(self) -> float:
         return self.num_bytes - self.num_sent
+
+    @property
+    def duration_s(self) -> float | None:
+        """transfer_s: from the last byte handed to the link to delivery (what the transfer adds to TTFT)."""
+        return None if self.delivered_at is None else self.delivered_at - self.final_at
 
 
 @dataclass
@@ -57,6 +63,8 @@ class Network:
             transfer.started_at = at
         transfer.num_bytes += num_bytes
         transfer.is_final = is_final
+        if is_final:
+            transfer.final_at = at
         self._share()
 
     def advance(self, at: float) -> None:

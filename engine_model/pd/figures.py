@@ -1,0 +1,81 @@
+"""Per-role figures of a PD run: pure functions of its lanes, spans and transfers (docs/pd.md defines each).
+
+  busy_share            time a worker runs passes / run length
+  rank_busy_share       mean over its DP ranks of the time each has real work (not a dummy batch) / run length
+  mean_running          decode: mean running batch per decode pass (all ranks), weighted by pass time
+  kv_*_token_s          decode: integral over time of KV slots in use, reserved (held for requests still in
+                        prefill or transfer: reserved but idle) and free
+  transfer_s            last byte handed to the link -> delivered
+  phase_s               mean seconds per request in each phase, by group
+  clients               metrics.group_metrics per closed-loop client pool (e.g. the benchmark without warm-up)
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from engine_model.config import ClosedArrival
+from engine_model.core import Iteration, PassKind
+from engine_model.metrics import group_metrics, summarize
+
+
+def busy_s(its: list[Iteration]) -> float:
+    return sum(it.duration_s for it in its if it.kind is not PassKind.IDLE)
+
+
+def worker_figures(result, name: str) -> dict:
+    its = result.worker_lanes[name]
+    span = result.end_at or 1.0
+    ranks = [lane for key, lane in result.rank_lanes.items() if key.startswith(f"{name}.")]
+    out = {
+        "num_passes": sum(it.kind is not PassKind.IDLE for it in its),
+        "busy_share": busy_s(its) / span,
+        "rank_busy_share": sum(busy_s(lane) for lane in ranks) / (len(ranks) * span) if ranks else 0.0,
+    }
+    if name.startswith("prefill"):
+        out["num_prefill_tokens"] = sum(row.extend for it in its for row in it.prefill_rows)
+        return out
+    decode = [it for it in its if it.kind is PassKind.DECODE]
+    decode_s = sum(it.duration_s for it in decode)
+    out["mean_running"] = sum(len(it.decode_rids) * it.duration_s for it in decode) / decode_s if decode_s else 0.0
+    out["kv_capacity"] = its[0].kv_capacity if its else 0
+    out["kv_in_use_token_s"] = sum(it.kv_used * it.duration_s for it in its)
+    out["kv_reserved_token_s"] = sum(it.kv_reserved * it.duration_s for it in its)
+    out["kv_free_token_s"] = sum((it.kv_capacity - it.kv_used - it.kv_reserved) * it.duration_s for it in its)
+    out["max_kv_reserved"] = max((it.kv_reserved for it in its), default=0)
+    return out
+
+
+def phase_figures(requests) -> dict:
+    by_group: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    counts: dict[str, int] = defaultdict(int)
+    for req in requests:
+        counts[req.group] += 1
+        for phase, start, end in req.spans:
+            by_group[req.group][phase] += end - start
+    return {g: {p: s / counts[g] for p, s in phases.items()} for g, phases in by_group.items()}
+
+
+def client_figures(result) -> dict:
+    client_of = {g.name: g.arrival.client for g in result.scenario.workload.groups if isinstance(g.arrival, ClosedArrival)}
+    members: dict[str, list] = defaultdict(list)
+    for req in result.requests:
+        if req.group in client_of:
+            members[client_of[req.group]].append(req)
+    return {name: group_metrics(reqs) for name, reqs in members.items()}
+
+
+def pd_figures(result) -> dict:
+    transfers = [t.duration_s for t in result.transfers if t.duration_s is not None]
+    workers = {name: worker_figures(result, name) for name in result.worker_lanes}
+    decode = [w for name, w in workers.items() if name.startswith("decode")]
+    return {
+        "decode_allocation_policy": result.policy,
+        "roles": {name: res.to_dict() for name, res in result.roles.items()},
+        "workers": workers,
+        "kv_reserved_idle_token_s": sum(w["kv_reserved_token_s"] for w in decode),
+        "transfer": {"num_transfers": len(transfers), "kv_bytes_per_token": result.kv_bytes_per_token,
+                     "transfer_s": summarize(transfers)},
+        "phase_s": phase_figures(result.requests),
+        "clients": client_figures(result),
+    }

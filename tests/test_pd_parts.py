@@ -1,0 +1,94 @@
+"""The PD building blocks on their own: router, KV link fair share, lockstep cost, per-rank settings."""
+
+import random
+
+import pytest
+
+from engine_model.config import Scenario
+from engine_model.cost import PassShape
+from engine_model.hardware import link
+from engine_model.pd.roles import resolve_role
+from engine_model.pd.router import RankPicker, Router
+from engine_model.pd.transfer import Network
+
+
+def test_round_robin_takes_workers_in_turn():
+    router = Router("round_robin", random.Random(0))
+    assert [router.pick("prefill", [0, 0, 0]) for _ in range(7)] == [0, 1, 2, 0, 1, 2, 0]
+
+
+def test_least_loaded_picks_the_emptiest_and_breaks_ties_low():
+    router = Router("least_loaded", random.Random(0))
+    assert [router.pick("decode", loads) for loads in ([3, 1, 1], [0, 2, 5], [4, 4, 4])] == [1, 0, 0]
+
+
+def test_random_router_is_seeded():
+    picks = [[Router(kind, random.Random(7)).pick("p", [0, 5, 1, 2]) for _ in range(5)] for kind in ("random", "power_of_two")]
+    again = [[Router(kind, random.Random(7)).pick("p", [0, 5, 1, 2]) for _ in range(5)] for kind in ("random", "power_of_two")]
+    assert picks == again
+
+
+def test_dp_ranks_are_taken_in_turn():
+    picker = RankPicker(4)
+    assert [picker.pick() for _ in range(6)] == [0, 1, 2, 3, 0, 1]
+
+
+def test_two_transfers_from_one_nic_share_it_and_the_survivor_speeds_up():
+    net = Network(link("mooncake").model_copy(update={"bandwidth_gbps": 8.0, "latency_s": 0.0}))  # 1e9 bytes/s
+    a, b = net.open("a", "p0", "d0"), net.open("b", "p0", "d1")
+    net.add(a, 1e9, True, 0.0)
+    net.add(b, 3e9, True, 0.0)
+    assert (a.rate, b.rate) == (0.5e9, 0.5e9)
+    assert net.next_sent_at() == pytest.approx(2.0)
+    assert [t.rid for t in net.pop_sent(2.0)] == ["a"]
+    assert b.rate == 1e9  # recomputed when a ends
+    assert net.next_sent_at() == pytest.approx(4.0)
+    assert [t.rid for t in net.pop_sent(4.0)] == ["b"]
+
+
+def test_fair_share_is_max_min_across_sender_and_receiver_nics():
+    net = Network(link("mooncake").model_copy(update={"bandwidth_gbps": 8.0, "latency_s": 0.0}))
+    flows = [net.open("x", "p0", "d0"), net.open("y", "p1", "d0"), net.open("z", "p1", "d1")]
+    for flow in flows:
+        net.add(flow, 1e9, True, 0.0)
+    # d0 and p1 each carry two flows: every flow gets half a NIC, and no NIC is overfull.
+    assert [f.rate for f in flows] == [0.5e9, 0.5e9, 0.5e9]
+
+
+def test_chunks_streamed_under_early_finish_after_the_last_one():
+    net = Network(link("mooncake").model_copy(update={"bandwidth_gbps": 8.0, "latency_s": 0.25}))
+    t = net.open("r", "p0", "d0")
+    net.add(t, 1e9, False, 0.0)
+    assert net.next_sent_at() is None  # not final: more chunks to come
+    net.add(t, 1e9, True, 0.5)
+    assert net.next_sent_at() == pytest.approx(2.0)
+    (done,) = net.pop_sent(2.0)
+    assert (done.started_at, done.final_at, done.delivered_at) == (0.0, 0.5, 2.25)
+    assert done.duration_s == pytest.approx(1.75)
+
+
+def glm_scenario(**pd) -> Scenario:
+    return Scenario.model_validate({
+        "engine": {"context_length": 202752}, "hardware": {"gpu": "rubin", "tp_size": 4},
+        "model": {"name": "glm-moe", "weight_dtype": "nvfp4", "kv_dtype": "fp8"},
+        "pd": {"prefill": {"tp_size": 4, "dp_size": 4}, "decode": {"tp_size": 4, "dp_size": 4}, **pd},
+    })
+
+
+def test_dp_attention_rank_gets_a_quarter_of_the_chunk_and_the_decode_cap():
+    prefill = resolve_role(glm_scenario(decode_kv_cap_per_rank=163840), "prefill")
+    decode = resolve_role(glm_scenario(decode_kv_cap_per_rank=163840), "decode")
+    assert (prefill.rank.chunked_prefill_size, prefill.attn_tp_size, prefill.rank.tp_size) == (4096, 1, 1)
+    assert decode.rank.max_total_tokens == 163840
+    assert prefill.rank.max_total_tokens > 163840  # the cap is the decode role's only
+    assert prefill.rank.ratio_init == pytest.approx(0.21)  # conservativeness x 0.3 under DP attention
+
+
+def test_lockstep_attention_is_the_roofline_attention_of_one_rank():
+    cost = resolve_role(glm_scenario(), "decode").cost
+    shape = PassShape(num_rows=3, num_decode_rows=0, new_tokens=4096, past_kv_sum=50_000, attn_pairs=180_000_000)
+    assert cost.rank_attention_s(shape) == pytest.approx(cost.rank.breakdown(shape)["attention_s"])
+    idle = PassShape(0, 0, 0, 0, 0)
+    slowest = cost.seconds([shape, idle, idle, idle])
+    assert slowest == pytest.approx(cost.whole.seconds(shape) - cost.whole.breakdown(shape)["attention_s"]
+                                    + cost.rank.breakdown(shape)["attention_s"])
