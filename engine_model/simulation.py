@@ -62,12 +62,10 @@ class Run:
     def __init__(self, scenario: Scenario, trace_requests: list[Request] = ()):
         self.scenario = scenario
         self.rng = random.Random(scenario.seed)
-        self.resolved = resolve(scenario)
-        self.cost = make_cost(scenario)
         traced = list(trace_requests) or trace_requests_of(scenario.workload, scenario.seed)
         self.workload: Workload = build(scenario.workload, self.rng, max_requests=scenario.limits.max_requests,
                                         trace_requests=traced)
-        self.scheduler = Scheduler(self.resolved, self.cost, self.rng)
+        self.scheduler = self.make_scheduler()
         self.arrivals: list[tuple[float, int, Request]] = []
         self.num_pushed = 0
         self.pool_of: dict[str, ClientPool] = {r.rid: p for p in self.workload.pools for r in p.queue}
@@ -76,6 +74,12 @@ class Run:
         for req in self.workload.open_loop:
             self._push(req)
         self._start_pools()
+
+    def make_scheduler(self) -> Scheduler:
+        """One SGLang server; a PD run puts a cluster of workers here instead."""
+        self.resolved = resolve(self.scenario)
+        self.cost = make_cost(self.scenario)
+        return Scheduler(self.resolved, self.cost, self.rng)
 
     def _push(self, req: Request) -> None:
         heapq.heappush(self.arrivals, (req.arrival_at, self.num_pushed, req))

@@ -7,7 +7,6 @@ where `Run` has one scheduler. The loop, like a discrete-event simulator's:
 
 from __future__ import annotations
 
-import random
 import time
 from dataclasses import dataclass, field
 
@@ -17,7 +16,6 @@ from engine_model.pd.cluster import Cluster
 from engine_model.pd.transfer import Transfer
 from engine_model.resolve import Resolved
 from engine_model.simulation import Result, Run
-from engine_model.workload import build
 
 
 @dataclass
@@ -37,21 +35,11 @@ class PDResult(Result):
 
 
 class PDRun(Run):
-    def __init__(self, scenario: Scenario, trace_requests: list[Request] = ()):
-        self.scenario = scenario
-        self.rng = random.Random(scenario.seed)
-        self.workload = build(scenario.workload, self.rng, max_requests=scenario.limits.max_requests,
-                              trace_requests=list(trace_requests))
-        self.cluster = self.scheduler = Cluster(scenario, self.rng)  # Run's client code talks to `scheduler`
+    def make_scheduler(self) -> Cluster:
+        """The workers replace the single scheduler; `Run`'s client code talks to it as `scheduler`."""
+        self.cluster = Cluster(self.scenario, self.rng)
         self.resolved = self.cluster.roles["prefill"].rank
-        self.arrivals = []
-        self.num_pushed = 0
-        self.pool_of = {r.rid: p for p in self.workload.pools for r in p.queue}
-        self.requests = list(self.workload.open_loop) + [r for p in self.workload.pools for r in p.queue]
-        self.num_seen_done = 0
-        for req in self.workload.open_loop:
-            self._push(req)
-        self._start_pools()
+        return self.cluster
 
     def next_at(self) -> float | None:
         times = [self.arrivals[0][0]] if self.arrivals else []
