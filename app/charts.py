@@ -30,8 +30,9 @@ def phase_scale() -> alt.Scale:
 
 
 def timeline_scale() -> alt.Scale:
-    """The phase scale plus the two request-lane states (stall, queued): same colours for the same phases."""
-    return alt.Scale(domain=[*PHASES, STALL[0], QUEUED[0]], range=[*PHASE_COLOURS, STALL[1], QUEUED[1]])
+    """What a request lane shows: its own prefill/mixed chunks (the phase colours), stalls and queue waits."""
+    return alt.Scale(domain=[PHASES[0], PHASES[2], STALL[0], QUEUED[0]],
+                     range=[PHASE_COLOURS[0], PHASE_COLOURS[2], STALL[1], QUEUED[1]])
 
 
 def group_scale(groups: list[str]) -> alt.Scale:
@@ -69,7 +70,7 @@ def pass_timeline(passes: pd.DataFrame, cursor_at: float | None = None, end_at: 
                   cursor_index: int | None = None) -> alt.Chart:
     """Gantt: one lane per GPU worker, a bar per forward pass (or run of identical decode passes)."""
     lanes = list(dict.fromkeys(passes["lane"])) if len(passes) else ["engine"]
-    height = max(70, 55 * len(lanes))
+    height = alt.Step(60 if len(lanes) == 1 else 34)  # a discrete y axis sizes by step, not by height
     base = alt.Chart(passes).encode(
         x=alt.X("start_at:Q", title="time (s)", scale=_x_domain(end_at)),
         x2="end_at:Q",
@@ -108,7 +109,7 @@ def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFra
     """One lane per request: a tick per token, prefill chunks as coloured blocks, stalls and queue waits as bands."""
     num = len(request_order)
     show_labels = num <= 60
-    height = min(max(num * (14 if show_labels else 3), 160), 640)
+    height = alt.Step(12 if show_labels else max(2, min(6, 600 // max(num, 1))))  # px per request lane
     y = alt.Y("rid:N", sort=request_order, title="request" if show_labels else f"{num} requests (one lane each)",
               axis=alt.Axis(labels=show_labels, ticks=show_labels, labelFontSize=9), scale=alt.Scale(domain=request_order))
     x_scale = _x_domain(end_at)
@@ -120,8 +121,10 @@ def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFra
             tooltip=[alt.Tooltip("rid:N", title="request"), alt.Tooltip("why:N", title="state"),
                      alt.Tooltip("wait_s:Q", title="waited (s)", format=".3f")]))
     if len(stalls):
-        layers.append(alt.Chart(stalls.assign(state=STALL[0])).mark_bar(opacity=0.55).encode(
+        layers.append(alt.Chart(stalls.assign(state=STALL[0])).mark_bar(stroke="white", strokeWidth=1).encode(
             x=alt.X("start_at:Q", title="time (s)", scale=x_scale), x2="end_at:Q", y=y, color=colour,
+            opacity=alt.Opacity("gap_s:Q", scale=alt.Scale(domain=[stall_threshold_s, 4.0], range=[0.25, 0.8], clamp=True),
+                                legend=None),
             tooltip=[alt.Tooltip("rid:N", title="request"), alt.Tooltip("group:N"),
                      alt.Tooltip("gap_s:Q", title=f"no token for (s) [>= {stall_threshold_s:g} s]", format=".3f"),
                      alt.Tooltip("start_at:Q", title="from (s)", format=".3f")]))
@@ -174,7 +177,7 @@ def kv_occupancy(kv: pd.DataFrame, retractions: pd.DataFrame | None = None, curs
         if cursor is not None:
             layers.append(cursor)
         title = f"{lane}" if len(lanes) > 1 else ""
-        charts.append(alt.layer(*layers).properties(width=WIDTH, height=170, title=title))
+        charts.append(alt.layer(*layers).properties(width=WIDTH, height=280, title=title))
     return charts[0] if len(charts) == 1 else alt.vconcat(*charts)
 
 
@@ -190,7 +193,7 @@ def queue_depth(queue: pd.DataFrame, cursor_at: float | None = None, end_at: flo
         tooltip=[alt.Tooltip("at:Q", title="time (s)", format=".3f"), alt.Tooltip("series:N"),
                  alt.Tooltip("requests:Q"), alt.Tooltip("lane:N", title="worker")],
     )
-    return _with_cursor(lines, cursor_at).properties(width=WIDTH, height=140)
+    return _with_cursor(lines, cursor_at).properties(width=WIDTH, height=230)
 
 
 # -- inter-token latency -----------------------------------------------------------------------------
@@ -208,17 +211,22 @@ def itl_distribution(hist: pd.DataFrame, stats: pd.DataFrame, groups: list[str] 
         bars = alt.Chart(part).mark_bar(opacity=0.85).encode(
             x=alt.X("bin_start:Q", title="gap between two tokens (s, log scale)", scale=x_scale),
             x2="bin_end:Q",
-            y=alt.Y("count:Q", title="gaps", scale=alt.Scale(type="symlog")),
+            y=alt.Y("count:Q", title="gaps (count)", scale=alt.Scale(type="symlog"),
+                    axis=alt.Axis(values=[0, 1, 10, 100, 1_000, 10_000, 100_000], format="~s")),
+            y2=alt.datum(0),
             color=alt.Color("group:N", scale=scale, legend=None),
             tooltip=[alt.Tooltip("group:N"), alt.Tooltip("bin_start:Q", title="from (s)", format=".3f"),
                      alt.Tooltip("bin_end:Q", title="to (s)", format=".3f"), alt.Tooltip("count:Q", title="gaps")],
         )
         rules = alt.Chart(marks).mark_rule(color="#000000", strokeDash=[4, 2]).encode(
             x="gap_s:Q", tooltip=[alt.Tooltip("stat:N"), alt.Tooltip("gap_s:Q", title="gap (s)", format=".3f")])
-        labels = alt.Chart(marks).mark_text(align="left", dx=3, dy=-2, baseline="top", fontSize=11).encode(
-            x="gap_s:Q", y=alt.value(2), text=alt.Text("label:N")
-        ).transform_calculate(label="datum.stat + ' ' + format(datum.gap_s, '.3~f') + ' s'")
-        charts.append(alt.layer(bars, rules, labels).properties(width=WIDTH, height=110, title=f"{group}"))
+        labels = alt.Chart(marks).mark_text(align="left", dx=3, baseline="top", fontSize=11).encode(
+            x="gap_s:Q", y=alt.Y("row:Q", scale=alt.Scale(domain=[0, 1]), axis=None), text=alt.Text("label:N")
+        ).transform_calculate(
+            label="datum.stat + ' ' + format(datum.gap_s, '.3~f') + ' s'",
+            row="datum.stat == 'p50' ? 0.98 : datum.stat == 'p95' ? 0.82 : 0.66")
+        chart = alt.layer(bars, rules, labels).resolve_scale(y="independent")
+        charts.append(chart.properties(width=WIDTH, height=190, title=f"{group}"))
     if not charts:
         return alt.Chart(pd.DataFrame({"x": []})).mark_bar().encode(x=alt.X("x:Q", title="gap (s)"))
     return alt.vconcat(*charts).resolve_scale(x="shared")

@@ -17,10 +17,11 @@ import numpy as np
 import pandas as pd
 
 from engine_model.core import PassKind
-from engine_model.metrics import all_metrics, e2e, max_itl, queue, tpot, ttft
+from engine_model.metrics import e2e, max_itl, queue, tpot, ttft
 from engine_model.report import summary
 from engine_model.simulation import Result
 
+MAX_TOKEN_MARKS = 2_500  # token ticks: enough to read a stream, light enough to redraw fast
 MAX_CHART_ROWS = 4_000  # under Altair's 5,000-row default, with room for cursor and label layers
 PHASES = ("prefill chunk", "decode", "mixed", "idle")
 PHASE_OF = {PassKind.PREFILL: "prefill chunk", PassKind.DECODE: "decode", PassKind.MIXED: "mixed", PassKind.IDLE: "idle"}
@@ -176,7 +177,7 @@ def stall_threshold(result: Result) -> float:
     return max(STALL_MIN_S, 10 * typical)
 
 
-def token_frames(result: Result, max_rows: int = MAX_CHART_ROWS) -> tuple[pd.DataFrame, pd.DataFrame, float]:
+def token_frames(result: Result, max_rows: int = MAX_TOKEN_MARKS) -> tuple[pd.DataFrame, pd.DataFrame, float]:
     """Token marks (thinned) and stall segments (every gap >= threshold, never thinned)."""
     threshold = stall_threshold(result)
     reqs = [r for r in result.requests if r.token_times or r.is_mid_reply]
@@ -192,18 +193,22 @@ def token_frames(result: Result, max_rows: int = MAX_CHART_ROWS) -> tuple[pd.Dat
         if times.size == 0:
             continue
         step = max(1, int(np.ceil(times.size / per_request)))
-        keep = np.zeros(times.size, dtype=bool)
+        near_stall = is_stall.copy()  # the token that ends a gap ...
+        near_stall[:-1] |= is_stall[1:]  # ... and the one that starts it
+        keep = near_stall.copy()
         keep[::step] = True
         keep[-1] = True
-        keep |= is_stall  # the token that ends a gap
-        keep[:-1] |= is_stall[1:]  # ... and the one that starts it
-        for t, g in zip(times[keep], gaps[keep], strict=True):
-            marks.append({"rid": req.rid, "group": req.group, "at": t, "gap_before_s": g})
-    tokens = pd.DataFrame(marks, columns=["rid", "group", "at", "gap_before_s"])
+        for t, g, near in zip(times[keep], gaps[keep], near_stall[keep], strict=True):
+            marks.append({"rid": req.rid, "group": req.group, "at": t, "gap_before_s": g, "near_stall": near})
+    tokens = pd.DataFrame(marks, columns=["rid", "group", "at", "gap_before_s", "near_stall"])
     stall_frame = pd.DataFrame(stalls, columns=["rid", "group", "start_at", "end_at", "gap_s"])
-    if len(tokens) + len(stall_frame) > max_rows:  # thin the regular marks further; stalls stay
-        tokens = tokens.iloc[:: int(np.ceil((len(tokens) + len(stall_frame)) / max_rows)) + 1]
-    return tokens.reset_index(drop=True), stall_frame, threshold
+    budget = max_rows - int(tokens["near_stall"].sum())
+    regular = ~tokens["near_stall"]
+    if regular.sum() > budget > 0:  # thin the regular marks further; marks at a stall's edges all stay
+        every = int(np.ceil(regular.sum() / budget))
+        keep = tokens["near_stall"] | (regular & (regular.cumsum() % every == 0))
+        tokens = tokens[keep]
+    return tokens.drop(columns=["near_stall"]).reset_index(drop=True), stall_frame, threshold
 
 
 def chunks_frame(result: Result) -> pd.DataFrame:
@@ -355,5 +360,3 @@ def retractions_frame(result: Result) -> pd.DataFrame:
                                              "ratio_after"])
 
 
-def metrics_by_group(result: Result) -> dict:
-    return all_metrics(result.requests, result.scenario.metrics.bucket_edges)

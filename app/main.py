@@ -14,14 +14,14 @@ import streamlit as st  # noqa: E402
 
 from app.widgets import presenter_ui  # noqa: E402
 
-st.set_page_config(page_title="Who Waits", page_icon="⏳", layout="wide")
+st.set_page_config(page_title="Who Waits", page_icon=":material/hourglass_top:", layout="wide")
 
 PAGES = [
-    st.Page("app_pages/home.py", title="Home", icon="⏳", default=True),
-    st.Page("app_pages/forty_replies.py", title="The forty replies", icon="💬", url_path="forty_replies"),
-    st.Page("app_pages/other_stall.py", title="The other stall", icon="🧠", url_path="other_stall"),
-    st.Page("app_pages/ten_oclock_rush.py", title="Ten o'clock rush", icon="⏰", url_path="ten_oclock_rush"),
-    st.Page("app_pages/compare.py", title="Compare and sweep", icon="⚖️", url_path="compare"),
+    st.Page("app_pages/home.py", title="Home", icon=":material/hourglass_top:", default=True),
+    st.Page("app_pages/forty_replies.py", title="The forty replies", icon=":material/forum:", url_path="forty_replies"),
+    st.Page("app_pages/other_stall.py", title="The other stall", icon=":material/memory:", url_path="other_stall"),
+    st.Page("app_pages/ten_oclock_rush.py", title="Ten o'clock rush", icon=":material/schedule:", url_path="ten_oclock_rush"),
+    st.Page("app_pages/compare.py", title="Compare and sweep", icon=":material/compare_arrows:", url_path="compare"),
 ]
 
 presenting = presenter_ui()

@@ -92,27 +92,27 @@ CHUNK_OPTIONS = ("auto", 512, 1024, 2048, 4096, 8192, 16384, "off")
 
 def chunk_label(value) -> str:
     if value == "auto":
-        return "auto (from GPU memory)"
+        return "auto (GPU memory)"
     if value == "off":
         return "off (no chunking)"
     return f"{value:,}"
 
 
 def mixed_control() -> Control:
-    return Control("mixed", "Mixed chunk (--enable-mixed-chunk)", "toggle", False, setter("engine", "enable_mixed_chunk"),
-                   help="Each prefill pass also carries one decode step for every running request. SGLang default: off.")
+    return Control("mixed", "Mixed chunk", "toggle", False, setter("engine", "enable_mixed_chunk"),
+                   help="--enable-mixed-chunk: each prefill pass also carries one decode step for every running request. SGLang default: off.")
 
 
 def chunk_control() -> Control:
-    return Control("chunk", "Chunk size (--chunked-prefill-size)", "select", "auto",
+    return Control("chunk", "Chunk size", "select", "auto",
                    lambda d, v: setter("engine", "chunked_prefill_size")(d, chunk_value(v)), CHUNK_OPTIONS,
-                   help="Tokens of prompt per pass. SGLang default: picked from GPU memory.", fmt=chunk_label)
+                   help="--chunked-prefill-size: prompt tokens per pass. SGLang default: picked from GPU memory.", fmt=chunk_label)
 
 
 def interval_control() -> Control:
-    return Control("interval", "Prefill-decode interval (--prefill-decode-interval)", "slider", 0,
+    return Control("interval", "Decode rounds between prefills", "slider", 0,
                    setter("engine", "prefill_decode_interval"), (0, 40, 1),
-                   help="Decode rounds forced between prefill batches. SGLang default: 0 (off).")
+                   help="--prefill-decode-interval: decode rounds forced after each prefill batch. SGLang default: 0 (off).")
 
 
 def common_controls() -> tuple[Control, ...]:
@@ -160,6 +160,7 @@ class Story:
     long_group: str  # the request(s) whose first token we watch
     main_toggle: str = "mixed"
     default_cursor: tuple = ("first", "prefill chunk")
+    extra_params: tuple[str, ...] = ()  # URL parameters read by page sections other than the controls
 
     def control(self, key: str) -> Control:
         return next(c for c in self.controls if c.key == key)
@@ -183,16 +184,16 @@ class Story:
 FORTY = Story(
     key="forty_replies",
     title="The forty replies",
-    icon="💬",
+    icon=":material/forum:",
     teaser="Forty replies are streaming when a 100,000-token log is pasted. Chunked prefill is on — do the forty keep getting tokens?",
     controls=(
         mixed_control(),
         chunk_control(),
-        Control("streams", "Streaming replies", "slider", 40, group_setter("streams", "count"), (1, 128, 1), is_flag=False,
+        Control("streams", "Streams", "slider", 40, group_setter("streams", "count"), (1, 128, 1), is_flag=False,
                 help="How many conversations are mid-reply when the log arrives."),
         Control("log", "Log length (tokens)", "select", 100000, group_setter("log", "prompt_len"),
                 (10000, 25000, 50000, 100000, 120000), is_flag=False, fmt=lambda v: f"{v:,}"),
-        Control("logprob", "One stream asks for logprobs", "toggle", False,
+        Control("logprob", "Logprobs on 1 stream", "toggle", False,
                 group_setter("streams", "num_return_logprob", lambda v: 1 if v else 0), is_flag=False,
                 help="Any request asking for log probabilities turns mixing off for the pass it is in."),
         interval_control(),
@@ -236,13 +237,13 @@ FORTY = Story(
 OTHER_STALL = Story(
     key="other_stall",
     title="The other stall",
-    icon="🧠",
+    icon=":material/memory:",
     teaser="The KV cache fills, the scheduler retracts running replies to the back of the queue, and they re-prefill later. Same symptom, different fix.",
     controls=(
         mixed_control(),
         chunk_control(),
-        Control("conservativeness", "Schedule conservativeness", "select", 1.0, setter("engine", "schedule_conservativeness"),
-                (0.3, 0.5, 1.0, 1.5, 2.0, 3.0), help="Scales how much KV the scheduler reserves for replies still "
+        Control("conservativeness", "Conservativeness", "select", 1.0, setter("engine", "schedule_conservativeness"),
+                (0.3, 0.5, 1.0, 1.5, 2.0, 3.0), help="--schedule-conservativeness: scales how much KV the scheduler reserves for replies still "
                 "being written (new_token_ratio). Higher: fewer admissions, fewer retractions. SGLang default: 1.0."),
         Control("pool", "KV pool (tokens)", "select", 60000, setter("engine", "max_total_tokens"),
                 (40000, 60000, 80000, 120000, 200000), is_flag=False, fmt=lambda v: f"{v:,}",
@@ -279,9 +280,10 @@ OTHER_STALL = Story(
         TourStep("Mixed chunk does not fix this one",
                  "Turn mixed chunk on: the retractions stay. The fix here is memory — a bigger pool, fewer admissions "
                  "(schedule conservativeness), or shorter replies.", {"mixed": True}, ("retraction", 0), "headline"),
-        TourStep("Reserve more",
-                 "Raising schedule_conservativeness makes the scheduler reserve more KV per admitted reply: fewer "
-                 "retractions, later first tokens.", {"conservativeness": 2.0}, ("retraction", 0), "headline"),
+        TourStep("More KV is the fix",
+                 "Double the pool to 120,000 tokens: retractions drop from 7 to 2 and the longest pause from 25 s to "
+                 "under 8 s. (Raising schedule_conservativeness alone still retracts 7 here — the reservation guess "
+                 "decays — though it halves the longest pause.)", {"pool": 120000}, ("retraction", 0), "kv"),
     ),
     stream_group="chats",
     long_group="chats",
@@ -293,7 +295,7 @@ RUSH_CONTROLS = (
     chunk_control(),
     Control("contracts", "Contracts at ten", "slider", 6, group_setter("contracts", "count"), (1, 12, 1), is_flag=False,
             help="How many 120,000-token contracts arrive at once at t = 10 s."),
-    Control("qps", "Short questions per second", "select", 4.0,
+    Control("qps", "Questions per second", "select", 4.0,
             lambda d, v: group(d, "questions")["arrival"].__setitem__("rate_per_s", v), (1.0, 2.0, 4.0, 6.0, 8.0),
             is_flag=False),
     *common_controls(),
@@ -302,7 +304,7 @@ RUSH_CONTROLS = (
 RUSH = Story(
     key="ten_oclock_rush",
     title="Ten o'clock rush",
-    icon="⏰",
+    icon=":material/schedule:",
     teaser="Short questions all morning; at ten, six 120,000-token contracts arrive. Who waits — and does splitting prefill from decode help?",
     controls=RUSH_CONTROLS,
     headlines=(
@@ -324,6 +326,7 @@ RUSH = Story(
     stream_group="questions",
     long_group="contracts",
     default_cursor=("first_after", 10.0),
+    extra_params=("pd", "preset", "cap", "pworkers", "dworkers"),
 )
 
 STORIES: dict[str, Story] = {s.key: s for s in (FORTY, OTHER_STALL, RUSH)}

@@ -12,7 +12,7 @@ import streamlit as st
 from app import charts, cursor, rules
 from app.frames import RunFrames
 from app.stories import Story
-from app.widgets import chart_ui, fmt_seconds
+from app.widgets import chart_ui, fmt_seconds, run_key
 
 TICK_S = 1.2
 
@@ -81,40 +81,46 @@ def _timeline(story: Story, run: RunFrames) -> None:
     _why_ui(row)
 
     cursor_at, end_at = float(row["start_at"]), run.end_at
+    key = (run_key(story.key), pos)
     chart_ui(story.key, "passes", "Pass timeline: what the GPU ran",
              "One bar per forward pass (runs of identical decode passes merged), width = how long it took. Orange: a "
              "prefill chunk; blue: decode; green: a mixed pass (chunk + one decode token for each running request). "
              "The black outline is the pass under the cursor.",
-             charts.pass_timeline(run.passes, cursor_at, end_at, int(row["index"]) if len(run.lanes) == 1 else None), story)
+             lambda: charts.pass_timeline(run.passes, cursor_at, end_at, int(row["index"]) if len(run.lanes) == 1 else None),
+             story, key)
     chart_ui(story.key, "tokens", "Token streams: who got a token, and when",
              f"One lane per request, a tick per token (thinned where nothing happens). Purple: no token for "
              f"{run.stall_threshold_s:g} s or more — a stall. Orange/green blocks: this request's prompt being "
              "prefilled, chunk by chunk. Grey: waiting in the queue.",
-             charts.token_streams(run.tokens, run.stalls, run.chunks, run.waits, run.request_order, cursor_at, end_at,
-                                  run.stall_threshold_s), story)
+             lambda: charts.token_streams(run.tokens, run.stalls, run.chunks, run.waits, run.request_order, cursor_at,
+                                          end_at, run.stall_threshold_s), story, key)
     chart_ui(story.key, "kv", "KV cache slots",
              "How much of the KV pool holds tokens (blue), is reserved for requests not yet running (orange, PD decode "
              "only) or is free. Purple rules: retractions — the pool could not give every running request its next "
-             "token.", charts.kv_occupancy(run.kv, run.retractions, cursor_at, end_at), story)
+             "token.", lambda: charts.kv_occupancy(run.kv, run.retractions, cursor_at, end_at), story, key)
     chart_ui(story.key, "queue", "Queue depth",
              "Requests waiting for a prefill, and requests in the running (decode) batch, as the scheduler saw them.",
-             charts.queue_depth(run.queue, cursor_at, end_at), story)
+             lambda: charts.queue_depth(run.queue, cursor_at, end_at), story, key)
 
 
 def _stepper_ui(story: Story, run: RunFrames) -> None:
     its, key = run.iterations, _pos_key(story)
     playing_key = f"{story.key}.playing"
     cols = st.columns([1, 1, 1, 1.4, 1, 1, 1])
-    buttons = (("⏮ Start", "start"), ("◀◀ Event", "prev_event"), ("◀ Step", "prev"), None, ("Step ▶", "next"),
-               ("Event ▶▶", "next_event"), ("End ⏭", "end"))
+    buttons = (("Start", "start", ":material/first_page:"), ("Event", "prev_event", ":material/fast_rewind:"),
+               ("Step", "prev", ":material/chevron_left:"), None, ("Step", "next", ":material/chevron_right:"),
+               ("Event", "next_event", ":material/fast_forward:"), ("End", "end", ":material/last_page:"))
     for col, spec in zip(cols, buttons, strict=True):
         if spec is None:
             continue
-        label, how = spec
-        col.button(label, key=f"{story.key}.move.{how}", on_click=_move, args=(story, run, how), use_container_width=True)
+        label, how, icon = spec
+        col.button(label, key=f"{story.key}.move.{how}", on_click=_move, args=(story, run, how), width="stretch",
+                   icon=icon, icon_position="right" if how in ("next", "next_event", "end") else "left",
+                   help={"prev_event": "back to the previous prefill, mixed pass or retraction",
+                         "next_event": "on to the next prefill, mixed pass or retraction"}.get(how))
     playing = st.session_state.get(playing_key, False)
-    if cols[3].button("⏸ Pause" if playing else "▶ Play", key=f"{story.key}.play", type="primary",
-                      use_container_width=True):
+    if cols[3].button("Pause" if playing else "Play", key=f"{story.key}.play", type="primary", width="stretch",
+                      icon=":material/pause:" if playing else ":material/play_arrow:"):
         st.session_state[playing_key] = not playing
         st.rerun(scope="app")
     row = its.iloc[st.session_state[key]]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from pathlib import Path
 
@@ -20,11 +22,11 @@ DESIGN_DOC = REPO / "docs" / "design.md"
 # -- page frame --------------------------------------------------------------------------------------
 def page_header(story: Story) -> None:
     """Title, teaser and any notes about the link that opened the page (bad or unknown URL parameters)."""
-    state.seed_widgets(story.key, story.controls)
+    state.seed_widgets(story.key, story.controls, story.extra_params)
     st.title(f"{story.icon} {story.title}")
     st.markdown(story.teaser)
     for note in state.notes(story.key):
-        st.warning(note, icon="🔗")
+        st.warning(note, icon=":material/link:")
 
 
 def settings_ui(story: Story) -> dict:
@@ -34,7 +36,7 @@ def settings_ui(story: Story) -> dict:
     more = [c for c in story.controls if c.where == "more"]
     with st.container(border=True):
         st.markdown("**Settings** — flags marked ⚑ are SGLang server flags; the baseline keeps their defaults.")
-        cols = st.columns(len(main))
+        cols = st.columns([0.9 if c.widget == "toggle" else 1.1 for c in main])
         for col, control in zip(cols, main, strict=True):
             with col:
                 _control_widget(story.key, control)
@@ -65,7 +67,7 @@ def runs_or_stop(story: Story, values: dict) -> tuple[RunFrames, RunFrames]:
         baseline = story.scenario(story.baseline_values(values))
         current, base = compute.run_scenario(scenario), compute.run_scenario(baseline)
     except InputError as err:
-        st.error(f"**This combination cannot run.** `{err.where}`: {err.problem}", icon="🚫")
+        st.error(f"**This combination cannot run.** `{err.where}`: {err.problem}", icon=":material/block:")
         st.stop()
     st.session_state[f"{story.key}.scenario"] = scenario
     if current.summary["cut_off"]:
@@ -98,15 +100,15 @@ def tour_ui(story: Story) -> int | None:
     """Numbered step buttons; a click sets the controls and the cursor. Returns the active step (0-based) or None."""
     active_key = f"{story.key}.tour_step"
     with st.container(border=True):
-        cols = st.columns([1.2] + [1] * len(story.tour))
-        cols[0].markdown("**Guided tour**")
+        cols = st.columns([0.8] + [1] * len(story.tour), vertical_alignment="center")
+        cols[0].markdown("**Guided tour**  \nclick a step")
         for i, (col, step) in enumerate(zip(cols[1:], story.tour, strict=True)):
             col.button(f"{i + 1}. {step.title}", key=f"{story.key}.tour.{i}", on_click=_apply_step, args=(story, i),
-                       use_container_width=True, type="primary" if st.session_state.get(active_key) == i else "secondary")
+                       width="stretch", wrap=True, type="primary" if st.session_state.get(active_key) == i else "secondary")
         active = st.session_state.get(active_key)
         if active is not None:
             step = story.tour[active]
-            st.info(f"**Step {active + 1} of {len(story.tour)} — {step.title}.** {step.say}", icon="🗣️")
+            st.info(f"**Step {active + 1} of {len(story.tour)} — {step.title}.** {step.say}", icon=":material/record_voice_over:")
     return active
 
 
@@ -126,7 +128,7 @@ def focus_marker(story: Story, chart_id: str) -> None:
     """The tour's pointer: a callout above the chart the current step is about."""
     if st.session_state.get(f"{story.key}.focus") == chart_id and st.session_state.get(f"{story.key}.tour_step") is not None:
         step = story.tour[st.session_state[f"{story.key}.tour_step"]]
-        st.markdown(f":orange-background[👉 **Look here** — {step.title.lower()}]")
+        st.markdown(f":orange-background[:material/arrow_downward: **Look here** — {step.title}]")
 
 
 # -- headline numbers --------------------------------------------------------------------------------
@@ -166,14 +168,15 @@ def headline_ui(story: Story, current: RunFrames, base: RunFrames) -> list[dict]
         else:
             value = f"{fmt(before)} → {fmt(now)}"
             diff = now - before
-            pct = f" ({diff / before:+.0%})" if before else ""
+            pct = f" ({diff / before:+.1%})" if before and abs(diff / before) < 0.1 else (
+                f" ({diff / before:+.0%})" if before else "")
             delta = (f"{'-' if diff < 0 else '+'}{fmt(abs(diff))}{pct}" if headline.unit == "s"
                      else f"{diff:+,}")
         col.metric(headline_label(headline, current), value, delta, delta_color="inverse", border=True,
                    help=headline.help or None)
         shown.append({"label": headline_label(headline, current), "before": before, "after": now})
     with st.expander("p50 / p95 / p99 per group, before → after"):
-        st.dataframe(group_table(current, base), hide_index=True, use_container_width=True)
+        st.dataframe(group_table(current, base), hide_index=True, width="stretch")
     return shown
 
 
@@ -194,20 +197,48 @@ def group_table(current: RunFrames, base: RunFrames) -> pd.DataFrame:
 
 
 # -- charts ------------------------------------------------------------------------------------------
-def chart_ui(story_key: str, chart_id: str, title: str, caption: str, chart, story: Story | None = None) -> None:
-    """A chart with its plain-language caption and PNG / SVG export."""
+SPEC_CACHE_SIZE = 48
+
+
+def chart_spec(chart, cache_key=None) -> dict:
+    """The Vega-Lite spec of a chart (or of a zero-argument builder), kept per session under cache_key.
+
+    Builders are validated against the schema by the tests (tests/test_charts.py), so the app serialises
+    without validating again, and a flip back to a view already drawn reuses its spec.
+    """
+    cache = st.session_state.setdefault("_specs", {})
+    if cache_key is not None and cache_key in cache:
+        cache[cache_key] = cache.pop(cache_key)  # most recently used last
+        return cache[cache_key]
+    spec = (chart() if callable(chart) else chart).to_dict(validate=False)
+    if cache_key is not None:
+        cache[cache_key] = spec
+        while len(cache) > SPEC_CACHE_SIZE:
+            cache.pop(next(iter(cache)))
+    return spec
+
+
+def chart_ui(story_key: str, chart_id: str, title: str, caption: str, chart, story: Story | None = None,
+             cache_key=None) -> None:
+    """A chart with its plain-language caption and PNG / SVG export (rendered only when clicked)."""
     head, export = st.columns([6, 1])
     head.markdown(f"##### {title}")
     if story is not None:
         focus_marker(story, chart_id)
-    spec_json = chart.to_json(validate=False)
-    with export.popover("Export", use_container_width=True):
-        st.download_button("PNG", lambda: compute.chart_image(spec_json, "png"), file_name=f"{story_key}-{chart_id}.png",
+    spec = chart_spec(chart, None if cache_key is None else (story_key, chart_id, cache_key))
+    with export.popover("Export", width="stretch"):
+        st.download_button("PNG", lambda: compute.chart_image(json.dumps(spec), "png"), file_name=f"{story_key}-{chart_id}.png",
                            mime="image/png", key=f"{story_key}.{chart_id}.png", on_click="ignore")
-        st.download_button("SVG", lambda: compute.chart_image(spec_json, "svg"), file_name=f"{story_key}-{chart_id}.svg",
+        st.download_button("SVG", lambda: compute.chart_image(json.dumps(spec), "svg"), file_name=f"{story_key}-{chart_id}.svg",
                            mime="image/svg+xml", key=f"{story_key}.{chart_id}.svg", on_click="ignore")
-    st.altair_chart(chart, use_container_width=True)
+    st.vega_lite_chart(spec, width="stretch")
     st.caption(caption)
+
+
+def run_key(story_key: str) -> str:
+    """A short key for the run a page shows (its validated scenario)."""
+    scenario = st.session_state.get(f"{story_key}.scenario")
+    return "" if scenario is None else hashlib.sha1(scenario.model_dump_json().encode()).hexdigest()
 
 
 def itl_ui(story: Story, run: RunFrames) -> None:
@@ -215,7 +246,7 @@ def itl_ui(story: Story, run: RunFrames) -> None:
     chart_ui(story.key, "itl", "Gaps between tokens, per group",
              "How long readers waited between two tokens. Most gaps are one decode pass; a stall shows up as a "
              "lonely bar far to the right. Dashed lines: p50, p95, p99. Note the log scale.",
-             charts.itl_distribution(run.itl_hist, run.itl_stats, groups), story)
+             lambda: charts.itl_distribution(run.itl_hist, run.itl_stats, groups), story, cache_key=run_key(story.key))
 
 
 # -- exports and notes -------------------------------------------------------------------------------
@@ -236,7 +267,7 @@ def export_ui(story: Story, run: RunFrames) -> None:
 
 
 def share_ui(story: Story, values: dict, extra: dict | None = None) -> None:
-    st.caption("🔗 Link to this view: copy the address bar — every setting and the cursor are in it (`"
+    st.caption(":material/link: Link to this view: copy the address bar — every setting and the cursor are in it (`"
                + state.url_for(story.key, story.controls, values, extra) + "`).")
 
 
@@ -268,11 +299,9 @@ def simplifications_ui() -> None:
 # -- presenter mode ----------------------------------------------------------------------------------
 PRESENTER_CSS = """
 <style>
-html, body, [class*="st-"] { font-size: 20px; }
-h1 { font-size: 3rem !important; }
+html { font-size: 21px !important; }
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="collapsedControl"] { display: none; }
-[data-testid="stMetricValue"] { font-size: 2.6rem !important; }
-[data-testid="stMetricLabel"] p { font-size: 1.2rem !important; }
+[data-testid="stMetricValue"] { font-size: 2.1rem !important; }
 [data-testid="stMainBlockContainer"] { max-width: 100% !important; padding-left: 2rem; padding-right: 2rem; }
 </style>
 """
@@ -306,14 +335,12 @@ def stalls_apart_ui(run: RunFrames, expanded: bool = False) -> None:
     found = diagnosis.diagnose(run)
     with st.expander(f"How to tell the two stalls apart — {diagnosis.verdict(found, run.stall_threshold_s)}",
                      expanded=expanded):
-        st.dataframe(diagnosis.apart_table(found), hide_index=True, use_container_width=True,
-                     column_config={c: st.column_config.TextColumn(width="large") for c in
-                                    ("chunked-prefill stall", "KV stall (retraction)")})
+        st.table(diagnosis.apart_table(found).set_index("look at"))
 
 
-def url_state(story: Story, values: dict) -> None:
+def url_state(story: Story, values: dict, more: dict | None = None) -> None:
     """Put this view into the address bar so a copied link reopens it."""
-    extra = {"t": (f"{st.session_state[f'{story.key}.cursor_t']:.3f}" if f"{story.key}.cursor_t" in st.session_state
+    extra = {**(more or {}), "t": (f"{st.session_state[f'{story.key}.cursor_t']:.3f}" if f"{story.key}.cursor_t" in st.session_state
                    else None),
              "present": "1" if st.session_state.get("present") else None}
     state.write_url(story.controls, values, extra)

@@ -4,7 +4,7 @@ import streamlit as st
 
 from app.stories import STORIES
 
-st.title("⏳ Who Waits")
+st.title(":material/hourglass_top: Who Waits")
 st.markdown(
     "Inside an LLM serving engine, every iteration the scheduler decides which requests get the GPU — and so "
     "which ones wait. Who Waits runs a step-by-step model of SGLang's scheduler and draws what happened: prefill "
@@ -20,7 +20,7 @@ for col, story in zip(cols, cards, strict=False):
         st.markdown(story.teaser)
         st.page_link(f"app_pages/{story.key}.py", label="Open the story →")
 with cols[-1].container(border=True, height=260):
-    st.markdown("### ⚖️ Compare and sweep")
+    st.markdown("### :material/compare_arrows: Compare and sweep")
     st.markdown("Any two configurations of any story on the same seed, side by side — and chunk size swept from "
                 "512 to 16,384: *anyone who quotes you a universal chunk size is guessing.*")
     st.page_link("app_pages/compare.py", label="Open compare →")

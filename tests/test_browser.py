@@ -1,0 +1,168 @@
+"""End to end in headless Chromium: open each page, flip the main toggle, reopen a copied link, export a PNG.
+
+Needs /usr/bin/chromium (Playwright cannot download browsers here). Skipped with a reason when it is
+missing, except under CI (CI=true), where that is a failure. Run: pytest -m browser tests/test_browser.py
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--headless=new", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+PAGES = [("/", "Who Waits"), ("/forty_replies", "The forty replies"), ("/other_stall", "The other stall"),
+         ("/ten_oclock_rush", "Ten o'clock rush"), ("/compare", "Compare and sweep")]
+
+pytestmark = pytest.mark.browser
+
+SETTLED = """() => {
+  const charts = [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')];
+  const drawn = charts.filter(c => c.querySelector('canvas, svg')).length;
+  return [charts.length, drawn, !!document.querySelector('[data-testid="stStatusWidget"]'),
+          [...document.querySelectorAll('[data-testid="stMetricValue"]')].map(m => m.innerText).join('|')];
+}"""
+
+
+def _need_chromium() -> None:
+    if Path(CHROMIUM).exists():
+        return
+    if os.environ.get("CI", "").lower() in ("1", "true"):
+        pytest.fail(f"{CHROMIUM} is missing and CI is set: the browser tests must run in CI")
+    pytest.skip(f"{CHROMIUM} not found (install Debian's chromium; `playwright install` cannot download here)")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    _need_chromium()
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app/main.py", "--server.headless", "true", "--server.port", str(port),
+         "--browser.gatherUsageStats", "false"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                urllib.request.urlopen(f"{url}/_stcore/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.3)
+        else:
+            pytest.fail("streamlit did not start within 60 s")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser(server):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 2400}, accept_downloads=True)
+    pg = context.new_page()
+    yield pg
+    context.close()
+
+
+def settle(page, timeout_s: float = 60, polls: int = 3) -> str:
+    """Wait until the run is over and every chart has drawn; returns the headline values."""
+    page.wait_for_selector('[data-testid="stMain"] h1', timeout=timeout_s * 1000)
+    deadline, last, same = time.time() + timeout_s, None, 0
+    while time.time() < deadline:
+        page.wait_for_timeout(300)
+        num, drawn, running, metrics = page.evaluate(SETTLED)
+        state = (num, drawn, running, metrics)
+        same = same + 1 if state == last and num == drawn and not running else 0
+        last = state
+        if same >= polls:
+            return metrics
+    raise AssertionError(f"page did not settle: {last}")
+
+
+def headline(page, label: str) -> str:
+    card = page.locator('[data-testid="stMetric"]').filter(has_text=label).first
+    return card.locator('[data-testid="stMetricValue"]').inner_text()
+
+
+def toggle(page, label: str):
+    return page.locator('[data-testid="stCheckbox"]').filter(has_text=label).first
+
+
+@pytest.mark.parametrize(("path", "title"), PAGES)
+def test_each_page_opens_without_an_exception(server, page, path, title):
+    page.goto(server + path)
+    settle(page)
+    assert title in page.locator("h1").first.inner_text()
+    assert page.locator('[data-testid="stException"]').count() == 0
+
+
+def test_flipping_mixed_chunk_changes_the_headline_and_a_copied_link_restores_it(server, page, browser):
+    page.goto(server + "/forty_replies")
+    settle(page)
+    before = headline(page, "Longest pause")
+    toggle(page, "Mixed chunk").locator("label").click()
+    page.wait_for_function("() => document.querySelector('[data-testid=\"stMetricValue\"]').innerText.includes('→')")
+    settle(page)
+    after = headline(page, "Longest pause")
+    assert before != after and "→" in after
+    assert "mixed=1" in page.url
+    copied = page.url
+    other = browser.new_page(viewport={"width": 1400, "height": 2400})
+    try:
+        other.goto(copied)
+        settle(other)
+        assert toggle(other, "Mixed chunk").locator("input").is_checked()
+        assert headline(other, "Longest pause") == after
+    finally:
+        other.close()
+
+
+def test_a_chart_exports_as_png(server, page):
+    page.goto(server + "/forty_replies")
+    settle(page)
+    page.get_by_role("button", name="Export").first.click()
+    with page.expect_download(timeout=60_000) as download:
+        page.get_by_role("dialog", name="Export").get_by_role("button", name="PNG").click()
+    data = Path(download.value.path()).read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert download.value.suggested_filename.endswith(".png")
+
+
+def test_bad_url_parameters_get_a_note_not_a_traceback(server, page):
+    page.goto(server + "/forty_replies?chunk=banana&nope=1")
+    settle(page)
+    text = page.locator('[data-testid="stAlert"]').all_inner_texts()
+    assert any("chunk=banana" in t for t in text) and any("nope" in t for t in text)
+    assert page.locator('[data-testid="stException"]').count() == 0
+
+
+def test_embed_mode_and_presenter_mode_open(server, page):
+    page.goto(server + "/forty_replies?embed=true&present=1")
+    settle(page)
+    assert page.locator('[data-testid="stSidebar"]').count() == 0 or not page.locator('[data-testid="stSidebar"]').is_visible()
+    assert page.locator('[data-testid="stException"]').count() == 0

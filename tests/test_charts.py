@@ -1,0 +1,100 @@
+"""Every chart builder returns a chart whose spec validates against Vega-Lite, within Altair's row limit."""
+
+import json
+
+import pytest
+
+from app import charts, cursor, frames
+from engine_model import load_scenario, simulate
+
+ALTAIR_MAX_ROWS = 5_000
+CASES = [("forty_replies", []), ("forty_replies", ["engine.enable_mixed_chunk=true"]), ("other_stall", []),
+         ("ten_oclock_rush", [])]
+
+
+@pytest.fixture(scope="module", params=CASES, ids=lambda c: f"{c[0]}{'+mixed' if c[1] else ''}")
+def run(request):
+    name, sets = request.param
+    result = simulate(load_scenario(name, sets))
+    return result, frames.build(result)
+
+
+def builders(f: frames.RunFrames):
+    t = float(f.iterations["start_at"].iloc[len(f.iterations) // 2])
+    return {
+        "pass_timeline": charts.pass_timeline(f.passes, t, f.end_at, len(f.iterations) // 2),
+        "token_streams": charts.token_streams(f.tokens, f.stalls, f.chunks, f.waits, f.request_order, t, f.end_at,
+                                              f.stall_threshold_s),
+        "kv_occupancy": charts.kv_occupancy(f.kv, f.retractions, t, f.end_at),
+        "queue_depth": charts.queue_depth(f.queue, t, f.end_at),
+        "itl_distribution": charts.itl_distribution(f.itl_hist, f.itl_stats),
+    }
+
+
+def dataset_sizes(spec: dict) -> list[int]:
+    return [len(rows) for rows in spec.get("datasets", {}).values()]
+
+
+def test_every_builder_validates_and_stays_under_the_row_limit(run):
+    _, f = run
+    for name, chart in builders(f).items():
+        spec = chart.to_dict()  # validates against the Vega-Lite schema
+        assert spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/"), name
+        assert max(dataset_sizes(spec), default=0) <= ALTAIR_MAX_ROWS, name
+
+
+def test_builders_work_without_a_cursor(run):
+    _, f = run
+    for chart in (charts.pass_timeline(f.passes), charts.kv_occupancy(f.kv), charts.queue_depth(f.queue)):
+        chart.to_dict()
+
+
+def test_sweep_and_tradeoff_charts_validate():
+    import pandas as pd
+
+    sweep = pd.DataFrame({"setting": [512, 1024, 512, 1024], "metric": ["a", "a", "b", "b"], "seconds": [0.1, 0.2, 3.0, 2.0]})
+    charts.sweep_lines(sweep, "chunk size (tokens)", current=1024).to_dict()
+    curve = pd.DataFrame({"label": ["512", "1,024"], "x_s": [0.1, 0.2], "y_s": [3.0, 2.0], "order": [0, 1],
+                          "is_current": [False, True]})
+    charts.tradeoff_curve(curve, "longest pause (s)", "first token (s)").to_dict()
+
+
+def test_one_colour_per_phase_everywhere(run):
+    _, f = run
+    spec = json.dumps(charts.pass_timeline(f.passes).to_dict())
+    for phase, colour in zip(frames.PHASES, charts.PHASE_COLOURS, strict=True):
+        assert phase in spec and colour in spec
+
+
+def test_aggregation_never_hides_a_stall(run):
+    result, f = run
+    # every prefill and mixed pass keeps its own bar
+    kinds = f.iterations[(f.iterations["duration_s"] > 0) & f.iterations["kind"].isin(["prefill chunk", "mixed"])]
+    bars = f.passes[f.passes["kind"].isin(["prefill chunk", "mixed"])]
+    assert len(bars) == len(kinds)
+    assert (bars["num_passes"] == 1).all()
+    # merged decode bars never span a gap: their passes are back to back
+    merged = f.passes[f.passes["num_passes"] > 1]
+    its = f.iterations.set_index("index")
+    for bar in merged.itertuples():
+        inside = its.loc[bar.first_index:bar.last_index]
+        assert abs(inside["duration_s"].sum() - (bar.end_at - bar.start_at)) < 1e-6
+    # every gap at or over the threshold is drawn, and both tokens around it are marked
+    from engine_model.metrics import gaps
+
+    num_long = sum(int((gaps(r) >= f.stall_threshold_s).sum()) for r in result.requests)
+    assert len(f.stalls) == num_long
+    marks = set(zip(f.tokens["rid"], f.tokens["at"].round(9), strict=True))
+    for stall in f.stalls.itertuples():
+        assert (stall.rid, round(stall.end_at, 9)) in marks
+
+
+def test_cursor_specs_land_on_the_right_iteration():
+    result = simulate(load_scenario("forty_replies"))
+    its = frames.iterations_frame(result)
+    first = cursor.resolve(its, ("first", "prefill chunk"))
+    assert its["kind"].iloc[first] == "prefill chunk"
+    assert (its["kind"].iloc[:first] != "prefill chunk").all()
+    assert cursor.resolve(its, ("at", 0.25)) == cursor.at_time(its, 0.25)
+    assert cursor.next_event(its, 0) == first
+    assert cursor.play_step(its, len(its) - 1) == len(its) - 1
