@@ -47,17 +47,26 @@ def diagnose(run: RunFrames) -> dict:
         "reprefill_tokens": reprefill_tokens(run),
         "kv_peak_fraction": float((run.iterations["kv_used"] / run.iterations["kv_capacity"]).max())
         if len(run.iterations) else 0.0,
+        "retracted_pause_s": retracted_pause(run),
     }
 
 
+def retracted_pause(run: RunFrames) -> float:
+    """The longest gap seen by a request that was retracted: the KV stall's length."""
+    retracted = run.requests[run.requests["num_retractions"] > 0]["max_itl_s"].dropna()
+    return float(retracted.max()) if len(retracted) else 0.0
+
+
 def verdict(d: dict, stall_threshold_s: float) -> str:
-    chunk = d["prefill_streak_s"] >= stall_threshold_s
-    kv = d["num_retractions"] > 0
-    if chunk and kv:
-        return "Both stalls happen in this run."
-    if chunk:
+    """Which stall this run shows; when both happen, the longer pause names the main one."""
+    chunk, kv = d["prefill_streak_s"], d.get("retracted_pause_s", 0.0) if d["num_retractions"] else 0.0
+    if chunk >= stall_threshold_s and kv >= stall_threshold_s:
+        main = "chunked-prefill" if chunk >= kv else "KV (retraction)"
+        return (f"Both stalls happen in this run; the {main} stall is the longer one "
+                f"(back-to-back prefill {chunk:.2f} s, retracted requests paused up to {kv:.1f} s).")
+    if chunk >= stall_threshold_s:
         return "This run shows the chunked-prefill stall."
-    if kv:
+    if d["num_retractions"]:
         return "This run shows the KV stall (retraction)."
     return "Neither stall is large in this run."
 

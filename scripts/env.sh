@@ -5,7 +5,7 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-}
 if [ -z "$PY" ]; then
   for candidate in python3.13 python3.12 python3.11 python3; do
-    if command -v "$candidate" >/dev/null && "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+    if "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
       PY=$candidate; break
     fi
   done
