@@ -213,6 +213,7 @@ def test_scenario_hints_from_a_real_server_args_log(shared_dir):
         "max_prefill_tokens": 16384,
         "schedule_policy": "fcfs",
         "page_size": 1,
+        "mem_fraction_static": 0.8,
         "schedule_conservativeness": 1.0,
     }
     assert observed[:4] == [(14.0, 6), (19.0, 37), (19.0, 54), (20.0, 8)]

@@ -24,3 +24,14 @@ def test_a_log_without_prefill_lines_says_so(text):
 
     scenario, notes = scenario_from_log(parse_log(text), load_scenario("forty_replies"))
     assert scenario.workload.requests == [] and "nothing to simulate" in notes[-1]
+
+
+def test_a_cache_aware_policy_from_the_log_runs_as_fcfs_with_a_note():
+    from engine_model.logs.parse import parse_log
+
+    text = ("[2026-01-01 00:00:00] server_args={'schedule_policy': 'lpm', 'chunked_prefill_size': 4096}\n"
+            "[2026-01-01 00:00:01] Prefill batch, #new-seq: 1, #new-token: 100, #cached-token: 0, token usage: 0.00, "
+            "#running-req: 0, #queue-req: 0, \n")
+    scenario, notes = scenario_from_log(parse_log(text), load_scenario("forty_replies"))
+    assert (scenario.engine.schedule_policy, scenario.engine.chunked_prefill_size) == ("fcfs", 4096)
+    assert any("'lpm' runs as fcfs" in note for note in notes)

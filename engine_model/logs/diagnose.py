@@ -5,6 +5,7 @@ The rules and thresholds are written out in docs/logs-and-traces.md.
 
 from dataclasses import dataclass
 
+from engine_model.config import EngineConfig
 from engine_model.logs.parse import (
     DecodeRecord,
     ParsedLog,
@@ -13,6 +14,7 @@ from engine_model.logs.parse import (
     default_rank,
     settings,
 )
+from engine_model.logs.startup import SETTING_KEYS
 from engine_model.logs.timeline import Record, chunk_size_of, is_full_chunk, records_of
 
 HIGH_TOKEN_USAGE = 0.85
@@ -20,17 +22,7 @@ MAX_OBSERVED_REQUESTS = 100_000
 MAX_EVIDENCE = 4
 KIND_ORDER = ("kv_retraction", "chunked_prefill_stall", "queueing_running_cap", "queueing_token_pool")
 VERDICTS = (*KIND_ORDER, "none")
-HINT_KEYS = (
-    "chunked_prefill_size",
-    "enable_mixed_chunk",
-    "max_running_requests",
-    "max_total_tokens",
-    "max_prefill_tokens",
-    "schedule_policy",
-    "page_size",
-    "prefill_decode_interval",
-    "schedule_conservativeness",
-)
+HINT_KEYS = tuple(key for key in SETTING_KEYS if key in EngineConfig.model_fields)  # what a scenario accepts
 
 
 @dataclass(frozen=True)

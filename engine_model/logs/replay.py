@@ -8,6 +8,7 @@ from engine_model.logs.parse import ParsedLog
 
 ASSUMED_OUTPUT_LEN = 256  # logs do not say how long replies were (assumption; editable)
 ENGINE_KEYS = set(EngineConfig.model_fields)
+MODELLED_POLICIES = ("fcfs", "lof", "random")
 
 
 def scenario_from_log(parsed: ParsedLog, base: Scenario, *, output_len: int = ASSUMED_OUTPUT_LEN,
@@ -20,6 +21,11 @@ def scenario_from_log(parsed: ParsedLog, base: Scenario, *, output_len: int = AS
     observed = hints.pop("observed_requests")[:max_requests]
     engine = {k: v for k, v in hints.items() if k in ENGINE_KEYS}
     notes = [f"engine settings from the log: {', '.join(f'{k}={v}' for k, v in engine.items()) or 'none found'}"]
+    policy = engine.get("schedule_policy")
+    if policy is not None and policy not in MODELLED_POLICIES:
+        del engine["schedule_policy"]
+        notes.append(f"schedule_policy {policy!r} runs as fcfs: the model has no radix cache, and SGLang falls back "
+                     "to fcfs without one too")
     requests = [RequestConfig(rid=f"log-{i:04d}", group="observed", arrival_at=at, prompt_len=max(1, round(prompt)),
                               output_len=output_len) for i, (at, prompt) in enumerate(observed)]
     notes.append(f"{len(requests)} requests estimated from Prefill lines (arrival = the line's time, to the second); "
