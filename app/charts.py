@@ -197,6 +197,9 @@ def queue_depth(queue: pd.DataFrame, cursor_at: float | None = None, end_at: flo
 
 
 # -- inter-token latency -----------------------------------------------------------------------------
+COUNT_LABEL = "datum.value >= 1000 ? format(datum.value / 1000, '~g') + 'k' : format(datum.value, '~g')"
+
+
 def itl_distribution(hist: pd.DataFrame, stats: pd.DataFrame, groups: list[str] | None = None) -> alt.Chart:
     """Per group: how many gaps between tokens fell in each (log-spaced) bin, with p50/p95/p99 marked."""
     groups = groups or list(dict.fromkeys(hist["group"]))
@@ -212,7 +215,7 @@ def itl_distribution(hist: pd.DataFrame, stats: pd.DataFrame, groups: list[str] 
             x=alt.X("bin_start:Q", title="gap between two tokens (s, log scale)", scale=x_scale),
             x2="bin_end:Q",
             y=alt.Y("count:Q", title="gaps (count)", scale=alt.Scale(type="symlog"),
-                    axis=alt.Axis(values=[0, 1, 10, 100, 1_000, 10_000, 100_000], format="~s")),
+                    axis=alt.Axis(values=[0, 1, 10, 100, 1_000, 10_000, 100_000], labelExpr=COUNT_LABEL)),
             y2=alt.datum(0),
             color=alt.Color("group:N", scale=scale, legend=None),
             tooltip=[alt.Tooltip("group:N"), alt.Tooltip("bin_start:Q", title="from (s)", format=".3f"),

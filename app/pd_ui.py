@@ -15,7 +15,7 @@ import streamlit as st
 from app import charts, compute
 from app.stories import HAS_PD, RUSH
 from app.widgets import chart_ui, fmt_seconds
-from engine_model import InputError, read_toml, scenario_names, validate
+from engine_model import InputError, read_toml, validate
 
 PARAMS = ("pd", "preset", "cap", "pworkers", "dworkers")
 CAPS = (None, 32768, 65536, 131072, 163840, 262144)
@@ -45,31 +45,30 @@ def _cap(text: str):
 
 
 def pd_scenario(preset: str, rush_values: dict, policy: str, cap, num_prefill: int, num_decode: int):
-    if preset == "upstream" and "upstream_pd_replica" in scenario_names():
+    """The upstream replica as written, or the page's own ten o'clock run (same requests, GPU, model and seed)
+    with the `[pd]` block of scenarios/ten_oclock_rush_pd.toml."""
+    if preset == "upstream":
         data = copy.deepcopy(read_toml("upstream_pd_replica"))
-    elif "ten_oclock_rush_pd" in scenario_names():
-        data = copy.deepcopy(read_toml("ten_oclock_rush_pd"))
-    else:  # the single-engine story with one prefill and one decode worker
+    else:
         data = RUSH.scenario(rush_values).model_dump(mode="json", exclude_none=True)
-        data["pd"] = {}
-    pd_block = data.setdefault("pd", {})
-    pd_block["decode_allocation_policy"] = policy
-    pd_block["decode_kv_cap_per_rank"] = cap
-    if preset == "rush":
-        pd_block.setdefault("prefill", {})["num_workers"] = num_prefill
-        pd_block.setdefault("decode", {})["num_workers"] = num_decode
-    if cap is None:
-        pd_block.pop("decode_kv_cap_per_rank")
+        data["name"] = "ten_oclock_rush_pd"
+        data["pd"] = copy.deepcopy(read_toml("ten_oclock_rush_pd")["pd"])
+        data["pd"].setdefault("prefill", {})["num_workers"] = num_prefill
+        data["pd"].setdefault("decode", {})["num_workers"] = num_decode
+    data["pd"]["decode_allocation_policy"] = policy
+    if cap is not None:
+        data["pd"]["decode_kv_cap_per_rank"] = cap
     return validate(data)
 
 
-def deferred_allocation_ui(rush_values: dict | None = None) -> dict:
-    """The PD section. Returns its URL parameters (non-default only)."""
+def deferred_allocation_ui(rush_values: dict | None = None, single=None) -> dict:
+    """The PD section: the page's single-engine run (`single`) beside PD under both allocation policies.
+    Returns its URL parameters (non-default only)."""
     st.markdown("### Split prefill from decode (PD disaggregation)")
     if not HAS_PD:
         st.caption("The engine model has no PD disaggregation yet; this section appears when it does.")
         return {}
-    on_key = _param("pd", False, lambda t: t in ("1", "true"))
+    on_key = _param("pd", True, lambda t: t not in ("0", "false"))
     on = st.toggle("Show PD disaggregation: early vs prefill_complete decode allocation", key=on_key)
     if not on:
         return {}
@@ -95,7 +94,7 @@ def deferred_allocation_ui(rush_values: dict | None = None) -> dict:
     except Exception as err:  # the PD model is new; never let it take the page down
         st.warning(f"The PD model could not run this preset ({type(err).__name__}: {err}).")
         return _params(on, preset, cap, num_prefill, num_decode)
-    _policy_table_ui(runs)
+    _policy_table_ui(runs, single if preset == "rush" else None)
     left, right = st.columns(2)
     end = max(r.end_at for r in runs.values())
     for col, (policy, run) in zip((left, right), runs.items(), strict=True):
@@ -110,19 +109,21 @@ def deferred_allocation_ui(rush_values: dict | None = None) -> dict:
 
 
 def _params(on, preset, cap, num_prefill, num_decode) -> dict:
-    return {"pd": "1" if on else None, "preset": preset if preset != "rush" else None,
+    return {"pd": None if on else "0", "preset": preset if preset != "rush" else None,
             "cap": cap, "pworkers": num_prefill if num_prefill != 1 else None,
             "dworkers": num_decode if num_decode != 1 else None}
 
 
-def _policy_table_ui(runs: dict) -> None:
-    """TTFT and ITL by prompt-length bucket, and throughput, for each policy: the trade in one table."""
+def _policy_table_ui(runs: dict, single=None) -> None:
+    """TTFT and ITL by prompt-length bucket, and throughput: single engine, then PD under each policy."""
     rows = []
-    for policy, run in runs.items():
+    arms = ({"single engine": single} if single is not None else {}) | {f"PD, {p}": run for p, run in runs.items()}
+    for policy, run in arms.items():
         metrics = run.summary["metrics"]
         for bucket, m in metrics["buckets"].items():
-            rows.append({"policy": policy, "prompt tokens": bucket, "requests": m["num_requests"],
+            rows.append({"deployment": policy, "prompt tokens": bucket, "requests": m["num_requests"],
                          "p95 first token": fmt_seconds(m["ttft_s"]["p95"]), "p99 gap between tokens": fmt_seconds(m["itl_s"]["p99"]),
+                         "longest gap": fmt_seconds(m["max_itl_s"]["max"]),
                          "output tok/s": f"{m['output_throughput_tok_s'] or 0:,.0f}"})
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
     st.caption("The maintainers' measurement on the real test: about +27% output throughput and −49% p95 TTFT, but "
