@@ -22,6 +22,7 @@ PAGES = [
     st.Page("app_pages/other_stall.py", title="The other stall", icon=":material/memory:", url_path="other_stall"),
     st.Page("app_pages/ten_oclock_rush.py", title="Ten o'clock rush", icon=":material/schedule:", url_path="ten_oclock_rush"),
     st.Page("app_pages/compare.py", title="Compare and sweep", icon=":material/compare_arrows:", url_path="compare"),
+    st.Page("app_pages/your_server.py", title="Your server", icon=":material/dns:", url_path="your_server"),
 ]
 
 presenting = presenter_ui()

@@ -1,0 +1,115 @@
+"""Chart builders for the "Your server" page: a tidy frame in, an Altair chart out. No `st.*` calls here.
+
+The pass timeline, queue and KV charts of a log reuse app.charts (same look as a simulated run); these
+are the ones a simulated run has no counterpart for. Colours come from app.charts' shared scales.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from app.charts import GROUP_COLOURS, KV_COLOURS, STALL, WIDTH, phase_scale
+
+
+def _retraction_rules(retractions: pd.DataFrame) -> alt.Chart:
+    return alt.Chart(retractions).mark_rule(color=STALL[1], strokeWidth=2).encode(
+        x="at:Q", tooltip=[alt.Tooltip("at:Q", title="retraction at (s)", format=".1f"),
+                           alt.Tooltip("rids:N", title="retracted"),
+                           alt.Tooltip("ratio:N", title="new_token_ratio")])
+
+
+def prefill_tokens(prefills: pd.DataFrame, retractions: pd.DataFrame, chunk_size: int | None,
+                   end_at: float | None = None) -> alt.Chart:
+    """One bar per Prefill line, as tall as its #new-token; the chunk size dashed; retractions as rules."""
+    scale = alt.Scale(domain=[0, end_at], nice=False) if end_at else alt.Scale(nice=False)
+    bars = alt.Chart(prefills).mark_bar(size=6).encode(
+        x=alt.X("at:Q", title="time since the first log line (s)", scale=scale),
+        y=alt.Y("num_new_tokens:Q", title="#new-token", axis=alt.Axis(format="~s")),
+        color=alt.Color("kind:N", title="pass", scale=phase_scale(), legend=alt.Legend(orient="top")),
+        tooltip=[alt.Tooltip("line_no:Q", title="log line"), alt.Tooltip("at:Q", title="at (s)", format=".2f"),
+                 alt.Tooltip("num_new_tokens:Q", title="#new-token", format=","),
+                 alt.Tooltip("num_cached_tokens:Q", title="#cached-token", format=","),
+                 alt.Tooltip("num_new_reqs:Q", title="#new-seq"),
+                 alt.Tooltip("num_running_reqs:Q", title="#running-req"),
+                 alt.Tooltip("num_queue_reqs:Q", title="#queue-req"),
+                 alt.Tooltip("is_full_chunk:N", title="full chunk")],
+    )
+    layers = [bars]
+    if chunk_size:
+        mark = pd.DataFrame({"tokens": [chunk_size], "label": [f"chunk size {chunk_size:,}"]})
+        layers.append(alt.Chart(mark).mark_rule(color="#000000", strokeDash=[6, 3]).encode(y="tokens:Q"))
+        layers.append(alt.Chart(mark).mark_text(align="left", dx=4, dy=-6, baseline="bottom").encode(
+            x=alt.value(0), y="tokens:Q", text="label:N"))
+    if len(retractions):
+        layers.append(_retraction_rules(retractions))
+    return alt.layer(*layers).properties(width=WIDTH, height=300)
+
+
+def token_usage(kv: pd.DataFrame, retractions: pd.DataFrame, end_at: float | None = None) -> alt.Chart:
+    """`token usage` as a share of the pool, when the log does not say how big the pool is."""
+    scale = alt.Scale(domain=[0, end_at], nice=False) if end_at else alt.Scale(nice=False)
+    used = kv[kv["series"] == "used"]
+    area = alt.Chart(used).mark_area(interpolate="step-after", color=KV_COLOURS[0], opacity=0.85).encode(
+        x=alt.X("at:Q", title="time since the first log line (s)", scale=scale),
+        y=alt.Y("slots:Q", title="token usage (share of the KV pool)", scale=alt.Scale(domain=[0, 1]),
+                axis=alt.Axis(format="%")),
+        tooltip=[alt.Tooltip("at:Q", title="at (s)", format=".2f"), alt.Tooltip("slots:Q", title="token usage", format=".0%")])
+    layers = [area] + ([_retraction_rules(retractions)] if len(retractions) else [])
+    return alt.layer(*layers).properties(width=WIDTH, height=280)
+
+
+def prompt_mix(mix: pd.DataFrame, long_threshold: int) -> alt.Chart:
+    """Per prompt-length bin, the share of requests beside the share of prompt tokens they carry."""
+    order = list(dict.fromkeys(mix.sort_values("order")["bin"]))
+    series = ["share of requests", "share of prompt tokens"]
+    base = alt.Chart(mix).encode(
+        x=alt.X("bin:N", title="prompt length (tokens, bins double)", sort=order, axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("share:Q", title="share", axis=alt.Axis(format="%")),
+        xOffset=alt.XOffset("series:N", sort=series),
+        color=alt.Color("series:N", title="", sort=series, legend=alt.Legend(orient="top"),
+                        scale=alt.Scale(domain=series, range=[GROUP_COLOURS[0], GROUP_COLOURS[6]])),
+        tooltip=[alt.Tooltip("bin:N", title="prompt length"), alt.Tooltip("series:N", title=""),
+                 alt.Tooltip("share:Q", format=".1%"), alt.Tooltip("num_requests:Q", title="requests", format=",")])
+    layers = [base.mark_bar()]
+    first_long = mix[mix["low"] >= long_threshold]
+    if len(first_long):
+        mark = pd.DataFrame({"bin": [first_long.sort_values("order")["bin"].iloc[0]],
+                             "label": [f"long: {long_threshold:,} tokens or more →"]})
+        layers.append(alt.Chart(mark).mark_text(align="left", baseline="top", dy=4, fontWeight="bold").encode(
+            x=alt.X("bin:N", sort=order, bandPosition=0), y=alt.value(0), text="label:N"))
+    return alt.layer(*layers).properties(width=WIDTH, height=300)
+
+
+def output_mix(mix: pd.DataFrame) -> alt.Chart:
+    order = list(dict.fromkeys(mix.sort_values("order")["bin"]))
+    return alt.Chart(mix).mark_bar(color=GROUP_COLOURS[3]).encode(
+        x=alt.X("bin:N", title="reply length (tokens, bins double)", sort=order, axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("share:Q", title="share of requests", axis=alt.Axis(format="%")),
+        tooltip=[alt.Tooltip("bin:N", title="reply length"), alt.Tooltip("share:Q", format=".1%"),
+                 alt.Tooltip("num_requests:Q", title="requests", format=",")],
+    ).properties(width=WIDTH, height=300)
+
+
+def bucket_latency(frame: pd.DataFrame) -> alt.Chart:
+    """p50 / p95 / p99 of each wait, per prompt-length bucket; one panel per wait (symmetric log scale, so a
+    bar can start at 0 and milliseconds and minutes both read)."""
+    stats = ["p50", "p95", "p99"]
+    buckets = list(dict.fromkeys(frame.sort_values("order")["bucket"]))
+    panels = []
+    for metric in dict.fromkeys(frame["metric"]):
+        part = frame[frame["metric"] == metric]
+        panels.append(alt.Chart(part).mark_bar().encode(
+            x=alt.X("bucket:N", title="prompt length (tokens)", sort=buckets, axis=alt.Axis(labelAngle=0)),
+            xOffset=alt.XOffset("stat:N", sort=stats),
+            y=alt.Y("seconds:Q", title="seconds (log scale)", scale=alt.Scale(type="symlog", constant=0.001),
+                    axis=alt.Axis(values=[0, 0.01, 0.1, 1, 10, 100, 1000], format=",~r")),
+            y2=alt.datum(0),
+            color=alt.Color("stat:N", title="", sort=stats, legend=alt.Legend(orient="top"),
+                            scale=alt.Scale(domain=stats, range=["#56B4E9", "#0072B2", "#000000"])),
+            tooltip=[alt.Tooltip("bucket:N", title="prompt length"), alt.Tooltip("stat:N"),
+                     alt.Tooltip("seconds:Q", format=".3f"), alt.Tooltip("num_requests:Q", title="requests")],
+        ).properties(width=240, height=280, title=metric))
+    if not panels:
+        return alt.Chart(pd.DataFrame({"x": []})).mark_bar().encode(x=alt.X("x:Q", title="seconds"))
+    return alt.hconcat(*panels).resolve_scale(y="independent")

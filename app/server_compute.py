@@ -1,0 +1,49 @@
+"""Cached compute for the "Your server" page: read a log, load a trace, run a trace. Pages never do this work.
+
+A log's parse, timeline and diagnosis are cached on its text; a trace on its text (or bytes) and the
+options; a trace run on the validated scenario's JSON and the trace's rows (arrival, prompt, output), so
+flipping a switch back, or reopening a link, draws from the cache. "Simulate this server" builds a
+normal scenario (its requests are explicit), so it uses app.compute's run cache like every story.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from app import frames
+from app.server_input import LOG_LIMIT_MB
+from engine_model import Scenario, simulate
+from engine_model.core import Request
+from engine_model.logs import Diagnosis, ParsedLog, Timeline, build_timeline, diagnose, parse_log
+from engine_model.traces import Trace, load_trace
+
+
+@dataclass(frozen=True)
+class ReadLog:
+    parsed: ParsedLog
+    timeline: Timeline
+    diagnosis: Diagnosis
+
+
+@st.cache_data(max_entries=16, show_spinner="Reading the log…")
+def read_log(text: str, rank: str | None = None) -> ReadLog:
+    """Parse, rebuild one rank's timeline and diagnose it (raises InputError on unusable text)."""
+    parsed = parse_log(text, max_bytes=LOG_LIMIT_MB * 1_000_000)
+    return ReadLog(parsed, build_timeline(parsed, rank=rank), diagnose(parsed, rank=rank))
+
+
+@st.cache_data(max_entries=32, show_spinner="Loading the trace…")
+def read_trace(source: str | bytes, window: tuple[float, float] | None, speedup: float, sample: float,
+               max_requests: int, seed: int) -> Trace:
+    return load_trace(source, window=window, speedup=speedup, sample=sample, max_requests=max_requests, seed=seed)
+
+
+@st.cache_data(max_entries=32, show_spinner="Running the scheduler model on the trace…")
+def run_trace(scenario_json: str, rows: tuple[tuple[float, int, int], ...], group: str = "trace") -> frames.RunFrames:
+    """Simulate a scenario whose workload is the trace's requests, and build every frame the page draws."""
+    width = len(str(len(rows)))
+    requests = [Request(rid=f"{group}-{i:0{width}d}", group=group, arrival_at=at, prompt_len=prompt,
+                        output_len=output, max_new_tokens=output) for i, (at, prompt, output) in enumerate(rows)]
+    return frames.build(simulate(Scenario.model_validate_json(scenario_json), trace_requests=requests))

@@ -1,0 +1,222 @@
+"""The "Your server" page: each bundled sample runs and says the right thing; bad input gets a message, never a traceback."""
+
+import gzip
+import random
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app import charts, server_charts
+from app import server_frames as sf
+from app.server_input import LOG_SAMPLES, TRACE_SAMPLES, decode_upload, sample_text
+from engine_model import InputError
+from engine_model.logs import build_timeline, parse_log
+from engine_model.traces import load_trace
+
+MAIN = str(Path(__file__).resolve().parents[1] / "app" / "main.py")
+PAGE = "app_pages/your_server.py"
+SAMPLES = Path(__file__).resolve().parents[1] / "app" / "samples"
+
+
+def open_page(**params) -> AppTest:
+    at = AppTest.from_file(MAIN, default_timeout=120)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    at.switch_page(PAGE)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def texts(elements) -> str:
+    return "\n".join(str(e.value) for e in elements)
+
+
+def verdict(at: AppTest) -> str:
+    """The verdict heading, without its coloured icon."""
+    line = next(m.value for m in at.markdown if "Verdict:" in m.value)
+    return line[line.index("Verdict:"):]
+
+
+def upload(at: AppTest, label_start: str, name: str, data: bytes, mime: str = "text/plain") -> AppTest:
+    uploader = next(u for u in at.file_uploader if u.label.startswith(label_start))
+    uploader.set_value((name, data, mime))
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+# -- the bundled samples -----------------------------------------------------------------------------
+@pytest.mark.parametrize("sample", list(LOG_SAMPLES))
+def test_each_log_sample_runs_and_shows_settings_timeline_diagnosis_and_a_simulation(sample):
+    at = open_page(log=sample)
+    assert not at.error, texts(at.error)
+    headings = texts(at.markdown)
+    for part in ("What did your server actually resolve?", "The log's timeline", "Diagnosis", "Simulate this server",
+                 "Your log beside the model"):
+        assert part in headings
+    assert [m.label for m in at.metric] == ["p95 first token (TTFT)", "p99 gap between tokens",
+                                            "Longest pause, any reply", "Requests retracted"]
+    assert at.query_params.get("log") in (None, sample, [sample])
+
+
+def test_the_retraction_sample_shows_the_kv_verdict_with_its_evidence_lines_and_fixes():
+    at = open_page(log="retraction")
+    assert not at.error, texts(at.error)
+    assert verdict(at) == "Verdict: it is the KV stall"
+    settings = at.dataframe[0].value.set_index("setting")["value"]
+    assert settings["--chunked-prefill-size"] == "8,192"
+    assert settings["--enable-mixed-chunk"] == "off"
+    assert settings["--max-total-tokens (the KV pool, in tokens)"] == "20,480"
+    assert settings["--max-running-requests"] == "200"
+    evidence = texts(at.code)
+    assert "    65 | [2025-04-30 23:19:42 TP0] Decode out of memory happened. #retracted_reqs: 23" in evidence
+    assert "--max-total-tokens (raise or drop)" in texts(at.markdown)
+    counts = at.dataframe[1].value.set_index("lines")["count"]
+    assert counts["unrecognised lines (startup, HTTP, other programs)"] == 42  # counted, and quoted below
+    assert "[2025-04-30" in evidence
+
+
+def test_the_chunk_sample_shows_the_chunked_prefill_verdict_and_the_flag_that_changes_it():
+    at = open_page(log="chunk")
+    assert verdict(at) == "Verdict: it is the chunked-prefill stall"
+    assert "`--enable-mixed-chunk`" in texts(at.markdown)
+    settings = at.dataframe[0].value.set_index("setting")
+    assert settings.loc["--chunked-prefill-size", "value"] == "8,192"
+    assert settings.loc["--chunked-prefill-size", "from"].startswith("inferred")
+    assert "     1 | [2025-10-22 20:23:08] Prefill batch. #new-seq: 9, #new-token: 8192" in texts(at.code)
+
+
+@pytest.mark.parametrize(("sample", "headline"), [
+    ("azure", "Almost every request is short: none of the 1,500 prompts reaches 8,192 tokens"),
+    ("mooncake", "53 % of requests carry 89 % of the prompt tokens (prompts of 8,192 tokens or more)"),
+])
+def test_each_trace_sample_shows_the_request_mix_first_then_latency_by_prompt_length(sample, headline):
+    at = open_page(view="trace", trace=sample)
+    assert not at.error, texts(at.error)
+    assert headline in texts(at.info)
+    labels = [m.label for m in at.metric]
+    assert labels.index("Requests") < labels.index("p95 first token (TTFT)")  # the mix comes first
+    buckets = at.dataframe[0].value
+    assert list(buckets.columns[:3]) == ["prompt length (tokens)", "requests", "retracted"]
+    assert {"TTFT p50", "TTFT p95", "TTFT p99", "ITL p50", "ITL p95", "ITL p99"} <= set(buckets.columns)
+    expected = ["0-8191"] if sample == "azure" else ["0-8191", "8192-32767", ">=32768"]
+    assert list(buckets["prompt length (tokens)"]) == expected
+    assert buckets["requests"].sum() == (1500 if sample == "azure" else 300)
+
+
+def test_trace_options_change_what_runs_and_live_in_the_link():
+    at = open_page(view="trace", trace="mooncake", long="4096", maxreq="100", mixed="1")
+    assert "of the prompt tokens (prompts of 4,096 tokens or more)" in texts(at.info)
+    buckets = at.dataframe[0].value
+    assert list(buckets["prompt length (tokens)"]) == ["0-4095", "4096-16383", ">=16384"]
+    assert buckets["requests"].sum() == 100
+    assert "mixed chunk **on**" in texts(at.caption)
+    assert at.query_params["maxreq"] in ("100", ["100"]) and at.query_params["view"] in ("trace", ["trace"])
+
+
+# -- bad input ---------------------------------------------------------------------------------------
+BINARY = bytes([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D]) + bytes(range(256)) * 4
+
+
+@pytest.mark.parametrize(("data", "says"), [
+    (b"[2025-10-22 20:23:08] Prefill batch. #new-seq: 1\n" + bytes(range(256)) * 4, "line 2"),
+    (BINARY, "line 3"),  # a PNG: its header holds two newlines before the first NUL
+    (bytes(random.Random(1).randrange(128, 256) for _ in range(4000)), "not UTF-8 text"),
+    (gzip.compress(b"[2025-10-22 20:23:08] Prefill batch."), "compressed"),
+])
+def test_a_binary_log_upload_gets_a_message_naming_the_line_not_a_traceback(data, says):
+    at = open_page(log="upload")
+    upload(at, "Server log file", "server.log", data)
+    message = texts(at.error)
+    assert "cannot be read" in message and says in message
+
+
+def test_a_file_from_another_program_uploaded_as_a_log_says_so_and_quotes_line_one():
+    at = open_page(log="upload")
+    upload(at, "Server log file", "trace.csv", (SAMPLES / TRACE_SAMPLES["azure"].file).read_bytes())
+    message = texts(at.error)
+    assert "No SGLang scheduler line" in message and "TIMESTAMP,ContextTokens,GeneratedTokens" in message
+    assert "Diagnosis" not in texts(at.markdown)
+
+
+def test_a_truncated_log_is_read_and_the_cut_line_is_named():
+    text = sample_text(LOG_SAMPLES["chunk"])
+    cut = text[: text.rindex("#running-req") + len("#running-req: ")].rstrip() + "sixty"
+    at = open_page(log="paste")
+    at.text_area(key="your_server.paste").input(cut)
+    at.run()
+    assert not at.exception
+    assert "line 9" in texts(at.warning) and verdict(at) == "Verdict: it is the chunked-prefill stall"
+
+
+@pytest.mark.parametrize(("data", "says"), [
+    (b"time,prompt,reply\n1,100,20\n2,200,30\n", "found columns"),
+    (BINARY, "binary"),
+    (b"TIMESTAMP,ContextTokens,GeneratedTokens\n", "nothing usable"),
+])
+def test_a_broken_trace_upload_gets_a_message_not_a_traceback(data, says):
+    at = open_page(view="trace", trace="upload")
+    upload(at, "Trace file", "trace.csv", data, "text/csv")
+    message = texts(at.error)
+    assert "cannot be read" in message and says in message
+    assert "Run it through the scheduler" not in texts(at.markdown)
+
+
+def test_bad_url_values_become_notes():
+    at = open_page(log="banana", long="7")
+    notes = texts(at.warning)
+    assert "log=banana" in notes and "long=7" in notes
+    assert verdict(at) == "Verdict: it is the KV stall"  # fell back to the default sample
+
+
+def test_decode_upload_refuses_files_over_the_limit_before_reading_them():
+    with pytest.raises(InputError, match="the limit here is 1 MB"):
+        decode_upload(b"x" * 1_000_001, "big.log", 1)
+    text, notes = decode_upload("ok\nbad \udcff".encode("utf-8", "surrogateescape"), "a.log", 1)  # one bad byte: text
+    assert text.startswith("ok\n") and notes == ["line 2: bytes that are not UTF-8 were replaced by �"]
+
+
+# -- every chart builder validates against the Vega-Lite schema --------------------------------------
+@pytest.mark.parametrize("sample", list(LOG_SAMPLES))
+def test_every_log_chart_builds_a_valid_spec(sample):
+    parsed = parse_log(sample_text(LOG_SAMPLES[sample]))
+    timeline = build_timeline(parsed)
+    retractions = sf.log_retractions(timeline)
+    passes = sf.log_passes(timeline, is_mixed=False)
+    assert set(passes["lane"]) <= {sf.PREFILL_LANE, sf.DECODE_LANE}
+    assert (passes["end_at"] > passes["start_at"]).all()
+    for chart in (server_charts.prefill_tokens(sf.log_prefills(timeline, False), retractions, timeline.chunk_size, 50),
+                  charts.pass_timeline(passes, end_at=50),
+                  charts.kv_occupancy(sf.log_kv(timeline, 20480), retractions),
+                  server_charts.token_usage(sf.log_kv(timeline, None), retractions),
+                  charts.queue_depth(sf.log_queue(timeline))):
+        chart.to_dict()
+
+
+def test_mix_and_bucket_charts_build_valid_specs():
+    trace = load_trace((SAMPLES / TRACE_SAMPLES["mooncake"].file).read_text())
+    mix = sf.prompt_mix(trace)
+    assert mix.groupby("series")["share"].sum().round(6).to_dict() == {"share of prompt tokens": 1.0,
+                                                                        "share of requests": 1.0}
+    server_charts.prompt_mix(mix, 8192).to_dict()
+    server_charts.output_mix(sf.output_mix(trace)).to_dict()
+    summary = {"metrics": {"buckets": {"0-8191": {
+        "num_requests": 2, "num_retracted": 0, "ttft_s": {"p50": 0.1, "p95": 0.2, "p99": 0.3},
+        "itl_s": {"p50": 0.01, "p95": 0.02, "p99": 0.03}, "max_itl_s": {"p50": 0.1, "p95": 0.1, "p99": 0.1, "max": 0.2}}}}}
+    frame = sf.bucket_latency(summary)
+    assert list(frame["stat"]) == ["p50", "p95", "p99"] * 3
+    server_charts.bucket_latency(frame).to_dict()
+
+
+def test_the_bundled_samples_stay_small_and_keep_their_licences():
+    files = {p.name: p.stat().st_size for p in SAMPLES.iterdir()}
+    assert sum(files.values()) < 200_000
+    for licence in ("LICENSE.SGLang-Apache-2.0.txt", "LICENSE.AzurePublicDataset-CC-BY-4.0.txt",
+                    "LICENSE.Mooncake-Apache-2.0.txt", "SOURCE.md"):
+        assert licence in files
+    source = (SAMPLES / "SOURCE.md").read_text()
+    for sample in (*LOG_SAMPLES.values(), *TRACE_SAMPLES.values()):
+        assert sample.file in files and sample.file in source

@@ -1,0 +1,27 @@
+"""End to end in headless Chromium: open "Your server", pick the retraction sample, see the KV verdict.
+
+Reuses tests/test_browser.py's server / browser / page fixtures and its settle(). Run:
+pytest -m browser tests/test_browser_server.py
+"""
+
+from __future__ import annotations
+
+import pytest
+from test_browser import browser, page, server, settle  # noqa: F401  (fixtures)
+
+pytestmark = pytest.mark.browser
+
+
+def test_picking_the_retraction_sample_shows_the_kv_verdict(server, page):  # noqa: F811
+    page.goto(server + "/your_server?log=chunk")
+    settle(page)
+    assert "it is the chunked-prefill stall" in page.locator('[data-testid="stMain"]').inner_text()
+    page.get_by_text("Docs CI, Qwen2.5-0.5B: KV pool capped (retraction)").click()
+    page.wait_for_function("() => document.querySelector('[data-testid=\"stMain\"]').innerText"
+                           ".includes('Verdict: it is the KV stall')", timeout=60_000)
+    settle(page)
+    text = page.locator('[data-testid="stMain"]').inner_text()
+    assert "Verdict: it is the KV stall" in text
+    assert "Decode out of memory happened. #retracted_reqs: 23" in text
+    assert "log=" not in page.url  # the default sample is implied
+    assert page.locator('[data-testid="stException"]').count() == 0
