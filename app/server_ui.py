@@ -47,9 +47,11 @@ VIEW = Control("view", "What do you have?", "select", "log", _keeps, ("log", "tr
                fmt=lambda v: {"log": "A server log", "trace": "A request trace"}[v])
 LOG = Control("log", "Log", "select", "retraction", _keeps, (*LOG_SAMPLES, "paste", "upload"), is_flag=False,
               fmt=lambda v: LOG_SAMPLES[v].label if v in LOG_SAMPLES else {"paste": "Paste a log", "upload": "Upload a file"}[v])
-OUTPUT = Control("out", "Assumed reply length (tokens)", "select", ASSUMED_OUTPUT_LEN, _keeps,
-                 (32, 64, 128, 256, 512, 1024, 2048, 4096), is_flag=False, fmt=lambda v: f"{v:,}",
-                 help="A log does not say how long replies were; every observed request gets this many output tokens.")
+OUTPUT = Control("out", "Reply length (tokens)", "select", "auto", _keeps,
+                 ("auto", 32, 64, 128, 256, 512, 1024, 2048, 4096), is_flag=False,
+                 fmt=lambda v: "estimated from the Decode lines" if v == "auto" else f"{v:,}",
+                 help="A log does not say how long replies were. 'Estimated': decode steps x running requests from "
+                      f"the Decode lines, over the requests seen ({ASSUMED_OUTPUT_LEN} if there are none); or pick one.")
 TRACE = Control("trace", "Trace", "select", "azure", _keeps, (*TRACE_SAMPLES, "upload"), is_flag=False,
                 fmt=lambda v: TRACE_SAMPLES[v].label if v in TRACE_SAMPLES else "Upload a file")
 WINDOW_START = Control("wstart", "Window starts at (s after the first request)", "slider", 0, _keeps, (0, 3600, 10),
@@ -314,7 +316,7 @@ def simulate_log_ui(read: server_compute.ReadLog, values: dict) -> None:
     if model_path:
         st.caption(f"The log's model is `{model_path}`; pick the nearest preset (the pass cost comes from it).")
     try:
-        scenario, notes = scenario_from_log(read.parsed, validate(_base_data(values)), output_len=values["out"])
+        scenario, notes = scenario_from_log(read.parsed, validate(_base_data(values)), output_len=None if values["out"] == "auto" else values["out"])
         if not scenario.workload.requests:
             st.info("Nothing to simulate: the log has no Prefill line with new requests.")
             return

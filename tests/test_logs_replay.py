@@ -13,7 +13,8 @@ def test_a_retraction_log_becomes_a_runnable_scenario_with_its_settings(shared_d
     scenario, notes = scenario_from_log(parsed, load_scenario("forty_replies"))
     assert (scenario.engine.max_total_tokens, scenario.engine.chunked_prefill_size, scenario.engine.max_running_requests) == (
         20480, 8192, 200)
-    assert len(scenario.workload.requests) > 100 and "assumed 256 tokens" in notes[1]
+    assert len(scenario.workload.requests) > 100 and "each reply 103 tokens" in notes[1]
+    assert {r.output_len for r in scenario.workload.requests} == {103}  # 113,680 decode tokens / 1,108 requests
     result = simulate(scenario)
     assert all(r.state in (RequestState.FINISHED, RequestState.REJECTED) for r in result.requests)
 
@@ -35,3 +36,11 @@ def test_a_cache_aware_policy_from_the_log_runs_as_fcfs_with_a_note():
     scenario, notes = scenario_from_log(parse_log(text), load_scenario("forty_replies"))
     assert (scenario.engine.schedule_policy, scenario.engine.chunked_prefill_size) == ("fcfs", 4096)
     assert any("'lpm' runs as fcfs" in note for note in notes)
+
+
+def test_without_decode_lines_the_reply_length_is_the_stated_assumption(shared_dir):
+    parsed = parse_log_file(shared_dir / "data/sglang_logs/07_issue11970_prefill_chunk8192_v0.5.3.log")
+    scenario, notes = scenario_from_log(parsed, load_scenario("forty_replies"))
+    assert {r.output_len for r in scenario.workload.requests} == {256} and "assumed 256 tokens" in notes[-1]
+    scenario, notes = scenario_from_log(parsed, load_scenario("forty_replies"), output_len=64)
+    assert {r.output_len for r in scenario.workload.requests} == {64}

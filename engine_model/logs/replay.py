@@ -5,20 +5,38 @@ from __future__ import annotations
 from engine_model.config import EngineConfig, RequestConfig, Scenario, WorkloadConfig
 from engine_model.logs.diagnose import scenario_hints
 from engine_model.logs.parse import ParsedLog
+from engine_model.logs.timeline import build_timeline
 
 ASSUMED_OUTPUT_LEN = 256  # logs do not say how long replies were (assumption; editable)
 ENGINE_KEYS = set(EngineConfig.model_fields)
 MODELLED_POLICIES = ("fcfs", "lof", "random")
 
 
-def scenario_from_log(parsed: ParsedLog, base: Scenario, *, output_len: int = ASSUMED_OUTPUT_LEN,
+def estimated_output_len(parsed: ParsedLog, num_requests: int) -> int | None:
+    """Mean reply length: each Decode line stands for `decode_log_interval` decode steps of its #running-req
+    requests, so sum(steps x running) / requests. None when the log has no Decode line."""
+    timeline = build_timeline(parsed)
+    generated = sum(d.num_steps * d.num_running_reqs for d in timeline.decodes)
+    if not generated or not num_requests:
+        return None
+    return max(1, round(generated / num_requests))
+
+
+def scenario_from_log(parsed: ParsedLog, base: Scenario, *, output_len: int | None = None,
                       max_requests: int = 2000) -> tuple[Scenario, list[str]]:
     """The base scenario's GPU and model, with the log's engine settings and its observed requests.
 
-    Returns the scenario and notes on what was estimated, so the page can say where numbers came from.
+    `output_len` None: estimated from the Decode lines, else ASSUMED_OUTPUT_LEN. Returns the scenario and
+    notes on what was estimated, so the page can say where numbers came from.
     """
     hints = scenario_hints(parsed)
     observed = hints.pop("observed_requests")[:max_requests]
+    reply_note = f"each reply assumed {output_len} tokens"
+    if output_len is None:
+        output_len = estimated_output_len(parsed, len(observed))
+        reply_note = (f"each reply {output_len} tokens: the Decode lines' decode steps x running requests over the "
+                      "requests seen (an estimate)") if output_len else f"each reply assumed {ASSUMED_OUTPUT_LEN} tokens"
+        output_len = output_len or ASSUMED_OUTPUT_LEN
     engine = {k: v for k, v in hints.items() if k in ENGINE_KEYS}
     notes = [f"engine settings from the log: {', '.join(f'{k}={v}' for k, v in engine.items()) or 'none found'}"]
     policy = engine.get("schedule_policy")
@@ -29,7 +47,7 @@ def scenario_from_log(parsed: ParsedLog, base: Scenario, *, output_len: int = AS
     requests = [RequestConfig(rid=f"log-{i:04d}", group="observed", arrival_at=at, prompt_len=max(1, round(prompt)),
                               output_len=output_len) for i, (at, prompt) in enumerate(observed)]
     notes.append(f"{len(requests)} requests estimated from Prefill lines (arrival = the line's time, to the second); "
-                 f"each reply assumed {output_len} tokens")
+                 f"{reply_note}")
     if not requests:
         notes.append("no Prefill lines with new requests: nothing to simulate")
     scenario = base.model_copy(update={
