@@ -25,6 +25,10 @@ CURSOR_COLOUR = "#000000"
 WIDTH = "container"
 
 
+# Axis labels 0, 500, 2k, 20k: Vega's "~s" format prints a shared prefix ("0k") on some axes.
+COUNT_LABEL = "datum.value >= 1000 ? format(datum.value / 1000, '~g') + 'k' : format(datum.value, '~g')"
+
+
 def phase_scale() -> alt.Scale:
     return alt.Scale(domain=list(PHASES), range=list(PHASE_COLOURS))
 
@@ -159,7 +163,7 @@ def kv_occupancy(kv: pd.DataFrame, retractions: pd.DataFrame | None = None, curs
         part = kv[kv["lane"] == lane] if len(kv) else kv
         area = alt.Chart(part).mark_area(interpolate="step-after").encode(
             x=alt.X("at:Q", title="time (s)", scale=_x_domain(end_at)),
-            y=alt.Y("slots:Q", title="KV slots (tokens)", stack="zero", axis=alt.Axis(format="~s")),
+            y=alt.Y("slots:Q", title="KV slots (tokens)", stack="zero", axis=alt.Axis(labelExpr=COUNT_LABEL)),
             color=alt.Color("series:N", title="KV cache", scale=alt.Scale(domain=list(KV_SERIES), range=list(KV_COLOURS)),
                             legend=alt.Legend(orient="top")),
             order=alt.Order("order:Q"),
@@ -197,9 +201,6 @@ def queue_depth(queue: pd.DataFrame, cursor_at: float | None = None, end_at: flo
 
 
 # -- inter-token latency -----------------------------------------------------------------------------
-COUNT_LABEL = "datum.value >= 1000 ? format(datum.value / 1000, '~g') + 'k' : format(datum.value, '~g')"
-
-
 def itl_distribution(hist: pd.DataFrame, stats: pd.DataFrame, groups: list[str] | None = None) -> alt.Chart:
     """Per group: how many gaps between tokens fell in each (log-spaced) bin, with p50/p95/p99 marked."""
     groups = groups or list(dict.fromkeys(hist["group"]))

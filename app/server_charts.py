@@ -9,7 +9,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from app.charts import GROUP_COLOURS, KV_COLOURS, STALL, WIDTH, phase_scale
+from app.charts import COUNT_LABEL, GROUP_COLOURS, KV_COLOURS, STALL, WIDTH, phase_scale
 
 
 def _retraction_rules(retractions: pd.DataFrame) -> alt.Chart:
@@ -25,7 +25,7 @@ def prefill_tokens(prefills: pd.DataFrame, retractions: pd.DataFrame, chunk_size
     scale = alt.Scale(domain=[0, end_at], nice=False) if end_at else alt.Scale(nice=False)
     bars = alt.Chart(prefills).mark_bar(size=6).encode(
         x=alt.X("at:Q", title="time since the first log line (s)", scale=scale),
-        y=alt.Y("num_new_tokens:Q", title="#new-token", axis=alt.Axis(format="~s")),
+        y=alt.Y("num_new_tokens:Q", title="#new-token", axis=alt.Axis(labelExpr=COUNT_LABEL)),
         color=alt.Color("kind:N", title="pass", scale=phase_scale(), legend=alt.Legend(orient="top")),
         tooltip=[alt.Tooltip("line_no:Q", title="log line"), alt.Tooltip("at:Q", title="at (s)", format=".2f"),
                  alt.Tooltip("num_new_tokens:Q", title="#new-token", format=","),
