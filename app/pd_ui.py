@@ -18,7 +18,7 @@ from app.widgets import chart_ui, fmt_seconds
 from engine_model import InputError, read_toml, validate
 
 PARAMS = ("pd", "preset", "cap", "pworkers", "dworkers")
-CAPS = (None, 32768, 65536, 131072, 163840, 262144)
+CAPS = (0, 32768, 65536, 131072, 163840, 262144)  # 0: the preset's own (None would blank the selectbox)
 PRESETS = {"rush": "Ten o'clock workload, split", "upstream": "Upstream test replica (scaled)"}
 
 
@@ -35,9 +35,9 @@ def _param(key: str, default, parse):
     return state_key
 
 
-def _cap(text: str):
+def _cap(text: str) -> int:
     if text in ("none", ""):
-        return None
+        return 0
     value = int(text)
     if value not in CAPS:
         raise ValueError
@@ -56,7 +56,7 @@ def pd_scenario(preset: str, rush_values: dict, policy: str, cap, num_prefill: i
         data["pd"].setdefault("prefill", {})["num_workers"] = num_prefill
         data["pd"].setdefault("decode", {})["num_workers"] = num_decode
     data["pd"]["decode_allocation_policy"] = policy
-    if cap is not None:
+    if cap:
         data["pd"]["decode_kv_cap_per_rank"] = cap
     return validate(data)
 
@@ -73,13 +73,13 @@ def deferred_allocation_ui(rush_values: dict | None = None, single=None) -> dict
     if not on:
         return {}
     preset_key = _param("preset", "rush", lambda t: t if t in PRESETS else (_ for _ in ()).throw(ValueError()))
-    cap_key = _param("cap", None, _cap)
+    cap_key = _param("cap", 0, _cap)
     pw_key = _param("pworkers", 1, lambda t: max(1, min(int(t), 8)))
     dw_key = _param("dworkers", 1, lambda t: max(1, min(int(t), 8)))
     cols = st.columns(4)
     preset = cols[0].selectbox("Preset", list(PRESETS), key=preset_key, format_func=PRESETS.get)
     cap = cols[1].selectbox("Decode KV cap per rank (tokens)", CAPS, key=cap_key,
-                            format_func=lambda v: "no cap (from GPU memory)" if v is None else f"{v:,}",
+                            format_func=lambda v: f"{v:,}" if v else "the preset's (upstream 163,840; ten o'clock none)",
                             help="--max-total-tokens on decode ranks, as the upstream test capped it to create pressure.")
     num_prefill = cols[2].slider("Prefill workers", 1, 8, key=pw_key, disabled=preset == "upstream")
     num_decode = cols[3].slider("Decode workers", 1, 8, key=dw_key, disabled=preset == "upstream")
@@ -110,7 +110,7 @@ def deferred_allocation_ui(rush_values: dict | None = None, single=None) -> dict
 
 def _params(on, preset, cap, num_prefill, num_decode) -> dict:
     return {"pd": None if on else "0", "preset": preset if preset != "rush" else None,
-            "cap": cap, "pworkers": num_prefill if num_prefill != 1 else None,
+            "cap": cap or None, "pworkers": num_prefill if num_prefill != 1 else None,
             "dworkers": num_decode if num_decode != 1 else None}
 
 
