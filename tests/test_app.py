@@ -143,3 +143,12 @@ def test_url_for_lists_only_non_default_settings():
     story = stories.FORTY
     url = state.url_for(story.key, story.controls, {**story.defaults, "mixed": True})
     assert url == "/forty_replies?mixed=1"
+
+
+def test_the_rush_page_compares_the_single_engine_with_pd_under_both_policies():
+    at = open_page("app_pages/ten_oclock_rush.py")
+    table = next(df.value for df in at.dataframe if "deployment" in df.value.columns)
+    assert list(dict.fromkeys(table["deployment"])) == ["single engine", "PD, early", "PD, prefill_complete"]
+    longest = dict(zip(table["deployment"] + " " + table["prompt tokens"], table["longest gap"], strict=True))
+    # the questions' longest pause: a stall of seconds on one engine, one decode pass with PD
+    assert seconds(longest["single engine 0-8191"]) > 10 > 1 > seconds(longest["PD, early 0-8191"])
