@@ -45,6 +45,7 @@ class RunFrames:
     itl_stats: pd.DataFrame  # p50/p95/p99/max per group
     requests: pd.DataFrame  # per-request metrics
     retractions: pd.DataFrame
+    spans: pd.DataFrame  # PD: where each (sampled) request's time went, one row per phase span
     lanes: list[str] = field(default_factory=list)
     request_order: list[str] = field(default_factory=list)
     stall_threshold_s: float = STALL_MIN_S
@@ -68,6 +69,7 @@ def build(result: Result) -> RunFrames:
         itl_stats=itl_stats(result),
         requests=requests_frame(result),
         retractions=retractions_frame(result),
+        spans=spans_frame(result),
         lanes=list(result.lanes),
         request_order=[r.rid for r in result.requests],
         stall_threshold_s=threshold,
@@ -360,3 +362,39 @@ def retractions_frame(result: Result) -> pd.DataFrame:
                                              "ratio_after"])
 
 
+
+
+# -- PD: where each request's time went ------------------------------------------------------------------
+SPAN_PHASES = ("waiting", "waiting_for_decode_kv", "prefill", "transfer", "decode", "retracted")
+MAX_SPAN_REQUESTS = 48
+
+
+def sample_requests(requests: list, max_requests: int = MAX_SPAN_REQUESTS) -> list:
+    """Evenly spaced requests of each group, every group at least 4, in arrival order."""
+    if len(requests) <= max_requests:
+        return list(requests)
+    groups: dict[str, list] = {}
+    for r in requests:
+        groups.setdefault(r.group, []).append(r)
+    picked = []
+    for members in groups.values():
+        quota = max(4, round(max_requests * len(members) / len(requests)))
+        step = max(1, len(members) / quota)
+        picked += [members[int(i * step)] for i in range(min(quota, len(members)))]
+    return sorted(picked, key=lambda r: (r.arrival_at, r.rid))
+
+
+def spans_frame(result: Result) -> pd.DataFrame:
+    """One row per phase span of a sampled request (PD runs record `Request.spans`); adjacent chunks merge."""
+    rows = []
+    for r in sample_requests([r for r in result.requests if getattr(r, "spans", None)]):
+        last = None
+        for phase, start, end in sorted(r.spans, key=lambda span: (span[0] == "transfer", span[1])):
+            if last is not None and last["phase"] == phase and start - last["end_at"] < 1e-9:
+                last["end_at"] = end
+                continue
+            last = {"rid": r.rid, "group": r.group, "phase": phase, "start_at": start, "end_at": end}
+            rows.append(last)
+    frame = pd.DataFrame(rows, columns=["rid", "group", "phase", "start_at", "end_at"])
+    frame["duration_s"] = frame["end_at"] - frame["start_at"]
+    return frame

@@ -105,6 +105,12 @@ def deferred_allocation_ui(rush_values: dict | None = None, single=None) -> dict
             chart_ui("pd", f"{policy}-kv", f"{policy}: KV per worker",
                      "Orange: decode KV reserved for requests still in prefill or transfer — held, not yet used. "
                      "With prefill_complete it stays near zero.", charts.kv_occupancy(run.kv, run.retractions, None, end))
+            chart_ui("pd", f"{policy}-phases", f"{policy}: where each request's time went",
+                     "One lane per request: grey waiting at prefill, purple waiting for decode KV, orange prefill "
+                     "chunks, thin blue the KV transfer, dark blue decoding. Under early, decode KV is reserved "
+                     "before prefill may start; under prefill_complete, after it ends.",
+                     charts.request_phases(run.spans, end))
+    _phase_table_ui(runs)
     return _params(on, preset, cap, num_prefill, num_decode)
 
 
@@ -112,6 +118,14 @@ def _params(on, preset, cap, num_prefill, num_decode) -> dict:
     return {"pd": None if on else "0", "preset": preset if preset != "rush" else None,
             "cap": cap or None, "pworkers": num_prefill if num_prefill != 1 else None,
             "dworkers": num_decode if num_decode != 1 else None}
+
+
+def _phase_table_ui(runs: dict) -> None:
+    """Mean seconds per request in each phase, per group and policy (summary()["pd"]["phase_s"])."""
+    rows = [{"policy": policy, "group": group} | {charts.SPAN_LABELS.get(k, k): fmt_seconds(v) for k, v in phases.items()}
+            for policy, run in runs.items() for group, phases in run.summary["pd"]["phase_s"].items()]
+    st.markdown("##### Mean time per request in each phase")
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
 
 
 def _policy_table_ui(runs: dict, single=None) -> None:

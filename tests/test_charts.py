@@ -9,7 +9,7 @@ from engine_model import load_scenario, simulate
 
 ALTAIR_MAX_ROWS = 5_000
 CASES = [("forty_replies", []), ("forty_replies", ["engine.enable_mixed_chunk=true"]), ("other_stall", []),
-         ("ten_oclock_rush", [])]
+         ("ten_oclock_rush", []), ("ten_oclock_rush_pd", [])]
 
 
 @pytest.fixture(scope="module", params=CASES, ids=lambda c: f"{c[0]}{'+mixed' if c[1] else ''}")
@@ -28,6 +28,7 @@ def builders(f: frames.RunFrames):
         "kv_occupancy": charts.kv_occupancy(f.kv, f.retractions, t, f.end_at),
         "queue_depth": charts.queue_depth(f.queue, t, f.end_at),
         "itl_distribution": charts.itl_distribution(f.itl_hist, f.itl_stats),
+        "request_phases": charts.request_phases(f.spans, f.end_at),
     }
 
 
@@ -59,6 +60,18 @@ def test_sweep_and_tradeoff_charts_validate():
     charts.tradeoff_curve(curve, "longest pause (s)", "first token (s)").to_dict()
 
 
+def test_request_phases_show_where_pd_time_went():
+    """Under early, short questions wait for decode KV behind the contracts; under prefill_complete they don't."""
+    waits = {}
+    for policy in ("early", "prefill_complete"):
+        result = simulate(load_scenario("ten_oclock_rush_pd", [f"pd.decode_allocation_policy={policy}"]))
+        spans = frames.spans_frame(result)
+        assert spans["rid"].nunique() <= frames.MAX_SPAN_REQUESTS + 4  # sampled, every group kept
+        assert set(spans["group"]) == {"questions", "contracts"}
+        waits[policy] = spans[spans["phase"] == "waiting_for_decode_kv"]["duration_s"].sum()
+    assert waits["early"] > 100 * max(waits["prefill_complete"], 0.01)
+
+
 def test_one_colour_per_phase_everywhere(run):
     _, f = run
     spec = json.dumps(charts.pass_timeline(f.passes).to_dict())
@@ -75,9 +88,9 @@ def test_aggregation_never_hides_a_stall(run):
     assert (bars["num_passes"] == 1).all()
     # merged decode bars never span a gap: their passes are back to back
     merged = f.passes[f.passes["num_passes"] > 1]
-    its = f.iterations.set_index("index")
     for bar in merged.itertuples():
-        inside = its.loc[bar.first_index:bar.last_index]
+        lane = f.iterations[f.iterations["lane"] == bar.lane]
+        inside = lane[(lane["index"] >= bar.first_index) & (lane["index"] <= bar.last_index)]
         assert abs(inside["duration_s"].sum() - (bar.end_at - bar.start_at)) < 1e-6
     # every gap at or over the threshold is drawn, and both tokens around it are marked
     from engine_model.metrics import gaps
