@@ -6,10 +6,9 @@
 
 from __future__ import annotations
 
-import argparse
-
+from browser import CHROMIUM, CHROMIUM_ARGS, cli, wait_idle
 from playwright.sync_api import sync_playwright
-from screenshots import ASSETS, CHROMIUM, CHROMIUM_ARGS, streamlit_server, wait_idle
+from screenshots import ASSETS
 
 SHOTS = [
     ("your_server", "/your_server"),  # the retraction sample (the default)
@@ -34,17 +33,5 @@ def shoot(url: str, only: list[str] | None = None) -> None:
         browser.close()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--url")
-    parser.add_argument("only", nargs="*")
-    args = parser.parse_args()
-    if args.url:
-        shoot(args.url, args.only)
-    else:
-        with streamlit_server() as url:
-            shoot(url, args.only)
-
-
 if __name__ == "__main__":
-    main()
+    cli(shoot)

@@ -1,0 +1,86 @@
+"""Headless Chromium against the app, shared by the screenshot scripts, bench_app.py and the browser tests.
+
+Debian's /usr/bin/chromium (Playwright cannot download browsers here), started with the flags this
+machine's closed network needs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--headless=new", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHART_STATE = """() => {
+  const charts = [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')];
+  const drawn = charts.filter(c => c.querySelector('canvas, svg')).length;
+  const running = !!document.querySelector('[data-testid="stStatusWidget"]');
+  return [charts.length, drawn, running];
+}"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def streamlit_server(port: int | None = None, start_timeout_s: float = 60):
+    """`streamlit run app/main.py` on a free port; yields its URL once /_stcore/health answers."""
+    port = port or free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app/main.py", "--server.headless", "true", "--server.port", str(port),
+         "--browser.gatherUsageStats", "false"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + start_timeout_s
+        while time.time() < deadline:
+            try:
+                urllib.request.urlopen(f"{url}/_stcore/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.3)
+        else:
+            raise RuntimeError(f"streamlit did not start within {start_timeout_s:g} s")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def wait_idle(page, timeout_ms: int = 60_000, settle_polls: int = 4) -> None:
+    """Until the app has finished running and every chart has drawn, unchanged for `settle_polls` polls."""
+    page.wait_for_selector('[data-testid="stMain"] h1', timeout=timeout_ms)
+    deadline, last, same = time.time() + timeout_ms / 1000, None, 0
+    while time.time() < deadline:
+        page.wait_for_timeout(400)
+        num, drawn, running = page.evaluate(CHART_STATE)
+        now = (num, drawn, running)
+        same = same + 1 if now == last and num == drawn and not running else 0
+        last = now
+        if same >= settle_polls:
+            return
+    raise TimeoutError(f"page did not settle: {last}")
+
+
+def cli(shoot: Callable[[str, list[str] | None], object]) -> None:
+    """`script.py [--url URL] [names...]`: shoot against a running app, or start one."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--url")
+    parser.add_argument("only", nargs="*")
+    args = parser.parse_args()
+    if args.url:
+        shoot(args.url, args.only)
+    else:
+        with streamlit_server() as url:
+            shoot(url, args.only)
