@@ -133,6 +133,7 @@ class RequestConfig(Frozen):
     return_logprob: bool = False
     ignore_eos: bool = False
     already_generated: int = Field(0, ge=0)
+    prefix_group: str | None = Field(None, pattern=r"^[A-Za-z0-9_.:-]{1,64}$")  # shared prompt prefix (radix cache)
 
 
 class ClientConfig(Frozen):

@@ -48,6 +48,7 @@ class Request:
     return_logprob: bool = False
     ignore_eos: bool = False
     num_generated_before: int = 0  # tokens already streamed before the run began ("mid-reply")
+    prefix_group: str | None = None  # requests of one group share their prompt's leading tokens
 
     state: RequestState = RequestState.PENDING
     kv_len: int = 0  # tokens of this request held in KV now

@@ -103,11 +103,11 @@ class PrefillAdder:
             return Verdict.OTHER
         return Verdict.CONTINUE
 
-    def _charge(self, req: Request, extend: int, decode_charge: int) -> None:
-        """`_update_prefill_budget`."""
+    def _charge(self, req: Request, extend: int, decode_charge: int, locked: int = 0) -> None:
+        """`_update_prefill_budget`; a newly locked cached prefix leaves the evictable (free) pool too."""
         paged = ceil_page(extend, self.cfg.page_size)
-        self.total_offset += paged + self.cfg.page_size + decode_charge
-        self.current_offset += paged + self.cfg.page_size
+        self.total_offset += paged + self.cfg.page_size + decode_charge + locked
+        self.current_offset += paged + self.cfg.page_size + locked
         self.rem_input -= paged
         if self.rem_chunk is not None:
             self.rem_chunk -= paged
@@ -123,19 +123,21 @@ class PrefillAdder:
         self._charge(req, extend, 0 if truncated else min(req.max_new_tokens, CLIP_MAX_NEW_TOKENS))
         return truncated
 
-    def add_one(self, req: Request) -> Verdict:
-        """`add_one_req`: the whole remaining prompt and its clipped budget must fit, even if it will be chunked."""
+    def add_one(self, req: Request, locked: int = 0) -> Verdict:
+        """`add_one_req`: the whole remaining prompt and its clipped budget must fit, even if it will be chunked.
+
+        `locked`: cached prefix tokens this request's match takes out of the evictable pool (`_lock_node`)."""
         if self.cfg.prefill_max_requests is not None and len(self.admitted) >= self.cfg.prefill_max_requests:
             return Verdict.OTHER
         extend = req.num_uncomputed
         total_tokens = extend + min(req.remaining_max_new, CLIP_MAX_NEW_TOKENS) + self.cfg.page_size
-        if total_tokens >= self.rem_total:
+        if total_tokens >= self.rem_total - locked:
             return Verdict.NO_TOKEN
         paged = ceil_page(extend, self.cfg.page_size)
         if self.rem_chunk is None and self.admitted and paged >= self.rem_input:
             return Verdict.OTHER
         if self.rem_chunk is None or paged <= self.rem_chunk:
-            self._charge(req, extend, min(req.remaining_max_new, CLIP_MAX_NEW_TOKENS))
+            self._charge(req, extend, min(req.remaining_max_new, CLIP_MAX_NEW_TOKENS), locked)
             return self.state()
         page = self.cfg.page_size
         truncated = self.rem_chunk // page * page
@@ -144,7 +146,7 @@ class PrefillAdder:
         if truncated <= 0:
             return Verdict.OTHER
         self.new_chunked = req
-        self._charge(req, truncated, 0)
+        self._charge(req, truncated, 0, locked)
         return self.state()
 
     @property

@@ -7,6 +7,7 @@ closely two traces agree, pass by pass.
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections import Counter
 from pathlib import Path
@@ -56,9 +57,9 @@ def scenario_from_workload(path: Path) -> Scenario:
         if not isinstance(req, dict):
             raise InputError(f"{path}: requests[{i}]", "must be an object")
         fields = {k: v for k, v in req.items() if k not in ("arrival_s", "prompt_seed", "group")}
-        if "prompt_seed" in req:
-            raise InputError(f"{path}: requests[{i}].prompt_seed", "shared prefixes (radix cache hits) are not modelled")
-        requests.append(RequestConfig(arrival_at=req.get("arrival_s", 0.0), group=req.get("group", "requests"), **fields))
+        seed = req.get("prompt_seed")
+        requests.append(RequestConfig(arrival_at=req.get("arrival_s", 0.0), group=req.get("group", "requests"),
+                                      prefix_group=None if seed is None else f"seed-{seed}", **fields))
     predictor = data.get("predictor") or {}
     return Scenario(
         name=data.get("name") or Path(path).parent.name,
@@ -96,9 +97,13 @@ def write_trace(result: Result, out: Path) -> None:
 
 
 def read_jsonl(path: Path) -> list[dict]:
-    rows = []
+    """A JSON Lines file, or its gzipped copy (`name.jsonl.gz`) when only that exists."""
+    path, rows = Path(path), []
+    gz = path.with_name(path.name + ".gz")
+    opener = gzip.open if not path.exists() and gz.exists() else open
+    path = gz if opener is gzip.open else path
     try:
-        with open(path) as f:
+        with opener(path, "rt") as f:
             for n, line in enumerate(f, 1):
                 if line.strip():
                     try:

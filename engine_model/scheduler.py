@@ -22,6 +22,7 @@ from engine_model.policy import (
     ratio_after_retraction,
     retraction_order,
 )
+from engine_model.prefix import PrefixCache
 from engine_model.resolve import Resolved
 
 
@@ -65,6 +66,7 @@ class Scheduler:
         self.ratio = NewTokenRatio(cfg)
         self.countdown = 0  # prefill_decode_interval
         self.kv_used = 0
+        self.prefix = PrefixCache(cfg.page_size)
         self.iterations: list[Iteration] = []
         self.retractions: list[Retraction] = []
         self.finished: list[Request] = []  # in finishing order
@@ -132,8 +134,14 @@ class Scheduler:
         return plan
 
     def _merge_last_extend(self) -> None:
-        """get_next_batch_to_run step 3: the last prefill batch joins the running batch."""
+        """get_next_batch_to_run step 3: the last prefill batch joins the running batch.
+
+        When the running batch is empty (always after a mixed pass, which emptied it), the last batch
+        *becomes* the running batch, and its `batch_is_full` flag, never set, replaces the latched one.
+        """
         if self.last_extend:
+            if not self.running:
+                self.batch_is_full = False
             self.running.extend(self.last_extend)
             self.last_extend = []
 
@@ -156,7 +164,7 @@ class Scheduler:
                 return None, "the waiting queue is empty"
             if self.batch_is_full:
                 return None, "batch_is_full is latched: nothing new is tried until a running request leaves"
-        num_allocatable = cfg.max_running_requests - len(self.running)
+        num_allocatable = self._num_allocatable()
         if num_allocatable <= 0 and self.chunked is None:
             self.batch_is_full = True
             return None, f"max_running_requests ({cfg.max_running_requests}) are running"
@@ -169,6 +177,12 @@ class Scheduler:
         if not adder.admitted:
             return None, stop
         return self._build_prefill(adder, still_chunked, stop), ""
+
+    def _num_allocatable(self) -> int:
+        """`get_num_allocatable_reqs`: below the running cap and within the free request slots
+        (`req_to_token_pool`, sized max_running_requests), where the chunked request holds one."""
+        num_free_slots = self.cfg.max_running_requests - len(self.running) - (self.chunked is not None)
+        return min(self.cfg.max_running_requests - len(self.running), num_free_slots)
 
     def _sort_waiting(self) -> None:
         """`SchedulePolicy.calc_priority`: fcfs keeps list order."""
@@ -190,8 +204,11 @@ class Scheduler:
             if len(adder.admitted) - held >= num_allocatable:
                 self.batch_is_full = True
                 return f"max_running_requests ({self.cfg.max_running_requests}) reached", num_walked
-            verdict = adder.add_one(req)
+            req.kv_len = self.prefix.match(req)  # init_next_round_input: the cached prefix is not recomputed
+            verdict = adder.add_one(req, self.prefix.newly_locked(req, req.kv_len))
             admitted = bool(adder.admitted) and adder.admitted[-1][0] is req
+            if not admitted:
+                req.kv_len = 0
             if verdict is Verdict.CONTINUE:
                 num_walked += 1
                 continue
@@ -220,8 +237,12 @@ class Scheduler:
         continuing = self.chunked
         self.chunked = adder.new_chunked or (continuing if still_chunked else None)
         for req, extend in adder.admitted:  # prepare_for_extend allocates the KV now
-            self.kv_used += ceil_page(req.kv_len + extend, self.cfg.page_size) - ceil_page(req.kv_len, self.cfg.page_size)
-            req.kv_len += extend
+            if req.prefix_group:
+                req.kv_len += extend
+                self.kv_used += self.prefix.hold(req)
+            else:
+                self.kv_used += ceil_page(req.kv_len + extend, self.cfg.page_size) - ceil_page(req.kv_len, self.cfg.page_size)
+                req.kv_len += extend
             req.state = RequestState.PREFILLING
             if req.first_scheduled_at is None:
                 req.first_scheduled_at = self.now
@@ -334,8 +355,9 @@ class Scheduler:
         return event
 
     def _release(self, req: Request) -> None:
-        """`release_kv_cache`: the request's KV slots go back to the pool."""
-        self.kv_used -= ceil_page(req.kv_len, self.cfg.page_size)
+        """`release_kv_cache`: the request's KV slots go back to the pool (a shared prefix stays cached)."""
+        freed = self.prefix.release(req)
+        self.kv_used -= freed if freed >= 0 else ceil_page(req.kv_len, self.cfg.page_size)
         req.kv_len = 0
 
     # -- apply and record -------------------------------------------------------------------------

@@ -119,7 +119,8 @@ def build(cfg: WorkloadConfig, rng: random.Random, *, max_requests: int, trace_r
             raise InputError(f"workload.requests[{i}]", "needs max_new_tokens >= output_len > already_generated")
         open_loop.append(Request(rid=r.rid, group=r.group, arrival_at=r.arrival_at, prompt_len=r.prompt_len,
                                  output_len=r.output_len, max_new_tokens=max_new, return_logprob=r.return_logprob,
-                                 ignore_eos=r.ignore_eos, num_generated_before=r.already_generated))
+                                 ignore_eos=r.ignore_eos, num_generated_before=r.already_generated,
+                                 prefix_group=r.prefix_group))
     for name, reqs in members.items():
         if cfg.clients and next(c for c in cfg.clients if c.name == name).shuffle:
             rng.shuffle(reqs)

@@ -12,7 +12,7 @@ from engine_model.config import (
     WorkloadConfig,
 )
 from engine_model.core import RequestState
-from engine_model.simulation import simulate
+from engine_model.simulation import Run, simulate
 
 requests = st.lists(
     st.builds(
@@ -24,6 +24,7 @@ requests = st.lists(
         ignore_eos=st.booleans(),
         slack=st.integers(0, 300),
         mid_reply=st.integers(0, 50),
+        prefix_group=st.sampled_from([None, None, "a", "b"]),
     ),
     min_size=1, max_size=25,
 )
@@ -51,7 +52,8 @@ def build(reqs, engine, seed=0) -> Scenario:
         configs.append(RequestConfig(
             rid=f"r{i}", prompt_len=r["prompt_len"], output_len=r["output_len"], arrival_at=r["arrival_at"],
             max_new_tokens=r["output_len"] + (0 if r["ignore_eos"] else r["slack"]),
-            return_logprob=r["return_logprob"], ignore_eos=r["ignore_eos"], already_generated=mid))
+            return_logprob=r["return_logprob"], ignore_eos=r["ignore_eos"], already_generated=mid,
+            prefix_group=r["prefix_group"]))
     return Scenario(seed=seed, engine=EngineConfig(context_length=32768, **engine), cost=CostConfig(kind="linear"),
                     workload=WorkloadConfig(requests=configs), limits=LimitsConfig(max_iterations=200_000))
 
@@ -59,8 +61,10 @@ def build(reqs, engine, seed=0) -> Scenario:
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(requests, engines)
 def test_invariants_hold_for_any_workload(reqs, engine):
-    result = simulate(build(reqs, engine))
+    sim = Run(build(reqs, engine))
+    result = sim.run()
     assert result.cut_off is None
+    assert sim.scheduler.kv_used == 0  # every slot comes back (shared prefixes stay only as free cache)
     its = result.iterations
     # KV used never exceeds capacity
     assert all(it.kv_used <= it.kv_capacity for it in its)

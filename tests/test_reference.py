@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,7 @@ from conftest import find_shared
 
 SHARED = find_shared()
 WORKLOADS = sorted(p.parent.name for p in (SHARED / "data/sglang_reference").glob("*/workload.json")) if SHARED else []
+EXTRA = Path(__file__).parent / "data/sglang_reference_extra"
 
 
 def cli(*args, check=True):
@@ -34,6 +36,15 @@ def test_replay_matches_the_real_scheduler_pass_by_pass(name, shared_dir, tmp_pa
     report = json.loads(cli("compare-reference", str(ref), str(tmp_path)).stdout)
     assert report["ok"], report
     assert (report["pass_agreement"], report["num_passes_ours"]) == (1.0, report["num_passes_ref"])
+    assert report["worst_ttft_error"] < 1e-9 and report["worst_max_itl_error"] < 1e-9
+
+
+@pytest.mark.parametrize("name", sorted(p.parent.name for p in EXTRA.glob("*/workload.json")))
+def test_replay_matches_our_own_extra_reference_traces(name, tmp_path):
+    """Workloads we recorded with the reference tool to probe rules the stored traces do not reach."""
+    cli("reference", str(EXTRA / name / "workload.json"), "--out", str(tmp_path))
+    report = json.loads(cli("compare-reference", str(EXTRA / name), str(tmp_path)).stdout)
+    assert (report["pass_agreement"], report["num_passes_ours"]) == (1.0, report["num_passes_ref"]), report
     assert report["worst_ttft_error"] < 1e-9 and report["worst_max_itl_error"] < 1e-9
 
 

@@ -191,3 +191,28 @@ def test_a_budget_larger_than_the_pool_is_clipped_like_sglang_clips_max_new_toke
 def test_a_prompt_beyond_the_context_is_rejected_at_arrival():
     result = run([req("too-long", 140000, 5)], pool=400000)
     assert "max_req_input_len" in by_rid(result)["too-long"].reject_reason
+
+
+def test_a_chunked_request_holds_one_of_the_request_slots():
+    """`get_num_allocatable_reqs`: running + the chunked request + new ones stay within max_running_requests."""
+    result = run([req("a", 1000, 60, already_generated=10), req("long", 20000, 400), req("s", 100, 5)], max_running=2)
+    reqs = by_rid(result)
+    assert prefill_extends(result)[:3] == [[("long", 8192)], [("long", 8192)], [("long", 3616)]]
+    assert reqs["s"].first_scheduled_at >= reqs["a"].finished_at  # then a and long fill both slots
+
+
+def test_a_shared_prefix_is_computed_once_and_counted_once():
+    """Radix cache: a later request of the same group skips the cached prompt tokens (`match_prefix`)."""
+    from engine_model.simulation import Run
+
+    from specs import scenario
+
+    sim = Run(scenario([req("first", 800, 100, prefix_group="sys"), req("second", 900, 20, at=0.3, prefix_group="sys"),
+                        req("other", 900, 20, at=0.3)]))
+    result = sim.run()
+    rows = {r.rid: (r.extend, r.past_kv) for it in result.iterations for r in it.prefill_rows}
+    assert rows == {"first": (800, 0), "second": (100, 800), "other": (900, 0)}
+    three = next(it for it in result.iterations if set(it.decode_rids) == {"first", "second", "other"})
+    assert three.kv_used == three.decode_past_kv + 3 - 800  # every row's KV, with the shared 800 counted once
+    assert sim.scheduler.kv_used == 0  # all released; the prefix stays cached as evictable (free) slots
+    assert sim.scheduler.prefix.chains["sys"].num_cached == 900
