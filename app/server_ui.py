@@ -149,13 +149,18 @@ def log_source_ui() -> tuple[str, str] | None:
         except InputError as err:
             _error(err, "log")
             return None
-    upload = st.file_uploader(f"Server log file (text, up to {LOG_LIMIT_MB} MB)", key=f"{PAGE}.log_file",
-                              max_upload_size=LOG_LIMIT_MB)
+    return upload_ui(f"Server log file (text, up to {LOG_LIMIT_MB} MB)", "log_file", LOG_LIMIT_MB,
+                     f"Upload the server's log as a text file, up to {LOG_LIMIT_MB} MB.")
+
+
+def upload_ui(label: str, key: str, limit_mb: int, empty_note: str) -> tuple[str, str] | None:
+    """(file name, text) of an uploaded file within `limit_mb`, or None with the reason on the page."""
+    upload = st.file_uploader(label, key=f"{PAGE}.{key}", max_upload_size=limit_mb)
     if upload is None:
-        st.info(f"Upload the server's log as a text file, up to {LOG_LIMIT_MB} MB.")
+        st.info(empty_note)
         return None
     try:
-        text, notes = decode_upload(upload.getvalue(), upload.name, LOG_LIMIT_MB)
+        text, notes = decode_upload(upload.getvalue(), upload.name, limit_mb)
     except InputError as err:
         _error(err, "file")
         return None
@@ -386,22 +391,11 @@ def trace_source_ui() -> tuple[str, str | bytes] | None:
         sample: Sample = TRACE_SAMPLES[choice]
         st.caption(f"{sample.says} `app/samples/{sample.file}`, the head of a public trace (see app/samples/SOURCE.md).")
         return sample.file, sample_text(sample)
-    upload = st.file_uploader(f"Trace file (up to {TRACE_LIMIT_MB} MB): Azure CSV, Mooncake JSONL, BurstGPT CSV or "
-                              "JSONL with arrival_at, prompt_len, output_len", key=f"{PAGE}.trace_file",
-                              max_upload_size=TRACE_LIMIT_MB)
-    if upload is None:
-        st.info("Upload a trace. Formats: Azure (`TIMESTAMP,ContextTokens,GeneratedTokens`), Mooncake "
-                "(`timestamp`, `input_length`, `output_length`), BurstGPT (`Timestamp`, `Request tokens`, "
-                "`Response tokens`) or JSON Lines with `arrival_at`, `prompt_len`, `output_len`.")
-        return None
-    try:
-        text, notes = decode_upload(upload.getvalue(), upload.name, TRACE_LIMIT_MB)
-    except InputError as err:
-        _error(err, "file")
-        return None
-    for note in notes:
-        st.warning(note)
-    return upload.name, text
+    return upload_ui(f"Trace file (up to {TRACE_LIMIT_MB} MB): Azure CSV, Mooncake JSONL, BurstGPT CSV or JSONL "
+                     "with arrival_at, prompt_len, output_len", "trace_file", TRACE_LIMIT_MB,
+                     "Upload a trace. Formats: Azure (`TIMESTAMP,ContextTokens,GeneratedTokens`), Mooncake "
+                     "(`timestamp`, `input_length`, `output_length`), BurstGPT (`Timestamp`, `Request tokens`, "
+                     "`Response tokens`) or JSON Lines with `arrival_at`, `prompt_len`, `output_len`.")
 
 
 def trace_options_ui() -> None:

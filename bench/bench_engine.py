@@ -24,13 +24,19 @@ POISSON_10K = {
 }
 
 
-def measure(scenario, repeat: int) -> dict:
+def best_of(scenario, repeat: int):
+    """(the last result, the fastest wall time) over `repeat` runs."""
     best = None
     for _ in range(repeat):
         started = time.perf_counter()
         result = simulate(scenario)
         wall = time.perf_counter() - started
         best = wall if best is None else min(best, wall)
+    return result, best
+
+
+def measure(scenario, repeat: int) -> dict:
+    result, best = best_of(scenario, repeat)
     its = sum(len(lane) for lane in result.lanes.values())
     tokens = sum(len(r.token_times) for r in result.requests)
     prefill = sum(row.extend for lane in result.lanes.values() for it in lane for row in it.prefill_rows)

@@ -13,9 +13,10 @@ import argparse
 import json
 import subprocess
 import sys
-import time
 
-from engine_model import load_scenario, simulate
+from bench_engine import best_of
+
+from engine_model import load_scenario
 
 SCENARIO = "scenarios/upstream_pd_replica.toml"
 POLICIES = ("early", "prefill_complete")
@@ -23,13 +24,7 @@ SEEDS = (0, 1)
 
 
 def speed(policy: str, repeat: int) -> dict:
-    scenario = load_scenario(SCENARIO, [f"pd.decode_allocation_policy={policy}"])
-    best = None
-    for _ in range(repeat):
-        started = time.perf_counter()
-        result = simulate(scenario)
-        wall = time.perf_counter() - started
-        best = wall if best is None else min(best, wall)
+    result, best = best_of(load_scenario(SCENARIO, [f"pd.decode_allocation_policy={policy}"]), repeat)
     worker_its = sum(len(lane) for lane in result.lanes.values())
     rank_its = sum(len(lane) for lane in result.rank_lanes.values())
     return {"policy": policy, "wall_s": best, "worker_iterations": worker_its, "rank_iterations": rank_its,
