@@ -12,18 +12,29 @@ st.markdown(
     "chunk, chunk size, KV pool — and watch who waits, and why, with the SGLang rule behind each decision."
 )
 
-cards = [*STORIES.values()]
-cols = st.columns(len(cards) + 1)
-for col, story in zip(cols, cards, strict=False):
-    with col.container(border=True, height=260):
-        st.markdown(f"### {story.icon} {story.title}")
-        st.markdown(story.teaser)
-        st.page_link(f"app_pages/{story.key}.py", label="Open the story →")
-with cols[-1].container(border=True, height=260):
-    st.markdown("### :material/compare_arrows: Compare and sweep")
-    st.markdown("Any two configurations of any story on the same seed, side by side — and chunk size swept from "
-                "512 to 16,384: *anyone who quotes you a universal chunk size is guessing.*")
-    st.page_link("app_pages/compare.py", label="Open compare →")
+TOOLS = [
+    (":material/compare_arrows: Compare and sweep", "Any two configurations of any story on the same seed, side by "
+     "side — and chunk size swept from 512 to 16,384: *anyone who quotes you a universal chunk size is guessing.*",
+     "app_pages/compare.py", "Open compare →"),
+    (":material/dns: Your server", "Paste your SGLang server's log: see what it resolved, its timeline and which stall "
+     "it shows — then run it through the model. Or load a request trace.", "app_pages/your_server.py",
+     "Check your server →"),
+]
+
+
+def card(title: str, text: str, page: str, link: str) -> None:
+    with st.container(border=True):
+        st.markdown(f"### {title}")
+        st.markdown(text)
+        st.page_link(page, label=link)
+
+
+for col, story in zip(st.columns(len(STORIES)), STORIES.values(), strict=True):
+    with col:
+        card(f"{story.icon} {story.title}", story.teaser, f"app_pages/{story.key}.py", "Open the story →")
+for col, tool in zip(st.columns(len(TOOLS)), TOOLS, strict=True):
+    with col:
+        card(*tool)
 
 st.caption(
     "Numbers come from a model, not a benchmark: a roofline cost per forward pass on the chosen GPU and model, and "
