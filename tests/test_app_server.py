@@ -125,8 +125,8 @@ BINARY = bytes([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00
     (b"[2025-10-22 20:23:08] Prefill batch. #new-seq: 1\n" + bytes(range(256)) * 4, "line 2"),
     (BINARY, "line 3"),  # a PNG: its header holds two newlines before the first NUL
     (bytes(random.Random(1).randrange(128, 256) for _ in range(4000)), "not UTF-8 text"),
-    (gzip.compress(b"[2025-10-22 20:23:08] Prefill batch."), "compressed"),
-])
+    (gzip.compress(b"[2025-10-22 20:23:08] Prefill batch.", mtime=0), "compressed"),
+], ids=["binary-after-line-1", "png", "latin-bytes", "gzip"])
 def test_a_binary_log_upload_gets_a_message_naming_the_line_not_a_traceback(data, says):
     at = open_page(log="upload")
     upload(at, "Server log file", "server.log", data)
@@ -156,7 +156,7 @@ def test_a_truncated_log_is_read_and_the_cut_line_is_named():
     (b"time,prompt,reply\n1,100,20\n2,200,30\n", "found columns"),
     (BINARY, "binary"),
     (b"TIMESTAMP,ContextTokens,GeneratedTokens\n", "nothing usable"),
-])
+], ids=["wrong-columns", "png", "header-only"])
 def test_a_broken_trace_upload_gets_a_message_not_a_traceback(data, says):
     at = open_page(view="trace", trace="upload")
     upload(at, "Trace file", "trace.csv", data, "text/csv")
