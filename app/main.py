@@ -21,6 +21,7 @@ PAGES = [
     st.Page("app_pages/forty_replies.py", title="The forty replies", icon=":material/forum:", url_path="forty_replies"),
     st.Page("app_pages/other_stall.py", title="The other stall", icon=":material/memory:", url_path="other_stall"),
     st.Page("app_pages/ten_oclock_rush.py", title="Ten o'clock rush", icon=":material/schedule:", url_path="ten_oclock_rush"),
+    st.Page("app_pages/real_traffic.py", title="Real traffic", icon=":material/public:", url_path="real_traffic"),
     st.Page("app_pages/compare.py", title="Compare and sweep", icon=":material/compare_arrows:", url_path="compare"),
     st.Page("app_pages/your_server.py", title="Your server", icon=":material/dns:", url_path="your_server"),
 ]

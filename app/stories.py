@@ -329,4 +329,46 @@ RUSH = Story(
     extra_params=("pd", "preset", "cap", "pworkers", "dworkers"),
 )
 
-STORIES: dict[str, Story] = {s.key: s for s in (FORTY, OTHER_STALL, RUSH)}
+REAL = Story(
+    key="real_traffic",
+    title="Real traffic",
+    icon=":material/public:",
+    teaser="Production request lengths from Mooncake's public trace: long prompts and short ones on one engine. "
+           "Which stall does real traffic hit, and what does mixed chunk cost it?",
+    controls=(
+        mixed_control(),
+        chunk_control(),
+        interval_control(),
+        Control("speedup", "Arrival speed", "select", 0.1, setter("workload", "trace", "speedup"),
+                (0.05, 0.1, 0.2, 0.5, 1.0), is_flag=False, fmt=lambda v: f"{v:g}× the trace",
+                help="The trace's arrivals sped up or slowed down (gaps divided by this). At 1× one GPU falls "
+                     "behind and every request queues."),
+        Control("requests", "Requests", "select", 120, setter("workload", "trace", "max_requests"),
+                (60, 120, 200, 300), is_flag=False, help="The first N requests of the bundled 300-request head."),
+        *common_controls(),
+    ),
+    headlines=(
+        Headline("Longest pause, any reply", "requests", "max_itl_s", "max"),
+        Headline("Median reply's longest pause", "requests", "max_itl_s", "p50",
+                 help="Each reply's longest gap between two tokens; the median over replies."),
+        Headline("p95 first token", "requests", "ttft_s", "p95"),
+        Headline("p99 gap between tokens", "requests", "itl_s", "p99"),
+    ),
+    tour=(
+        TourStep("Real prompts", "120 requests from Mooncake's public conversation trace, arrivals slowed to a tenth: "
+                 "half of the prompts are 8,192 tokens or longer, some above 32k. Replies stream between them.",
+                 {}, ("at", 60.0), "passes"),
+        TourStep("A burst of long prompts", "At about 330 s several long prompts arrive together. Prefill wins: all of "
+                 "their chunks run back to back, and the replies already streaming get no token until the last one "
+                 "is done (purple) — about 27 s on the defaults.", {}, ("first_after", 331.0), "tokens"),
+        TourStep("Flip mixed chunk", "The longest pause drops from seconds to about one chunk pass; first tokens "
+                 "barely move.", {"mixed": True}, ("first", "mixed"), "headline"),
+        TourStep("The price", "The p99 gap grows: the stall is now spread as one chunk-sized gap per chunk, so more "
+                 "gaps are medium-sized. Chunk size sets that size — try 2,048.", {"mixed": True}, ("first", "mixed"),
+                 "itl"),
+    ),
+    stream_group="requests",
+    long_group="requests",
+)
+
+STORIES: dict[str, Story] = {s.key: s for s in (FORTY, OTHER_STALL, RUSH, REAL)}

@@ -18,6 +18,7 @@ SHOTS = [
     ("forty_replies_mixed", "/forty_replies?mixed=1"),
     ("other_stall", "/other_stall"),
     ("ten_oclock_rush", "/ten_oclock_rush"),
+    ("real_traffic", "/real_traffic?mixed=1"),
     ("compare", "/compare"),
     ("forty_replies_presenter", "/forty_replies?present=1&mixed=1"),
 ]
@@ -33,7 +34,7 @@ def shoot(url: str, only: list[str] | None = None) -> list[Path]:
             if only and name not in only:
                 continue
             page.goto(url + path)
-            wait_idle(page)
+            wait_idle(page, timeout_ms=120_000, settle_polls=10)  # a cold first run can pause without a status
             target = ASSETS / f"{name}.png"
             page.screenshot(path=str(target), full_page=True)
             out.append(target)

@@ -28,7 +28,17 @@ def read_toml(path: str | Path) -> dict:
         raise InputError(str(path), f"no such scenario file; built-in scenarios: {', '.join(scenario_names())}")
     if path.stat().st_size > MAX_SCENARIO_BYTES:
         raise InputError(str(path), f"larger than {MAX_SCENARIO_BYTES} bytes")
-    return parse_toml(path.read_bytes().decode("utf-8", errors="replace"), str(path))
+    return relative_to(parse_toml(path.read_bytes().decode("utf-8", errors="replace"), str(path)), path.parent)
+
+
+def relative_to(data: dict, folder: Path) -> dict:
+    """Paths inside a scenario file (a trace) are relative to the file, not to where it is run from."""
+    trace = data.get("workload", {}).get("trace") if isinstance(data.get("workload"), dict) else None
+    if isinstance(trace, str):
+        trace = data["workload"]["trace"] = {"path": trace}
+    if isinstance(trace, dict) and isinstance(trace.get("path"), str) and not Path(trace["path"]).is_absolute():
+        trace["path"] = str((folder / trace["path"]).resolve())
+    return data
 
 
 def parse_toml(text: str, where: str = "scenario") -> dict:

@@ -11,7 +11,8 @@ from app.widgets import simplifications_text
 from engine_model import load_scenario, simulate
 
 MAIN = str(Path(__file__).resolve().parents[1] / "app" / "main.py")
-PAGES = ["app_pages/forty_replies.py", "app_pages/other_stall.py", "app_pages/ten_oclock_rush.py", "app_pages/compare.py"]
+PAGES = ["app_pages/forty_replies.py", "app_pages/other_stall.py", "app_pages/ten_oclock_rush.py",
+         "app_pages/real_traffic.py", "app_pages/compare.py"]
 
 
 def open_page(page: str | None = None, params: dict | None = None) -> AppTest:
@@ -152,3 +153,12 @@ def test_the_rush_page_compares_the_single_engine_with_pd_under_both_policies():
     longest = dict(zip(table["deployment"] + " " + table["prompt tokens"], table["longest gap"], strict=True))
     # the questions' longest pause: a stall of seconds on one engine, one decode pass with PD
     assert seconds(longest["single engine 0-8191"]) > 10 > 1 > seconds(longest["PD, early 0-8191"])
+
+
+def test_the_real_traffic_page_runs_a_trace_under_the_story_toggles():
+    at = open_page("app_pages/real_traffic.py")
+    assert not at.error, [e.value for e in at.error]
+    off = before_after(metric(at, "Longest pause, any reply"))[1]
+    at = open_page("app_pages/real_traffic.py", {"mixed": "1"})
+    on = before_after(metric(at, "Longest pause, any reply"))[1]
+    assert on < off / 5  # a burst of long prompts stalls every reply; mixed chunk cuts it to about one pass

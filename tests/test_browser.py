@@ -15,7 +15,7 @@ import pytest
 from bench.browser import CHROMIUM, CHROMIUM_ARGS, streamlit_server
 
 PAGES = [("/", "Who Waits"), ("/forty_replies", "The forty replies"), ("/other_stall", "The other stall"),
-         ("/ten_oclock_rush", "Ten o'clock rush"), ("/compare", "Compare and sweep")]
+         ("/ten_oclock_rush", "Ten o'clock rush"), ("/real_traffic", "Real traffic"), ("/compare", "Compare and sweep")]
 
 pytestmark = pytest.mark.browser
 
