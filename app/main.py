@@ -26,6 +26,9 @@ PAGES = [
     st.Page("app_pages/your_server.py", title="Your server", icon=":material/dns:", url_path="your_server"),
 ]
 
+# Headline cards carry "before -> after" values and long labels: let them wrap instead of cutting them off.
+st.html("<style>[data-testid='stMetricValue'] div, [data-testid='stMetricLabel'] p "
+        "{ white-space: normal !important; overflow: visible !important; text-overflow: clip !important; }</style>")
 presenting = presenter_ui()
 page = st.navigation(PAGES, position="hidden" if presenting else "sidebar")
 page.run()
