@@ -70,6 +70,9 @@ def _x_domain(end_at: float | None):
 
 
 # -- pass timeline -----------------------------------------------------------------------------------
+PICK = "pick"  # the pass timeline's click selection: a clicked bar moves the cursor there
+
+
 def pass_timeline(passes: pd.DataFrame, cursor_at: float | None = None, end_at: float | None = None,
                   cursor_index: int | None = None) -> alt.Chart:
     """Gantt: one lane per GPU worker, a bar per forward pass (or run of identical decode passes)."""
@@ -93,7 +96,7 @@ def pass_timeline(passes: pd.DataFrame, cursor_at: float | None = None, end_at: 
             alt.Tooltip("reason:N", title="why"),
             alt.Tooltip("mirrors:N", title="SGLang rule"),
         ],
-    )
+    ).add_params(alt.selection_point(name=PICK, fields=["lane", "first_index"], on="click", clear="dblclick"))
     layers = [bars]
     if cursor_index is not None and len(passes):
         hit = passes[(passes["first_index"] <= cursor_index) & (passes["last_index"] >= cursor_index)]

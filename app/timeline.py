@@ -65,6 +65,8 @@ def _timeline(story: Story, run: RunFrames) -> None:
     if its.empty:
         st.info("Nothing ran.")
         return
+    if f"{story.key}.picked_pos" in st.session_state:
+        st.session_state[key] = st.session_state.pop(f"{story.key}.picked_pos")
     if st.session_state.get(playing_key):
         nxt = cursor.play_step(its, st.session_state[key])
         st.session_state[key] = nxt
@@ -85,9 +87,9 @@ def _timeline(story: Story, run: RunFrames) -> None:
     chart_ui(story.key, "passes", "Pass timeline: what the GPU ran",
              "One bar per forward pass (runs of identical decode passes merged), width = how long it took. Orange: a "
              "prefill chunk; blue: decode; green: a mixed pass (chunk + one decode token for each running request). "
-             "The black outline is the pass under the cursor.",
+             "The black outline is the pass under the cursor. Click a bar to move the cursor there.",
              lambda: charts.pass_timeline(run.passes, cursor_at, end_at, int(row["index"]) if len(run.lanes) == 1 else None),
-             story, key)
+             story, key, on_pick=lambda point: _pick(story, run, point))
     chart_ui(story.key, "tokens", "Token streams: who got a token, and when",
              f"One lane per request, a tick per token (thinned where nothing happens). Purple: no token for "
              f"{run.stall_threshold_s:g} s or more — a stall. Orange/green blocks: this request's prompt being "
@@ -101,6 +103,18 @@ def _timeline(story: Story, run: RunFrames) -> None:
     chart_ui(story.key, "queue", "Queue depth",
              "Requests waiting for a prefill, and requests in the running (decode) batch, as the scheduler saw them.",
              lambda: charts.queue_depth(run.queue, cursor_at, end_at), story, key)
+
+
+def _pick(story: Story, run: RunFrames, point: dict) -> None:
+    """A click on a pass bar: move the cursor to that pass (the first of a merged run)."""
+    picked = (point.get("lane"), point.get("first_index"))
+    if None in picked:
+        return
+    its = run.iterations
+    hits = its.index[(its["lane"] == picked[0]) & (its["index"] == int(picked[1]))]
+    if len(hits):  # the slider owning the position is already drawn: hand it over on the rerun
+        st.session_state[f"{story.key}.picked_pos"] = int(its.index.get_loc(hits[0]))
+        st.rerun(scope="fragment")
 
 
 def _stepper_ui(story: Story, run: RunFrames) -> None:

@@ -219,8 +219,10 @@ def chart_spec(chart, cache_key=None) -> dict:
 
 
 def chart_ui(story_key: str, chart_id: str, title: str, caption: str, chart, story: Story | None = None,
-             cache_key=None) -> None:
-    """A chart with its plain-language caption and PNG / SVG export (rendered only when clicked)."""
+             cache_key=None, on_pick=None) -> None:
+    """A chart with its plain-language caption and PNG / SVG export (rendered only when clicked).
+
+    `on_pick(point)`: called with the clicked mark's fields when the chart has a `charts.PICK` selection."""
     head, export = st.columns([6, 1])
     head.markdown(f"##### {title}")
     if story is not None:
@@ -231,7 +233,16 @@ def chart_ui(story_key: str, chart_id: str, title: str, caption: str, chart, sto
                            mime="image/png", key=f"{story_key}.{chart_id}.png", on_click="ignore")
         st.download_button("SVG", lambda: compute.chart_image(json.dumps(spec), "svg"), file_name=f"{story_key}-{chart_id}.svg",
                            mime="image/svg+xml", key=f"{story_key}.{chart_id}.svg", on_click="ignore")
-    st.vega_lite_chart(spec, width="stretch")
+    if on_pick is None:
+        st.vega_lite_chart(spec, width="stretch")
+    else:
+        # one widget per view: a chart redrawn for a new cursor starts with no selection, so each click counts once
+        view = hashlib.sha1(repr(cache_key).encode()).hexdigest()[:12]
+        event = st.vega_lite_chart(spec, width="stretch", key=f"{story_key}.{chart_id}.pick.{view}", on_select="rerun",
+                                   selection_mode=[charts.PICK])
+        points = (event.selection or {}).get(charts.PICK) or []
+        if points:
+            on_pick(points[0])
     st.caption(caption)
 
 

@@ -137,3 +137,16 @@ def test_embed_mode_and_presenter_mode_open(server, page):
     settle(page)
     assert page.locator('[data-testid="stSidebar"]').count() == 0 or not page.locator('[data-testid="stSidebar"]').is_visible()
     assert page.locator('[data-testid="stException"]').count() == 0
+
+
+def test_clicking_a_pass_moves_the_cursor_there(server, page):
+    page.goto(server + "/forty_replies")
+    settle(page)
+    assert "t=0.511" in page.url  # the story opens on the log's first chunk
+    box = page.locator('[data-testid="stVegaLiteChart"]').first.bounding_box()  # the pass timeline
+    page.mouse.click(box["x"] + box["width"] * 0.8, box["y"] + box["height"] * 0.55)  # a decode bar after the log
+    page.wait_for_function("() => !location.search.includes('t=0.511')", timeout=30_000)
+    settle(page)
+    t = float(page.url.split("t=")[1].split("&")[0])
+    assert 10 < t < 17  # the cursor jumped to the clicked pass, past the log's prefill
+    assert page.locator('[data-testid="stException"]').count() == 0
