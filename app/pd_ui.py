@@ -14,7 +14,7 @@ import streamlit as st
 
 from app import charts, compute
 from app.stories import HAS_PD, RUSH
-from app.widgets import chart_ui, fmt_seconds
+from app.widgets import chart_ui, fmt_seconds, focus_marker
 from engine_model import InputError, read_toml, validate
 
 PARAMS = ("pd", "preset", "cap", "pworkers", "dworkers")
@@ -65,6 +65,7 @@ def deferred_allocation_ui(rush_values: dict | None = None, single=None) -> dict
     """The PD section: the page's single-engine run (`single`) beside PD under both allocation policies.
     Returns its URL parameters (non-default only)."""
     st.markdown("### Split prefill from decode (PD disaggregation)")
+    focus_marker(RUSH, "pd")
     if not HAS_PD:
         st.caption("The engine model has no PD disaggregation yet; this section appears when it does.")
         return {}

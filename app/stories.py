@@ -144,7 +144,7 @@ class TourStep:
     say: str  # the narration, in plain words
     settings: dict = field(default_factory=dict)  # control key -> value; others go back to their defaults
     cursor: tuple = ("first", "prefill chunk")  # see app.cursor.resolve
-    focus: str = "tokens"  # which chart to point at: headline | passes | tokens | kv | queue | itl | why
+    focus: str = "tokens"  # which chart to point at: headline | passes | tokens | kv | queue | itl | why | pd
 
 
 @dataclass(frozen=True)
@@ -322,6 +322,10 @@ RUSH = Story(
                  "streaming pause (purple). The short questions are not short in the queue.", {}, ("at", 30.0), "tokens"),
         TourStep("Mixed chunk", "Mixing keeps the running replies moving, but new questions still queue behind the "
                  "contracts' prefill.", {"mixed": True}, ("at", 30.0), "headline"),
+        TourStep("Split prefill from decode", "With a prefill worker and a decode worker, no reply pauses for a chunk "
+                 "any more: the longest gap drops from tens of seconds to one decode pass. The questions still wait — "
+                 "under early allocation for decode KV held for the contracts (purple lanes), under prefill_complete "
+                 "at prefill.", {}, ("first_after", 10.0), "pd"),
     ),
     stream_group="questions",
     long_group="contracts",

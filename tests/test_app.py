@@ -162,3 +162,10 @@ def test_the_real_traffic_page_runs_a_trace_under_the_story_toggles():
     at = open_page("app_pages/real_traffic.py", {"mixed": "1"})
     on = before_after(metric(at, "Longest pause, any reply"))[1]
     assert on < off / 5  # a burst of long prompts stalls every reply; mixed chunk cuts it to about one pass
+
+
+def test_the_rush_tour_points_at_the_pd_section():
+    at = open_page("app_pages/ten_oclock_rush.py")
+    at.button(key="ten_oclock_rush.tour.4").click().run()  # "Split prefill from decode"
+    look = [m.value for m in at.markdown if "Look here" in m.value]
+    assert look == [":orange-background[:material/arrow_downward: **Look here** — Split prefill from decode]"]
