@@ -60,6 +60,18 @@ def _control_widget(page: str, control) -> None:
         st.slider(label, low, high, step=step, key=key, help=control.help)
 
 
+def story_ui(story: Story) -> tuple[dict, RunFrames]:
+    """The top of every story page: title, guided tour, settings, what they resolve to, and the headline
+    numbers against SGLang's defaults (the baseline run). Returns the control values and the current run."""
+    page_header(story)
+    tour_ui(story)
+    values = settings_ui(story)
+    current, baseline = runs_or_stop(story, values)
+    resolved_ui(current)
+    headline_ui(story, current, baseline)
+    return values, current
+
+
 def runs_or_stop(story: Story, values: dict) -> tuple[RunFrames, RunFrames]:
     """The current run and the baseline (SGLang defaults, same workload and seed); stops the page on bad input."""
     try:

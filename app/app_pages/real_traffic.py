@@ -4,12 +4,7 @@ from app import widgets as ui
 from app.stories import REAL as story
 from app.timeline import timeline_ui
 
-ui.page_header(story)
-ui.tour_ui(story)
-values = ui.settings_ui(story)
-current, baseline = ui.runs_or_stop(story, values)
-ui.resolved_ui(current)
-ui.headline_ui(story, current, baseline)
+values, current = ui.story_ui(story)
 ui.stalls_apart_ui(current)
 timeline_ui(story, current)
 ui.itl_ui(story, current)
