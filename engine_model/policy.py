@@ -149,10 +149,6 @@ class PrefillAdder:
         self._charge(req, truncated, 0, locked)
         return self.state()
 
-    @property
-    def num_admitted_new(self) -> int:
-        return len(self.admitted)
-
     def fits_empty_pool(self, req: Request) -> bool:
         """Could this request ever be admitted, with nothing running and the whole pool free?"""
         total_tokens = req.num_uncomputed + min(req.remaining_max_new, CLIP_MAX_NEW_TOKENS) + self.cfg.page_size

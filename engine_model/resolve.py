@@ -79,22 +79,23 @@ def with_overrides(preset, overrides: dict, where: str):
         raise InputError(f"{where}.{field}", first["msg"]) from None
 
 
-def gpu_of(scenario: Scenario):
-    """The scenario's GPU preset with its overrides."""
+def preset_of(lookup, name: str, where: str, overrides: dict, overrides_where: str):
+    """A named preset with the scenario's overrides; errors name the scenario key."""
     try:
-        preset = hardware.gpu(scenario.hardware.gpu)
+        preset = lookup(name)
     except InputError as err:
-        raise InputError("hardware.gpu", err.problem) from None
-    return with_overrides(preset, scenario.hardware.gpu_overrides, "hardware.gpu_overrides")
+        raise InputError(where, err.problem) from None
+    return with_overrides(preset, overrides, overrides_where)
+
+
+def gpu_of(scenario: Scenario):
+    hw = scenario.hardware
+    return preset_of(hardware.gpu, hw.gpu, "hardware.gpu", hw.gpu_overrides, "hardware.gpu_overrides")
 
 
 def model_of(scenario: Scenario):
-    """The scenario's model preset with its overrides."""
-    try:
-        preset = hardware.model(scenario.model.name)
-    except InputError as err:
-        raise InputError("model.name", err.problem) from None
-    return with_overrides(preset, scenario.model.overrides, "model.overrides")
+    m = scenario.model
+    return preset_of(hardware.model, m.name, "model.name", m.overrides, "model.overrides")
 
 
 def resolve(scenario: Scenario) -> Resolved:

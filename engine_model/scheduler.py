@@ -377,7 +377,7 @@ class Scheduler:
                 self.last_extend.append(req)
         for req in plan.decode:
             req.add_token(end)
-            if req.num_generated >= req.output_len:
+            if req.is_done:
                 self._finish(req, end)
                 dropped = True
             elif plan.kind is PassKind.MIXED:
