@@ -16,10 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from engine_model.core import PassKind
-from engine_model.metrics import e2e, max_itl, queue, tpot, ttft
-from engine_model.report import summary
-from engine_model.simulation import Result
+from engine_model import PassKind, Result, e2e, gaps, max_itl, queue, summary, tpot, ttft
 
 MAX_TOKEN_MARKS = 2_500  # token ticks: enough to read a stream, light enough to redraw fast
 MAX_CHART_ROWS = 4_000  # under Altair's 5,000-row default, with room for cursor and label layers
@@ -303,7 +300,6 @@ def queue_frame(its: pd.DataFrame, max_points: int = 1_000) -> pd.DataFrame:
 
 # -- latency distributions ---------------------------------------------------------------------------
 def _gaps_by_group(result: Result) -> dict[str, np.ndarray]:
-    from engine_model.metrics import gaps
 
     out: dict[str, list[np.ndarray]] = {}
     for req in result.requests:

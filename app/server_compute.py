@@ -14,10 +14,19 @@ import streamlit as st
 
 from app import frames
 from app.server_input import LOG_LIMIT_MB
-from engine_model import Scenario, simulate
-from engine_model.core import Request
-from engine_model.logs import Diagnosis, ParsedLog, Timeline, build_timeline, diagnose, parse_log
-from engine_model.traces import Trace, load_trace
+from engine_model import (
+    Diagnosis,
+    ParsedLog,
+    Request,
+    Scenario,
+    Timeline,
+    Trace,
+    build_timeline,
+    diagnose,
+    load_trace,
+    parse_log,
+    simulate,
+)
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 
 from app.frames import PHASES
-from engine_model.logs import ParsedLog, Timeline, settings
-from engine_model.traces import Trace
+from engine_model import ParsedLog, Timeline, Trace
+from engine_model import log_settings as settings
 
 PREFILL_LANE, DECODE_LANE, LOG_LANE = "Prefill lines", "Decode lines", "from the log"
 MIN_BAR_SHARE = 0.004  # a Prefill bar is at least this share of the log's span wide, so it can be seen

@@ -27,12 +27,16 @@ from app.server_input import (
 )
 from app.stories import Control, chunk_control, common_controls, interval_control, mixed_control
 from app.widgets import chart_ui, fmt_seconds, resolved_ui
-from engine_model import InputError, validate
-from engine_model.logs.diagnose import chunk_runs
-from engine_model.logs.parse import PrefillRecord, settings
-from engine_model.logs.replay import ASSUMED_OUTPUT_LEN, scenario_from_log
-from engine_model.logs.timeline import chunk_size_of, records_of
-from engine_model.traces import Trace, request_mix
+from engine_model import (
+    ASSUMED_OUTPUT_LEN,
+    InputError,
+    Trace,
+    longest_chunk_run,
+    request_mix,
+    scenario_from_log,
+    validate,
+)
+from engine_model import log_settings as settings
 
 PAGE = "your_server"
 OVERLOADED_QUEUE_S = 10.0
@@ -348,9 +352,7 @@ def simulate_log_ui(read: server_compute.ReadLog, values: dict) -> None:
 
 def _log_vs_model_ui(read: server_compute.ReadLog, run) -> None:
     parsed, timeline = read.parsed, read.timeline
-    records = records_of(parsed, timeline.rank)
-    chunk_size, _ = chunk_size_of(parsed, [r for r in records if isinstance(r, PrefillRecord)])
-    longest = max((len(r) for r in chunk_runs(records, chunk_size)), default=0)
+    longest = longest_chunk_run(parsed, timeline)
     model = diagnosis.diagnose(run)
     peak = max((s.token_usage for s in timeline.samples if s.token_usage is not None), default=None)
     start, end = sf.log_span(timeline)

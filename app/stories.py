@@ -12,8 +12,7 @@ import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from engine_model import hardware, read_toml, validate
-from engine_model.config import Scenario
+from engine_model import GPUS, MODELS, Scenario, read_toml, validate
 
 HAS_PD = "pd" in Scenario.model_fields
 
@@ -117,10 +116,10 @@ def interval_control() -> Control:
 
 def common_controls() -> tuple[Control, ...]:
     return (
-        Control("gpu", "GPU", "select", "h100-sxm", setter("hardware", "gpu"), tuple(hardware.GPUS), is_flag=False,
-                where="more", fmt=lambda k: hardware.GPUS[k].name, help="Sets the pass cost and the default chunk size."),
-        Control("model", "Model", "select", "llama-3.1-8b", setter("model", "name"), tuple(hardware.MODELS), is_flag=False,
-                where="more", fmt=lambda k: hardware.MODELS[k].name),
+        Control("gpu", "GPU", "select", "h100-sxm", setter("hardware", "gpu"), tuple(GPUS), is_flag=False,
+                where="more", fmt=lambda k: GPUS[k].name, help="Sets the pass cost and the default chunk size."),
+        Control("model", "Model", "select", "llama-3.1-8b", setter("model", "name"), tuple(MODELS), is_flag=False,
+                where="more", fmt=lambda k: MODELS[k].name),
         Control("seed", "Random seed", "slider", 0, lambda d, v: d.__setitem__("seed", v), (0, 99, 1), is_flag=False,
                 where="more", help="Lengths and arrivals are drawn from this seed; the baseline uses the same one."),
     )

@@ -1,17 +1,38 @@
 """Who Waits engine model: an iteration-level model of SGLang's scheduler.
 
+This file is the public face: the app, notebooks and users import from here and nowhere deeper.
+
     from engine_model import load_scenario, simulate, summary
     result = simulate(load_scenario("forty_replies", ["engine.enable_mixed_chunk=true"]))
-    summary(result)["metrics"]["groups"]["streams"]["max_itl_s"]["max"]
+    summary(result).metrics.groups["streams"].max_itl_s.max
 """
 
 from engine_model.config import Scenario
+from engine_model.core import Iteration, PassKind, Request, RequestState, Retraction, Row
 from engine_model.errors import InputError
+from engine_model.hardware import GPUS, LINKS, MODELS
+from engine_model.logs import Diagnosis, ParsedLog, Timeline, build_timeline, diagnose, parse_log
+from engine_model.logs import settings as log_settings
+from engine_model.logs.diagnose import longest_chunk_run
+from engine_model.logs.replay import ASSUMED_OUTPUT_LEN, scenario_from_log
+from engine_model.metrics import e2e, gaps, max_itl, queue, tpot, ttft
 from engine_model.report import summary
 from engine_model.scenario_io import apply_sets, load_scenario, read_toml, scenario_names, validate
-from engine_model.simulation import Result, Run, simulate
+from engine_model.simulation import Result, simulate
+from engine_model.traces import Trace, load_trace, request_mix
 
 __all__ = [
-    "InputError", "Result", "Run", "Scenario", "apply_sets", "load_scenario", "read_toml", "scenario_names",
-    "simulate", "summary", "validate",
+    # scenarios
+    "InputError", "Scenario", "apply_sets", "load_scenario", "read_toml", "scenario_names", "validate",
+    # presets
+    "GPUS", "LINKS", "MODELS",
+    # a run and what it recorded
+    "Iteration", "PassKind", "Request", "RequestState", "Result", "Retraction", "Row", "simulate", "summary",
+    # metrics of one request (docs/metrics.md)
+    "e2e", "gaps", "max_itl", "queue", "tpot", "ttft",
+    # server logs
+    "ASSUMED_OUTPUT_LEN", "Diagnosis", "ParsedLog", "Timeline", "build_timeline", "diagnose", "log_settings",
+    "longest_chunk_run", "parse_log", "scenario_from_log",
+    # request traces
+    "Trace", "load_trace", "request_mix",
 ]

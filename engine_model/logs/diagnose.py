@@ -15,7 +15,7 @@ from engine_model.logs.parse import (
     settings,
 )
 from engine_model.logs.startup import SETTING_KEYS
-from engine_model.logs.timeline import Record, chunk_size_of, is_full_chunk, records_of
+from engine_model.logs.timeline import Record, Timeline, chunk_size_of, is_full_chunk, records_of
 
 HIGH_TOKEN_USAGE = 0.85
 MAX_OBSERVED_REQUESTS = 100_000
@@ -71,6 +71,13 @@ def chunk_runs(records: list[Record], chunk_size: int | None) -> list[list[Prefi
         is_start = isinstance(record, PrefillRecord) and is_full_chunk(record, chunk_size)
         current = [record] if is_start else []
     return runs
+
+
+def longest_chunk_run(parsed: ParsedLog, timeline: Timeline) -> int:
+    """The most full-chunk Prefill lines in a row with no Decode line between (0 when there is none)."""
+    records = records_of(parsed, timeline.rank)
+    chunk_size, _ = chunk_size_of(parsed, [r for r in records if isinstance(r, PrefillRecord)])
+    return max((len(run) for run in chunk_runs(records, chunk_size)), default=0)
 
 
 def chunk_finding(runs: list[list[PrefillRecord]], chunk_size: int | None, found: dict) -> Finding:
