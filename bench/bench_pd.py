@@ -26,7 +26,7 @@ SEEDS = (0, 1)
 def speed(policy: str, repeat: int) -> dict:
     result, best = best_of(load_scenario(SCENARIO, [f"pd.decode_allocation_policy={policy}"]), repeat)
     worker_its = sum(len(lane) for lane in result.lanes.values())
-    rank_its = sum(len(lane) for lane in result.rank_lanes.values())
+    rank_its = sum(len(lane) for lane in result.pd.rank_lanes.values())
     return {"policy": policy, "wall_s": best, "worker_iterations": worker_its, "rank_iterations": rank_its,
             "worker_iterations_per_s": worker_its / best, "simulated_s": result.end_at}
 

@@ -177,6 +177,7 @@ class LimitsConfig(Frozen):
     max_iterations: int = Field(1_000_000, ge=1)
     max_sim_seconds: float = Field(36_000.0, gt=0)
     max_requests: int = Field(100_000, ge=1)
+    max_wall_seconds: float = Field(300.0, gt=0, le=86_400)  # real seconds a run may take
 
 
 class MetricsConfig(Frozen):

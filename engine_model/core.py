@@ -64,6 +64,9 @@ class Request:
     def __post_init__(self) -> None:
         self.num_generated = self.num_generated_before + len(self.token_times)
 
+    def reject(self, reason: str, at: float) -> None:
+        self.state, self.reject_reason, self.finished_at = RequestState.REJECTED, reason, at
+
     def add_token(self, at: float) -> None:
         self.token_times.append(at)
         self.num_generated += 1

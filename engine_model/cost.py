@@ -16,6 +16,7 @@ from engine_model.hardware import (
     dtype_bytes,
     kv_bytes_per_token,
 )
+from engine_model.resolve import gpu_of, model_of
 
 # Efficiency factors (fractions of the vendor peak), fitted on Vidur's measured Llama-2-7B GEMM times
 # (tests/data/vidur): one value for both GPUs and every token count, no per-token-count terms.
@@ -195,3 +196,15 @@ class RooflineCost:
         size = new_tokens * self.model.hidden_size * ACTIVATION_BYTES
         one = 2 * (tp - 1) / tp * size / (self.gpu.interconnect_gbps * 1e9) + self.allreduce_latency_s
         return 2 * self.model.num_layers * one
+
+
+def cost_of(scenario) -> LinearCost | RooflineCost:
+    """The scenario's cost model: the reference linear predictor, or the roofline on its GPU and model."""
+    if scenario.cost.kind == "linear":
+        return LinearCost(scenario.cost.a, scenario.cost.b, scenario.cost.c)
+    from_scenario = {"gpu": gpu_of(scenario), "model": model_of(scenario), "tp_size": scenario.hardware.tp_size,
+                     "weight_dtype": scenario.model.weight_dtype, "kv_dtype": scenario.model.kv_dtype}
+    try:
+        return RooflineCost(**from_scenario, **scenario.cost.roofline)
+    except TypeError as err:
+        raise InputError("cost.roofline", f"unknown factor ({err})") from None

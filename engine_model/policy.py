@@ -11,6 +11,7 @@ from enum import Enum
 
 from engine_model.core import Request
 from engine_model.resolve import Resolved
+from engine_model.rules import mirrors
 
 CLIP_MAX_NEW_TOKENS = 4096  # SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION
 RETRACT_DECODE_STEPS = 20  # SGLANG_RETRACT_DECODE_STEPS
@@ -82,8 +83,8 @@ class PrefillAdder:
         self.new_chunked: Request | None = None
 
     def _reservation(self, req: Request, ratio: float) -> float:
-        """`_get_running_request_total_token_offset`; 0.5.22+ reserves all of an ignore_eos request."""
-        if req.ignore_eos and self.cfg.version != "0.5.20":
+        """`_get_running_request_total_token_offset`; an ignore_eos request may reserve its whole budget."""
+        if req.ignore_eos and self.cfg.caps.ignore_eos_reserves_all:
             ratio = 1.0
         return min(max(req.max_new_tokens - req.num_generated, 0), CLIP_MAX_NEW_TOKENS) * ratio
 
@@ -113,6 +114,7 @@ class PrefillAdder:
             self.rem_chunk -= paged
         self.admitted.append((req, extend))
 
+    @mirrors("add_chunked_req")
     def add_chunked(self, req: Request) -> bool:
         """`add_chunked_req`: the pending chunk goes first and always progresses. True if still truncated."""
         room = min(self.rem_chunk, int(self.rem_total)) if self.rem_chunk is not None else int(self.rem_total)
@@ -123,6 +125,7 @@ class PrefillAdder:
         self._charge(req, extend, 0 if truncated else min(req.max_new_tokens, CLIP_MAX_NEW_TOKENS))
         return truncated
 
+    @mirrors("PrefillAdder", "add_one_req")
     def add_one(self, req: Request, locked: int = 0) -> Verdict:
         """`add_one_req`: the whole remaining prompt and its clipped budget must fit, even if it will be chunked.
 

@@ -7,7 +7,6 @@ from collections import Counter
 from engine_model.core import PassKind
 from engine_model.metrics import all_metrics
 from engine_model.pd.figures import pd_figures
-from engine_model.pd.run import PDResult
 from engine_model.simulation import Result
 
 
@@ -46,6 +45,6 @@ def summary(result: Result) -> dict:
         "rejected": {r.rid: r.reject_reason for r in result.requests if r.reject_reason},
         "wall_s": result.wall_s,
     }
-    if isinstance(result, PDResult):
+    if result.pd is not None:
         doc["pd"] = pd_figures(result)  # per-role figures; metrics.* keep their single-engine meaning
     return doc

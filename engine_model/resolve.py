@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from engine_model import hardware
 from engine_model.config import Scenario
 from engine_model.errors import InputError
+from engine_model.versions import Capabilities, capabilities
 
 # `handle_gpu_memory_settings` (arg_groups/memory_hook.py): GPU memory (GiB) below which each chunk size applies.
 CHUNK_BY_GPU_MEMORY = ((20, 2048), (35, 4096), (60, 4096), (90, 8192), (160, 8192))
@@ -28,6 +29,7 @@ class Resolved:
     """The settings the engine runs with, after SGLang's defaults."""
 
     version: str
+    caps: Capabilities  # what this release does differently (engine_model/versions.py)
     chunked_prefill_size: int | None  # None: chunking disabled
     chunked_prefill_size_source: str
     is_mixed_chunk: bool
@@ -130,6 +132,7 @@ def resolve(scenario: Scenario) -> Resolved:
     ratio_min = min(ratio_init * MIN_NEW_TOKEN_RATIO_FACTOR, 1.0)
     return Resolved(
         version=engine.version,
+        caps=capabilities(engine.version),
         chunked_prefill_size=chunk,
         chunked_prefill_size_source=chunk_source,
         is_mixed_chunk=chunk is not None and engine.enable_mixed_chunk,  # init_chunked_prefill

@@ -24,6 +24,18 @@ from engine_model.policy import (
 )
 from engine_model.prefix import PrefixCache
 from engine_model.resolve import Resolved
+from engine_model.rules import mirrors
+
+
+@mirrors("handle_generate_request")
+def intake(req: Request, cfg: Resolved) -> str:
+    """Before any queue: a prompt at or above max_req_input_len is refused (`validate_input_length`), and
+    max_new_tokens is clipped so the prompt and the reply fit max_req_len. Returns why it is refused, or ""."""
+    if req.prompt_len >= cfg.max_req_input_len:
+        return f"prompt of {req.prompt_len} tokens >= max_req_input_len {cfg.max_req_input_len}"
+    req.max_new_tokens = min(req.max_new_tokens, cfg.max_req_len - req.prompt_len - 1)
+    req.output_len = min(req.output_len, req.max_new_tokens)
+    return ""
 
 
 @dataclass
@@ -71,15 +83,11 @@ class Scheduler:
         self.retractions: list[Retraction] = []
         self.finished: list[Request] = []  # in finishing order
         self.rejected: list[Request] = []
+        self.done: list[Request] = []  # finished or rejected, in that order of events
 
     # -- arrivals ---------------------------------------------------------------------------------
     def arrive(self, req: Request) -> None:
-        """A request reaches the scheduler (`_add_request_to_queue`, after the tokenizer's length checks)."""
-        if req.prompt_len >= self.cfg.max_req_input_len:
-            return self._reject(req, f"prompt of {req.prompt_len} tokens >= max_req_input_len {self.cfg.max_req_input_len}")
-        limit = self.cfg.max_req_len - req.prompt_len - 1  # max_new_tokens is clipped to fit the context
-        req.max_new_tokens = min(req.max_new_tokens, limit)
-        req.output_len = min(req.output_len, req.max_new_tokens)
+        """A request reaches the scheduler (`_add_request_to_queue`, after `intake`'s length checks)."""
         if req.is_mid_reply:
             return self._start_mid_reply(req)
         req.state, req.queued_at = RequestState.WAITING, self.now
@@ -94,8 +102,9 @@ class Scheduler:
         self.running.append(req)
 
     def _reject(self, req: Request, reason: str) -> None:
-        req.state, req.reject_reason, req.finished_at = RequestState.REJECTED, reason, self.now
+        req.reject(reason, self.now)
         self.rejected.append(req)
+        self.done.append(req)
 
     @property
     def has_work(self) -> bool:
@@ -120,6 +129,7 @@ class Scheduler:
         self.now = end
         return record
 
+    @mirrors("get_next_batch_to_run")
     def schedule(self) -> Plan:
         """`Scheduler.get_next_batch_to_run`."""
         self._merge_last_extend()
@@ -145,19 +155,21 @@ class Scheduler:
             self.running.extend(self.last_extend)
             self.last_extend = []
 
+    @mirrors("_should_defer_prefill")
     def _defer_prefill(self) -> bool:
-        """`_should_defer_prefill`; 0.5.23 cancels it while the batch is below prefill_decode_interval_min_bs."""
-        if self.cfg.version == "0.5.23" and len(self.running) < self.cfg.prefill_decode_interval_min_bs:
+        """`_should_defer_prefill`; cancelled while the batch is below prefill_decode_interval_min_bs (if it exists)."""
+        if self.cfg.caps.defer_has_min_bs and len(self.running) < self.cfg.prefill_decode_interval_min_bs:
             self.countdown = 0
             return False
         self.countdown -= 1
         return True
 
     # -- prefill ----------------------------------------------------------------------------------
+    @mirrors("get_new_batch_prefill", "_get_new_batch_prefill_raw")
     def _prefill_plan(self) -> tuple[Plan | None, str]:
         """`get_new_batch_prefill` / `_get_new_batch_prefill_raw` with `PrefillAdder`."""
         cfg = self.cfg
-        if cfg.version != "0.5.20" and not self.running:
+        if cfg.caps.clears_full_when_idle and not self.running:
             self.batch_is_full = False
         if self.chunked is None:
             if not self.waiting:
@@ -196,10 +208,10 @@ class Scheduler:
 
         Returns why it stopped and how many requests from the head of the queue it took or rejected.
         """
-        held = 1 if self.chunked is not None and self.cfg.version == "0.5.23" else 0
+        held = 1 if self.chunked is not None and self.cfg.caps.chunk_holds_row else 0
         num_walked = 0
         for req in self.waiting:
-            if self.cfg.version != "0.5.20" and adder.state() is Verdict.OTHER:
+            if self.cfg.caps.stops_on_spent_budget and adder.state() is Verdict.OTHER:
                 return "the token budget is spent", num_walked
             if len(adder.admitted) - held >= num_allocatable:
                 self.batch_is_full = True
@@ -220,7 +232,7 @@ class Scheduler:
                 continue
             num_walked += admitted
             if verdict is Verdict.NO_TOKEN:
-                self.batch_is_full = True if self.cfg.version == "0.5.20" else bool(adder.admitted or self.running)
+                self.batch_is_full = bool(adder.admitted or self.running) if self.cfg.caps.latches_full_only_when_busy else True
                 if admitted:
                     return f"the KV budget is spent after {req.rid}", num_walked
                 return (f"{req.rid} does not fit the KV budget (its prompt + min(max_new, {CLIP_MAX_NEW_TOKENS})"
@@ -254,6 +266,7 @@ class Scheduler:
             plan.mirrors += " -> ScheduleBatch.mix_with_running"
         return plan
 
+    @mirrors("mix_with_running")
     def _maybe_mix(self, plan: Plan) -> str:
         """Mixed chunk (end of `_get_new_batch_prefill_raw`): running requests ride along as 1-token rows."""
         if not self.cfg.is_mixed_chunk or not self.running:
@@ -262,7 +275,7 @@ class Scheduler:
         if asking:
             return f"mixing skipped: {asking[0]} asks for logprobs, so the {len(self.running)} running requests wait"
         needed = num_decode_slots_needed(self.running, self.cfg.page_size)
-        if self.cfg.version != "0.5.20" and self.kv_free < needed:  # 0.5.22+: check_decode_mem
+        if self.cfg.caps.mixed_checks_decode_mem and self.kv_free < needed:
             return "mixing skipped: not enough KV for the decode rows (check_decode_mem)"
         self._allocate_decode(self.running)
         plan.kind, plan.decode, self.running = PassKind.MIXED, self.running, []
@@ -286,6 +299,7 @@ class Scheduler:
         return "; ".join(parts)
 
     # -- decode -----------------------------------------------------------------------------------
+    @mirrors("update_running_batch")
     def _decode_plan(self, why_not_prefill: str) -> Plan:
         """`update_running_batch`: check decode memory, retract or decay the ratio, then decode everyone."""
         if not self.running:
@@ -322,6 +336,7 @@ class Scheduler:
         for req in reqs:
             req.kv_len += 1
 
+    @mirrors("retract_decode")
     def _retract(self) -> Retraction:
         """`ScheduleBatch.retract_decode`: at least one, fewest generated first, never the last one."""
         before_ratio, before_free, num_before = self.ratio.value, self.kv_free, len(self.running)
@@ -393,6 +408,7 @@ class Scheduler:
         req.state, req.finished_at = RequestState.FINISHED, end
         self._release(req)
         self.finished.append(req)
+        self.done.append(req)
 
     def launch_view(self, plan: Plan) -> dict:
         """What the pass looks like when it is launched (KV already allocated, nothing released yet)."""

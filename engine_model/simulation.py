@@ -1,7 +1,12 @@
-"""The run loop: deliver arrivals, step the scheduler, feed closed-loop clients, stop at the limits.
+"""The run loop: one loop for every topology, like SimPy's `run(until=...)`.
 
-Like SimPy's `run(until=...)`, the clock, the id counter and the `random.Random(seed)` live on the run,
-so the same scenario and seed always give the same trace.
+    at = the earliest of: the next arrival, the topology's next event (`next_at()`)
+    advance the topology to `at` -> deliver arrivals up to its clock -> step it -> feed closed-loop clients
+
+A topology is one SGLang server (`server.Server`) or a PD cluster (`pd.cluster.Cluster`); both answer
+`next_at()`, `advance(at)`, `arrive(req)`, `step()`, `now`, `done` and `lanes`. The limits, the "stuck"
+check and the length checks at intake live here, once. The clock, the id counter and the
+`random.Random(seed)` live on the run, so the same scenario and seed always give the same trace.
 """
 
 from __future__ import annotations
@@ -9,16 +14,18 @@ from __future__ import annotations
 import heapq
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from engine_model.config import Scenario
 from engine_model.core import Iteration, PassKind, Request, Retraction
-from engine_model.cost import LinearCost, RooflineCost
-from engine_model.errors import InputError
-from engine_model.resolve import Resolved, gpu_of, model_of, resolve
-from engine_model.scheduler import Plan, Scheduler
+from engine_model.pd.cluster import Cluster, PDRecord
+from engine_model.resolve import Resolved
+from engine_model.scheduler import intake
+from engine_model.server import Server
 from engine_model.workload import ClientPool, Workload, build
 from engine_model.workload import trace_requests as trace_requests_of
+
+WALL_CHECK_EVERY = 256  # loop turns between looks at the wall clock
 
 
 @dataclass
@@ -26,34 +33,24 @@ class Result:
     """Everything a run recorded. Metrics and charts are pure functions of it."""
 
     scenario: Scenario
-    resolved: Resolved
+    resolved: Resolved  # the engine's settings (a PD run: one prefill rank's)
     cost_model: str
     requests: list[Request]  # in workload order
-    iterations: list[Iteration]
+    lanes: dict[str, list[Iteration]]  # one per GPU worker: "engine", or "prefill-0", "decode-0", ...
     retractions: list[Retraction]
     cut_off: str | None  # which limit stopped the run early, if any
     wall_s: float
+    pd: PDRecord | None = None  # a PD run's ranks, roles and transfers
+    iterations: list[Iteration] = field(init=False)  # every lane's, by start time
+
+    def __post_init__(self) -> None:
+        lanes = list(self.lanes.values())
+        merged = lanes[0] if len(lanes) == 1 else sorted((it for its in lanes for it in its), key=lambda it: it.start_at)
+        self.iterations = merged
 
     @property
     def end_at(self) -> float:
         return max((it.end_at for its in self.lanes.values() for it in its[-1:]), default=0.0)
-
-    @property
-    def lanes(self) -> dict[str, list[Iteration]]:
-        """Iterations per GPU worker: one lane for a single engine; PD runs have one per worker."""
-        return {"engine": self.iterations}
-
-
-def make_cost(scenario: Scenario):
-    if scenario.cost.kind == "linear":
-        return LinearCost(scenario.cost.a, scenario.cost.b, scenario.cost.c)
-    gpu, model = gpu_of(scenario), model_of(scenario)
-    try:
-        return RooflineCost(gpu=gpu, model=model, tp_size=scenario.hardware.tp_size,
-                            weight_dtype=scenario.model.weight_dtype, kv_dtype=scenario.model.kv_dtype,
-                            **scenario.cost.roofline)
-    except TypeError as err:
-        raise InputError("cost.roofline", f"unknown factor ({err})") from None
 
 
 class Run:
@@ -65,22 +62,19 @@ class Run:
         traced = list(trace_requests) or trace_requests_of(scenario.workload, scenario.seed)
         self.workload: Workload = build(scenario.workload, self.rng, max_requests=scenario.limits.max_requests,
                                         trace_requests=traced)
-        self.scheduler = self.make_scheduler()
+        self.topology = Cluster(scenario, self.rng) if scenario.pd is not None else Server(scenario, self.rng)
         self.arrivals: list[tuple[float, int, Request]] = []
         self.num_pushed = 0
         self.pool_of: dict[str, ClientPool] = {r.rid: p for p in self.workload.pools for r in p.queue}
         self.requests = list(self.workload.open_loop) + [r for p in self.workload.pools for r in p.queue]
+        self.turned_away: list[Request] = []  # refused at intake, not yet seen by the clients
         self.num_seen_done = 0
+        self.at = 0.0  # the moment of the last turn
         for req in self.workload.open_loop:
             self._push(req)
         self._start_pools()
 
-    def make_scheduler(self) -> Scheduler:
-        """One SGLang server; a PD run puts a cluster of workers here instead."""
-        self.resolved = resolve(self.scenario)
-        self.cost = make_cost(self.scenario)
-        return Scheduler(self.resolved, self.cost, self.rng)
-
+    # -- arrivals and closed-loop clients ---------------------------------------------------------------
     def _push(self, req: Request) -> None:
         heapq.heappush(self.arrivals, (req.arrival_at, self.num_pushed, req))
         self.num_pushed += 1
@@ -91,7 +85,7 @@ class Run:
             if pool.started or (pool.start_after is not None and pool.start_after not in done):
                 continue
             pool.started = True
-            start = max(pool.start_at, self.scheduler.now)
+            start = max(pool.start_at, self.topology.now)
             for _ in range(min(pool.concurrency, len(pool.queue))):
                 self._send(pool, start)
 
@@ -102,73 +96,85 @@ class Run:
         self._push(req)
 
     def _on_done(self) -> None:
-        """Closed-loop clients send their next request when one finishes or is rejected."""
-        done = self.scheduler.finished + self.scheduler.rejected
-        if len(done) == self.num_seen_done:
+        """Closed-loop clients send their next request when one finishes or is refused."""
+        done = self.topology.done
+        new = done[self.num_seen_done:] + self.turned_away
+        if not new:
             return
-        for req in sorted(done[self.num_seen_done:], key=lambda r: r.finished_at):
+        self.num_seen_done, self.turned_away = len(done), []
+        for req in sorted(new, key=lambda r: r.finished_at):
             pool = self.pool_of.get(req.rid)
             if pool is not None:
                 pool.num_in_flight -= 1
                 if pool.queue:
                     self._send(pool, req.finished_at + pool.think_s)
-        self.num_seen_done = len(done)
         self._start_pools()
 
     def deliver(self) -> None:
-        while self.arrivals and self.arrivals[0][0] <= self.scheduler.now:
-            self.scheduler.arrive(heapq.heappop(self.arrivals)[2])
-        self._on_done()  # a rejection at arrival frees a client slot too
+        """Arrivals up to the topology's clock pass intake's length checks and reach the topology."""
+        now = self.topology.now
+        while self.arrivals and self.arrivals[0][0] <= now:
+            req = heapq.heappop(self.arrivals)[2]
+            reason = intake(req, self.topology.resolved)
+            if reason:
+                req.reject(reason, now)
+                self.turned_away.append(req)
+            else:
+                self.topology.arrive(req)
+        self._on_done()  # a refusal at arrival frees a client slot too
 
-    def step(self) -> Iteration | None:
-        """One iteration (or one idle wait for the next arrival). None when there is nothing left."""
-        self.deliver()
-        sched = self.scheduler
-        if not sched.has_work:
-            if not self.arrivals:
-                return None
-            return self._idle_until(self.arrivals[0][0])
-        it = sched.step()
-        self._on_done()
-        return it
+    # -- the loop -------------------------------------------------------------------------------------
+    def next_at(self) -> float | None:
+        times = [self.arrivals[0][0]] if self.arrivals else []
+        at = self.topology.next_at()
+        return min(times + ([at] if at is not None else []), default=None)
 
-    def _idle_until(self, at: float) -> Iteration:
-        sched = self.scheduler
-        sched.ratio.reset()  # on_idle: fully idle
-        plan = Plan(PassKind.IDLE, reason="idle: nothing waiting or running until the next arrival", mirrors="Scheduler.on_idle")
-        it = sched.record(plan, sched.launch_view(plan), at)
-        sched.now = at
-        return it
+    def step(self) -> list[Iteration] | None:
+        """One turn of the loop: the iterations it recorded (maybe none), or None when nothing is left."""
+        at = self.next_at()
+        if at is None:
+            return None
+        self.at = at
+        recorded = self.topology.advance(at)  # a single server records its idle wait as an iteration
+        if not recorded:
+            self.deliver()
+            recorded = self.topology.step()
+            self._on_done()
+        return recorded
 
-    def run(self) -> Result:
+    def run(self, until: float | None = None) -> Result:
+        """Run to the end, to a limit, or to simulated time `until` (default: limits.max_sim_seconds)."""
         started = time.perf_counter()
         limits = self.scenario.limits
-        cut_off = None
-        num_still = 0  # consecutive zero-time idle iterations (prefill_decode_interval countdown)
-        while True:
-            it = self.step()
-            if it is None:
-                break
-            num_still = num_still + 1 if it.kind is PassKind.IDLE and it.duration_s == 0 else 0
-            if num_still > self.resolved.prefill_decode_interval + 2:
-                cut_off = f"stuck: no pass could run at t={it.start_at:.3f}s with work waiting"
-                break
-            if len(self.scheduler.iterations) >= limits.max_iterations:
+        bound = "limits.max_sim_seconds" if until is None else "until"
+        until = limits.max_sim_seconds if until is None else until
+        cut_off, num_still, num_turns = None, 0, 0
+        while (recorded := self.step()) is not None:
+            for it in recorded:  # zero-time idle iterations in a row: prefill_decode_interval's countdown
+                num_still = num_still + 1 if it.kind is PassKind.IDLE and it.duration_s == 0 else 0
+            num_turns += 1
+            if num_still > self.topology.resolved.prefill_decode_interval + 2:
+                cut_off = f"stuck: no pass could run at t={self.topology.now:.3f}s with work waiting"
+            elif self.topology.num_iterations >= limits.max_iterations:
                 cut_off = f"limits.max_iterations ({limits.max_iterations}) reached"
+            elif max(self.at, self.topology.now) > until:
+                cut_off = f"{bound} ({until:g}) reached"
+            elif num_turns % WALL_CHECK_EVERY == 0 and time.perf_counter() - started > limits.max_wall_seconds:
+                cut_off = f"limits.max_wall_seconds ({limits.max_wall_seconds:g}) reached"
+            if cut_off:
                 break
-            if self.scheduler.now > limits.max_sim_seconds:
-                cut_off = f"limits.max_sim_seconds ({limits.max_sim_seconds:g}) reached"
-                break
-        return Result(
-            scenario=self.scenario, resolved=self.resolved, cost_model=self.cost.describe(),
-            requests=self.requests, iterations=self.scheduler.iterations,
-            retractions=self.scheduler.retractions, cut_off=cut_off, wall_s=time.perf_counter() - started,
-        )
+        else:
+            cut_off = self._stuck()
+        return Result(scenario=self.scenario, requests=self.requests, lanes=self.topology.lanes, cut_off=cut_off,
+                      wall_s=time.perf_counter() - started, **self.topology.record())
+
+    def _stuck(self) -> str | None:
+        """Nothing left to run and no arrival left, yet requests remain: say which, never hang."""
+        left = [r.rid for r in self.requests if r.finished_at is None]
+        if not left:
+            return None
+        return f"stuck: {len(left)} request(s) can make no progress (first: {left[0]}) at t={self.topology.now:.3f}s"
 
 
 def simulate(scenario: Scenario, trace_requests: list[Request] = ()) -> Result:
-    if scenario.pd is not None:  # prefill-decode disaggregation: engine_model/pd
-        from engine_model.pd.run import simulate_pd
-
-        return simulate_pd(scenario, trace_requests)
     return Run(scenario, trace_requests).run()

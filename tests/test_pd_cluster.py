@@ -35,9 +35,9 @@ def test_every_request_finishes_and_decode_kv_stays_under_its_cap():
         result = simulate(scenario(policy, groups=crowd, decode_kv_cap_per_rank=40000))
         assert result.cut_off is None
         assert {r.state for r in result.requests} == {RequestState.FINISHED}
-        for its in result.rank_lanes.values():
+        for its in result.pd.rank_lanes.values():
             assert all(it.kv_used + it.kv_reserved <= it.kv_capacity for it in its)
-        decode = result.rank_lanes["decode-0.dp0"]
+        decode = result.pd.rank_lanes["decode-0.dp0"]
         assert max(it.kv_used + it.kv_reserved for it in decode) > 30000  # the cap was actually pressed
 
 
@@ -63,7 +63,7 @@ def test_kv_is_held_where_the_policy_says():
         result = simulate(scenario(policy, long_and_shorts()))
         for req in result.requests:
             prefill = [(a, b) for phase, a, b in req.spans if phase == "prefill"]
-            transfer = next(t for t in result.transfers if t.rid == req.rid)
+            transfer = next(t for t in result.pd.transfers if t.rid == req.rid)
             if policy == "early":  # decode reserved first; each chunk leaves as soon as it is computed
                 assert transfer.started_at == prefill[0][1]
             else:  # prefill computed first and held its KV; the whole KV leaves once decode reserves
@@ -75,10 +75,10 @@ def test_kv_is_held_where_the_policy_says():
 def test_prefill_holds_kv_until_the_transfer_succeeds():
     result = simulate(scenario("prefill_complete", [{"rid": "r", "prompt_len": 8000, "output_len": 4}],
                                link_overrides={"bandwidth_gbps": 1.0}))  # ~8 s on the wire
-    transfer = result.transfers[0]
+    transfer = result.pd.transfers[0]
     held = [it.kv_used for it in result.lanes["prefill-0"] if it.start_at < transfer.delivered_at]
     assert held[-1] == 8000  # still held by the last prefill-lane record before delivery
-    assert transfer.delivered_at - transfer.final_at == pytest.approx(8000 * result.kv_bytes_per_token * 8 / 1e9 + 50e-6)
+    assert transfer.delivered_at - transfer.final_at == pytest.approx(8000 * result.pd.kv_bytes_per_token * 8 / 1e9 + 50e-6)
 
 
 def test_a_prompt_larger_than_the_decode_pool_is_rejected_with_a_reason_and_the_rest_finish():
@@ -133,7 +133,7 @@ def test_same_seed_same_trace():
 def test_lanes_are_one_per_worker_and_rank():
     result = simulate(scenario("early", long_and_shorts(), prefill={"num_workers": 2}))
     assert list(result.lanes) == ["prefill-0", "prefill-1", "decode-0"]
-    assert list(result.rank_lanes) == ["prefill-0.dp0", "prefill-1.dp0", "decode-0.dp0"]
+    assert list(result.pd.rank_lanes) == ["prefill-0.dp0", "prefill-1.dp0", "decode-0.dp0"]
     assert not any(it.kind is PassKind.DECODE for it in result.lanes["prefill-0"])
     assert not any(it.prefill_rows for it in result.lanes["decode-0"])
 

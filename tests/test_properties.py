@@ -64,7 +64,7 @@ def test_invariants_hold_for_any_workload(reqs, engine):
     sim = Run(build(reqs, engine))
     result = sim.run()
     assert result.cut_off is None
-    assert sim.scheduler.kv_used == 0  # every slot comes back (shared prefixes stay only as free cache)
+    assert sim.topology.scheduler.kv_used == 0  # every slot comes back (shared prefixes stay only as free cache)
     its = result.iterations
     # KV used never exceeds capacity
     assert all(it.kv_used <= it.kv_capacity for it in its)

@@ -56,7 +56,7 @@ def test_a_token_budget_stop_does_not_latch_batch_is_full():
     sim = Run(scenario([req(f"q{i}", 5000, 32) for i in range(4)]))
     latched = []
     while sim.step() is not None:
-        latched.append(sim.scheduler.batch_is_full)
+        latched.append(sim.topology.scheduler.batch_is_full)
     assert not any(latched)
 
 
@@ -70,7 +70,7 @@ def test_head_of_line_blocking_and_the_batch_is_full_latch():
     workload = [req("running", 5000, 2100, already_generated=100), req("big", 8000, 100), req("small", 100, 10)]
     sim = Run(scenario(workload, pool=14000))
     sim.step()
-    assert sim.scheduler.batch_is_full
+    assert sim.topology.scheduler.batch_is_full
     while sim.step() is not None:
         pass
     reqs = by_rid(sim.run())
@@ -214,5 +214,5 @@ def test_a_shared_prefix_is_computed_once_and_counted_once():
     assert rows == {"first": (800, 0), "second": (100, 800), "other": (900, 0)}
     three = next(it for it in result.iterations if set(it.decode_rids) == {"first", "second", "other"})
     assert three.kv_used == three.decode_past_kv + 3 - 800  # every row's KV, with the shared 800 counted once
-    assert sim.scheduler.kv_used == 0  # all released; the prefix stays cached as evictable (free) slots
-    assert sim.scheduler.prefix.chains["sys"].num_cached == 900
+    assert sim.topology.scheduler.kv_used == 0  # all released; the prefix stays cached as evictable (free) slots
+    assert sim.topology.scheduler.prefix.chains["sys"].num_cached == 900

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from engine_model import hardware
 from engine_model.config import Scenario
-from engine_model.core import Request, RequestState
+from engine_model.core import Iteration, Request, RequestState
 from engine_model.pd import messages as msg
 from engine_model.pd.decode import DecodeRank
 from engine_model.pd.prefill import PrefillRank, prefill_copy
@@ -26,7 +26,7 @@ from engine_model.pd.router import RankPicker, Router
 from engine_model.pd.transfer import Network, Transfer
 from engine_model.pd.worker import Worker
 from engine_model.policy import ceil_page
-from engine_model.resolve import with_overrides
+from engine_model.resolve import Resolved, with_overrides
 
 DELIVERED = "delivered"  # the link's message: the last byte plus latency has landed
 
@@ -47,6 +47,17 @@ class Handoff:
     def span(self, phase: str, start: float | None, end: float) -> None:
         if start is not None and end > start:
             self.req.spans.append((phase, start, end))
+
+
+@dataclass
+class PDRecord:
+    """What a PD run keeps beyond its worker lanes: each DP rank's lane, the roles, the transfers."""
+
+    rank_lanes: dict[str, list[Iteration]]  # "decode-0.dp2": one rank's passes
+    roles: dict[str, Resolved]  # "prefill" / "decode": one rank's settings
+    policy: str
+    transfers: list[Transfer]
+    kv_bytes_per_token: float
 
 
 @dataclass(order=True)
@@ -75,8 +86,9 @@ class Cluster:
         self.num_events = 0
         self.handoffs: dict[str, Handoff] = {}
         self.loads: dict[str, int] = {w.name: 0 for w in self.prefill + self.decode}
-        self.finished: list[Request] = []  # in finishing order (the closed-loop clients read these)
+        self.finished: list[Request] = []  # in finishing order
         self.rejected: list[Request] = []
+        self.done: list[Request] = []  # finished or rejected, in that order of events (the run's clients read it)
         self.transfers: list[Transfer] = []
 
     @staticmethod
@@ -100,8 +112,9 @@ class Cluster:
         """The router sends the request to one prefill and one decode worker (both at once, as sgl-router does)."""
         reason = self._cannot_serve(req)
         if reason:
-            req.state, req.reject_reason, req.finished_at = RequestState.REJECTED, reason, self.now
+            req.reject(reason, self.now)
             self.rejected.append(req)
+            self.done.append(req)
             return
         p_worker = self.prefill[self.router.pick("prefill", [self.loads[w.name] for w in self.prefill])]
         d_worker = self.decode[self.router.pick("decode", [self.loads[w.name] for w in self.decode])]
@@ -125,10 +138,6 @@ class Cluster:
         p_cfg, d_cfg = self.roles["prefill"].rank, self.roles["decode"].rank
         if req.is_mid_reply:
             return "a request that starts mid-reply is not modelled in PD mode"
-        if req.prompt_len >= p_cfg.max_req_input_len:
-            return f"prompt of {req.prompt_len} tokens >= max_req_input_len {p_cfg.max_req_input_len}"
-        req.max_new_tokens = min(req.max_new_tokens, p_cfg.max_req_len - req.prompt_len - 1)
-        req.output_len = min(req.output_len, req.max_new_tokens)
         if req.prompt_len + 1 + p_cfg.page_size >= p_cfg.max_total_tokens:
             return f"prompt of {req.prompt_len} tokens does not fit a prefill rank's KV pool ({p_cfg.max_total_tokens})"
         probe = self.decode[0].ranks[0]
@@ -136,6 +145,40 @@ class Cluster:
             return (f"needs {probe.admission_tokens(req)} decode KV slots (prompt + max(512 headroom, min(max_new, 4096)))"
                     f" but a decode rank holds {d_cfg.max_total_tokens}: it could never be preallocated")
         return ""
+
+    # -- the run's view: a topology (see engine_model/server.py) --------------------------------------
+    @property
+    def resolved(self) -> Resolved:
+        return self.roles["prefill"].rank
+
+    @property
+    def lanes(self) -> dict[str, list[Iteration]]:
+        return {w.name: w.iterations for w in self.workers}
+
+    @property
+    def num_iterations(self) -> int:
+        return sum(len(w.iterations) for w in self.workers)
+
+    def advance(self, at: float) -> list[Iteration]:
+        self.now = at
+        return []
+
+    def step(self) -> list[Iteration]:
+        """Settle every message and transfer due by now, then run the pass of the worker that is due."""
+        at = self.now
+        self.settle(at)
+        it = self.step_due(at)
+        return [it] if it is not None else []
+
+    def record(self) -> dict:
+        ranks = [rank for w in self.workers for rank in w.ranks]
+        return {
+            "resolved": self.resolved, "cost_model": self.roles["prefill"].cost.describe(),
+            "retractions": [event for rank in ranks for event in rank.retractions],
+            "pd": PDRecord(rank_lanes={rank.name: rank.iterations for rank in ranks},
+                           roles={name: role.rank for name, role in self.roles.items()}, policy=self.policy,
+                           transfers=self.transfers, kv_bytes_per_token=self.kv_bytes_per_token),
+        }
 
     # -- time ---------------------------------------------------------------------------------------
     def next_at(self) -> float | None:
@@ -158,16 +201,16 @@ class Cluster:
             else:
                 return
 
-    def step_due(self, at: float) -> bool:
-        """Run one pass on the worker whose clock is `at` (the earliest). False if none is due."""
+    def step_due(self, at: float) -> Iteration | None:
+        """Run one pass on the worker whose clock is `at` (the earliest). None if none is due or it parked."""
         due = [w for w in self.workers if not w.is_parked and w.now <= at]
         if not due:
-            return False
+            return None
         worker = min(due, key=lambda w: w.now)
-        worker.step()
+        it = worker.step()
         for message in worker.drain():
             self._post(message)
-        return True
+        return it
 
     def _post(self, message: msg.Message) -> None:
         heapq.heappush(self.events, Event(message.at, self.num_events, message))
@@ -230,13 +273,14 @@ class Cluster:
         h.span("decode", h.decoding_since, m.at)
         self.loads[h.decode[0].name] -= 1
         self.finished.append(h.req)
+        self.done.append(h.req)
 
     def _on_rejected(self, h: Handoff, m: msg.Message) -> None:
         """Decode aborted the last running request (out of KV even after retracting every other), or
         prefill found the copy can never fit (the intake check makes that unreachable)."""
         req, d_rank = h.req, h.decode[1]
         if m.req is not req:
-            req.state, req.reject_reason, req.finished_at = RequestState.REJECTED, m.req.reject_reason, m.at
+            req.reject(m.req.reject_reason, m.at)
             self.loads[h.prefill[0].name] -= 1
             for queue in (d_rank.prealloc, d_rank.transfer):
                 if req in queue:
@@ -244,4 +288,5 @@ class Cluster:
                     d_rank.kv_used -= ceil_page(req.kv_len, d_rank.cfg.page_size) if queue is d_rank.transfer else 0
         self.loads[h.decode[0].name] -= 1
         self.rejected.append(req)
+        self.done.append(req)
 

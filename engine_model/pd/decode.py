@@ -11,6 +11,7 @@ from __future__ import annotations
 from engine_model.core import PassKind, Request, RequestState
 from engine_model.pd.messages import ALLOCATED, FINISHED, JOINED, REJECTED, RESUMED, RETRACTED, Message
 from engine_model.policy import CLIP_MAX_NEW_TOKENS, ceil_page
+from engine_model.rules import mirrors
 from engine_model.scheduler import Plan, Scheduler
 
 MIRRORS = "Scheduler.get_next_disagg_decode_batch_to_run"
@@ -111,6 +112,7 @@ class DecodeRank(Scheduler):
             self.transfer.append(req)
             self.outbox.append(Message(ALLOCATED, req, self.now))
 
+    @mirrors("get_next_disagg_decode_batch_to_run")
     def schedule(self) -> Plan:
         """`get_next_disagg_decode_batch_to_run`: joiners become a prebuilt batch merged into the running
         batch (up to max_running_requests), then `update_running_batch` decodes everyone."""

@@ -24,9 +24,9 @@ def busy_s(its: list[Iteration]) -> float:
 
 
 def worker_figures(result, name: str) -> dict:
-    its = result.worker_lanes[name]
+    its = result.lanes[name]
     span = result.end_at or 1.0
-    ranks = [lane for key, lane in result.rank_lanes.items() if key.startswith(f"{name}.")]
+    ranks = [lane for key, lane in result.pd.rank_lanes.items() if key.startswith(f"{name}.")]
     out = {
         "num_passes": sum(it.kind is not PassKind.IDLE for it in its),
         "busy_share": busy_s(its) / span,
@@ -66,15 +66,15 @@ def client_figures(result) -> dict:
 
 
 def pd_figures(result) -> dict:
-    transfers = [t.duration_s for t in result.transfers if t.duration_s is not None]
-    workers = {name: worker_figures(result, name) for name in result.worker_lanes}
+    transfers = [t.duration_s for t in result.pd.transfers if t.duration_s is not None]
+    workers = {name: worker_figures(result, name) for name in result.lanes}
     decode = [w for name, w in workers.items() if name.startswith("decode")]
     return {
-        "decode_allocation_policy": result.policy,
-        "roles": {name: res.to_dict() for name, res in result.roles.items()},
+        "decode_allocation_policy": result.pd.policy,
+        "roles": {name: res.to_dict() for name, res in result.pd.roles.items()},
         "workers": workers,
         "kv_reserved_idle_token_s": sum(w["kv_reserved_token_s"] for w in decode),
-        "transfer": {"num_transfers": len(transfers), "kv_bytes_per_token": result.kv_bytes_per_token,
+        "transfer": {"num_transfers": len(transfers), "kv_bytes_per_token": result.pd.kv_bytes_per_token,
                      "transfer_s": summarize(transfers)},
         "phase_s": phase_figures(result.requests),
         "clients": client_figures(result),

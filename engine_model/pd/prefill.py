@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from engine_model.core import PassKind, Request, RequestState
 from engine_model.pd.messages import CHUNK, REJECTED, Message
+from engine_model.rules import mirrors
 from engine_model.scheduler import Plan, Scheduler
 
 MIRRORS = "Scheduler.get_next_disagg_prefill_batch_to_run"
@@ -56,6 +57,7 @@ class PrefillRank(Scheduler):
     def num_holding(self) -> int:
         return len(self.bootstrap) + len(self.waiting) + (self.chunked is not None) + len(self.inflight)
 
+    @mirrors("get_next_disagg_prefill_batch_to_run")
     def schedule(self) -> Plan:
         """`get_next_disagg_prefill_batch_to_run`: batch_is_full is reset on every call ("otherwise it
         hangs"), the same `get_new_batch_prefill` builds the batch, and nothing ever decodes here."""

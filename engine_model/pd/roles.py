@@ -12,7 +12,7 @@ from functools import cached_property
 
 from engine_model import hardware
 from engine_model.config import HardwareConfig, Scenario
-from engine_model.cost import PassShape, RooflineCost
+from engine_model.cost import PassShape, RooflineCost, cost_of
 from engine_model.errors import InputError
 from engine_model.resolve import (
     NEW_TOKEN_RATIO_DECAY_STEPS,
@@ -21,11 +21,10 @@ from engine_model.resolve import (
     resolve,
     with_overrides,
 )
-from engine_model.simulation import make_cost
+from engine_model.versions import capabilities, first_release
 
 DP_CONSERVATIVENESS = 0.3  # parallel_hook.py: schedule_conservativeness x 0.3 under DP attention
 MOONCAKE = ("mooncake", "mooncake_tcp")
-FIRST_PREFILL_COMPLETE = "0.5.22"
 
 
 @dataclass(frozen=True)
@@ -101,9 +100,9 @@ def resolve_role(scenario: Scenario, name: str) -> Role:
     whole = role_scenario(scenario, name)
     base = resolve(whole)
     rank = _per_rank(scenario, base, tp, cfg.dp_size, pd.decode_kv_cap_per_rank if name == "decode" else None)
-    rank_cost = make_cost(role_scenario(scenario, name, tp // cfg.dp_size)) if cfg.dp_size > 1 else None
+    rank_cost = cost_of(role_scenario(scenario, name, tp // cfg.dp_size)) if cfg.dp_size > 1 else None
     return Role(name=name, num_workers=cfg.num_workers, tp_size=tp, dp_size=cfg.dp_size, ep_size=cfg.ep_size,
-                policy=pd.policy(name), rank=rank, cost=WorkerCost(make_cost(whole), rank_cost))
+                policy=pd.policy(name), rank=rank, cost=WorkerCost(cost_of(whole), rank_cost))
 
 
 def _per_rank(scenario: Scenario, base: Resolved, tp: int, dp: int, cap: int | None) -> Resolved:
@@ -143,9 +142,9 @@ def check(scenario: Scenario) -> None:
                          "same policy (SGLang rejects the mismatch in the bootstrap handshake)")
     if prefill != "prefill_complete":
         return
-    if scenario.engine.version < FIRST_PREFILL_COMPLETE:
+    if not capabilities(scenario.engine.version).has_prefill_complete:
         raise InputError("engine.version", f"decode_allocation_policy 'prefill_complete' needs SGLang >= "
-                         f"{FIRST_PREFILL_COMPLETE}; got {scenario.engine.version}")
+                         f"{first_release('has_prefill_complete')}; got {scenario.engine.version}")
     if pd.transfer_backend not in MOONCAKE:
         raise InputError("pd.transfer_backend", f"decode_allocation_policy 'prefill_complete' needs the Mooncake "
                          f"backend ({' or '.join(MOONCAKE)}); got {pd.transfer_backend!r}")

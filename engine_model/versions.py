@@ -1,0 +1,67 @@
+"""What changed between the SGLang releases the model follows, as named capabilities.
+
+Scheduling code asks `cfg.caps.<name>`, never which release it is. Each change below says in one line
+what changed upstream (sglang-scheduler-facts.md marks each "0.5.22+" or "0.5.23 only").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+RELEASES = ("0.5.20", "0.5.22", "0.5.23")
+
+
+@dataclass(frozen=True)
+class Change:
+    name: str
+    since: str  # the first release that has it
+    what: str
+
+
+CHANGES = (
+    Change("clears_full_when_idle", "0.5.22",
+           "get_new_batch_prefill resets batch_is_full when the running batch is empty (0.5.20 could keep it set)"),
+    Change("stops_on_spent_budget", "0.5.22",
+           "the admission loop stops at its top once budget_state() is OTHER (the chunk or mixed rows spent it)"),
+    Change("latches_full_only_when_busy", "0.5.22",
+           "a NO_TOKEN stop latches batch_is_full only if something was admitted or is running (0.5.20: always)"),
+    Change("mixed_checks_decode_mem", "0.5.22",
+           "mixed chunk first checks there is KV for the decode rows (check_decode_mem); 0.5.20 mixes unchecked"),
+    Change("ignore_eos_reserves_all", "0.5.22",
+           "an ignore_eos request reserves its whole remaining budget (new_token_ratio 1.0) in the admission offset"),
+    Change("has_prefill_complete", "0.5.22",
+           "PD's decode_allocation_policy 'prefill_complete' exists (0.5.20 only reserves decode KV early)"),
+    Change("chunk_holds_row", "0.5.23",
+           "the admission loop adds back the request row the continuing chunked request already holds"),
+    Change("defer_has_min_bs", "0.5.23",
+           "prefill_decode_interval_min_bs: below that running batch, the prefill deferral is cancelled"),
+)
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """One flag per entry of `CHANGES`: True when the release has that behaviour."""
+
+    clears_full_when_idle: bool
+    stops_on_spent_budget: bool
+    latches_full_only_when_busy: bool
+    mixed_checks_decode_mem: bool
+    ignore_eos_reserves_all: bool
+    has_prefill_complete: bool
+    chunk_holds_row: bool
+    defer_has_min_bs: bool
+
+
+def _order(release: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in release.split("."))
+
+
+def first_release(name: str) -> str:
+    """The first release with the named behaviour."""
+    return next(c.since for c in CHANGES if c.name == name)
+
+
+def capabilities(release: str) -> Capabilities:
+    """The flags of one release (a release the model knows; config validation guarantees it)."""
+    return Capabilities(**{c.name: _order(release) >= _order(c.since) for c in CHANGES})
+
