@@ -16,9 +16,12 @@ from engine_model.logs import settings as log_settings
 from engine_model.logs.diagnose import longest_chunk_run
 from engine_model.logs.replay import ASSUMED_OUTPUT_LEN, scenario_from_log
 from engine_model.metrics import e2e, gaps, max_itl, queue, tpot, ttft
-from engine_model.report import summary
+from engine_model.metrics import GroupMetrics, Metrics, Stats
+from engine_model.report import Summary, summary
+from engine_model.rules import Rule, rules_of
 from engine_model.scenario_io import apply_sets, load_scenario, read_toml, scenario_names, validate
-from engine_model.simulation import Result, simulate
+from engine_model.simulation import Result, Run, simulate
+from engine_model.versions import CHANGES
 from engine_model.traces import Trace, load_trace, request_mix
 
 __all__ = [
@@ -27,7 +30,11 @@ __all__ = [
     # presets
     "GPUS", "LINKS", "MODELS",
     # a run and what it recorded
-    "Iteration", "PassKind", "Request", "RequestState", "Result", "Retraction", "Row", "simulate", "summary",
+    "Iteration", "PassKind", "Request", "RequestState", "Result", "Retraction", "Row", "Run", "simulate",
+    # its summary (the CLI's JSON is Summary.to_json())
+    "GroupMetrics", "Metrics", "Stats", "Summary", "summary",
+    # the SGLang rules the model mirrors, and what changed between releases
+    "CHANGES", "Rule", "rules_of",
     # metrics of one request (docs/metrics.md)
     "e2e", "gaps", "max_itl", "queue", "tpot", "ttft",
     # server logs

@@ -19,7 +19,7 @@ def cmd_run(args) -> int:
     from engine_model.simulation import simulate
 
     result = simulate(load_scenario(args.scenario, args.set))
-    doc = summary(result)
+    doc = summary(result).to_json()
     if args.json:
         json.dump(doc, sys.stdout, indent=1, default=str)
         print()

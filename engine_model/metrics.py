@@ -14,6 +14,7 @@ For request r with arrival a_r, first token f_r, token times t_r,1 < ... < t_r,n
 from __future__ import annotations
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
 
 from engine_model.core import Request, RequestState
 
@@ -21,16 +22,57 @@ STATS = ("mean", "p50", "p90", "p95", "p99", "max")
 QUANTILES = {"p50": 50, "p90": 90, "p95": 95, "p99": 99}
 
 
-def summarize(values) -> dict[str, float | None]:
+class Typed(BaseModel):
+    """A frozen result record: attributes in code, the same names as keys in the CLI's JSON."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def get(self, stat: str):
+        """A field by name (for tables that pick the statistic at run time)."""
+        return getattr(self, stat)
+
+
+class Stats(Typed):
+    """One metric's distribution; every field None when no request has the metric."""
+
+    mean: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+    p95: float | None = None
+    p99: float | None = None
+    max: float | None = None
+
+
+class GroupMetrics(Typed):
+    """Every metric of docs/metrics.md over one set of requests (a group, a bucket, or all)."""
+
+    num_requests: int
+    num_finished: int
+    num_rejected: int
+    num_retracted: int
+    num_output_tokens: int
+    output_throughput_tok_s: float | None
+    ttft_s: Stats
+    itl_s: Stats
+    max_itl_s: Stats
+    tpot_s: Stats
+    e2e_s: Stats
+    queue_s: Stats
+
+
+class Metrics(Typed):
+    overall: GroupMetrics
+    groups: dict[str, GroupMetrics]
+    buckets: dict[str, GroupMetrics]  # by prompt length: "0-8191", "8192-32767", ">=32768"
+
+
+def summarize(values) -> Stats:
     """mean, p50, p90, p95, p99 and max (linear interpolation between order statistics)."""
     arr = np.asarray(values, dtype=float)
     if arr.size == 0:
-        return dict.fromkeys(STATS)
-    out = {"mean": float(arr.mean())}
-    for name, q in QUANTILES.items():
-        out[name] = float(np.percentile(arr, q))
-    out["max"] = float(arr.max())
-    return out
+        return Stats()
+    quantiles = {name: float(np.percentile(arr, q)) for name, q in QUANTILES.items()}
+    return Stats(mean=float(arr.mean()), **quantiles, max=float(arr.max()))
 
 
 def gaps(req: Request) -> np.ndarray:
@@ -65,7 +107,7 @@ def queue(req: Request) -> float | None:
     return None if req.first_scheduled_at is None else req.first_scheduled_at - req.arrival_at
 
 
-def group_metrics(reqs: list[Request]) -> dict:
+def group_metrics(reqs: list[Request]) -> GroupMetrics:
     def present(fn):
         return [v for v in map(fn, reqs) if v is not None]
 
@@ -74,20 +116,20 @@ def group_metrics(reqs: list[Request]) -> dict:
     num_tokens = sum(len(r.token_times) for r in reqs)
     ends = [r.finished_at for r in finished]
     span = (max(ends) - min(r.arrival_at for r in reqs)) if ends else 0.0
-    return {
-        "num_requests": len(reqs),
-        "num_finished": len(finished),
-        "num_rejected": sum(r.state is RequestState.REJECTED for r in reqs),
-        "num_retracted": sum(r.num_retractions > 0 for r in reqs),
-        "num_output_tokens": num_tokens,
-        "output_throughput_tok_s": num_tokens / span if span > 0 else None,
-        "ttft_s": summarize(present(ttft)),
-        "itl_s": summarize(np.concatenate(all_gaps) if all_gaps else []),
-        "max_itl_s": summarize(present(max_itl)),
-        "tpot_s": summarize(present(tpot)),
-        "e2e_s": summarize(present(e2e)),
-        "queue_s": summarize(present(queue)),
-    }
+    return GroupMetrics(
+        num_requests=len(reqs),
+        num_finished=len(finished),
+        num_rejected=sum(r.state is RequestState.REJECTED for r in reqs),
+        num_retracted=sum(r.num_retractions > 0 for r in reqs),
+        num_output_tokens=num_tokens,
+        output_throughput_tok_s=num_tokens / span if span > 0 else None,
+        ttft_s=summarize(present(ttft)),
+        itl_s=summarize(np.concatenate(all_gaps) if all_gaps else []),
+        max_itl_s=summarize(present(max_itl)),
+        tpot_s=summarize(present(tpot)),
+        e2e_s=summarize(present(e2e)),
+        queue_s=summarize(present(queue)),
+    )
 
 
 def bucket_label(prompt_len: int, edges: list[int]) -> str:
@@ -104,7 +146,7 @@ def bucket_labels(edges: list[int]) -> list[str]:
     return [f"{lo}-{hi - 1}" for lo, hi in zip(lows, edges, strict=False)] + [f">={lows[-1]}"]
 
 
-def all_metrics(reqs: list[Request], edges: list[int]) -> dict:
+def all_metrics(reqs: list[Request], edges: list[int]) -> Metrics:
     """metrics.overall, metrics.groups.<group>, metrics.buckets.<prompt-length bucket>."""
     groups: dict[str, list[Request]] = {}
     for r in reqs:
@@ -112,8 +154,8 @@ def all_metrics(reqs: list[Request], edges: list[int]) -> dict:
     buckets: dict[str, list[Request]] = {label: [] for label in bucket_labels(edges)}
     for r in reqs:
         buckets[bucket_label(r.prompt_len, edges)].append(r)
-    return {
-        "overall": group_metrics(reqs),
-        "groups": {name: group_metrics(members) for name, members in groups.items()},
-        "buckets": {label: group_metrics(members) for label, members in buckets.items() if members},
-    }
+    return Metrics(
+        overall=group_metrics(reqs),
+        groups={name: group_metrics(members) for name, members in groups.items()},
+        buckets={label: group_metrics(members) for label, members in buckets.items() if members},
+    )

@@ -1,22 +1,55 @@
-"""The JSON summary of a run: resolved config, metrics by group and bucket, iteration counts."""
+"""A run's summary as one typed record: resolved config, metrics by group and bucket, iteration counts.
+
+`summary(result)` returns a `Summary`; the CLI's `--json` is `Summary.to_json()`, whose keys are the
+documented contract: `config`, `metrics.overall|groups.<g>|buckets.<label>`, `iterations`
+(`num_retractions` ...), `rejected` and, for a PD run, `pd`.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
 
 from engine_model.core import PassKind
-from engine_model.metrics import all_metrics
-from engine_model.pd.figures import pd_figures
+from engine_model.metrics import Metrics, Typed, all_metrics
+from engine_model.pd.figures import PDFigures, pd_figures
 from engine_model.simulation import Result
 
 
-def iteration_counts(result: Result) -> dict:
+class IterationCounts(Typed):
+    prefill: int
+    decode: int
+    mixed: int
+    idle: int
+    total: int
+    num_retractions: int
+    num_retracted_requests: int
+
+
+class Summary(Typed):
+    scenario: str
+    config: dict  # the scenario as given, engine values as resolved, plus `resolved`
+    cost_model: str
+    metrics: Metrics
+    iterations: IterationCounts
+    end_at: float
+    cut_off: str | None
+    rejected: dict[str, str]  # rid -> why it was refused or aborted
+    wall_s: float
+    pd: PDFigures | None = None  # per-role figures; metrics.* keep their single-engine meaning
+
+    def to_json(self) -> dict:
+        """The CLI's JSON document (no `pd` key for a single engine)."""
+        return self.model_dump(mode="json", exclude={"pd"} if self.pd is None else set())
+
+
+def iteration_counts(result: Result) -> IterationCounts:
     counts = Counter(it.kind for it in result.iterations)
-    out = {kind.value: counts.get(kind, 0) for kind in PassKind}
-    out["total"] = len(result.iterations)
-    out["num_retractions"] = len(result.retractions)
-    out["num_retracted_requests"] = sum(len(r.rids) for r in result.retractions)
-    return out
+    return IterationCounts(
+        **{kind.value: counts.get(kind, 0) for kind in PassKind},
+        total=len(result.iterations),
+        num_retractions=len(result.retractions),
+        num_retracted_requests=sum(len(r.rids) for r in result.retractions),
+    )
 
 
 def resolved_config(result: Result) -> dict:
@@ -33,18 +66,16 @@ def resolved_config(result: Result) -> dict:
     return config
 
 
-def summary(result: Result) -> dict:
-    doc = {
-        "scenario": result.scenario.name,
-        "config": resolved_config(result),
-        "cost_model": result.cost_model,
-        "metrics": all_metrics(result.requests, result.scenario.metrics.bucket_edges),
-        "iterations": iteration_counts(result),
-        "end_at": result.end_at,
-        "cut_off": result.cut_off,
-        "rejected": {r.rid: r.reject_reason for r in result.requests if r.reject_reason},
-        "wall_s": result.wall_s,
-    }
-    if result.pd is not None:
-        doc["pd"] = pd_figures(result)  # per-role figures; metrics.* keep their single-engine meaning
-    return doc
+def summary(result: Result) -> Summary:
+    return Summary(
+        scenario=result.scenario.name,
+        config=resolved_config(result),
+        cost_model=result.cost_model,
+        metrics=all_metrics(result.requests, result.scenario.metrics.bucket_edges),
+        iterations=iteration_counts(result),
+        end_at=result.end_at,
+        cut_off=result.cut_off,
+        rejected={r.rid: r.reject_reason for r in result.requests if r.reject_reason},
+        wall_s=result.wall_s,
+        pd=pd_figures(result) if result.pd is not None else None,
+    )

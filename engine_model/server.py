@@ -55,6 +55,7 @@ class Server:
 
     @mirrors("on_idle")
     def _idle_until(self, at: float) -> Iteration:
+        """`on_idle`: nothing waits or runs, so the new-token ratio resets and the clock jumps to `at`."""
         sched = self.scheduler
         sched.ratio.reset()  # on_idle: fully idle
         plan = Plan(PassKind.IDLE, reason="idle: nothing waiting or running until the next arrival",

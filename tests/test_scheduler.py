@@ -87,8 +87,8 @@ def test_memory_admission_rule_at_its_boundary():
     for pool, verdict in ((350 + 5000 + 4096 + 1 + 1, Verdict.CONTINUE), (350 + 5000 + 4096 + 1, Verdict.NO_TOKEN)):
         adder = PrefillAdder(sched.cfg, pool=pool, running=[running], ratio=0.7, num_mixed=0)
         new = request("new", 5000, 9000)  # max_new 9000 is clipped to 4096 in the estimate
-        assert adder.add_one(new) in (verdict, Verdict.OTHER if verdict is Verdict.CONTINUE else verdict)
-        assert bool(adder.admitted) == (verdict is Verdict.CONTINUE)
+        assert adder.add_one(new) is verdict
+        assert [(r.rid, extend) for r, extend in adder.admitted] == ([("new", 5000)] if verdict is Verdict.CONTINUE else [])
 
 
 def test_new_token_ratio_decays_per_decode_step_to_its_floor():

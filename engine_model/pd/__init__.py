@@ -8,7 +8,7 @@ Module map (read in this order):
   prefill.py  PrefillRank: bootstrap queue -> PrefillAdder batches (max_new_tokens = 1) -> inflight queue
   decode.py   DecodeRank: prealloc queue -> transfer queue -> running batch, retraction to host
   worker.py   Worker: a server whose DP ranks schedule alone and run each forward pass in lockstep
-  cluster.py  Cluster: one request's trip from router to decode, driven by time-stamped messages
-  run.py      PDRun / PDResult / simulate_pd: the event loop, with the single engine's clients
+  cluster.py  Cluster: one request's trip from router to decode, driven by time-stamped messages; the
+              topology the run loop (engine_model/simulation.py) steps, like a single server
   figures.py  per-role figures: busy share, batch size, transfer time, reserved-but-idle KV
 """

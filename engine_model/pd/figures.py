@@ -16,14 +16,49 @@ from collections import defaultdict
 
 from engine_model.config import ClosedArrival
 from engine_model.core import Iteration, PassKind
-from engine_model.metrics import group_metrics, summarize
+from engine_model.metrics import GroupMetrics, Stats, Typed, group_metrics, summarize
+
+
+class PrefillWorkerFigures(Typed):
+    num_passes: int
+    busy_share: float
+    rank_busy_share: float
+    num_prefill_tokens: int
+
+
+class DecodeWorkerFigures(Typed):
+    num_passes: int
+    busy_share: float
+    rank_busy_share: float
+    mean_running: float
+    kv_capacity: int
+    kv_in_use_token_s: float
+    kv_reserved_token_s: float
+    kv_free_token_s: float
+    max_kv_reserved: int
+
+
+class TransferFigures(Typed):
+    num_transfers: int
+    kv_bytes_per_token: float
+    transfer_s: Stats
+
+
+class PDFigures(Typed):
+    decode_allocation_policy: str
+    roles: dict[str, dict]  # one rank's resolved settings per role
+    workers: dict[str, PrefillWorkerFigures | DecodeWorkerFigures]
+    kv_reserved_idle_token_s: float
+    transfer: TransferFigures
+    phase_s: dict[str, dict[str, float]]  # group -> phase -> mean seconds per request
+    clients: dict[str, GroupMetrics]
 
 
 def busy_s(its: list[Iteration]) -> float:
     return sum(it.duration_s for it in its if it.kind is not PassKind.IDLE)
 
 
-def worker_figures(result, name: str) -> dict:
+def worker_figures(result, name: str) -> PrefillWorkerFigures | DecodeWorkerFigures:
     its = result.lanes[name]
     span = result.end_at or 1.0
     ranks = [lane for key, lane in result.pd.rank_lanes.items() if key.startswith(f"{name}.")]
@@ -34,7 +69,7 @@ def worker_figures(result, name: str) -> dict:
     }
     if name.startswith("prefill"):
         out["num_prefill_tokens"] = sum(row.extend for it in its for row in it.prefill_rows)
-        return out
+        return PrefillWorkerFigures(**out)
     decode = [it for it in its if it.kind is PassKind.DECODE]
     decode_s = sum(it.duration_s for it in decode)
     out["mean_running"] = sum(len(it.decode_rids) * it.duration_s for it in decode) / decode_s if decode_s else 0.0
@@ -43,7 +78,7 @@ def worker_figures(result, name: str) -> dict:
     out["kv_reserved_token_s"] = sum(it.kv_reserved * it.duration_s for it in its)
     out["kv_free_token_s"] = sum((it.kv_capacity - it.kv_used - it.kv_reserved) * it.duration_s for it in its)
     out["max_kv_reserved"] = max((it.kv_reserved for it in its), default=0)
-    return out
+    return DecodeWorkerFigures(**out)
 
 
 def phase_figures(requests) -> dict:
@@ -56,7 +91,7 @@ def phase_figures(requests) -> dict:
     return {g: {p: s / counts[g] for p, s in phases.items()} for g, phases in by_group.items()}
 
 
-def client_figures(result) -> dict:
+def client_figures(result) -> dict[str, GroupMetrics]:
     client_of = {g.name: g.arrival.client for g in result.scenario.workload.groups if isinstance(g.arrival, ClosedArrival)}
     members: dict[str, list] = defaultdict(list)
     for req in result.requests:
@@ -65,17 +100,17 @@ def client_figures(result) -> dict:
     return {name: group_metrics(reqs) for name, reqs in members.items()}
 
 
-def pd_figures(result) -> dict:
+def pd_figures(result) -> PDFigures:
     transfers = [t.duration_s for t in result.pd.transfers if t.duration_s is not None]
     workers = {name: worker_figures(result, name) for name in result.lanes}
-    decode = [w for name, w in workers.items() if name.startswith("decode")]
-    return {
-        "decode_allocation_policy": result.pd.policy,
-        "roles": {name: res.to_dict() for name, res in result.pd.roles.items()},
-        "workers": workers,
-        "kv_reserved_idle_token_s": sum(w["kv_reserved_token_s"] for w in decode),
-        "transfer": {"num_transfers": len(transfers), "kv_bytes_per_token": result.pd.kv_bytes_per_token,
-                     "transfer_s": summarize(transfers)},
-        "phase_s": phase_figures(result.requests),
-        "clients": client_figures(result),
-    }
+    decode = [w for w in workers.values() if isinstance(w, DecodeWorkerFigures)]
+    return PDFigures(
+        decode_allocation_policy=result.pd.policy,
+        roles={name: res.to_dict() for name, res in result.pd.roles.items()},
+        workers=workers,
+        kv_reserved_idle_token_s=sum(w.kv_reserved_token_s for w in decode),
+        transfer=TransferFigures(num_transfers=len(transfers), kv_bytes_per_token=result.pd.kv_bytes_per_token,
+                                 transfer_s=summarize(transfers)),
+        phase_s=phase_figures(result.requests),
+        clients=client_figures(result),
+    )

@@ -1,0 +1,114 @@
+"""The code's shape: no import cycle in the engine, the app behind the public face, no version strings."""
+
+import ast
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+ENGINE = REPO / "engine_model"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+ENGINE_MODULES = {module_name(p): p for p in sorted(ENGINE.rglob("*.py"))}
+
+
+def imports_of(path: Path) -> list[tuple[str, list[str]]]:
+    """Every import in a file, at any depth (function-local ones too): (module, names imported from it)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, []) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.module, [alias.name for alias in node.names]))
+    return found
+
+
+def engine_edges(name: str) -> set[str]:
+    """The engine modules one engine module imports; `from engine_model.pd import x` counts x if a module."""
+    edges = set()
+    for module, names in imports_of(ENGINE_MODULES[name]):
+        for target in [f"{module}.{n}" for n in names] + [module]:
+            if target in ENGINE_MODULES and target != "engine_model":
+                edges.add(target)
+                break
+    return edges
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str]:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        stack.pop()
+        state[node] = 2
+        return []
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return []
+
+
+def test_no_import_cycle_among_engine_modules_counting_function_local_imports():
+    graph = {name: engine_edges(name) for name in ENGINE_MODULES if name != "engine_model"}
+    assert find_cycle(graph) == []
+
+
+def test_engine_modules_never_import_the_public_face_for_names():
+    """Inside the engine, `from engine_model import x` may only name a module (the face is for outsiders)."""
+    for name, path in ENGINE_MODULES.items():
+        if name == "engine_model":
+            continue
+        for module, names in imports_of(path):
+            if module == "engine_model":
+                assert all(f"engine_model.{n}" in ENGINE_MODULES for n in names), (name, names)
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) == []
+
+
+@pytest.mark.slow
+def test_every_engine_module_imports_alone_in_a_fresh_interpreter():
+    def load(name: str) -> tuple[str, int, str]:
+        done = subprocess.run([sys.executable, "-c", f"import {name}"], cwd=REPO, capture_output=True, text=True)
+        return name, done.returncode, done.stderr[-400:]
+
+    with ThreadPoolExecutor(4) as pool:
+        failed = [(n, err) for n, code, err in pool.map(load, set(ENGINE_MODULES) - {"engine_model.__main__"}) if code]
+    assert failed == []
+
+
+def test_the_engine_imports_no_front_end():
+    for name, path in ENGINE_MODULES.items():
+        roots = {module.split(".")[0] for module, _ in imports_of(path)}
+        assert not roots & {"streamlit", "altair", "app", "vega", "vl_convert"}, name
+
+
+def test_the_app_imports_only_the_public_face():
+    deep = [(str(p.relative_to(REPO)), module) for p in sorted((REPO / "app").rglob("*.py"))
+            for module, _ in imports_of(p) if module.startswith("engine_model.")]
+    assert deep == []
+
+
+def test_scheduling_code_names_capabilities_not_release_strings():
+    offenders = [f"{p.relative_to(REPO)}:{i}" for p in ENGINE.rglob("*.py") if "logs" not in p.parts
+                 for i, line in enumerate(p.read_text().splitlines(), 1)
+                 if "version ==" in line or "version !=" in line or "version <" in line or "version >" in line]
+    assert offenders == []
