@@ -132,7 +132,7 @@ def side_by_side_ui(story: Story, ra: RunFrames, rb: RunFrames) -> None:
 # -- sweep -------------------------------------------------------------------------------------------
 @st.cache_data(max_entries=512, show_spinner=False)
 def _summary(scenario_json: str) -> dict:
-    return summary(simulate(Scenario.model_validate_json(scenario_json)))
+    return summary(simulate(Scenario.model_validate_json(scenario_json))).to_json()
 
 
 def _stat(s: dict, group: str, metric: str, stat: str):

@@ -53,7 +53,7 @@ def build(result: Result) -> RunFrames:
     its = iterations_frame(result)
     toks, stalls, threshold = token_frames(result)
     return RunFrames(
-        summary=summary(result),
+        summary=summary(result).to_json(),
         iterations=its,
         passes=passes_frame(its),
         tokens=toks,

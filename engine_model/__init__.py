@@ -15,14 +15,13 @@ from engine_model.logs import Diagnosis, ParsedLog, Timeline, build_timeline, di
 from engine_model.logs import settings as log_settings
 from engine_model.logs.diagnose import longest_chunk_run
 from engine_model.logs.replay import ASSUMED_OUTPUT_LEN, scenario_from_log
-from engine_model.metrics import e2e, gaps, max_itl, queue, tpot, ttft
-from engine_model.metrics import GroupMetrics, Metrics, Stats
+from engine_model.metrics import GroupMetrics, Metrics, Stats, e2e, gaps, max_itl, queue, tpot, ttft
 from engine_model.report import Summary, summary
 from engine_model.rules import Rule, rules_of
 from engine_model.scenario_io import apply_sets, load_scenario, read_toml, scenario_names, validate
 from engine_model.simulation import Result, Run, simulate
-from engine_model.versions import CHANGES
 from engine_model.traces import Trace, load_trace, request_mix
+from engine_model.versions import CHANGES
 
 __all__ = [
     # scenarios
