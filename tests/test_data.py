@@ -1,4 +1,4 @@
-"""The vendored data: every file is the one its SOURCE.md names, with its licence beside it, and it stays small."""
+"""The vendored data: each file is the one its SOURCE.md names, beside a licence, and it stays small."""
 
 import gzip
 import hashlib
@@ -21,7 +21,8 @@ def listed(folder: Path) -> dict[str, str]:
 
 def content(path: Path) -> bytes:
     """The file's bytes, or, where only `name.gz` is stored, its uncompressed bytes."""
-    return path.read_bytes() if path.exists() else gzip.decompress(path.with_name(path.name + ".gz").read_bytes())
+    gz = path.with_name(path.name + ".gz")
+    return path.read_bytes() if path.exists() else gzip.decompress(gz.read_bytes())
 
 
 @pytest.mark.parametrize("name", VENDORED)

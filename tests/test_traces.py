@@ -52,7 +52,8 @@ MOONCAKE_MIX = {False: ((1000, 510, 0.51, 0.878), "51 % of requests carry 88 %")
 def test_mooncake_real_trace_mix(copy):
     mix = request_mix(load_trace(copy.path))
     figures, headline = MOONCAKE_MIX[copy.is_full]
-    assert (mix.num_requests, mix.num_long, round(mix.long_share, 3), round(mix.long_token_share, 3)) == figures
+    got = (mix.num_requests, mix.num_long, round(mix.long_share, 3), round(mix.long_token_share, 3))
+    assert got == figures
     assert mix.headline() == f"{headline} of the prompt tokens (prompts of 8,192 tokens or more)"
 
 
