@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Creates .venv (Python >= 3.11) with the project and its dev tools, once; later calls reuse it.
+# Creates .venv (Python >= 3.11) with the locked versions of the project's packages and dev tools
+# (requirements.lock), once; later calls reuse it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-}
@@ -11,10 +12,12 @@ if [ -z "$PY" ]; then
   done
 fi
 [ -n "$PY" ] || { echo "error: Python >= 3.11 is needed" >&2; exit 1; }
-stamp=.venv/.installed-$(sha1sum pyproject.toml | cut -c1-12)
+# The stamp names the lock and pyproject it was built from; when either changes, the venv is built anew
+# so that it holds exactly the locked versions (scripts/lock.sh rewrites the lock).
+stamp=.venv/.installed-$(cat requirements.lock pyproject.toml | sha1sum | cut -c1-12)
 if [ ! -f "$stamp" ]; then
-  [ -x .venv/bin/python ] || "$PY" -m venv .venv
-  .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e '.[dev]'
-  rm -f .venv/.installed-*; touch "$stamp"
+  "$PY" -m venv --clear .venv
+  .venv/bin/python -m pip install --quiet -r requirements.lock
+  .venv/bin/python -m pip install --quiet --no-deps -e .
+  touch "$stamp"
 fi

@@ -1,26 +1,50 @@
-"""Shared fixtures: where the read-only shared/ data lives."""
+"""Where the tests' real data lives: vendored in tests/data, so a bare clone runs every test.
+
+The SGLang logs and reference traces are vendored whole. The four public request traces are vendored as
+their first 1,000 requests (heads); the whole files are read too when a copy of shared/ is found, beside
+the checkout (../shared) or where WHO_WAITS_SHARED points. Provenance and licences: tests/data/*/SOURCE.md.
+"""
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "tests" / "data"
+LOGS = DATA / "sglang_logs"
+REFERENCE = DATA / "sglang_reference"
+HEAD_ROWS = 1000  # requests in each vendored trace head
 
 
 def find_shared() -> Path | None:
-    """shared/ sits beside the checkout (../shared), or where WHO_WAITS_SHARED points."""
+    """An optional copy of shared/: beside the checkout (../shared), or where WHO_WAITS_SHARED points."""
     for candidate in (os.environ.get("WHO_WAITS_SHARED"), REPO.parent / "shared"):
         if candidate and (Path(candidate) / "data").is_dir():
             return Path(candidate)
     return None
 
 
-@pytest.fixture(scope="session")
-def shared_dir() -> Path:
-    found = find_shared()
-    if found is None:
-        if os.environ.get("CI"):
-            pytest.fail("shared/ data not found beside the checkout; CI must have it")
-        pytest.skip("shared/ data not found (set WHO_WAITS_SHARED)")
-    return found
+@dataclass(frozen=True)
+class RealTrace:
+    """One copy of public request trace `name`: the vendored head, or the whole file from shared/."""
+
+    name: str  # the file name in shared/data/traces
+    path: Path
+    is_full: bool
+
+    @property
+    def id(self) -> str:
+        return f"{self.name.rsplit('.', 1)[0]}-{'full' if self.is_full else 'head'}"
+
+
+def trace_head(name: str) -> RealTrace:
+    """The vendored head of trace `name` (its file name in shared/data/traces)."""
+    stem, suffix = name.rsplit(".", 1)
+    return RealTrace(name, DATA / "traces" / f"{stem}_head{HEAD_ROWS}.{suffix}", is_full=False)
+
+
+def trace_copies(name: str) -> list[RealTrace]:
+    """The head always, and the whole trace too when a copy of shared/ holds it."""
+    shared = find_shared()
+    full = shared / "data" / "traces" / name if shared else None
+    return [trace_head(name)] + ([RealTrace(name, full, is_full=True)] if full and full.is_file() else [])

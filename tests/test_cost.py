@@ -1,7 +1,6 @@
 """The cost of one forward pass: the reference predictor bit for bit, and the roofline's behaviour."""
 
 import csv
-import json
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,9 @@ from engine_model.cost import (
 )
 from engine_model.errors import InputError
 from engine_model.hardware import gpu, model
+from engine_model.reference import read_jsonl
+
+from conftest import REFERENCE
 
 VIDUR_CSV = Path(__file__).parent / "data" / "vidur" / "llama2_7b_tp1_ops.csv"
 VIDUR_GPUS = {"h100": "h100-sxm", "a100": "a100-80gb"}
@@ -46,21 +48,19 @@ LLAMA_H100 = RooflineCost(gpu("h100-sxm"), model("llama-3.1-8b"))
 
 
 @pytest.mark.parametrize("trace", ["fcfs_hol", "forty_long_mixed", "retraction"])
-def test_linear_cost_reproduces_the_reference_clock(shared_dir, trace):
+def test_linear_cost_reproduces_the_reference_clock(trace):
     """Every pass's latency, t_start and t_end, as the trace stores them (rounded to 9 decimals)."""
     cost, clock, mismatches = LinearCost(), 0.0, []
-    with (shared_dir / "data" / "sglang_reference" / trace / "iteration.jsonl").open() as f:
-        for line in f:
-            step = json.loads(line)
-            shape = shape_of(step["rows"])
-            latency = cost.seconds(shape)
-            if step["t_start"] > round(clock, 9):  # idle scheduler: the clock jumps to the next arrival
-                clock = step["t_start"]
-            got = (shape.new_tokens, shape.past_kv_sum, round(latency, 9), round(clock, 9), round(clock + latency, 9))
-            want = (step["new_tokens"], step["past_kv_sum"], step["latency"], step["t_start"], step["t_end"])
-            if got != want:
-                mismatches.append((step["iter"], got, want))
-            clock += latency
+    for step in read_jsonl(REFERENCE / trace / "iteration.jsonl"):
+        shape = shape_of(step["rows"])
+        latency = cost.seconds(shape)
+        if step["t_start"] > round(clock, 9):  # idle scheduler: the clock jumps to the next arrival
+            clock = step["t_start"]
+        got = (shape.new_tokens, shape.past_kv_sum, round(latency, 9), round(clock, 9), round(clock + latency, 9))
+        want = (step["new_tokens"], step["past_kv_sum"], step["latency"], step["t_start"], step["t_end"])
+        if got != want:
+            mismatches.append((step["iter"], got, want))
+        clock += latency
     assert mismatches == []
 
 

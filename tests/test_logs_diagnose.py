@@ -4,7 +4,7 @@ import pytest
 
 from engine_model.logs import diagnose, parse_log, parse_log_file, scenario_hints
 
-LOGS = "data/sglang_logs"
+from conftest import LOGS
 
 
 def prefill(
@@ -175,23 +175,23 @@ REAL_VERDICTS = {
 
 
 @pytest.mark.parametrize("name", sorted(REAL_VERDICTS))
-def test_verdicts_on_real_logs(shared_dir, name):
-    diagnosis = diagnose(parse_log_file(shared_dir / LOGS / name))
+def test_verdicts_on_real_logs(name):
+    diagnosis = diagnose(parse_log_file(LOGS / name))
     assert (diagnosis.verdict, [(f.kind, f.severity) for f in diagnosis.findings]) == REAL_VERDICTS[name]
 
 
-def test_real_long_prompt_log_says_how_many_more_chunks_were_pending(shared_dir):
+def test_real_long_prompt_log_says_how_many_more_chunks_were_pending():
     parsed = parse_log_file(
-        shared_dir / LOGS / "10_issue36081_v0.5.18_long_prompt_chunked_prefill_then_decode.log"
+        LOGS / "10_issue36081_v0.5.18_long_prompt_chunked_prefill_then_decode.log"
     )
     [finding] = diagnose(parsed).findings
     assert "the first left 157,704 prompt tokens pending, about 20 more passes" in finding.explanation
     assert "no request was mid-reply" in finding.explanation
 
 
-def test_real_burst_log_quotes_the_stalled_passes(shared_dir):
+def test_real_burst_log_quotes_the_stalled_passes():
     [finding] = diagnose(
-        parse_log_file(shared_dir / LOGS / "05_pr13023_l40s_prefill_burst_chunk4096.log")
+        parse_log_file(LOGS / "05_pr13023_l40s_prefill_burst_chunk4096.log")
     ).findings
     assert [line_no for line_no, _ in finding.evidence] == [6, 7, 8, 11]
     assert "6 prefill passes of up to 4,096 tokens" in finding.explanation
@@ -200,9 +200,9 @@ def test_real_burst_log_quotes_the_stalled_passes(shared_dir):
 # ---- scenario hints ---------------------------------------------------------------------------------
 
 
-def test_scenario_hints_from_a_real_server_args_log(shared_dir):
+def test_scenario_hints_from_a_real_server_args_log():
     hints = scenario_hints(
-        parse_log_file(shared_dir / LOGS / "01_docsci_2025-04-30_qwen05b_batch_retract_decode_oom.log")
+        parse_log_file(LOGS / "01_docsci_2025-04-30_qwen05b_batch_retract_decode_oom.log")
     )
     observed = hints.pop("observed_requests")
     assert hints == {
@@ -219,9 +219,9 @@ def test_scenario_hints_from_a_real_server_args_log(shared_dir):
     assert observed[:4] == [(14.0, 6), (19.0, 37), (19.0, 54), (20.0, 8)]
 
 
-def test_observed_requests_join_the_chunks_of_one_long_prompt(shared_dir):
+def test_observed_requests_join_the_chunks_of_one_long_prompt():
     parsed = parse_log_file(
-        shared_dir / LOGS / "10_issue36081_v0.5.18_long_prompt_chunked_prefill_then_decode.log"
+        LOGS / "10_issue36081_v0.5.18_long_prompt_chunked_prefill_then_decode.log"
     )
     assert scenario_hints(parsed) == {"observed_requests": [(17.0, 256), (27.0, 165896), (100.0, 256)]}
 

@@ -17,7 +17,8 @@ from engine_model.logs import settings as resolved_settings
 from engine_model.logs.diagnose import VERDICTS
 from engine_model.logs.parse import DecodeRecord, PrefillRecord, RetractionRecord
 
-LOGS = "data/sglang_logs"
+from conftest import LOGS
+
 OLD_PREFILL = (
     "[2025-04-30 23:19:41 TP0] Prefill batch. #new-seq: 98, #new-token: 2940, #cached-token: 431, "
     "token usage: 0.06, #running-req: 41, #queue-req: 490"
@@ -286,8 +287,8 @@ REAL_COUNTS = {
 
 
 @pytest.mark.parametrize("name", sorted(REAL_COUNTS))
-def test_real_logs_parse_completely(shared_dir, name):
-    parsed = parse_log_file(shared_dir / LOGS / name)
+def test_real_logs_parse_completely(name):
+    parsed = parse_log_file(LOGS / name)
     counts = (len(parsed.prefills), len(parsed.decodes), len(parsed.retractions), parsed.num_unrecognised)
     counts += (
         parsed.num_malformed,
@@ -306,8 +307,8 @@ def test_real_logs_parse_completely(shared_dir, name):
     assert recognised + others == parsed.num_lines
 
 
-def test_real_server_args_give_the_key_settings(shared_dir):
-    parsed = parse_log_file(shared_dir / LOGS / "01_docsci_2025-04-30_qwen05b_batch_retract_decode_oom.log")
+def test_real_server_args_give_the_key_settings():
+    parsed = parse_log_file(LOGS / "01_docsci_2025-04-30_qwen05b_batch_retract_decode_oom.log")
     assert resolved_settings(parsed) == {
         "model_path": "qwen/qwen2.5-0.5b-instruct",
         "chunked_prefill_size": 8192,
@@ -388,9 +389,9 @@ def test_multi_rank_logs_follow_rank_zero_by_default_and_any_rank_on_request():
     assert [d.num_running_reqs for d in build_timeline(parsed, rank="DP1 TP1").decodes] == [7, 8]
 
 
-def test_real_long_prompt_log_rebuilds_chunks_and_decode_segments(shared_dir):
+def test_real_long_prompt_log_rebuilds_chunks_and_decode_segments():
     parsed = parse_log_file(
-        shared_dir / LOGS / "10_issue36081_v0.5.18_long_prompt_chunked_prefill_then_decode.log"
+        LOGS / "10_issue36081_v0.5.18_long_prompt_chunked_prefill_then_decode.log"
     )
     timeline = build_timeline(parsed)
     assert (timeline.rank, timeline.chunk_size, timeline.chunk_size_source) == ("TP0 EP0", 8192, "inferred")

@@ -7,9 +7,11 @@ from engine_model.core import RequestState
 from engine_model.logs.parse import parse_log_file
 from engine_model.logs.replay import scenario_from_log
 
+from conftest import LOGS
 
-def test_a_retraction_log_becomes_a_runnable_scenario_with_its_settings(shared_dir):
-    parsed = parse_log_file(shared_dir / "data/sglang_logs/01_docsci_2025-04-30_qwen05b_batch_retract_decode_oom.log")
+
+def test_a_retraction_log_becomes_a_runnable_scenario_with_its_settings():
+    parsed = parse_log_file(LOGS / "01_docsci_2025-04-30_qwen05b_batch_retract_decode_oom.log")
     scenario, notes = scenario_from_log(parsed, load_scenario("forty_replies"))
     assert (scenario.engine.max_total_tokens, scenario.engine.chunked_prefill_size, scenario.engine.max_running_requests) == (
         20480, 8192, 200)
@@ -38,8 +40,8 @@ def test_a_cache_aware_policy_from_the_log_runs_as_fcfs_with_a_note():
     assert any("'lpm' runs as fcfs" in note for note in notes)
 
 
-def test_without_decode_lines_the_reply_length_is_the_stated_assumption(shared_dir):
-    parsed = parse_log_file(shared_dir / "data/sglang_logs/07_issue11970_prefill_chunk8192_v0.5.3.log")
+def test_without_decode_lines_the_reply_length_is_the_stated_assumption():
+    parsed = parse_log_file(LOGS / "07_issue11970_prefill_chunk8192_v0.5.3.log")
     scenario, notes = scenario_from_log(parsed, load_scenario("forty_replies"))
     assert {r.output_len for r in scenario.workload.requests} == {256} and "assumed 256 tokens" in notes[-1]
     scenario, notes = scenario_from_log(parsed, load_scenario("forty_replies"), output_len=64)

@@ -3,18 +3,16 @@
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from engine_model.reference import read_jsonl, scenario_from_workload
 from engine_model.simulation import simulate
 
-from conftest import find_shared
+from conftest import DATA, REFERENCE
 
-SHARED = find_shared()
-WORKLOADS = sorted(p.parent.name for p in (SHARED / "data/sglang_reference").glob("*/workload.json")) if SHARED else []
-EXTRA = Path(__file__).parent / "data/sglang_reference_extra"
+WORKLOADS = sorted(p.parent.name for p in REFERENCE.glob("*/workload.json"))
+EXTRA = DATA / "sglang_reference_extra"
 
 
 def cli(*args, check=True):
@@ -24,14 +22,14 @@ def cli(*args, check=True):
     return proc
 
 
-def test_all_six_reference_workloads_are_found(shared_dir):
+def test_all_six_reference_workloads_are_found():
     assert WORKLOADS == ["fcfs_hol", "forty_long_mixed", "forty_long_mixed_logprob", "forty_long_nomixed",
                          "pd_interval_3", "retraction"]
 
 
 @pytest.mark.parametrize("name", WORKLOADS)
-def test_replay_matches_the_real_scheduler_pass_by_pass(name, shared_dir, tmp_path):
-    ref = shared_dir / "data/sglang_reference" / name
+def test_replay_matches_the_real_scheduler_pass_by_pass(name, tmp_path):
+    ref = REFERENCE / name
     cli("reference", str(ref / "workload.json"), "--out", str(tmp_path))
     report = json.loads(cli("compare-reference", str(ref), str(tmp_path)).stdout)
     assert report["ok"], report
@@ -48,16 +46,16 @@ def test_replay_matches_our_own_extra_reference_traces(name, tmp_path):
     assert report["worst_ttft_error"] < 1e-9 and report["worst_max_itl_error"] < 1e-9
 
 
-def test_new_token_ratio_follows_the_real_scheduler_through_retractions(shared_dir):
-    ref = shared_dir / "data/sglang_reference/retraction"
+def test_new_token_ratio_follows_the_real_scheduler_through_retractions():
+    ref = REFERENCE / "retraction"
     ours = [it for it in simulate(scenario_from_workload(ref / "workload.json")).iterations]
     theirs = read_jsonl(ref / "iteration.jsonl")
     assert [round(it.new_token_ratio, 6) for it in ours] == [round(it["new_token_ratio"], 6) for it in theirs]
     assert [it.num_waiting for it in ours] == [it["waiting"] for it in theirs]
 
 
-def test_compare_exits_non_zero_when_traces_disagree(shared_dir, tmp_path):
-    ref = shared_dir / "data/sglang_reference"
+def test_compare_exits_non_zero_when_traces_disagree(tmp_path):
+    ref = REFERENCE
     cli("reference", str(ref / "forty_long_mixed/workload.json"), "--out", str(tmp_path))
     proc = cli("compare-reference", str(ref / "forty_long_nomixed"), str(tmp_path), check=False)
     assert proc.returncode == 1 and json.loads(proc.stdout)["ok"] is False

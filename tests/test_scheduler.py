@@ -5,6 +5,7 @@ import pytest
 from engine_model.core import PassKind, RequestState
 from engine_model.policy import ratio_after_retraction, retraction_order
 
+from conftest import REFERENCE
 from specs import by_rid, passes, prefill_extends, req, request, run, scheduler
 
 STREAMS = [req(f"s{i}", 1000, 60, already_generated=10) for i in range(8)]
@@ -120,12 +121,12 @@ def test_ratio_after_retraction_counts_the_survivors():
     assert ratio_after_retraction(survivors) == (1500 + 20 * 2) / (3000 + 1)
 
 
-def test_retracted_request_goes_to_the_back_and_re_prefills_prompt_plus_output(shared_dir):
+def test_retracted_request_goes_to_the_back_and_re_prefills_prompt_plus_output():
     """Implications 9-10, on the reference retraction workload."""
     from engine_model.reference import scenario_from_workload
     from engine_model.simulation import simulate
 
-    result = simulate(scenario_from_workload(shared_dir / "data/sglang_reference/retraction/workload.json"))
+    result = simulate(scenario_from_workload(REFERENCE / "retraction/workload.json"))
     first = result.retractions[0]
     assert (first.rids, first.num_generated, first.num_running_before, first.num_running_after) == (
         ("r14",), (1167,), 15, 14)

@@ -5,6 +5,8 @@ import pytest
 from engine_model import InputError, simulate, validate
 from engine_model.core import RequestState
 
+from conftest import trace_head
+
 
 def scenario(workload, **extra):
     return validate({"engine": {"max_total_tokens": 100_000}, "cost": {"kind": "linear"}, "workload": workload, **extra})
@@ -66,8 +68,8 @@ def test_bad_workloads_name_the_problem(workload, where):
         simulate(scenario(workload))
 
 
-def test_a_trace_becomes_the_workload(shared_dir):
-    path = shared_dir / "data/traces/AzureLLMInferenceTrace_code.csv"
+def test_a_trace_becomes_the_workload():
+    path = trace_head("AzureLLMInferenceTrace_code.csv").path
     sc = scenario({"trace": str(path)})
     sc = sc.model_copy(update={"workload": sc.workload.model_copy(
         update={"trace": sc.workload.trace.model_copy(update={"max_requests": 300, "window_start_s": 10.0})})})
