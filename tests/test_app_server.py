@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app import charts, server_charts
-from app import server_frames as sf
-from app.server_input import LOG_SAMPLES, TRACE_SAMPLES, decode_upload, sample_text
+from app.charts import timelines
+from app.server import charts as server_charts
+from app.server import frames as sf
+from app.server.input import LOG_SAMPLES, TRACE_SAMPLES, decode_upload, sample_text
 from engine_model import InputError
 from engine_model.logs import build_timeline, parse_log
 from engine_model.traces import load_trace
@@ -189,10 +190,10 @@ def test_every_log_chart_builds_a_valid_spec(sample):
     assert set(passes["lane"]) <= {sf.PREFILL_LANE, sf.DECODE_LANE}
     assert (passes["end_at"] > passes["start_at"]).all()
     for chart in (server_charts.prefill_tokens(sf.log_prefills(timeline, False), retractions, timeline.chunk_size, 50),
-                  charts.pass_timeline(passes, end_at=50),
-                  charts.kv_occupancy(sf.log_kv(timeline, 20480), retractions),
+                  timelines.pass_timeline(passes, end_at=50),
+                  timelines.kv_occupancy(sf.log_kv(timeline, 20480), retractions),
                   server_charts.token_usage(sf.log_kv(timeline, None), retractions),
-                  charts.queue_depth(sf.log_queue(timeline))):
+                  timelines.queue_depth(sf.log_queue(timeline))):
         chart.to_dict()
 
 

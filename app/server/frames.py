@@ -1,8 +1,8 @@
 """Tidy tables for the "Your server" page, built from a parsed log, its timeline, a trace or a run. Pure functions.
 
-The log frames use the same columns as the simulated run's frames (app.frames), so the same chart
-builders draw them: `log_passes` feeds `charts.pass_timeline`, `log_queue` feeds `charts.queue_depth`,
-`log_kv` and `log_retractions` feed `charts.kv_occupancy`.
+The log frames use the same columns as the simulated run's frames (app.charts.frames), so the same chart
+builders draw them: `log_passes` feeds `timelines.pass_timeline`, `log_queue` feeds `timelines.queue_depth`,
+`log_kv` and `log_retractions` feed `timelines.kv_occupancy`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from app.frames import PHASES
+from app.charts.phases import PHASES
 from engine_model import ParsedLog, Timeline, Trace
 from engine_model import log_settings as settings
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from app.frames import RunFrames
+from app.charts.frames import RunFrames
 
 
 def longest_prefill_streak(its: pd.DataFrame) -> tuple[float, int, float]:
