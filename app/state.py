@@ -28,7 +28,8 @@ CURSOR_T = "t"  # the step-through cursor, in seconds
 PRESENT = "present"  # presenter mode: ?present=1
 STORY = "story"  # Compare: which story
 SWEEP = "sweep"  # Compare: what the sweep varies
-PD_ON, PD_PRESET, PD_CAP, PD_PREFILL_WORKERS, PD_DECODE_WORKERS = "pd", "preset", "cap", "pworkers", "dworkers"
+PD_ON, PD_PRESET, PD_CAP = "pd", "preset", "cap"  # the PD section: shown or not, which preset, decode KV cap
+PD_PREFILL_WORKERS, PD_DECODE_WORKERS = "pworkers", "dworkers"
 PD_PARAMS = (PD_ON, PD_PRESET, PD_CAP, PD_PREFILL_WORKERS, PD_DECODE_WORKERS)
 PAGE_PARAMS = (CURSOR_T, PRESENT)  # every page may carry these
 STREAMLIT_PARAMS = ("embed", "embed_options")  # Streamlit's own; never touched
@@ -50,7 +51,8 @@ PD_PAGE, COMPARE_PAGE, SERVER_PAGE = "pd", "compare", "your_server"  # key prefi
 
 @dataclass(frozen=True)
 class Keys:
-    """The session-state keys of one page (a story's key, "compare", "pd" or "your_server"): '<page>.<name>'."""
+    """The session-state keys of one page (a story's key, "compare", "pd" or "your_server"):
+    '<page>.<name>'."""
 
     page: str
 

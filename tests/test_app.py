@@ -118,7 +118,7 @@ def test_an_impossible_combination_is_a_message_not_a_traceback():
     at.selectbox(key="forty_replies.model").set_value("llama-3.1-70b")
     at.selectbox(key="forty_replies.gpu").set_value("l40s").run()
     assert not at.exception
-    [message] = [e.value for e in at.error]  # the 70B weights do not fit one L40S: one message, naming the field
+    [message] = [e.value for e in at.error]  # 70B weights do not fit one L40S: one message, naming the field
     assert message.startswith("**This combination cannot run.** `hardware (model)`:")
     assert "L40S" in message and "raise tp_size" in message
     assert not at.metric  # the page stopped there: no numbers from a run that could not happen
@@ -130,7 +130,8 @@ def test_compare_shows_a_to_b_and_the_sweep():
     assert gap_b < gap_a  # B starts with mixed chunk on
     delta = next(df.value for df in at.dataframe if "B − A (s)" in df.value.columns)
     assert list(dict.fromkeys(delta["group"])) == ["streams", "log"]
-    longest = delta[(delta["group"] == "streams") & (delta["metric"] == "longest pause") & (delta["stat"] == "max")]
+    streams = delta[delta["group"] == "streams"]
+    longest = streams[(streams["metric"] == "longest pause") & (streams["stat"] == "max")]
     assert longest["B − A (s)"].iloc[0] == pytest.approx(gap_b - gap_a, abs=0.1)
     sweep = next(df.value for df in at.dataframe if "chunk size" in df.value.columns)
     assert list(sweep["chunk size"]) == ["512", "1,024", "2,048", "4,096", "8,192", "16,384"]

@@ -19,7 +19,8 @@ def spelled_keys(tree: ast.AST) -> list[tuple[int, str]]:
     found = []
 
     def is_literal(node) -> bool:
-        return isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str))
+        return isinstance(node, ast.JoinedStr) or (
+            isinstance(node, ast.Constant) and isinstance(node.value, str))
 
     def is_store(node) -> bool:
         return isinstance(node, ast.Attribute) and node.attr in ("session_state", "query_params")
@@ -28,10 +29,12 @@ def spelled_keys(tree: ast.AST) -> list[tuple[int, str]]:
         if isinstance(node, ast.Subscript) and is_store(node.value) and is_literal(node.slice):
             found.append((node.lineno, "subscript"))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            if node.func.attr in ACCESSORS and is_store(node.func.value) and node.args and is_literal(node.args[0]):
-                found.append((node.lineno, f".{node.func.attr}()"))
-            found += [(node.lineno, "key=") for kw in node.keywords if kw.arg == "key" and is_literal(kw.value)]
-        elif isinstance(node, ast.Compare) and any(is_store(c) for c in node.comparators) and is_literal(node.left):
+            method = node.func.attr
+            if method in ACCESSORS and is_store(node.func.value) and node.args and is_literal(node.args[0]):
+                found.append((node.lineno, f".{method}()"))
+            keys = [kw.value for kw in node.keywords if kw.arg == "key"]
+            found += [(node.lineno, "key=") for key in keys if is_literal(key)]
+        elif isinstance(node, ast.Compare) and any(map(is_store, node.comparators)) and is_literal(node.left):
             found.append((node.lineno, "in"))
     return found
 
@@ -60,7 +63,8 @@ def test_page_keys_are_the_page_then_the_name_and_never_collide():
     assert keys.move_button("next_event") == "forty_replies.move.next_event"
     assert keys.position == "forty_replies.it"
     named = [keys.notes, keys.scenario, keys.tour_step, keys.pending_cursor, keys.focus, keys.playing,
-             keys.play_button, keys.position, keys.cursor_t, keys.run_key, keys.picked_pos, keys.resolved_chunk]
+             keys.play_button, keys.position, keys.cursor_t, keys.run_key, keys.picked_pos,
+             keys.resolved_chunk]
     controls = {keys.widget(c.key) for story in STORIES.values() for c in story.controls}
     assert len(set(named)) == len(named) and not set(named) & controls
 

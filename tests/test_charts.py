@@ -28,8 +28,8 @@ def builders(f: frames.RunFrames):
     t = float(f.iterations["start_at"].iloc[len(f.iterations) // 2])
     return {
         "pass_timeline": timelines.pass_timeline(f.passes, t, f.end_at, len(f.iterations) // 2),
-        "token_streams": timelines.token_streams(f.tokens, f.stalls, f.chunks, f.waits, f.request_order, t, f.end_at,
-                                                 f.stall_threshold_s),
+        "token_streams": timelines.token_streams(f.tokens, f.stalls, f.chunks, f.waits, f.request_order, t,
+                                                 f.end_at, f.stall_threshold_s),
         "kv_occupancy": timelines.kv_occupancy(f.kv, f.retractions, t, f.end_at),
         "queue_depth": timelines.queue_depth(f.queue, t, f.end_at),
         "itl_distribution": latency.itl_distribution(f.itl_hist, f.itl_stats),
@@ -50,7 +50,7 @@ def test_every_builder_validates_and_stays_under_the_row_limit(run):
 
 
 def cursor_times(spec: dict) -> list[float]:
-    """Where the dashed cursor rule stands in a chart's spec: the `at` of every rule drawn with the cursor's dash."""
+    """Where the dashed cursor rule stands in a chart's spec: the `at` of every rule with its dash."""
     found = []
 
     def walk(node: dict, data: str | None) -> None:
@@ -69,7 +69,8 @@ def cursor_times(spec: dict) -> list[float]:
 def test_the_cursor_rule_stands_where_the_cursor_is_and_nowhere_without_one(run):
     _, f = run
     t = float(f.iterations["start_at"].iloc[len(f.iterations) // 2])
-    for build in (lambda at: timelines.pass_timeline(f.passes, at), lambda at: timelines.kv_occupancy(f.kv, None, at),
+    for build in (lambda at: timelines.pass_timeline(f.passes, at),
+                  lambda at: timelines.kv_occupancy(f.kv, None, at),
                   lambda at: timelines.queue_depth(f.queue, at)):
         assert cursor_times(build(None).to_dict()) == []
         times = cursor_times(build(t).to_dict())

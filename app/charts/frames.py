@@ -6,7 +6,8 @@ Altair's 5,000-row default by aggregating, never by hiding a stall:
 
 - passes:  runs of back-to-back decode passes over the same batch merge into one bar; every prefill,
            mixed and idle-with-duration pass keeps its own bar.
-- tokens:  each request keeps every k-th token *and* both tokens around every long gap (app.charts.request_frames).
+- tokens:  each request keeps every k-th token *and* both tokens around every long gap
+           (app.charts.request_frames).
 - kv/queue: per-iteration points, or per-time-bin maxima for long runs (a peak is never lost).
 """
 

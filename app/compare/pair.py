@@ -132,8 +132,8 @@ def side_by_side_ui(ra: RunFrames, rb: RunFrames) -> None:
     end = max(ra.end_at, rb.end_at)
     for title, chart_id, build in (
         ("Pass timeline", "passes", lambda r: timelines.pass_timeline(r.passes, None, end)),
-        ("Token streams", "tokens", lambda r: timelines.token_streams(r.tokens, r.stalls, r.chunks, r.waits,
-                                                                      r.request_order, None, end, r.stall_threshold_s)),
+        ("Token streams", "tokens", lambda r: timelines.token_streams(
+            r.tokens, r.stalls, r.chunks, r.waits, r.request_order, None, end, r.stall_threshold_s)),
     ):
         left, right = st.columns(2)
         with left:
@@ -147,6 +147,7 @@ def url_ui(story: Story, a: dict, b: dict, shared: dict) -> None:
     values = {**{state.side_param("a", k): v for k, v in a.items()},
               **{state.side_param("b", k): v for k, v in b.items()}, **shared}
     sweep = st.session_state.get(state.keys(PAGE).widget(state.SWEEP))
-    state.write_url(all_controls(story), values, {state.STORY: story.key if story.key != DEFAULT_STORY else None,
-                                                  state.SWEEP: sweep if sweep != "chunk size" else None,
-                                                  **state.present_param()})
+    state.write_url(all_controls(story), values, {
+        state.STORY: story.key if story.key != DEFAULT_STORY else None,
+        state.SWEEP: sweep if sweep != "chunk size" else None,
+        **state.present_param()})

@@ -66,7 +66,8 @@ def _what(text: str) -> str:
 
 def sweep_ui(story: Story, b: dict, shared: dict, rb: RunFrames) -> None:
     st.markdown("### Sweep: one setting against the waits")
-    st.session_state[state.keys(PAGE).resolved_chunk] = rb.summary["config"]["resolved"]["chunked_prefill_size"]
+    resolved = rb.summary["config"]["resolved"]
+    st.session_state[state.keys(PAGE).resolved_chunk] = resolved["chunked_prefill_size"]
     what_key = state.keys(PAGE).widget(state.SWEEP)
     note = state.seed_param(what_key, state.SWEEP, SWEEPS[0], _what)
     if note is not None:
@@ -97,7 +98,8 @@ def sweep_ui(story: Story, b: dict, shared: dict, rb: RunFrames) -> None:
 def _long_form(story: Story, frame: pd.DataFrame) -> pd.DataFrame:
     """The sweep's three waits as (setting, label, metric, seconds) rows, named after the story's groups."""
     stream, long = story.stream_group, story.long_group
-    out = frame.melt(id_vars=["setting", "label"], value_vars=["streams_p99_itl_s", "streams_max_gap_s", "long_ttft_s"],
+    out = frame.melt(id_vars=["setting", "label"],
+                     value_vars=["streams_p99_itl_s", "streams_max_gap_s", "long_ttft_s"],
                      var_name="metric", value_name="seconds").dropna()
     out["metric"] = out["metric"].map({
         "streams_p99_itl_s": f"{stream}: p99 gap between tokens", "streams_max_gap_s": f"{stream}: longest pause",

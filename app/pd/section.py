@@ -117,7 +117,8 @@ def deferred_allocation_ui(rush_values: dict | None = None, single=None) -> dict
                      timelines.pass_timeline(run.passes, None, end))
             chart_ui(state.PD_PAGE, f"{policy}-kv", f"{policy}: KV per worker",
                      "Orange: decode KV reserved for requests still in prefill or transfer — held, not yet used. "
-                     "With prefill_complete it stays near zero.", timelines.kv_occupancy(run.kv, run.retractions, None, end))
+                     "With prefill_complete it stays near zero.",
+                     timelines.kv_occupancy(run.kv, run.retractions, None, end))
             chart_ui(state.PD_PAGE, f"{policy}-phases", f"{policy}: where each request's time went",
                      "One lane per request: grey waiting at prefill, purple waiting for decode KV, orange prefill "
                      "chunks, thin blue the KV transfer, dark blue decoding. Under early, decode KV is reserved "
@@ -136,7 +137,8 @@ def _params(on, preset, cap, num_prefill, num_decode) -> dict:
 
 def _phase_table_ui(runs: dict) -> None:
     """Mean seconds per request in each phase, per group and policy (summary()["pd"]["phase_s"])."""
-    rows = [{"policy": policy, "group": group} | {SPAN_LABELS.get(k, k): fmt_seconds(v) for k, v in phases.items()}
+    rows = [{"policy": policy, "group": group}
+            | {SPAN_LABELS.get(k, k): fmt_seconds(v) for k, v in phases.items()}
             for policy, run in runs.items() for group, phases in run.summary["pd"]["phase_s"].items()]
     st.markdown("##### Mean time per request in each phase")
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")

@@ -42,7 +42,8 @@ def log_source_ui() -> tuple[str, str] | None:
                    "Apache-2.0).")
         return sample.file, sample_text(sample)
     if choice == "paste":
-        text = st.text_area(f"Server log (up to {LOG_LIMIT_MB} MB)", key=state.keys(PAGE).widget("paste"), height=180,
+        text = st.text_area(f"Server log (up to {LOG_LIMIT_MB} MB)", key=state.keys(PAGE).widget("paste"),
+                            height=180,
                             placeholder="[2025-10-22 20:23:08] Prefill batch. #new-seq: 9, #new-token: 8192, …",
                             help="The scheduler's stdout: Prefill batch / Decode batch lines, retraction warnings and, "
                                  "if you have it, the server_args line from startup.")
@@ -161,7 +162,8 @@ def log_timeline_ui(read: compute.ReadLog, text: str) -> None:
                  "Purple rules: retractions.", lambda: server_charts.token_usage(kv, retractions, end_at), cache_key=key)
     chart_ui(PAGE, "log_queue", "Running and queued requests",
              "`#running-req` and `#queue-req` as each line reported them. On a Prefill line, running counts the batch "
-             "before the new requests join.", lambda: timelines.queue_depth(sf.log_queue(timeline), end_at=end_at),
+             "before the new requests join.",
+             lambda: timelines.queue_depth(sf.log_queue(timeline), end_at=end_at),
              cache_key=key)
 
 

@@ -37,7 +37,8 @@ def simulate_log_ui(read: ReadLog, values: dict) -> None:
     if model_path:
         st.caption(f"The log's model is `{model_path}`; pick the nearest preset (the pass cost comes from it).")
     try:
-        scenario, notes = scenario_from_log(read.parsed, validate(base_data(values)), output_len=None if values["out"] == "auto" else values["out"])
+        output_len = None if values["out"] == "auto" else values["out"]
+        scenario, notes = scenario_from_log(read.parsed, validate(base_data(values)), output_len=output_len)
         if not scenario.workload.requests:
             st.info("Nothing to simulate: the log has no Prefill line with new requests.")
             return

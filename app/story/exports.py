@@ -29,7 +29,8 @@ def export_ui(story: Story, run: RunFrames) -> None:
 def url_state(story: Story, values: dict, more: dict | None = None) -> None:
     """Put this view into the address bar so a copied link reopens it, and show that link."""
     cursor_t = st.session_state.get(state.keys(story.key).cursor_t)
-    extra = {**(more or {}), state.CURSOR_T: None if cursor_t is None else f"{cursor_t:.3f}", **state.present_param()}
+    extra = {**(more or {}), state.CURSOR_T: None if cursor_t is None else f"{cursor_t:.3f}",
+             **state.present_param()}
     state.write_url(story.controls, values, extra)
     st.caption(":material/link: Link to this view: copy the address bar — every setting and the cursor are in it (`"
                + state.url_for(story.key, story.controls, values, extra) + "`).")

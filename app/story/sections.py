@@ -18,8 +18,8 @@ def itl_ui(story: Story, run: RunFrames) -> None:
     chart_ui(story.key, "itl", "Gaps between tokens, per group",
              "How long readers waited between two tokens. Most gaps are one decode pass; a stall shows up as a "
              "lonely bar far to the right. Dashed lines: p50, p95, p99. Note the log scale.",
-             lambda: latency.itl_distribution(run.itl_hist, run.itl_stats, groups), tour.pointer(story, "itl"),
-             cache_key=run_key(story.key))
+             lambda: latency.itl_distribution(run.itl_hist, run.itl_stats, groups),
+             tour.pointer(story, "itl"), cache_key=run_key(story.key))
 
 
 def stalls_apart_ui(run: RunFrames, expanded: bool = False) -> None:

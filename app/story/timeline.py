@@ -43,8 +43,8 @@ def _settle_cursor(story: Story, run: RunFrames, this_run: str) -> None:
             try:
                 t = float(state.cursor_param())
             except ValueError:
-                st.warning(f"URL parameter `{state.CURSOR_T}={state.cursor_param()}`: expected seconds; using the "
-                           "story's default cursor.")
+                st.warning(f"URL parameter `{state.CURSOR_T}={state.cursor_param()}`: expected seconds; "
+                           "using the story's default cursor.")
         pos = cursor.at_time(its, t) if t is not None else cursor.resolve(its, story.default_cursor)
     else:
         pos = st.session_state.get(keys.position, 0)

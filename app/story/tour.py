@@ -16,8 +16,8 @@ def tour_ui(story: Story) -> int | None:
         cols = st.columns([0.8] + [1] * len(story.tour), vertical_alignment="center")
         cols[0].markdown("**Guided tour**  \nclick a step")
         for i, (col, step) in enumerate(zip(cols[1:], story.tour, strict=True)):
-            col.button(f"{i + 1}. {step.title}", key=keys.tour_button(i), on_click=_apply_step, args=(story, i),
-                       width="stretch", wrap=True,
+            col.button(f"{i + 1}. {step.title}", key=keys.tour_button(i), on_click=_apply_step,
+                       args=(story, i), width="stretch", wrap=True,
                        type="primary" if st.session_state.get(keys.tour_step) == i else "secondary")
         active = st.session_state.get(keys.tour_step)
         if active is not None:

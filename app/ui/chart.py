@@ -59,8 +59,8 @@ def chart_ui(page: str, chart_id: str, title: str, caption: str, chart, pointer:
     else:
         # one widget per view: a chart redrawn for a new cursor starts with no selection, so each click counts once
         view = hashlib.sha1(repr(cache_key).encode()).hexdigest()[:12]
-        event = st.vega_lite_chart(spec, width="stretch", key=state.keys(page).chart_widget(chart_id, f"pick.{view}"),
-                                   on_select="rerun", selection_mode=[PICK])
+        key = state.keys(page).chart_widget(chart_id, f"pick.{view}")
+        event = st.vega_lite_chart(spec, width="stretch", key=key, on_select="rerun", selection_mode=[PICK])
         points = (event.selection or {}).get(PICK) or []
         if points:
             on_pick(points[0])
@@ -70,7 +70,9 @@ def chart_ui(page: str, chart_id: str, title: str, caption: str, chart, pointer:
 def _export_ui(where, page: str, chart_id: str, spec: dict) -> None:
     keys = state.keys(page)
     with where.popover("Export", width="stretch"):
-        st.download_button("PNG", lambda: chart_image(json.dumps(spec), "png"), file_name=f"{page}-{chart_id}.png",
-                           mime="image/png", key=keys.chart_widget(chart_id, "png"), on_click="ignore")
-        st.download_button("SVG", lambda: chart_image(json.dumps(spec), "svg"), file_name=f"{page}-{chart_id}.svg",
-                           mime="image/svg+xml", key=keys.chart_widget(chart_id, "svg"), on_click="ignore")
+        st.download_button("PNG", lambda: chart_image(json.dumps(spec), "png"),
+                           file_name=f"{page}-{chart_id}.png", mime="image/png",
+                           key=keys.chart_widget(chart_id, "png"), on_click="ignore")
+        st.download_button("SVG", lambda: chart_image(json.dumps(spec), "svg"),
+                           file_name=f"{page}-{chart_id}.svg", mime="image/svg+xml",
+                           key=keys.chart_widget(chart_id, "svg"), on_click="ignore")

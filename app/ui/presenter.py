@@ -1,4 +1,5 @@
-"""Presenter mode: large type, no sidebar, a way back on the page. Turned on by a sidebar switch or ?present=1."""
+"""Presenter mode: large type, no sidebar, a way back on the page. Turned on by a sidebar switch or
+?present=1."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""What the model simplifies: the "Simplifications" section of docs/design.md, shown at the foot of every page.
+"""What the model simplifies: the "Simplifications" section of docs/design.md, shown at the foot of every
+page.
 
 Read at run time, so the page and the design document never disagree.
 """
