@@ -1,4 +1,4 @@
-"""Cached compute. Pages call these; they never simulate themselves.
+"""Cached runs. Pages call these; they never simulate themselves.
 
 Every cache is keyed by the validated scenario's JSON (`scenario.model_dump_json()`), so the same
 settings — a flip back, a shared link, the baseline beside the current run — are computed once.
@@ -6,18 +6,10 @@ settings — a flip back, a shared link, the baseline beside the current run —
 
 from __future__ import annotations
 
-import io
-import json
-
-import pandas as pd
 import streamlit as st
-import tomli_w
-import vl_convert as vlc
 
-from app import frames
+from app.charts import frames
 from engine_model import Scenario, simulate
-
-EXPORT_WIDTH = 960
 
 
 @st.cache_data(max_entries=96, show_spinner="Running the scheduler model…")
@@ -28,46 +20,3 @@ def run(scenario_json: str) -> frames.RunFrames:
 
 def run_scenario(scenario: Scenario) -> frames.RunFrames:
     return run(scenario.model_dump_json())
-
-
-@st.cache_data(max_entries=256, show_spinner=False)
-def run_summary(scenario_json: str) -> dict:
-    """Only the summary (for sweeps): reuses a full run if one is cached, else simulates."""
-    return run(scenario_json).summary
-
-
-def scenario_toml(scenario: Scenario) -> str:
-    """The scenario as TOML (None values dropped; TOML has no null)."""
-    return tomli_w.dumps(_drop_none(scenario.model_dump(mode="json")))
-
-
-def _drop_none(value):
-    if isinstance(value, dict):
-        return {k: _drop_none(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_drop_none(v) for v in value]
-    return value
-
-
-def csv_bytes(frame: pd.DataFrame) -> bytes:
-    buf = io.StringIO()
-    frame.to_csv(buf, index=False)
-    return buf.getvalue().encode()
-
-
-def _fixed_width(spec):
-    """vl-convert has no container: give every 'container' width a fixed size."""
-    if isinstance(spec, dict):
-        return {k: (EXPORT_WIDTH if k == "width" and v == "container" else _fixed_width(v)) for k, v in spec.items()}
-    if isinstance(spec, list):
-        return [_fixed_width(v) for v in spec]
-    return spec
-
-
-@st.cache_data(max_entries=64, show_spinner="Rendering the image…")
-def chart_image(spec_json: str, fmt: str) -> bytes:
-    spec = _fixed_width(json.loads(spec_json))
-    spec.setdefault("background", "white")
-    if fmt == "png":
-        return vlc.vegalite_to_png(spec, scale=2)
-    return vlc.vegalite_to_svg(spec).encode()

@@ -12,7 +12,7 @@ if str(REPO) not in sys.path:  # `streamlit run app/main.py` puts app/ on the pa
 
 import streamlit as st  # noqa: E402
 
-from app.widgets import presenter_ui  # noqa: E402
+from app.ui.presenter import presenter_ui  # noqa: E402
 
 st.set_page_config(page_title="Who Waits", page_icon=":material/hourglass_top:", layout="wide")
 

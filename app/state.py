@@ -1,4 +1,8 @@
-"""Settings live in three places, read in this order: the URL, this session's saved values, the defaults.
+"""Every session-state key and URL parameter name the app uses, and how settings move between them.
+
+Names live here and nowhere else: a page asks `keys(page).tour_step`, never builds "<page>.tour_step".
+
+Settings live in three places, read in this order: the URL, this session's saved values, the defaults.
 
 - On a page's first run in a session (or when its widgets were cleaned up after visiting another page)
   each control's widget state is seeded from `st.query_params`, else from the value saved the last
@@ -9,21 +13,119 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from urllib.parse import urlencode
+
 import streamlit as st
 
-from app.stories import Control
+if TYPE_CHECKING:  # app.ui.controls draws widgets under these keys, so it imports this module
+    from app.ui.controls import Control
 
-# Parameters that are not controls: the cursor, presenter mode, the tour step, and Streamlit's own.
-PAGE_PARAMS = ("t", "present", "step")
-STREAMLIT_PARAMS = ("embed", "embed_options")
+# -- URL parameters that are not a story's controls (a control's own parameter is its `Control.key`) --------
+CURSOR_T = "t"  # the step-through cursor, in seconds
+PRESENT = "present"  # presenter mode: ?present=1
+STORY = "story"  # Compare: which story
+SWEEP = "sweep"  # Compare: what the sweep varies
+PD_ON, PD_PRESET, PD_CAP = "pd", "preset", "cap"  # the PD section: shown or not, which preset, decode KV cap
+PD_PREFILL_WORKERS, PD_DECODE_WORKERS = "pworkers", "dworkers"
+PD_PARAMS = (PD_ON, PD_PRESET, PD_CAP, PD_PREFILL_WORKERS, PD_DECODE_WORKERS)
+PAGE_PARAMS = (CURSOR_T, PRESENT)  # every page may carry these
+STREAMLIT_PARAMS = ("embed", "embed_options")  # Streamlit's own; never touched
 
 
-def widget_key(page: str, key: str) -> str:
-    return f"{page}.{key}"
+def side_param(side: str, key: str) -> str:
+    """Compare's parameter for one side's control: a_mixed, b_chunk."""
+    return f"{side}_{key}"
 
 
+# -- session-state keys --------------------------------------------------------------------------------
+PRESENTING = "present"  # presenter mode is on
+PRESENT_TOGGLE = "present_toggle"  # the sidebar switch that turns it on
+LEAVE_PRESENT = "leave_present"  # the button that turns it off
+SAVED = "saved"  # {page: {control key: value}}: a page's settings kept across pages
+SPECS = "_specs"  # chart specs already built this session (app.ui.chart)
+PD_PAGE, COMPARE_PAGE, SERVER_PAGE = "pd", "compare", "your_server"  # key prefixes of the non-story sections
+
+
+@dataclass(frozen=True)
+class Keys:
+    """The session-state keys of one page (a story's key, "compare", "pd" or "your_server"):
+    '<page>.<name>'."""
+
+    page: str
+
+    def widget(self, name: str) -> str:
+        """A control's widget (name = its URL parameter), or any other named widget on the page."""
+        return f"{self.page}.{name}"
+
+    def tour_button(self, i: int) -> str:
+        return self.widget(f"tour.{i}")
+
+    def move_button(self, how: str) -> str:
+        return self.widget(f"move.{how}")
+
+    def chart_widget(self, chart_id: str, what: str) -> str:
+        """A chart's export buttons ("png", "svg") and its click selection ("pick.<view>")."""
+        return self.widget(f"{chart_id}.{what}")
+
+    @property
+    def notes(self) -> str:  # notes about the link that opened the page
+        return self.widget("notes")
+
+    @property
+    def scenario(self) -> str:  # the validated scenario the page shows
+        return self.widget("scenario")
+
+    @property
+    def tour_step(self) -> str:  # the active tour step (0-based)
+        return self.widget("tour_step")
+
+    @property
+    def pending_cursor(self) -> str:  # a tour step's cursor spec, applied on the next draw
+        return self.widget("pending_cursor")
+
+    @property
+    def focus(self) -> str:  # the chart the tour points at
+        return self.widget("focus")
+
+    @property
+    def playing(self) -> str:
+        return self.widget("playing")
+
+    @property
+    def play_button(self) -> str:
+        return self.widget("play")
+
+    @property
+    def position(self) -> str:  # the cursor: a row of the iterations frame (the scrub slider)
+        return self.widget("it")
+
+    @property
+    def cursor_t(self) -> str:  # the cursor's time, kept across runs
+        return self.widget("cursor_t")
+
+    @property
+    def run_key(self) -> str:  # the run the cursor was placed on
+        return self.widget("run_key")
+
+    @property
+    def picked_pos(self) -> str:  # a clicked pass, handed to the scrub slider on the rerun
+        return self.widget("picked_pos")
+
+    @property
+    def resolved_chunk(self) -> str:  # Compare: B's resolved chunk size, marked on the sweep
+        return self.widget("resolved_chunk")
+
+
+def keys(page: str) -> Keys:
+    return Keys(page)
+
+
+# -- URL <-> widget state ------------------------------------------------------------------------------
 def _saved(page: str) -> dict:
-    return st.session_state.setdefault("saved", {}).setdefault(page, {})
+    return st.session_state.setdefault(SAVED, {}).setdefault(page, {})
 
 
 def seed_widgets(page: str, controls: tuple[Control, ...], extra: tuple[str, ...] = ()) -> None:
@@ -31,9 +133,10 @@ def seed_widgets(page: str, controls: tuple[Control, ...], extra: tuple[str, ...
     params = st.query_params
     notes = []
     known = {c.key for c in controls} | set(PAGE_PARAMS) | set(STREAMLIT_PARAMS) | set(extra)
-    fresh = any(widget_key(page, c.key) not in st.session_state for c in controls)
+    page_keys = keys(page)
+    fresh = any(page_keys.widget(c.key) not in st.session_state for c in controls)
     for control in controls:
-        wkey = widget_key(page, control.key)
+        wkey = page_keys.widget(control.key)
         if wkey in st.session_state:
             continue
         value = _saved(page).get(control.key, control.default)
@@ -48,25 +151,37 @@ def seed_widgets(page: str, controls: tuple[Control, ...], extra: tuple[str, ...
         unknown = sorted(set(params.keys()) - known)
         if unknown:
             notes.append(f"Ignored unknown URL parameter(s): {', '.join(f'`{u}`' for u in unknown)}.")
-        st.session_state[widget_key(page, "notes")] = notes
+        st.session_state[page_keys.notes] = notes
+
+
+def seed_param(state_key: str, param: str, default, parse: Callable[[str], object]) -> str | None:
+    """Seed one widget that is not a Control from URL parameter `param` (once per session).
+    `parse` raises ValueError with what is allowed; returns a note when the URL value is bad."""
+    if state_key in st.session_state:
+        return None
+    value, note = default, None
+    if param in st.query_params:
+        try:
+            value = parse(st.query_params[param])
+        except ValueError as err:
+            note = f"URL parameter `{param}={st.query_params[param]}`: {err}; using {default}."
+    st.session_state[state_key] = value
+    return note
 
 
 def notes(page: str) -> list[str]:
-    return st.session_state.get(widget_key(page, "notes"), [])
+    return st.session_state.get(keys(page).notes, [])
 
 
 def values(page: str, controls: tuple[Control, ...]) -> dict:
-    out = {c.key: st.session_state.get(widget_key(page, c.key), c.default) for c in controls}
+    out = {c.key: st.session_state.get(keys(page).widget(c.key), c.default) for c in controls}
     _saved(page).update(out)
     return out
 
 
 def write_url(controls: tuple[Control, ...], current: dict, extra: dict | None = None) -> None:
     """Non-default settings (and `extra`, e.g. the cursor) into the query string; everything else out."""
-    wanted = {c.key: c.to_url(current[c.key]) for c in controls if current[c.key] != c.default}
-    for key, value in (extra or {}).items():
-        if value is not None:
-            wanted[key] = str(value)
+    wanted = _non_defaults(controls, current, extra)
     params = st.query_params
     for key in list(params.keys()):
         if key not in wanted and key not in STREAMLIT_PARAMS:
@@ -78,14 +193,31 @@ def write_url(controls: tuple[Control, ...], current: dict, extra: dict | None =
 
 def url_for(page: str, controls: tuple[Control, ...], current: dict, extra: dict | None = None) -> str:
     """A relative link that reopens this view."""
-    from urllib.parse import urlencode
-
-    query = {c.key: c.to_url(current[c.key]) for c in controls if current[c.key] != c.default}
-    query.update({k: str(v) for k, v in (extra or {}).items() if v is not None})
+    query = _non_defaults(controls, current, extra)
     return f"/{page}" + (f"?{urlencode(query)}" if query else "")
 
 
+def _non_defaults(controls: tuple[Control, ...], current: dict, extra: dict | None) -> dict[str, str]:
+    wanted = {c.key: c.to_url(current[c.key]) for c in controls if current[c.key] != c.default}
+    wanted.update({k: str(v) for k, v in (extra or {}).items() if v is not None})
+    return wanted
+
+
+def set_cursor_param(t: float) -> None:
+    st.query_params[CURSOR_T] = f"{t:.3f}"
+
+
+def cursor_param() -> str | None:
+    return st.query_params.get(CURSOR_T)
+
+
+# -- presenter mode ------------------------------------------------------------------------------------
 def is_presenting() -> bool:
-    if "present" not in st.session_state:
-        st.session_state["present"] = st.query_params.get("present") in ("1", "true")
-    return st.session_state["present"]
+    if PRESENTING not in st.session_state:
+        st.session_state[PRESENTING] = st.query_params.get(PRESENT) in ("1", "true")
+    return st.session_state[PRESENTING]
+
+
+def present_param() -> dict:
+    """{"present": "1"} in presenter mode, so a copied link opens in it too."""
+    return {PRESENT: "1" if st.session_state.get(PRESENTING) else None}

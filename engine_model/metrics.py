@@ -27,10 +27,6 @@ class Typed(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    def get(self, stat: str):
-        """A field by name (for tables that pick the statistic at run time)."""
-        return getattr(self, stat)
-
 
 class Stats(Typed):
     """One metric's distribution; every field None when no request has the metric."""
@@ -59,11 +55,21 @@ class GroupMetrics(Typed):
     e2e_s: Stats
     queue_s: Stats
 
+    def value(self, metric: str, stat: str | None = None) -> float | int | None:
+        """One number: a count (`num_retracted`) or one statistic of a distribution (`ttft_s`, "p95")."""
+        field = getattr(self, metric)
+        return getattr(field, stat) if isinstance(field, Stats) else field
+
 
 class Metrics(Typed):
     overall: GroupMetrics
     groups: dict[str, GroupMetrics]
     buckets: dict[str, GroupMetrics]  # by prompt length: "0-8191", "8192-32767", ">=32768"
+
+    def value(self, group: str | None, metric: str, stat: str | None = None) -> float | int | None:
+        """One number of one group (None: all requests); None when the run has no such group."""
+        block = self.overall if group is None else self.groups.get(group)
+        return None if block is None else block.value(metric, stat)
 
 
 def summarize(values) -> Stats:

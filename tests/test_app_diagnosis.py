@@ -1,6 +1,6 @@
 """The stalls-apart verdict names the stall that paused requests longer."""
 
-from app.diagnosis import verdict
+from app.story.diagnosis import verdict
 
 
 def found(chunk_s, kv_s, num_retractions):

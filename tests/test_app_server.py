@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app import charts, server_charts
-from app import server_frames as sf
-from app.server_input import LOG_SAMPLES, TRACE_SAMPLES, decode_upload, sample_text
-from engine_model import InputError
+from app.charts import timelines
+from app.server import charts as server_charts
+from app.server import frames as sf
+from app.server.input import LOG_SAMPLES, TRACE_SAMPLES, decode_upload, sample_text
+from engine_model import InputError, load_scenario, simulate, summary
 from engine_model.logs import build_timeline, parse_log
 from engine_model.traces import load_trace
 
@@ -189,10 +190,10 @@ def test_every_log_chart_builds_a_valid_spec(sample):
     assert set(passes["lane"]) <= {sf.PREFILL_LANE, sf.DECODE_LANE}
     assert (passes["end_at"] > passes["start_at"]).all()
     for chart in (server_charts.prefill_tokens(sf.log_prefills(timeline, False), retractions, timeline.chunk_size, 50),
-                  charts.pass_timeline(passes, end_at=50),
-                  charts.kv_occupancy(sf.log_kv(timeline, 20480), retractions),
+                  timelines.pass_timeline(passes, end_at=50),
+                  timelines.kv_occupancy(sf.log_kv(timeline, 20480), retractions),
                   server_charts.token_usage(sf.log_kv(timeline, None), retractions),
-                  charts.queue_depth(sf.log_queue(timeline))):
+                  timelines.queue_depth(sf.log_queue(timeline))):
         chart.to_dict()
 
 
@@ -203,11 +204,12 @@ def test_mix_and_bucket_charts_build_valid_specs():
                                                                         "share of requests": 1.0}
     server_charts.prompt_mix(mix, 8192).to_dict()
     server_charts.output_mix(sf.output_mix(trace)).to_dict()
-    summary = {"metrics": {"buckets": {"0-8191": {
-        "num_requests": 2, "num_retracted": 0, "ttft_s": {"p50": 0.1, "p95": 0.2, "p99": 0.3},
-        "itl_s": {"p50": 0.01, "p95": 0.02, "p99": 0.03}, "max_itl_s": {"p50": 0.1, "p95": 0.1, "p99": 0.1, "max": 0.2}}}}}
-    frame = sf.bucket_latency(summary)
-    assert list(frame["stat"]) == ["p50", "p95", "p99"] * 3
+    run = summary(simulate(load_scenario("real_traffic", ["workload.trace.max_requests=30"])))
+    frame = sf.bucket_latency(run)
+    assert list(frame["bucket"].unique()) == list(run.metrics.buckets)
+    first = frame[(frame["bucket"] == frame["bucket"].iloc[0]) & (frame["stat"] == "p95")]
+    assert set(first["seconds"].dropna()) <= {run.metrics.buckets[frame["bucket"].iloc[0]].value(m, "p95")
+                                               for m in ("ttft_s", "itl_s", "max_itl_s")}
     server_charts.bucket_latency(frame).to_dict()
 
 

@@ -2,9 +2,14 @@
 
 import json
 
+import pandas as pd
 import pytest
 
-from app import charts, cursor, frames
+from app.charts import frames, latency, scales, timelines
+from app.compare import charts as compare_charts
+from app.pd import charts as pd_charts
+from app.pd import frames as pd_frames
+from app.story import cursor
 from engine_model import load_scenario, simulate
 
 ALTAIR_MAX_ROWS = 5_000
@@ -22,13 +27,13 @@ def run(request):
 def builders(f: frames.RunFrames):
     t = float(f.iterations["start_at"].iloc[len(f.iterations) // 2])
     return {
-        "pass_timeline": charts.pass_timeline(f.passes, t, f.end_at, len(f.iterations) // 2),
-        "token_streams": charts.token_streams(f.tokens, f.stalls, f.chunks, f.waits, f.request_order, t, f.end_at,
-                                              f.stall_threshold_s),
-        "kv_occupancy": charts.kv_occupancy(f.kv, f.retractions, t, f.end_at),
-        "queue_depth": charts.queue_depth(f.queue, t, f.end_at),
-        "itl_distribution": charts.itl_distribution(f.itl_hist, f.itl_stats),
-        "request_phases": charts.request_phases(f.spans, f.end_at),
+        "pass_timeline": timelines.pass_timeline(f.passes, t, f.end_at, len(f.iterations) // 2),
+        "token_streams": timelines.token_streams(f.tokens, f.stalls, f.chunks, f.waits, f.request_order, t,
+                                                 f.end_at, f.stall_threshold_s),
+        "kv_occupancy": timelines.kv_occupancy(f.kv, f.retractions, t, f.end_at),
+        "queue_depth": timelines.queue_depth(f.queue, t, f.end_at),
+        "itl_distribution": latency.itl_distribution(f.itl_hist, f.itl_stats),
+        "request_phases": pd_charts.request_phases(f.spans, f.end_at),
     }
 
 
@@ -44,20 +49,51 @@ def test_every_builder_validates_and_stays_under_the_row_limit(run):
         assert max(dataset_sizes(spec), default=0) <= ALTAIR_MAX_ROWS, name
 
 
-def test_builders_work_without_a_cursor(run):
+def cursor_times(spec: dict) -> list[float]:
+    """Where the dashed cursor rule stands in a chart's spec: the `at` of every rule with its dash."""
+    found = []
+
+    def walk(node: dict, data: str | None) -> None:
+        data = node["data"].get("name", data) if isinstance(node.get("data"), dict) else data
+        mark = node.get("mark")
+        if isinstance(mark, dict) and mark.get("type") == "rule" and mark.get("strokeDash") == [6, 3]:
+            found.extend(row["at"] for row in spec["datasets"][data])
+        for key in ("layer", "vconcat", "hconcat"):
+            for child in node.get(key, []):
+                walk(child, data)
+
+    walk(spec, None)
+    return found
+
+
+def test_the_cursor_rule_stands_where_the_cursor_is_and_nowhere_without_one(run):
     _, f = run
-    for chart in (charts.pass_timeline(f.passes), charts.kv_occupancy(f.kv), charts.queue_depth(f.queue)):
-        chart.to_dict()
+    t = float(f.iterations["start_at"].iloc[len(f.iterations) // 2])
+    for build in (lambda at: timelines.pass_timeline(f.passes, at),
+                  lambda at: timelines.kv_occupancy(f.kv, None, at),
+                  lambda at: timelines.queue_depth(f.queue, at)):
+        assert cursor_times(build(None).to_dict()) == []
+        times = cursor_times(build(t).to_dict())
+        assert times and set(times) == {t}  # one rule per panel (a PD run draws one KV panel per worker)
 
 
-def test_sweep_and_tradeoff_charts_validate():
-    import pandas as pd
-
+def test_the_sweep_marks_the_current_setting_and_the_tradeoff_curve_joins_settings_in_order():
     sweep = pd.DataFrame({"setting": [512, 1024, 512, 1024], "metric": ["a", "a", "b", "b"], "seconds": [0.1, 0.2, 3.0, 2.0]})
-    charts.sweep_lines(sweep, "chunk size (tokens)", current=1024).to_dict()
+    spec = compare_charts.sweep_lines(sweep, "chunk size (tokens)", current=1024).to_dict()
+    marks = [rows for rows in spec["datasets"].values() if rows and "label" in rows[0]]
+    assert marks == [[{"setting": 1024, "label": "current setting"}]]
+    assert spec["layer"][0]["encoding"]["x"]["axis"]["values"] == [512, 1024]  # one tick per setting swept
+    assert spec["layer"][0]["encoding"]["x"]["scale"] == {"type": "log", "base": 2}
+    spec = compare_charts.sweep_lines(sweep, "chunk size (tokens)").to_dict()
+    assert not [rows for rows in spec["datasets"].values() if rows and "label" in rows[0]]
     curve = pd.DataFrame({"label": ["512", "1,024"], "x_s": [0.1, 0.2], "y_s": [3.0, 2.0], "order": [0, 1],
                           "is_current": [False, True]})
-    charts.tradeoff_curve(curve, "longest pause (s)", "first token (s)").to_dict()
+    spec = compare_charts.tradeoff_curve(curve, "longest pause (s)", "first token (s)").to_dict()
+    line, points, labels, current, current_label = spec["layer"]
+    assert line["encoding"]["order"] == {"field": "order", "type": "quantitative"}
+    assert current["transform"] == [{"filter": "datum.is_current"}]
+    assert current_label["encoding"]["text"] == {"value": "current"}
+    assert [row["label"] for row in spec["datasets"][spec["data"]["name"]]] == ["512", "1,024"]
 
 
 def test_request_phases_show_where_pd_time_went():
@@ -65,8 +101,8 @@ def test_request_phases_show_where_pd_time_went():
     waits = {}
     for policy in ("early", "prefill_complete"):
         result = simulate(load_scenario("ten_oclock_rush_pd", [f"pd.decode_allocation_policy={policy}"]))
-        spans = frames.spans_frame(result)
-        assert spans["rid"].nunique() <= frames.MAX_SPAN_REQUESTS + 4  # sampled, every group kept
+        spans = pd_frames.spans_frame(result)
+        assert spans["rid"].nunique() <= pd_frames.MAX_SPAN_REQUESTS + 4  # sampled, every group kept
         assert set(spans["group"]) == {"questions", "contracts"}
         waits[policy] = spans[spans["phase"] == "waiting_for_decode_kv"]["duration_s"].sum()
     assert waits["early"] > 100 * max(waits["prefill_complete"], 0.01)
@@ -74,8 +110,8 @@ def test_request_phases_show_where_pd_time_went():
 
 def test_one_colour_per_phase_everywhere(run):
     _, f = run
-    spec = json.dumps(charts.pass_timeline(f.passes).to_dict())
-    for phase, colour in zip(frames.PHASES, charts.PHASE_COLOURS, strict=True):
+    spec = json.dumps(timelines.pass_timeline(f.passes).to_dict())
+    for phase, colour in zip(scales.PHASES, scales.PHASE_COLOURS, strict=True):
         assert phase in spec and colour in spec
 
 

@@ -1,13 +1,16 @@
 """The forty replies: forty streams mid-reply, a 100k-token log arrives. Mixed chunk on or off."""
 
-from app import widgets as ui
-from app.stories import FORTY as story
-from app.timeline import timeline_ui
+from app.story.exports import export_ui, url_state
+from app.story.sections import itl_ui, stalls_apart_ui
+from app.story.stories import FORTY as story
+from app.story.timeline import timeline_ui
+from app.story.top import story_ui
+from app.ui.simplifications import simplifications_ui
 
-values, current = ui.story_ui(story)
+values, current = story_ui(story)
 timeline_ui(story, current)
-ui.itl_ui(story, current)
-ui.stalls_apart_ui(current)
-ui.export_ui(story, current)
-ui.simplifications_ui()
-ui.url_state(story, values)
+itl_ui(story, current)
+stalls_apart_ui(current)
+export_ui(story, current)
+simplifications_ui()
+url_state(story, values)

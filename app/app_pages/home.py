@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from app.stories import STORIES
+from app.story.stories import STORIES
 
 st.title(":material/hourglass_top: Who Waits")
 st.markdown(

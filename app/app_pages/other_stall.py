@@ -1,13 +1,16 @@
 """The other stall: the KV pool fills, running requests are retracted and re-prefilled later."""
 
-from app import widgets as ui
-from app.stories import OTHER_STALL as story
-from app.timeline import timeline_ui
+from app.story.exports import export_ui, url_state
+from app.story.sections import itl_ui, stalls_apart_ui
+from app.story.stories import OTHER_STALL as story
+from app.story.timeline import timeline_ui
+from app.story.top import story_ui
+from app.ui.simplifications import simplifications_ui
 
-values, current = ui.story_ui(story)
-ui.stalls_apart_ui(current, expanded=True)
+values, current = story_ui(story)
+stalls_apart_ui(current, expanded=True)
 timeline_ui(story, current)
-ui.itl_ui(story, current)
-ui.export_ui(story, current)
-ui.simplifications_ui()
-ui.url_state(story, values)
+itl_ui(story, current)
+export_ui(story, current)
+simplifications_ui()
+url_state(story, values)

@@ -1,19 +1,22 @@
 """Ten o'clock rush: short questions all morning, six 120k-token contracts at ten.
 
-The single-engine story runs now; when the engine has a PD model (`Scenario.pd`), the page adds
-single engine vs PD, the decode allocation policy and the upstream replica preset (app.pd_ui).
+The single-engine story, then single engine vs PD, the decode allocation policy and the upstream replica
+preset (app.pd).
 """
 
-from app import pd_ui
-from app import widgets as ui
-from app.stories import RUSH as story
-from app.timeline import timeline_ui
+from app.pd.section import deferred_allocation_ui
+from app.story.exports import export_ui, url_state
+from app.story.sections import itl_ui, stalls_apart_ui
+from app.story.stories import RUSH as story
+from app.story.timeline import timeline_ui
+from app.story.top import story_ui
+from app.ui.simplifications import simplifications_ui
 
-values, current = ui.story_ui(story)
+values, current = story_ui(story)
 timeline_ui(story, current)
-ui.itl_ui(story, current)
-ui.stalls_apart_ui(current)
-pd_params = pd_ui.deferred_allocation_ui(values, current)
-ui.export_ui(story, current)
-ui.simplifications_ui()
-ui.url_state(story, values, pd_params)
+itl_ui(story, current)
+stalls_apart_ui(current)
+pd_params = deferred_allocation_ui(values, current)
+export_ui(story, current)
+simplifications_ui()
+url_state(story, values, pd_params)

@@ -1,27 +1,28 @@
 """Your server: paste a log and see its timeline and which stall it shows, simulate it; or load a request trace."""
 
-from app import server_ui as ui
-from app.widgets import simplifications_ui
+from app.server import log_ui, page, trace_ui
+from app.server.simulate_ui import simulate_log_ui
+from app.ui.simplifications import simplifications_ui
 
-values = ui.page_header_ui()
-if ui.view_ui() == "log":
-    source = ui.log_source_ui()
+values = page.page_header_ui()
+if page.view_ui() == "log":
+    source = log_ui.log_source_ui()
     if source is not None:
         name, text = source
-        read = ui.read_log_or_stop(name, text)
-        ui.verdict_ui(read)
-        ui.resolved_settings_ui(read)
-        ui.line_counts_ui(read)
-        ui.log_timeline_ui(read, text)
-        ui.diagnosis_ui(read)
-        ui.simulate_log_ui(read, values)
+        read = log_ui.read_log_or_stop(name, text)
+        log_ui.verdict_ui(read)
+        log_ui.resolved_settings_ui(read)
+        log_ui.line_counts_ui(read)
+        log_ui.log_timeline_ui(read, text)
+        log_ui.diagnosis_ui(read)
+        simulate_log_ui(read, values)
 else:
-    source = ui.trace_source_ui()
+    source = trace_ui.trace_source_ui()
     if source is not None:
         name, data = source
-        ui.trace_options_ui()
-        trace = ui.load_trace_or_stop(name, data, values)
-        ui.mix_ui(trace, name, values["long"])
-        ui.trace_run_ui(trace, values)
+        trace_ui.trace_options_ui()
+        trace = trace_ui.load_trace_or_stop(name, data, values)
+        trace_ui.mix_ui(trace, name, values["long"])
+        trace_ui.trace_run_ui(trace, values)
 simplifications_ui()
-ui.share_ui(values)
+page.share_ui(values)

@@ -1,8 +1,8 @@
 """Tidy tables for the "Your server" page, built from a parsed log, its timeline, a trace or a run. Pure functions.
 
-The log frames use the same columns as the simulated run's frames (app.frames), so the same chart
-builders draw them: `log_passes` feeds `charts.pass_timeline`, `log_queue` feeds `charts.queue_depth`,
-`log_kv` and `log_retractions` feed `charts.kv_occupancy`.
+The log frames use the same columns as the simulated run's frames (app.charts.frames), so the same chart
+builders draw them: `log_passes` feeds `timelines.pass_timeline`, `log_queue` feeds `timelines.queue_depth`,
+`log_kv` and `log_retractions` feed `timelines.kv_occupancy`.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from app.frames import PHASES
-from engine_model import ParsedLog, Timeline, Trace
+from app.charts.phases import PHASES
+from engine_model import ParsedLog, Summary, Timeline, Trace
 from engine_model import log_settings as settings
 
 PREFILL_LANE, DECODE_LANE, LOG_LANE = "Prefill lines", "Decode lines", "from the log"
@@ -243,29 +243,29 @@ BUCKET_METRICS = (("ttft_s", "first token (TTFT)"), ("itl_s", "gap between token
                   ("max_itl_s", "longest pause per request"))
 
 
-def bucket_latency(summary: dict) -> pd.DataFrame:
+def bucket_latency(summary: Summary) -> pd.DataFrame:
     """metrics.buckets in long form: bucket, metric, stat, seconds (p50 / p95 / p99)."""
     rows = []
-    for order, (bucket, block) in enumerate(summary["metrics"]["buckets"].items()):
+    for order, (bucket, block) in enumerate(summary.metrics.buckets.items()):
         for metric, title in BUCKET_METRICS:
             for stat in ("p50", "p95", "p99"):
-                value = block[metric][stat]
+                value = block.value(metric, stat)
                 if value is not None:
                     rows.append({"bucket": bucket, "order": order, "metric": title, "stat": stat,
-                                 "seconds": value, "num_requests": block["num_requests"]})
+                                 "seconds": value, "num_requests": block.num_requests})
     return pd.DataFrame(rows, columns=["bucket", "order", "metric", "stat", "seconds", "num_requests"])
 
 
-def bucket_table(summary: dict, fmt) -> pd.DataFrame:
+def bucket_table(summary: Summary, fmt) -> pd.DataFrame:
     """One row per prompt-length bucket: requests, and p50 / p95 / p99 of TTFT and ITL (formatted by `fmt`)."""
     rows = []
-    for bucket, block in summary["metrics"]["buckets"].items():
-        row = {"prompt length (tokens)": bucket, "requests": block["num_requests"],
-               "retracted": block["num_retracted"]}
+    for bucket, block in summary.metrics.buckets.items():
+        row = {"prompt length (tokens)": bucket, "requests": block.num_requests,
+               "retracted": block.num_retracted}
         for metric, _ in BUCKET_METRICS[:2]:
             short = "TTFT" if metric == "ttft_s" else "ITL"
             for stat in ("p50", "p95", "p99"):
-                row[f"{short} {stat}"] = fmt(block[metric][stat])
-        row["longest pause"] = fmt(block["max_itl_s"]["max"])
+                row[f"{short} {stat}"] = fmt(block.value(metric, stat))
+        row["longest pause"] = fmt(block.max_itl_s.max)
         rows.append(row)
     return pd.DataFrame(rows)

@@ -1,7 +1,7 @@
 """Chart builders for the "Your server" page: a tidy frame in, an Altair chart out. No `st.*` calls here.
 
-The pass timeline, queue and KV charts of a log reuse app.charts (same look as a simulated run); these
-are the ones a simulated run has no counterpart for. Colours come from app.charts' shared scales.
+The pass timeline, queue and KV charts of a log reuse app.charts.timelines (same look as a simulated run);
+these are the ones a simulated run has no counterpart for. Colours come from app.charts.scales.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from app.charts import COUNT_LABEL, GROUP_COLOURS, KV_COLOURS, STALL, WIDTH, phase_scale
+from app.charts.scales import COUNT_LABEL, GROUP_COLOURS, KV_COLOURS, STALL, WIDTH, phase_scale, x_domain
 
 
 def _retraction_rules(retractions: pd.DataFrame) -> alt.Chart:
@@ -22,9 +22,8 @@ def _retraction_rules(retractions: pd.DataFrame) -> alt.Chart:
 def prefill_tokens(prefills: pd.DataFrame, retractions: pd.DataFrame, chunk_size: int | None,
                    end_at: float | None = None) -> alt.Chart:
     """One bar per Prefill line, as tall as its #new-token; the chunk size dashed; retractions as rules."""
-    scale = alt.Scale(domain=[0, end_at], nice=False) if end_at else alt.Scale(nice=False)
     bars = alt.Chart(prefills).mark_bar(size=6).encode(
-        x=alt.X("at:Q", title="time since the first log line (s)", scale=scale),
+        x=alt.X("at:Q", title="time since the first log line (s)", scale=x_domain(end_at)),
         y=alt.Y("num_new_tokens:Q", title="#new-token", axis=alt.Axis(labelExpr=COUNT_LABEL)),
         color=alt.Color("kind:N", title="pass", scale=phase_scale(), legend=alt.Legend(orient="top")),
         tooltip=[alt.Tooltip("line_no:Q", title="log line"), alt.Tooltip("at:Q", title="at (s)", format=".2f"),
@@ -48,10 +47,9 @@ def prefill_tokens(prefills: pd.DataFrame, retractions: pd.DataFrame, chunk_size
 
 def token_usage(kv: pd.DataFrame, retractions: pd.DataFrame, end_at: float | None = None) -> alt.Chart:
     """`token usage` as a share of the pool, when the log does not say how big the pool is."""
-    scale = alt.Scale(domain=[0, end_at], nice=False) if end_at else alt.Scale(nice=False)
     used = kv[kv["series"] == "used"]
     area = alt.Chart(used).mark_area(interpolate="step-after", color=KV_COLOURS[0], opacity=0.85).encode(
-        x=alt.X("at:Q", title="time since the first log line (s)", scale=scale),
+        x=alt.X("at:Q", title="time since the first log line (s)", scale=x_domain(end_at)),
         y=alt.Y("slots:Q", title="token usage (share of the KV pool)", scale=alt.Scale(domain=[0, 1]),
                 axis=alt.Axis(format="%")),
         tooltip=[alt.Tooltip("at:Q", title="at (s)", format=".2f"), alt.Tooltip("slots:Q", title="token usage", format=".0%")])

@@ -1,8 +1,8 @@
 """Single engine vs PD disaggregation, and deferred decode allocation (early vs prefill_complete).
 
-Shown only when the engine has a PD model (`"pd" in Scenario.model_fields`). Two presets: the ten o'clock
-workload split into prefill and decode pools, and the scaled upstream replica (scenarios/upstream_pd_replica.toml).
-Each preset runs under both allocation policies on the same seed, so the trade is read side by side.
+Two presets: the ten o'clock workload split into prefill and decode pools, and the scaled upstream replica
+(scenarios/upstream_pd_replica.toml). Each preset runs under both allocation policies on the same seed, so
+the trade is read side by side.
 """
 
 from __future__ import annotations
@@ -12,36 +12,51 @@ import copy
 import pandas as pd
 import streamlit as st
 
-from app import charts, compute
-from app.stories import HAS_PD, RUSH
-from app.widgets import chart_ui, fmt_seconds, focus_marker
+from app import compute, state
+from app.charts import timelines
+from app.pd.charts import SPAN_LABELS, request_phases
+from app.story.stories import RUSH
+from app.story.tour import focus_marker
+from app.ui.chart import chart_ui
+from app.ui.fmt import fmt_seconds
 from engine_model import InputError, read_toml, validate
 
-PARAMS = ("pd", "preset", "cap", "pworkers", "dworkers")
 CAPS = (0, 32768, 65536, 131072, 163840, 262144)  # 0: the preset's own (None would blank the selectbox)
 PRESETS = {"rush": "Ten o'clock workload, split", "upstream": "Upstream test replica (scaled)"}
+MAX_WORKERS = 8
 
 
-def _param(key: str, default, parse):
-    state_key = f"pd.{key}"
-    if state_key not in st.session_state:
-        value = default
-        if key in st.query_params:
-            try:
-                value = parse(st.query_params[key])
-            except ValueError:
-                st.warning(f"URL parameter `{key}={st.query_params[key]}` is not valid; using {default}.")
-        st.session_state[state_key] = value
-    return state_key
+def _param(param: str, default, parse) -> str:
+    """The session key of the section's widget for URL parameter `param`, seeded once from the URL."""
+    key = state.keys(state.PD_PAGE).widget(param)
+    note = state.seed_param(key, param, default, parse)
+    if note is not None:
+        st.warning(note)
+    return key
+
+
+def _on(text: str) -> bool:
+    return text not in ("0", "false")
+
+
+def _preset(text: str) -> str:
+    if text not in PRESETS:
+        raise ValueError(f"expected one of {', '.join(PRESETS)}")
+    return text
 
 
 def _cap(text: str) -> int:
     if text in ("none", ""):
         return 0
-    value = int(text)
-    if value not in CAPS:
-        raise ValueError
-    return value
+    if not text.isdigit() or int(text) not in CAPS:
+        raise ValueError(f"expected one of {', '.join(map(str, CAPS))}")
+    return int(text)
+
+
+def _workers(text: str) -> int:
+    if not text.strip().lstrip("-").isdigit():
+        raise ValueError(f"expected a whole number from 1 to {MAX_WORKERS}")
+    return max(1, min(int(text), MAX_WORKERS))
 
 
 def pd_scenario(preset: str, rush_values: dict, policy: str, cap, num_prefill: int, num_decode: int):
@@ -66,24 +81,21 @@ def deferred_allocation_ui(rush_values: dict | None = None, single=None) -> dict
     Returns its URL parameters (non-default only)."""
     st.markdown("### Split prefill from decode (PD disaggregation)")
     focus_marker(RUSH, "pd")
-    if not HAS_PD:
-        st.caption("The engine model has no PD disaggregation yet; this section appears when it does.")
-        return {}
-    on_key = _param("pd", True, lambda t: t not in ("0", "false"))
-    on = st.toggle("Show PD disaggregation: early vs prefill_complete decode allocation", key=on_key)
+    on = st.toggle("Show PD disaggregation: early vs prefill_complete decode allocation",
+                   key=_param(state.PD_ON, True, _on))
     if not on:
         return {}
-    preset_key = _param("preset", "rush", lambda t: t if t in PRESETS else (_ for _ in ()).throw(ValueError()))
-    cap_key = _param("cap", 0, _cap)
-    pw_key = _param("pworkers", 1, lambda t: max(1, min(int(t), 8)))
-    dw_key = _param("dworkers", 1, lambda t: max(1, min(int(t), 8)))
+    preset_key = _param(state.PD_PRESET, "rush", _preset)
+    cap_key = _param(state.PD_CAP, 0, _cap)
+    pw_key = _param(state.PD_PREFILL_WORKERS, 1, _workers)
+    dw_key = _param(state.PD_DECODE_WORKERS, 1, _workers)
     cols = st.columns(4)
     preset = cols[0].selectbox("Preset", list(PRESETS), key=preset_key, format_func=PRESETS.get)
     cap = cols[1].selectbox("Decode KV cap per rank (tokens)", CAPS, key=cap_key,
                             format_func=lambda v: f"{v:,}" if v else "the preset's (upstream 163,840; ten o'clock none)",
                             help="--max-total-tokens on decode ranks, as the upstream test capped it to create pressure.")
-    num_prefill = cols[2].slider("Prefill workers", 1, 8, key=pw_key, disabled=preset == "upstream")
-    num_decode = cols[3].slider("Decode workers", 1, 8, key=dw_key, disabled=preset == "upstream")
+    num_prefill = cols[2].slider("Prefill workers", 1, MAX_WORKERS, key=pw_key, disabled=preset == "upstream")
+    num_decode = cols[3].slider("Decode workers", 1, MAX_WORKERS, key=dw_key, disabled=preset == "upstream")
     runs = {}
     try:
         for policy in ("early", "prefill_complete"):
@@ -100,31 +112,34 @@ def deferred_allocation_ui(rush_values: dict | None = None, single=None) -> dict
     end = max(r.end_at for r in runs.values())
     for col, (policy, run) in zip((left, right), runs.items(), strict=True):
         with col:
-            chart_ui("pd", f"{policy}-passes", f"{policy}: one lane per worker",
+            chart_ui(state.PD_PAGE, f"{policy}-passes", f"{policy}: one lane per worker",
                      "Each worker's forward passes. Prefill workers run prefill chunks; decode workers decode.",
-                     charts.pass_timeline(run.passes, None, end))
-            chart_ui("pd", f"{policy}-kv", f"{policy}: KV per worker",
+                     timelines.pass_timeline(run.passes, None, end))
+            chart_ui(state.PD_PAGE, f"{policy}-kv", f"{policy}: KV per worker",
                      "Orange: decode KV reserved for requests still in prefill or transfer — held, not yet used. "
-                     "With prefill_complete it stays near zero.", charts.kv_occupancy(run.kv, run.retractions, None, end))
-            chart_ui("pd", f"{policy}-phases", f"{policy}: where each request's time went",
+                     "With prefill_complete it stays near zero.",
+                     timelines.kv_occupancy(run.kv, run.retractions, None, end))
+            chart_ui(state.PD_PAGE, f"{policy}-phases", f"{policy}: where each request's time went",
                      "One lane per request: grey waiting at prefill, purple waiting for decode KV, orange prefill "
                      "chunks, thin blue the KV transfer, dark blue decoding. Under early, decode KV is reserved "
                      "before prefill may start; under prefill_complete, after it ends.",
-                     charts.request_phases(run.spans, end))
+                     request_phases(run.spans, end))
     _phase_table_ui(runs)
     return _params(on, preset, cap, num_prefill, num_decode)
 
 
 def _params(on, preset, cap, num_prefill, num_decode) -> dict:
-    return {"pd": None if on else "0", "preset": preset if preset != "rush" else None,
-            "cap": cap or None, "pworkers": num_prefill if num_prefill != 1 else None,
-            "dworkers": num_decode if num_decode != 1 else None}
+    """The section's URL parameters, non-default only."""
+    return {state.PD_ON: None if on else "0", state.PD_PRESET: preset if preset != "rush" else None,
+            state.PD_CAP: cap or None, state.PD_PREFILL_WORKERS: num_prefill if num_prefill != 1 else None,
+            state.PD_DECODE_WORKERS: num_decode if num_decode != 1 else None}
 
 
 def _phase_table_ui(runs: dict) -> None:
-    """Mean seconds per request in each phase, per group and policy (summary()["pd"]["phase_s"])."""
-    rows = [{"policy": policy, "group": group} | {charts.SPAN_LABELS.get(k, k): fmt_seconds(v) for k, v in phases.items()}
-            for policy, run in runs.items() for group, phases in run.summary["pd"]["phase_s"].items()]
+    """Mean seconds per request in each phase, per group and policy (`summary(result).pd.phase_s`)."""
+    rows = [{"policy": policy, "group": group}
+            | {SPAN_LABELS.get(k, k): fmt_seconds(v) for k, v in phases.items()}
+            for policy, run in runs.items() for group, phases in run.summary.pd.phase_s.items()]
     st.markdown("##### Mean time per request in each phase")
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
 
@@ -134,12 +149,11 @@ def _policy_table_ui(runs: dict, single=None) -> None:
     rows = []
     arms = ({"single engine": single} if single is not None else {}) | {f"PD, {p}": run for p, run in runs.items()}
     for policy, run in arms.items():
-        metrics = run.summary["metrics"]
-        for bucket, m in metrics["buckets"].items():
-            rows.append({"deployment": policy, "prompt tokens": bucket, "requests": m["num_requests"],
-                         "p95 first token": fmt_seconds(m["ttft_s"]["p95"]), "p99 gap between tokens": fmt_seconds(m["itl_s"]["p99"]),
-                         "longest gap": fmt_seconds(m["max_itl_s"]["max"]),
-                         "output tok/s": f"{m['output_throughput_tok_s'] or 0:,.0f}"})
+        for bucket, m in run.summary.metrics.buckets.items():
+            rows.append({"deployment": policy, "prompt tokens": bucket, "requests": m.num_requests,
+                         "p95 first token": fmt_seconds(m.ttft_s.p95), "p99 gap between tokens": fmt_seconds(m.itl_s.p99),
+                         "longest gap": fmt_seconds(m.max_itl_s.max),
+                         "output tok/s": f"{m.output_throughput_tok_s or 0:,.0f}"})
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
     st.caption("The maintainers' measurement on the real test: about +27% output throughput and −49% p95 TTFT, but "
                "+93% p99 inter-token latency with prefill_complete (mean of two runs; seed 000). These rows are the "

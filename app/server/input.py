@@ -11,7 +11,7 @@ from pathlib import Path
 
 from engine_model import InputError
 
-SAMPLES_DIR = Path(__file__).resolve().parent / "samples"
+SAMPLES_DIR = Path(__file__).resolve().parents[1] / "samples"
 LOG_LIMIT_MB = 5  # a log is pasted or uploaded; 5 MB is ~25,000 scheduler lines, enough around a stall
 TRACE_LIMIT_MB = 20
 SNIFF_CHARS = 65_536

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from app.frames import RunFrames
+from app.charts.frames import RunFrames
 
 
 def longest_prefill_streak(its: pd.DataFrame) -> tuple[float, int, float]:
@@ -43,7 +43,7 @@ def diagnose(run: RunFrames) -> dict:
         "prefill_streak_passes": passes,
         "prefill_streak_start_at": start,
         "num_retractions": num_retractions,
-        "num_retracted_requests": int(run.summary["iterations"]["num_retracted_requests"]),
+        "num_retracted_requests": run.summary.iterations.num_retracted_requests,
         "reprefill_tokens": reprefill_tokens(run),
         "kv_peak_fraction": float((run.iterations["kv_used"] / run.iterations["kv_capacity"]).max())
         if len(run.iterations) else 0.0,

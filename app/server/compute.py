@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from app import frames
-from app.server_input import LOG_LIMIT_MB
+from app.charts import frames
+from app.server.input import LOG_LIMIT_MB
 from engine_model import (
     Diagnosis,
     ParsedLog,

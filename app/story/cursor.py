@@ -1,6 +1,6 @@
 """The time cursor: which iteration the step-through is on. Positions index `RunFrames.iterations` rows.
 
-Pure functions over the iterations frame; the stepper widgets in app.widgets call them.
+Pure functions over the iterations frame; the stepper (app.story.stepper) and the tour call them.
 """
 
 from __future__ import annotations

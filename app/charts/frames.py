@@ -1,0 +1,219 @@
+"""Tidy (long-form) tables built from a `Result`: everything a page draws for one run. Pure functions: no
+Streamlit, no Altair.
+
+Every chart builder in `app.charts` takes one of these frames. Frames that feed charts stay under
+Altair's 5,000-row default by aggregating, never by hiding a stall:
+
+- passes:  runs of back-to-back decode passes over the same batch merge into one bar; every prefill,
+           mixed and idle-with-duration pass keeps its own bar.
+- tokens:  each request keeps every k-th token *and* both tokens around every long gap
+           (app.charts.request_frames).
+- kv/queue: per-iteration points, or per-time-bin maxima for long runs (a peak is never lost).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from app.charts.phases import MAX_CHART_ROWS, PHASE_OF
+from app.charts.request_frames import (
+    STALL_MIN_S,
+    chunks_frame,
+    itl_histogram,
+    itl_stats,
+    requests_frame,
+    retractions_frame,
+    token_frames,
+    waits_frame,
+)
+from app.pd.frames import spans_frame
+from engine_model import Result, Summary, summary
+
+
+@dataclass
+class RunFrames:
+    """Everything a page draws for one run. Cached per scenario JSON (see app.compute)."""
+
+    summary: Summary
+    iterations: pd.DataFrame  # one row per iteration, every lane
+    passes: pd.DataFrame  # Gantt bars, aggregated
+    tokens: pd.DataFrame  # thinned token marks
+    stalls: pd.DataFrame  # gaps >= stall threshold, one row each
+    chunks: pd.DataFrame  # prefill rows: one per (pass, request)
+    waits: pd.DataFrame  # time in the waiting queue (first wait and after retraction)
+    kv: pd.DataFrame  # KV slots used / reserved / free over time
+    queue: pd.DataFrame  # waiting and running counts over time
+    itl_hist: pd.DataFrame  # inter-token gap histogram per group
+    itl_stats: pd.DataFrame  # p50/p95/p99/max per group
+    requests: pd.DataFrame  # per-request metrics
+    retractions: pd.DataFrame
+    spans: pd.DataFrame  # PD: where each (sampled) request's time went, one row per phase span
+    lanes: list[str] = field(default_factory=list)
+    request_order: list[str] = field(default_factory=list)
+    stall_threshold_s: float = STALL_MIN_S
+    end_at: float = 0.0
+
+
+def build(result: Result) -> RunFrames:
+    its = iterations_frame(result)
+    toks, stalls, threshold = token_frames(result)
+    return RunFrames(
+        summary=summary(result),
+        iterations=its,
+        passes=passes_frame(its),
+        tokens=toks,
+        stalls=stalls,
+        chunks=chunks_frame(result),
+        waits=waits_frame(result),
+        kv=kv_frame(its),
+        queue=queue_frame(its),
+        itl_hist=itl_histogram(result),
+        itl_stats=itl_stats(result),
+        requests=requests_frame(result),
+        retractions=retractions_frame(result),
+        spans=spans_frame(result),
+        lanes=list(result.lanes),
+        request_order=[r.rid for r in result.requests],
+        stall_threshold_s=threshold,
+        end_at=result.end_at,
+    )
+
+
+# -- iterations and passes ---------------------------------------------------------------------------
+def iterations_frame(result: Result) -> pd.DataFrame:
+    rows = []
+    for lane, its in result.lanes.items():
+        for it in its:
+            rows.append({
+                "lane": lane,
+                "index": it.index,
+                "kind": PHASE_OF[it.kind],
+                "start_at": it.start_at,
+                "end_at": it.end_at,
+                "duration_s": it.duration_s,
+                "num_new_tokens": it.num_new_tokens,
+                "num_prefill_tokens": sum(r.extend for r in it.prefill_rows),
+                "num_prefill_rows": len(it.prefill_rows),
+                "num_decode_rows": len(it.decode_rids),
+                "prefill_rids": " ".join(r.rid for r in it.prefill_rows),
+                "batch": hash(it.decode_rids),
+                "reason": it.reason,
+                "mirrors": it.mirrors,
+                "chunked_rid": it.chunked_rid or "",
+                "kv_used": it.kv_used,
+                "kv_reserved": getattr(it, "kv_reserved", 0),
+                "kv_capacity": it.kv_capacity,
+                "num_waiting": it.num_waiting,
+                "num_running": it.num_running,
+                "new_token_ratio": it.new_token_ratio,
+                "retracted": " ".join(it.retraction.rids) if it.retraction else "",
+            })
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return frame
+    return frame.sort_values(["start_at", "lane", "index"], kind="stable").reset_index(drop=True)
+
+
+def passes_frame(its: pd.DataFrame, max_rows: int = MAX_CHART_ROWS) -> pd.DataFrame:
+    """Gantt bars. Merge back-to-back decode passes with the same batch; never merge across a gap."""
+    if its.empty:
+        return its.assign(num_passes=[])
+    drawn = its[its["duration_s"] > 0]
+    bars = _merge_decode_runs(drawn, same_batch=True)
+    if len(bars) > max_rows:  # long runs: merge contiguous decode passes whatever the batch
+        bars = _merge_decode_runs(drawn, same_batch=False)
+    return bars
+
+
+def _merge_decode_runs(its: pd.DataFrame, same_batch: bool) -> pd.DataFrame:
+    out = []
+    for lane, rows in its.groupby("lane", sort=False):
+        cur = None
+        for row in rows.itertuples(index=False):
+            joins = (
+                cur is not None and row.kind == "decode" and cur["kind"] == "decode"
+                and abs(row.start_at - cur["end_at"]) < 1e-9
+                and (not same_batch or row.batch == cur["batch"])
+            )
+            if joins:
+                cur["end_at"] = row.end_at
+                cur["last_index"] = row.index
+                cur["num_passes"] += 1
+                cur["num_new_tokens"] += row.num_new_tokens
+                cur["max_batch"] = max(cur["max_batch"], row.num_decode_rows)
+                cur["min_batch"] = min(cur["min_batch"], row.num_decode_rows)
+                continue
+            if cur is not None:
+                out.append(cur)
+            cur = {
+                "lane": lane, "kind": row.kind, "start_at": row.start_at, "end_at": row.end_at,
+                "first_index": row.index, "last_index": row.index, "num_passes": 1,
+                "num_new_tokens": row.num_new_tokens, "num_prefill_tokens": row.num_prefill_tokens,
+                "num_prefill_rows": row.num_prefill_rows, "max_batch": row.num_decode_rows,
+                "min_batch": row.num_decode_rows, "batch": row.batch, "reason": row.reason,
+                "mirrors": row.mirrors, "prefill_rids": row.prefill_rids,
+            }
+        if cur is not None:
+            out.append(cur)
+    frame = pd.DataFrame(out)
+    frame["duration_s"] = frame["end_at"] - frame["start_at"]
+    frame["label"] = [_pass_label(r) for r in frame.itertuples(index=False)]
+    return frame.drop(columns=["batch"])
+
+
+def _pass_label(row) -> str:
+    if row.num_passes > 1:
+        batch = f"{row.min_batch}" if row.min_batch == row.max_batch else f"{row.min_batch}-{row.max_batch}"
+        return f"{row.num_passes} decode passes, batch {batch}"
+    if row.kind == "decode":
+        return f"decode, batch {row.max_batch}"
+    if row.kind == "idle":
+        return "idle"
+    extra = f" + {row.max_batch} decode rows" if row.max_batch else ""
+    return f"{row.kind}: {row.num_prefill_tokens:,} prompt tokens{extra}"
+
+
+# -- KV and queue ------------------------------------------------------------------------------------
+def _binned(its: pd.DataFrame, columns: list[str], max_points: int) -> pd.DataFrame:
+    """Per-iteration values at each pass's start, or per-time-bin maxima when there are too many."""
+    frame = its[["start_at", *columns]].rename(columns={"start_at": "at"})
+    if len(frame) <= max_points:
+        return frame
+    edges = np.linspace(frame["at"].min(), frame["at"].max() + 1e-9, max_points + 1)
+    bins = np.digitize(frame["at"], edges) - 1
+    out = frame.groupby(bins).agg({"at": "min", **dict.fromkeys(columns, "max")})
+    return out.reset_index(drop=True)
+
+
+def kv_frame(its: pd.DataFrame, max_points: int = 1_000) -> pd.DataFrame:
+    """KV slots: used, reserved-not-yet-used (PD decode), free. Long form: at, lane, series, slots."""
+    if its.empty:
+        return pd.DataFrame(columns=["at", "lane", "series", "slots", "capacity"])
+    parts = []
+    for lane, rows in its.groupby("lane", sort=False):
+        frame = _binned(rows, ["kv_used", "kv_reserved", "kv_capacity"], max_points // max(its["lane"].nunique(), 1))
+        frame["kv_free"] = (frame["kv_capacity"] - frame["kv_used"] - frame["kv_reserved"]).clip(lower=0)
+        long = frame.melt(id_vars=["at", "kv_capacity"], value_vars=["kv_used", "kv_reserved", "kv_free"],
+                          var_name="series", value_name="slots")
+        long["lane"] = lane
+        parts.append(long)
+    out = pd.concat(parts, ignore_index=True)
+    out["series"] = out["series"].map({"kv_used": "used", "kv_reserved": "reserved, not yet used", "kv_free": "free"})
+    return out.rename(columns={"kv_capacity": "capacity"})
+
+
+def queue_frame(its: pd.DataFrame, max_points: int = 1_000) -> pd.DataFrame:
+    if its.empty:
+        return pd.DataFrame(columns=["at", "lane", "series", "requests"])
+    parts = []
+    for lane, rows in its.groupby("lane", sort=False):
+        frame = _binned(rows, ["num_waiting", "num_running"], max_points // max(its["lane"].nunique(), 1))
+        long = frame.melt(id_vars=["at"], var_name="series", value_name="requests")
+        long["lane"] = lane
+        parts.append(long)
+    out = pd.concat(parts, ignore_index=True)
+    out["series"] = out["series"].map({"num_waiting": "waiting", "num_running": "running"})
+    return out

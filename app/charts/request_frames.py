@@ -1,0 +1,164 @@
+"""Per-request tables built from a `Result`: token marks, stalls, prefill chunks, queue waits, gaps between
+tokens per group, metrics and retractions. Pure functions: no Streamlit, no Altair.
+
+Token marks are thinned to MAX_TOKEN_MARKS, but both tokens around every gap at or over the stall
+threshold stay, and every such gap is its own stall row.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from app.charts.phases import MAX_CHART_ROWS, PHASE_OF
+from engine_model import PassKind, Result, e2e, gaps, max_itl, queue, tpot, ttft
+
+MAX_TOKEN_MARKS = 2_500  # token ticks: enough to read a stream, light enough to redraw fast
+STALL_MIN_S = 0.25  # a gap between two tokens at least this long is drawn as a stall
+
+
+# -- tokens ------------------------------------------------------------------------------------------
+def stall_threshold(result: Result) -> float:
+    """STALL_MIN_S, or ten typical decode passes if passes are slow (so normal decoding never reads as a stall)."""
+    decode = [it.duration_s for it in result.iterations if it.kind is PassKind.DECODE]
+    typical = float(np.median(decode)) if decode else 0.0
+    return max(STALL_MIN_S, 10 * typical)
+
+
+def token_frames(result: Result, max_rows: int = MAX_TOKEN_MARKS) -> tuple[pd.DataFrame, pd.DataFrame, float]:
+    """Token marks (thinned) and stall segments (every gap >= threshold, never thinned)."""
+    threshold = stall_threshold(result)
+    reqs = [r for r in result.requests if r.token_times or r.is_mid_reply]
+    per_request = max(6, max_rows // max(len(reqs), 1))
+    marks, stalls = [], []
+    for req in result.requests:
+        times = np.asarray(req.token_times, dtype=float)
+        starts = np.concatenate([[req.arrival_at], times[:-1]]) if req.is_mid_reply else np.concatenate([[np.nan], times[:-1]])
+        gaps = times - starts
+        is_stall = np.nan_to_num(gaps, nan=0.0) >= threshold
+        for i in np.flatnonzero(is_stall):
+            stalls.append({"rid": req.rid, "group": req.group, "start_at": starts[i], "end_at": times[i], "gap_s": gaps[i]})
+        if times.size == 0:
+            continue
+        step = max(1, int(np.ceil(times.size / per_request)))
+        near_stall = is_stall.copy()  # the token that ends a gap ...
+        near_stall[:-1] |= is_stall[1:]  # ... and the one that starts it
+        keep = near_stall.copy()
+        keep[::step] = True
+        keep[-1] = True
+        for t, g, near in zip(times[keep], gaps[keep], near_stall[keep], strict=True):
+            marks.append({"rid": req.rid, "group": req.group, "at": t, "gap_before_s": g, "near_stall": near})
+    tokens = pd.DataFrame(marks, columns=["rid", "group", "at", "gap_before_s", "near_stall"])
+    stall_frame = pd.DataFrame(stalls, columns=["rid", "group", "start_at", "end_at", "gap_s"])
+    budget = max_rows - int(tokens["near_stall"].sum())
+    regular = ~tokens["near_stall"]
+    if regular.sum() > budget > 0:  # thin the regular marks further; marks at a stall's edges all stay
+        every = int(np.ceil(regular.sum() / budget))
+        keep = tokens["near_stall"] | (regular & (regular.cumsum() % every == 0))
+        tokens = tokens[keep]
+    return tokens.drop(columns=["near_stall"]).reset_index(drop=True), stall_frame, threshold
+
+
+def chunks_frame(result: Result) -> pd.DataFrame:
+    """Every prefill row: which part of which prompt ran in which pass."""
+    rows = []
+    for lane, its in result.lanes.items():
+        for it in its:
+            for row in it.prefill_rows:
+                rows.append({"lane": lane, "index": it.index, "rid": row.rid, "kind": PHASE_OF[it.kind],
+                             "start_at": it.start_at, "end_at": it.end_at, "extend": row.extend,
+                             "past_kv": row.past_kv})
+    frame = pd.DataFrame(rows, columns=["lane", "index", "rid", "kind", "start_at", "end_at", "extend", "past_kv"])
+    group_of = {r.rid: r.group for r in result.requests}
+    frame["group"] = frame["rid"].map(group_of)
+    if len(frame) > MAX_CHART_ROWS:  # merge consecutive chunks of one request only when back to back
+        frame = frame.sort_values(["rid", "start_at"]).groupby(
+            ["rid", (frame.sort_values(["rid", "start_at"])["start_at"].diff().abs() > 1e-9).cumsum()], as_index=False
+        ).agg(lane=("lane", "first"), index=("index", "first"), kind=("kind", "first"), start_at=("start_at", "min"),
+              end_at=("end_at", "max"), extend=("extend", "sum"), past_kv=("past_kv", "min"), group=("group", "first"))
+    return frame
+
+
+def waits_frame(result: Result) -> pd.DataFrame:
+    """Time spent in the waiting queue: from arrival, and from each retraction, to the next prefill row."""
+    starts: dict[str, list[float]] = {}
+    for its in result.lanes.values():
+        for it in its:
+            for row in it.prefill_rows:
+                starts.setdefault(row.rid, []).append(it.start_at)
+    retracted_at: dict[str, list[float]] = {}
+    for event in result.retractions:
+        for rid in event.rids:
+            retracted_at.setdefault(rid, []).append(event.at)
+    rows = []
+    for req in result.requests:
+        prefill_starts = sorted(starts.get(req.rid, []))
+        entries = ([] if req.is_mid_reply else [(req.arrival_at, "waiting for its first prefill")])
+        entries += [(at, "retracted: waiting to re-prefill") for at in retracted_at.get(req.rid, [])]
+        for at, why in entries:
+            later = [s for s in prefill_starts if s >= at - 1e-12]
+            end = later[0] if later else (req.finished_at if req.finished_at is not None else result.end_at)
+            if end > at:
+                rows.append({"rid": req.rid, "group": req.group, "start_at": at, "end_at": end, "why": why,
+                             "wait_s": end - at})
+    return pd.DataFrame(rows, columns=["rid", "group", "start_at", "end_at", "why", "wait_s"])
+
+
+# -- latency distributions ---------------------------------------------------------------------------
+def _gaps_by_group(result: Result) -> dict[str, np.ndarray]:
+
+    out: dict[str, list[np.ndarray]] = {}
+    for req in result.requests:
+        g = gaps(req)
+        if g.size:
+            out.setdefault(req.group, []).append(g)
+    return {k: np.concatenate(v) for k, v in out.items()}
+
+
+def itl_histogram(result: Result, num_bins: int = 40) -> pd.DataFrame:
+    """Counts of inter-token gaps per group on log-spaced bins (seconds)."""
+    by_group = _gaps_by_group(result)
+    if not by_group:
+        return pd.DataFrame(columns=["group", "bin_start", "bin_end", "count"])
+    every = np.concatenate(list(by_group.values()))
+    every = every[every > 0]
+    lo, hi = max(every.min(), 1e-4), max(every.max(), 1e-3) * 1.0001
+    edges = np.geomspace(lo, hi, num_bins + 1)
+    rows = []
+    for group, values in by_group.items():
+        counts, _ = np.histogram(np.clip(values, lo, hi * 0.9999), bins=edges)
+        for start, end, count in zip(edges[:-1], edges[1:], counts, strict=True):
+            if count:
+                rows.append({"group": group, "bin_start": start, "bin_end": end, "count": int(count)})
+    return pd.DataFrame(rows)
+
+
+def itl_stats(result: Result) -> pd.DataFrame:
+    rows = []
+    for group, values in _gaps_by_group(result).items():
+        for stat, q in (("p50", 50), ("p95", 95), ("p99", 99)):
+            rows.append({"group": group, "stat": stat, "gap_s": float(np.percentile(values, q))})
+        rows.append({"group": group, "stat": "max", "gap_s": float(values.max())})
+    return pd.DataFrame(rows, columns=["group", "stat", "gap_s"])
+
+
+# -- per request -------------------------------------------------------------------------------------
+def requests_frame(result: Result) -> pd.DataFrame:
+    return pd.DataFrame([{
+        "rid": r.rid, "group": r.group, "prompt_len": r.prompt_len, "output_len": r.output_len,
+        "max_new_tokens": r.max_new_tokens, "arrival_at": r.arrival_at, "state": r.state.value,
+        "num_tokens_in_run": len(r.token_times), "ttft_s": ttft(r), "max_itl_s": max_itl(r), "tpot_s": tpot(r),
+        "e2e_s": e2e(r), "queue_s": queue(r), "num_retractions": r.num_retractions,
+        "finished_at": r.finished_at, "reject_reason": r.reject_reason or "",
+    } for r in result.requests])
+
+
+def retractions_frame(result: Result) -> pd.DataFrame:
+    return pd.DataFrame([{
+        "at": e.at, "before_iteration": e.before_iteration, "rids": " ".join(e.rids), "num_retracted": len(e.rids),
+        "num_running_before": e.num_running_before, "num_running_after": e.num_running_after,
+        "kv_free_before": e.kv_free_before, "kv_free_after": e.kv_free_after,
+        "ratio_before": e.ratio_before, "ratio_after": e.ratio_after,
+    } for e in result.retractions], columns=["at", "before_iteration", "rids", "num_retracted", "num_running_before",
+                                             "num_running_after", "kv_free_before", "kv_free_after", "ratio_before",
+                                             "ratio_after"])

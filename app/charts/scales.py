@@ -1,0 +1,66 @@
+"""The colours, scales and layers every chart shares. No `st.*` calls here.
+
+One shared colour scale for pass kinds (Okabe-Ito, colour-blind safe): prefill chunk vermillion,
+decode blue, mixed bluish green, idle grey. A cursor (a time in seconds) draws the same dashed rule on
+every timeline so step-through moves them together.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from app.charts.phases import PHASES
+
+# Okabe-Ito
+PHASE_COLOURS = ("#D55E00", "#0072B2", "#009E73", "#BBBBBB")
+STALL = ("no token (stall)", "#CC79A7")
+QUEUED = ("waiting in queue", "#A0A0A0")
+KV_SERIES = ("used", "reserved, not yet used", "free")
+KV_COLOURS = ("#0072B2", "#E69F00", "#E6E6E6")
+QUEUE_SERIES = ("waiting", "running")
+QUEUE_COLOURS = ("#CC79A7", "#0072B2")
+GROUP_COLOURS = ("#56B4E9", "#E69F00", "#CC79A7", "#009E73", "#F0E442", "#000000", "#D55E00", "#0072B2")
+CURSOR_COLOUR = "#000000"
+WIDTH = "container"
+
+
+# Axis labels 0, 500, 2k, 20k: Vega's "~s" format prints a shared prefix ("0k") on some axes.
+COUNT_LABEL = "datum.value >= 1000 ? format(datum.value / 1000, '~g') + 'k' : format(datum.value, '~g')"
+
+
+def phase_scale() -> alt.Scale:
+    return alt.Scale(domain=list(PHASES), range=list(PHASE_COLOURS))
+
+
+def timeline_scale() -> alt.Scale:
+    """What a request lane shows: its own prefill/mixed chunks (the phase colours), stalls and queue waits."""
+    return alt.Scale(domain=[PHASES[0], PHASES[2], STALL[0], QUEUED[0]],
+                     range=[PHASE_COLOURS[0], PHASE_COLOURS[2], STALL[1], QUEUED[1]])
+
+
+def group_scale(groups: list[str]) -> alt.Scale:
+    return alt.Scale(domain=list(groups), range=[GROUP_COLOURS[i % len(GROUP_COLOURS)] for i in range(len(groups))])
+
+
+def cursor_layer(cursor_at: float | None, label: bool = True) -> alt.Chart | None:
+    if cursor_at is None:
+        return None
+    frame = pd.DataFrame({"at": [cursor_at], "label": [f"cursor {cursor_at:.2f} s"]})
+    rule = alt.Chart(frame).mark_rule(color=CURSOR_COLOUR, strokeDash=[6, 3], strokeWidth=2).encode(
+        x="at:Q", tooltip=[alt.Tooltip("at:Q", title="cursor (s)", format=".3f")])
+    if not label:
+        return rule
+    text = alt.Chart(frame).mark_text(align="left", dx=4, dy=-4, baseline="bottom", fontWeight="bold").encode(
+        x="at:Q", y=alt.value(0), text="label:N")
+    return rule + text
+
+
+def with_cursor(chart: alt.Chart, cursor_at: float | None) -> alt.Chart:
+    layer = cursor_layer(cursor_at)
+    return chart if layer is None else alt.layer(chart, layer)
+
+
+def x_domain(end_at: float | None) -> alt.Scale:
+    """Time from 0 to the run's end (or Vega's own domain when the end is unknown), never rounded up."""
+    return alt.Scale(domain=[0, end_at], nice=False) if end_at else alt.Scale(nice=False)

@@ -1,0 +1,42 @@
+"""Compare's chart builders: a sweep's metrics per setting, and the trade-off curve. No `st.*` calls here."""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from app.charts.scales import CURSOR_COLOUR, GROUP_COLOURS, PHASE_COLOURS, WIDTH
+
+
+def sweep_lines(sweep: pd.DataFrame, x_title: str, current: float | None = None, log_x: bool = True) -> alt.Chart:
+    """A metric per setting (long form: setting, metric, seconds); the current setting as a rule."""
+    x = alt.X("setting:Q", title=x_title, scale=alt.Scale(type="log", base=2) if log_x else alt.Scale(zero=False),
+              axis=alt.Axis(values=sorted(sweep["setting"].unique().tolist()) if len(sweep) else None, format="~s"))
+    base = alt.Chart(sweep).encode(
+        x=x, y=alt.Y("seconds:Q", title="seconds", scale=alt.Scale(type="symlog")),
+        color=alt.Color("metric:N", title="", scale=alt.Scale(range=list(GROUP_COLOURS)), legend=alt.Legend(orient="top")),
+        tooltip=[alt.Tooltip("setting:Q", title=x_title, format=","), alt.Tooltip("metric:N"),
+                 alt.Tooltip("seconds:Q", format=".3f")])
+    layers = [base.mark_line(point=True)]
+    if current is not None:
+        mark = pd.DataFrame({"setting": [current], "label": ["current setting"]})
+        layers.append(alt.Chart(mark).mark_rule(color=CURSOR_COLOUR, strokeDash=[6, 3]).encode(x="setting:Q"))
+        layers.append(alt.Chart(mark).mark_text(align="left", dx=4, dy=4, baseline="top").encode(
+            x="setting:Q", y=alt.value(0), text="label:N"))
+    return alt.layer(*layers).properties(width=WIDTH, height=260)
+
+
+def tradeoff_curve(curve: pd.DataFrame, x_title: str, y_title: str) -> alt.Chart:
+    """Each setting is a point (x: what the streams feel, y: what the long prompt feels), joined in order."""
+    base = alt.Chart(curve).encode(
+        x=alt.X("x_s:Q", title=x_title, scale=alt.Scale(zero=False)),
+        y=alt.Y("y_s:Q", title=y_title, scale=alt.Scale(zero=False)),
+        tooltip=[alt.Tooltip("label:N", title="setting"), alt.Tooltip("x_s:Q", title=x_title, format=".3f"),
+                 alt.Tooltip("y_s:Q", title=y_title, format=".3f")])
+    line = base.mark_line(color="#888888").encode(order="order:Q")
+    points = base.mark_point(filled=True, size=70, color=PHASE_COLOURS[2])
+    labels = base.mark_text(align="left", dx=7, dy=-7).encode(text="label:N")
+    current = base.transform_filter("datum.is_current").mark_point(size=380, color=CURSOR_COLOUR, strokeWidth=2.5)
+    current_label = base.transform_filter("datum.is_current").mark_text(
+        align="left", dx=10, dy=10, fontWeight="bold").encode(text=alt.value("current"))
+    return alt.layer(line, points, labels, current, current_label).properties(width=WIDTH, height=320)

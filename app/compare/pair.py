@@ -1,0 +1,152 @@
+"""Compare two configurations of a story on the same seed: A's and B's server flags, the shared workload,
+headline A -> B, a delta table per group and the timelines side by side."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pandas as pd
+import streamlit as st
+
+from app import compute, state
+from app.charts import timelines
+from app.charts.frames import RunFrames
+from app.story.headline import headline_fmt, headline_label, headline_value
+from app.story.stories import STORIES, Story
+from app.ui.chart import chart_ui
+from app.ui.controls import Control, control_ui
+from app.ui.fmt import fmt_seconds
+from engine_model import InputError
+
+PAGE = state.COMPARE_PAGE
+DEFAULT_STORY = "forty_replies"
+B_DEFAULTS = {"mixed": True}  # B starts as "the one flag flipped"
+SIDES = ("a", "b")
+
+
+def side_controls(story: Story, side: str) -> tuple[Control, ...]:
+    """The story's server flags, once per side, with URL keys a_<key> / b_<key>."""
+    out = []
+    for control in story.controls:
+        if control.is_flag:
+            default = B_DEFAULTS.get(control.key, control.default) if side == "b" else control.default
+            out.append(dataclasses.replace(control, key=state.side_param(side, control.key), default=default))
+    return tuple(out)
+
+
+def shared_controls(story: Story) -> tuple[Control, ...]:
+    return tuple(c for c in story.controls if not c.is_flag)
+
+
+def all_controls(story: Story) -> tuple[Control, ...]:
+    return (*side_controls(story, "a"), *side_controls(story, "b"), *shared_controls(story))
+
+
+def _story(text: str) -> str:
+    if text not in STORIES:
+        raise ValueError(f"expected one of {', '.join(STORIES)}")
+    return text
+
+
+def story_ui() -> Story:
+    note = state.seed_param(state.keys(PAGE).widget(state.STORY), state.STORY, DEFAULT_STORY, _story)
+    if note is not None:
+        st.warning(note)
+    key = st.segmented_control("Story", list(STORIES), key=state.keys(PAGE).widget(state.STORY),
+                               format_func=lambda k: STORIES[k].title, required=True)
+    return STORIES[key]
+
+
+def configurations_ui(story: Story) -> tuple[dict, dict, dict]:
+    """A's flags, B's flags, and the shared workload / GPU / model / seed. Returns three {key: value} dicts."""
+    page = _story_page(story)
+    controls = all_controls(story)
+    state.seed_widgets(page, controls, extra=(state.STORY, state.SWEEP))
+    for note in state.notes(page):
+        st.warning(note, icon=":material/link:")
+    for col, side in zip(st.columns(2), SIDES, strict=True):
+        with col.container(border=True):
+            st.markdown(f"**Configuration {side.upper()}**" + (" — starts at SGLang defaults" if side == "a" else ""))
+            for control in side_controls(story, side):
+                control_ui(page, control)
+    with st.expander("Shared by A and B: workload, GPU, model, seed"):
+        cols = st.columns(3)
+        for i, control in enumerate(shared_controls(story)):
+            with cols[i % 3]:
+                control_ui(page, control)
+    values = state.values(page, controls)
+    flags = [c.key for c in story.controls if c.is_flag]
+    a, b = ({key: values[state.side_param(side, key)] for key in flags} for side in SIDES)
+    return a, b, {c.key: values[c.key] for c in shared_controls(story)}
+
+
+def _story_page(story: Story) -> str:
+    """Each story keeps its own A / B settings on this page."""
+    return f"{PAGE}.{story.key}"
+
+
+def run_pair(story: Story, a: dict, b: dict, shared: dict) -> tuple[RunFrames, RunFrames]:
+    try:
+        sa, sb = story.scenario({**shared, **a}), story.scenario({**shared, **b})
+        return compute.run_scenario(sa), compute.run_scenario(sb)
+    except InputError as err:
+        st.error(f"**This combination cannot run.** `{err.where}`: {err.problem}", icon=":material/block:")
+        st.stop()
+
+
+def headline_pair_ui(story: Story, ra: RunFrames, rb: RunFrames) -> None:
+    st.markdown("#### A → B")
+    cols = st.columns(len(story.headlines))
+    for col, headline in zip(cols, story.headlines, strict=True):
+        va, vb = headline_value(ra, headline), headline_value(rb, headline)
+        fmt = headline_fmt(headline)
+        delta = None
+        if va is not None and vb is not None and abs(vb - va) > 1e-9:
+            delta = (f"{'-' if vb < va else '+'}{fmt(abs(vb - va))}" if headline.unit == "s" else f"{vb - va:+,}")
+        col.metric(headline_label(headline, rb), f"{fmt(va)} → {fmt(vb)}", delta, delta_color="inverse", border=True)
+
+
+def delta_ui(ra: RunFrames, rb: RunFrames) -> None:
+    with st.expander("Every group, p50 / p95 / p99 / max, A vs B", expanded=True):
+        st.dataframe(delta_table(ra, rb), hide_index=True, width="stretch")
+
+
+def delta_table(ra: RunFrames, rb: RunFrames) -> pd.DataFrame:
+    rows = []
+    for group, mb in rb.summary.metrics.groups.items():
+        for metric, title in (("ttft_s", "first token"), ("itl_s", "gap between tokens"), ("max_itl_s", "longest pause")):
+            for stat in ("p50", "p95", "p99", "max"):
+                a, b = ra.summary.metrics.value(group, metric, stat), mb.value(metric, stat)
+                if a is None and b is None:
+                    continue
+                rows.append({"group": group, "metric": title, "stat": stat, "A": fmt_seconds(a), "B": fmt_seconds(b),
+                             "B − A (s)": None if a is None or b is None else round(b - a, 4),
+                             "change": "" if not a or b is None else f"{(b - a) / a:+.0%}"})
+        rows.append({"group": group, "metric": "requests retracted", "stat": "count", "A": str(ra.summary.metrics.value(group, "num_retracted") or ""),
+                     "B": str(mb.num_retracted), "B − A (s)": None, "change": ""})
+    return pd.DataFrame(rows)
+
+
+def side_by_side_ui(ra: RunFrames, rb: RunFrames) -> None:
+    end = max(ra.end_at, rb.end_at)
+    for title, chart_id, build in (
+        ("Pass timeline", "passes", lambda r: timelines.pass_timeline(r.passes, None, end)),
+        ("Token streams", "tokens", lambda r: timelines.token_streams(
+            r.tokens, r.stalls, r.chunks, r.waits, r.request_order, None, end, r.stall_threshold_s)),
+    ):
+        left, right = st.columns(2)
+        with left:
+            chart_ui(PAGE, f"a-{chart_id}", f"A: {title}", "Configuration A.", build(ra))
+        with right:
+            chart_ui(PAGE, f"b-{chart_id}", f"B: {title}", "Configuration B, same seed and x-axis.", build(rb))
+
+
+def url_ui(story: Story, a: dict, b: dict, shared: dict) -> None:
+    """Both configurations, the story and the sweep into the address bar."""
+    values = {**{state.side_param("a", k): v for k, v in a.items()},
+              **{state.side_param("b", k): v for k, v in b.items()}, **shared}
+    sweep = st.session_state.get(state.keys(PAGE).widget(state.SWEEP))
+    state.write_url(all_controls(story), values, {
+        state.STORY: story.key if story.key != DEFAULT_STORY else None,
+        state.SWEEP: sweep if sweep != "chunk size" else None,
+        **state.present_param()})

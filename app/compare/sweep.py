@@ -1,0 +1,107 @@
+"""Sweep one setting (chunk size, or the story's load) with configuration B's flags, and draw the waits
+against it and the trade-off curve between the streams and the long prompt."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from app import state
+from app.charts.frames import RunFrames
+from app.compare import charts
+from app.compare.pair import PAGE
+from app.story.stories import Story
+from app.ui.chart import chart_ui
+from engine_model import InputError, Scenario, Summary, simulate, summary
+
+CHUNK_SWEEP = (512, 1024, 2048, 4096, 8192, 16384)
+LOAD_SWEEP = {  # story -> (control key, values, axis title)
+    "forty_replies": ("streams", (10, 20, 40, 60, 80, 120), "streaming replies"),
+    "other_stall": ("rate", (4.0, 8.0, 12.0, 16.0, 24.0, 32.0), "arrivals per second"),
+    "ten_oclock_rush": ("qps", (1.0, 2.0, 4.0, 6.0, 8.0), "questions per second"),
+}
+SWEEPS = ("chunk size", "load")
+
+
+@st.cache_data(max_entries=512, show_spinner=False)
+def _summary(scenario_json: str) -> Summary:
+    """Only the summary: a sweep needs no frames."""
+    return summary(simulate(Scenario.model_validate_json(scenario_json)))
+
+
+def _stat(s: Summary, group: str, metric: str, stat: str):
+    return s.metrics.value(group, metric, stat)
+
+
+def sweep(story: Story, values: dict, what: str) -> tuple[pd.DataFrame, str, float | None]:
+    """One run per setting (the rest as configuration B). Returns (rows, x title, current setting)."""
+    if what == "chunk size":
+        key, settings, title = "chunk", CHUNK_SWEEP, "chunk size (tokens, log scale)"
+    else:
+        key, settings, title = LOAD_SWEEP[story.key]
+    rows = []
+    progress = st.progress(0.0, text="Sweeping…")
+    for i, setting in enumerate(settings):
+        try:
+            s = _summary(story.scenario({**values, key: setting}).model_dump_json())
+        except InputError:
+            continue
+        rows.append({"setting": float(setting), "label": f"{setting:,}" if isinstance(setting, int) else f"{setting:g}",
+                     "streams_p99_itl_s": _stat(s, story.stream_group, "itl_s", "p99"),
+                     "streams_max_gap_s": _stat(s, story.stream_group, "max_itl_s", "max"),
+                     "long_ttft_s": _stat(s, story.long_group, "ttft_s", "p95")})
+        progress.progress((i + 1) / len(settings), text=f"Sweeping… {i + 1}/{len(settings)}")
+    progress.empty()
+    current = values.get(key)
+    if key == "chunk":
+        current = st.session_state.get(state.keys(PAGE).resolved_chunk)
+    return pd.DataFrame(rows), title, (float(current) if isinstance(current, int | float) else None)
+
+
+def _what(text: str) -> str:
+    if text not in SWEEPS:
+        raise ValueError(f"expected one of {', '.join(SWEEPS)}")
+    return text
+
+
+def sweep_ui(story: Story, b: dict, shared: dict, rb: RunFrames) -> None:
+    st.markdown("### Sweep: one setting against the waits")
+    resolved = rb.summary.config["resolved"]
+    st.session_state[state.keys(PAGE).resolved_chunk] = resolved["chunked_prefill_size"]
+    what_key = state.keys(PAGE).widget(state.SWEEP)
+    note = state.seed_param(what_key, state.SWEEP, SWEEPS[0], _what)
+    if note is not None:
+        st.warning(note)
+    what = st.segmented_control("Sweep over", list(SWEEPS), key=what_key, required=True,
+                                help="Every other setting as in configuration B.")
+    frame, title, current = sweep(story, {**shared, **b}, what)
+    if frame.empty:
+        st.info("No setting in this sweep could run.")
+        return
+    left, right = st.columns(2)
+    with left:
+        chart_ui(PAGE, "sweep", f"{what.capitalize()} against the waits",
+                 f"Each point is one run with configuration B's flags. The dashed rule is B's current {what}.",
+                 charts.sweep_lines(_long_form(story, frame), title, current, log_x=what == "chunk size"))
+    curve = frame.assign(x_s=frame["streams_max_gap_s"], y_s=frame["long_ttft_s"], order=range(len(frame)),
+                         is_current=(frame["setting"] == current) if current is not None else False
+                         ).dropna(subset=["x_s", "y_s"])
+    stream, long = story.stream_group, story.long_group
+    with right:
+        chart_ui(PAGE, "tradeoff", "The trade-off curve",
+                 f"Left is better for the {stream} (shorter longest pause); down is better for the {long} (earlier first "
+                 "token). No point is best at both: anyone who quotes you a universal chunk size is guessing.",
+                 charts.tradeoff_curve(curve, f"{stream}: longest pause (s)", f"{long}: p95 first token (s)"))
+    st.dataframe(frame.rename(columns={"label": what}).drop(columns=["setting"]), hide_index=True)
+
+
+def _long_form(story: Story, frame: pd.DataFrame) -> pd.DataFrame:
+    """The sweep's three waits as (setting, label, metric, seconds) rows, named after the story's groups."""
+    stream, long = story.stream_group, story.long_group
+    out = frame.melt(id_vars=["setting", "label"],
+                     value_vars=["streams_p99_itl_s", "streams_max_gap_s", "long_ttft_s"],
+                     var_name="metric", value_name="seconds").dropna()
+    out["metric"] = out["metric"].map({
+        "streams_p99_itl_s": f"{stream}: p99 gap between tokens", "streams_max_gap_s": f"{stream}: longest pause",
+        "long_ttft_s": f"{long}: p95 first token"})
+    return out

@@ -1,0 +1,140 @@
+"""The trace half of the "Your server" page: pick or bring a request trace, choose which requests, see the
+request mix first, then run it under the story switches and read who waits by prompt length."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app.charts import timelines
+from app.server import charts as server_charts
+from app.server import compute
+from app.server import frames as sf
+from app.server.controls import PAGE, RUN_CONTROLS, TRACE, TRACE_OPTIONS, base_data
+from app.server.input import TRACE_LIMIT_MB, TRACE_SAMPLES, Sample, sample_text
+from app.server.page import cache_key, error_ui, headline_ui, upload_ui
+from app.ui.chart import chart_ui
+from app.ui.controls import control_ui
+from app.ui.exports import csv_bytes
+from app.ui.fmt import fmt_seconds
+from app.ui.resolved import cut_off_ui, resolved_ui
+from engine_model import InputError, Trace, request_mix, validate
+
+OVERLOADED_QUEUE_S = 10.0
+
+def trace_source_ui() -> tuple[str, str | bytes] | None:
+    choice = control_ui(PAGE, TRACE, radio=True)
+    if choice in TRACE_SAMPLES:
+        sample: Sample = TRACE_SAMPLES[choice]
+        st.caption(f"{sample.says} `app/samples/{sample.file}`, the head of a public trace (see app/samples/SOURCE.md).")
+        return sample.file, sample_text(sample)
+    return upload_ui(f"Trace file (up to {TRACE_LIMIT_MB} MB): Azure CSV, Mooncake JSONL, BurstGPT CSV or JSONL "
+                     "with arrival_at, prompt_len, output_len", "trace_file", TRACE_LIMIT_MB,
+                     "Upload a trace. Formats: Azure (`TIMESTAMP,ContextTokens,GeneratedTokens`), Mooncake "
+                     "(`timestamp`, `input_length`, `output_length`), BurstGPT (`Timestamp`, `Request tokens`, "
+                     "`Response tokens`) or JSON Lines with `arrival_at`, `prompt_len`, `output_len`.")
+
+
+def trace_options_ui() -> None:
+    with st.container(border=True):
+        st.markdown("**Which requests** — window, speed, sample, cap (applied in that order)")
+        cols = st.columns(6)
+        for col, control in zip(cols, TRACE_OPTIONS, strict=True):
+            with col:
+                control_ui(PAGE, control)
+
+
+def load_trace_or_stop(name: str, source: str | bytes, values: dict) -> Trace:
+    window = None
+    if values["wstart"] or values["wlen"] != "all":
+        window = (float(values["wstart"]), float("inf") if values["wlen"] == "all" else values["wstart"] + values["wlen"])
+    try:
+        trace = compute.read_trace(source, window, values["speedup"], values["sample"], values["maxreq"],
+                                          values["seed"])
+    except InputError as err:
+        error_ui(err, "trace")
+        st.stop()
+    if trace.num_skipped:
+        kinds = ", ".join(f"{k.replace('_', ' ')} {n:,}" for k, n in trace.skipped_by_kind.items())
+        st.warning(f"{trace.num_skipped:,} of {trace.num_rows:,} rows in `{name}` were skipped ({kinds}). First: "
+                   + "; ".join(reason for _, reason in trace.skipped_examples[:3]))
+    for warning in trace.warnings:
+        st.warning(warning)
+    return trace
+
+
+def mix_words(trace: Trace, long_threshold: int) -> str:
+    """The mix in one sentence: who carries the tokens, or that almost every request is short."""
+    mix = request_mix(trace, long_threshold)
+    longest = int(mix.prompt_len_percentiles[100])
+    if mix.num_long == 0:
+        return (f"Almost every request is short: none of the {mix.num_requests:,} prompts reaches {long_threshold:,} "
+                f"tokens (the longest has {longest:,}).")
+    return f"{mix.headline()}; the longest prompt has {longest:,} tokens."
+
+
+def mix_ui(trace: Trace, name: str, long_threshold: int) -> None:
+    mix = request_mix(trace, long_threshold)
+    st.markdown("#### The request mix")
+    st.info(f"**{mix_words(trace, long_threshold)}**", icon=":material/pie_chart:")
+    rate = "—" if mix.mean_arrival_rate is None else f"{mix.mean_arrival_rate:.1f} /s"
+    cards = (("Requests", f"{mix.num_requests:,}"), ("Over", f"{mix.duration_s:,.0f} s"), ("Arrivals", rate),
+             (f"Long (≥ {long_threshold:,})", f"{mix.num_long:,}"),
+             ("Median prompt", f"{mix.prompt_len_percentiles[50]:,.0f}"), ("p99 prompt", f"{mix.prompt_len_percentiles[99]:,.0f}"),
+             ("Median reply", f"{mix.output_len_percentiles[50]:,.0f}"))
+    for col, (label, value) in zip(st.columns(len(cards)), cards, strict=True):
+        col.metric(label, value, border=True)
+    key = cache_key(name, sf.trace_rows(trace)[:50], len(trace.requests), long_threshold)
+    chart_ui(PAGE, "mix_prompts", "Prompt lengths: requests vs the tokens they carry",
+             "For each prompt length (bins double), the share of requests (light blue) beside the share of all prompt "
+             "tokens (orange). Orange bars far to the right of the blue ones: a few long prompts carry the work — "
+             "and cause the stalls.",
+             lambda: server_charts.prompt_mix(sf.prompt_mix(trace), long_threshold), cache_key=key)
+    chart_ui(PAGE, "mix_outputs", "Reply lengths", "The share of requests per reply length (bins double).",
+             lambda: server_charts.output_mix(sf.output_mix(trace)), cache_key=key)
+
+
+def trace_run_ui(trace: Trace, values: dict) -> None:
+    st.divider()
+    st.markdown("### Run it through the scheduler")
+    with st.container(border=True):
+        st.markdown("**Server** — flags marked ⚑ are SGLang server flags")
+        for row in (RUN_CONTROLS[:3], RUN_CONTROLS[3:]):
+            for col, control in zip(st.columns(3), row, strict=True):
+                with col:
+                    control_ui(PAGE, control)
+    data = base_data(values)
+    data["name"] = "your_trace"
+    data["metrics"] = {"bucket_edges": [values["long"], 4 * values["long"]]}
+    for control in RUN_CONTROLS[:3]:
+        control.apply(data, values[control.key])
+    try:
+        scenario = validate(data)
+        run = compute.run_trace(scenario.model_dump_json(), sf.trace_rows(trace))
+    except InputError as err:
+        st.error(f"**This combination cannot run.** `{err.where}`: {err.problem}", icon=":material/block:")
+        return
+    resolved_ui(run)
+    cut_off_ui(run)
+    headline_ui(run)
+    if (run.summary.metrics.overall.queue_s.p50 or 0) > OVERLOADED_QUEUE_S:
+        st.warning("**This server cannot keep up with these arrivals:** the median request waits more than "
+                   f"{OVERLOADED_QUEUE_S:g} s in the queue, so first-token times are mostly queueing. Slow the arrivals "
+                   "(speed-up below 1×), keep a share of the requests, or pick a faster GPU or a smaller model.",
+                   icon=":material/traffic:")
+    st.markdown("#### Who waits, by prompt length")
+    st.dataframe(sf.bucket_table(run.summary, fmt_seconds), hide_index=True, width="stretch")
+    key = cache_key(scenario.model_dump_json(), sf.trace_rows(trace)[:50], len(trace.requests))
+    chart_ui(PAGE, "buckets", "TTFT and gaps between tokens, by prompt-length bucket",
+             "p50, p95 and p99 of each wait for requests in each prompt-length bucket (log scale). Flip mixed chunk or "
+             "the chunk size and watch the short prompts' gaps and the long prompts' first token trade places.",
+             lambda: server_charts.bucket_latency(sf.bucket_latency(run.summary)), cache_key=key)
+    chart_ui(PAGE, "trace_passes", "Pass timeline",
+             "One bar per forward pass (runs of identical decode passes merged): orange prefill chunk, blue decode, "
+             "green mixed.", lambda: timelines.pass_timeline(run.passes, end_at=run.end_at), cache_key=key)
+    chart_ui(PAGE, "trace_kv", "KV cache slots", "KV slots used (blue) and free; purple rules are retractions.",
+             lambda: timelines.kv_occupancy(run.kv, run.retractions, end_at=run.end_at), cache_key=key)
+    chart_ui(PAGE, "trace_queue", "Queue depth", "Requests waiting for a prefill, and requests decoding.",
+             lambda: timelines.queue_depth(run.queue, end_at=run.end_at), cache_key=key)
+    with st.expander("Export this run: per-request metrics (CSV)"):
+        st.download_button("Per-request metrics (CSV)", lambda: csv_bytes(run.requests),
+                           file_name="your_trace-requests.csv", mime="text/csv", on_click="ignore")

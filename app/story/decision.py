@@ -1,0 +1,43 @@
+"""The decision under the cursor: what the iteration did, why, the SGLang function it mirrors, and the
+model's own code for that rule ("show the rule")."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app.ui.fmt import fmt_seconds
+from engine_model import rules_of
+
+
+def decision_ui(row) -> None:
+    """The decision under the cursor (a row of the iterations frame)."""
+    with st.container(border=True):
+        left, right = st.columns([1, 2.2])
+        with left:
+            st.markdown(_what_ran(row))
+        with right:
+            st.markdown(f"**Why:** {row['reason'] or '—'}")
+            st.markdown(f"**SGLang rule:** `{row['mirrors'] or '—'}`")
+            rule_ui(row["mirrors"] or "")
+
+
+def _what_ran(row) -> str:
+    return (f"**Iteration {int(row['index'])}** · {row['lane']}  \n"
+            f"t = {row['start_at']:.3f} s · {row['kind']} · {fmt_seconds(row['duration_s'])}  \n"
+            f"{int(row['num_prefill_tokens']):,} prompt tokens, {int(row['num_decode_rows'])} decode rows  \n"
+            f"waiting {int(row['num_waiting'])} · running {int(row['num_running'])}  \n"
+            f"KV {int(row['kv_used']):,} / {int(row['kv_capacity']):,} slots"
+            + (f" · reserved {int(row['kv_reserved']):,}" if row["kv_reserved"] else ""))
+
+
+def rule_ui(mirrors: str) -> None:
+    """One tab per SGLang function in the chain that the model implements, innermost first."""
+    found = rules_of(mirrors)
+    with st.expander("Show the rule (the model's own code)"):
+        if not found:
+            st.caption("No model code is linked to this decision.")
+            return
+        tabs = st.tabs([r.sglang_name.split(".")[-1] for r in reversed(found)])
+        for tab, rule in zip(tabs, reversed(found), strict=True):
+            tab.caption(f"SGLang `{rule.sglang_name}` → model `{rule.qualname}`")
+            tab.code(rule.code, language="python")

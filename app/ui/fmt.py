@@ -1,0 +1,15 @@
+"""Numbers as the pages print them: seconds in ms or s, counts with thousands separators."""
+
+from __future__ import annotations
+
+
+def fmt_seconds(value: float | None) -> str:
+    if value is None:
+        return "—"
+    if value < 1:
+        return f"{value * 1000:.0f} ms" if value >= 0.01 else f"{value * 1000:.1f} ms"
+    return f"{value:.1f} s" if value < 100 else f"{value:.0f} s"
+
+
+def fmt_count(value: int | None) -> str:
+    return "—" if value is None else f"{value:,}"
