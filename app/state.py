@@ -21,7 +21,7 @@ from urllib.parse import urlencode
 import streamlit as st
 
 if TYPE_CHECKING:  # app.ui.controls draws widgets under these keys, so it imports this module
-    from app.ui.controls import Control
+    from engine_model import Control
 
 # -- URL parameters that are not a story's controls (a control's own parameter is its `Control.key`) --------
 CURSOR_T = "t"  # the step-through cursor, in seconds
@@ -31,6 +31,7 @@ SWEEP = "sweep"  # Compare: what the sweep varies
 PD_ON, PD_PRESET, PD_CAP = "pd", "preset", "cap"  # the PD section: shown or not, which preset, decode KV cap
 PD_PREFILL_WORKERS, PD_DECODE_WORKERS = "pworkers", "dworkers"
 PD_PARAMS = (PD_ON, PD_PRESET, PD_CAP, PD_PREFILL_WORKERS, PD_DECODE_WORKERS)
+EXTRA_PARAMS = {"ten_oclock_rush": PD_PARAMS}  # page -> URL parameters its sections read beside the controls
 PAGE_PARAMS = (CURSOR_T, PRESENT)  # every page may carry these
 STREAMLIT_PARAMS = ("embed", "embed_options")  # Streamlit's own; never touched
 

@@ -20,6 +20,17 @@ from engine_model.report import Summary, summary
 from engine_model.rules import Rule, rules_of
 from engine_model.scenario_io import apply_sets, load_scenario, read_toml, scenario_names, validate
 from engine_model.simulation import Result, Run, simulate
+from engine_model.stories import (
+    STORIES,
+    Control,
+    Headline,
+    Story,
+    TourStep,
+    chunk_control,
+    common_controls,
+    interval_control,
+    mixed_control,
+)
 from engine_model.traces import Trace, load_trace, request_mix
 from engine_model.versions import CHANGES
 
@@ -36,6 +47,9 @@ __all__ = [
     "CHANGES", "Rule", "rules_of",
     # metrics of one request (docs/metrics.md)
     "e2e", "gaps", "max_itl", "queue", "tpot", "ttft",
+    # the stories as data: settings, headline numbers, guided tours
+    "STORIES", "Control", "Headline", "Story", "TourStep", "chunk_control", "common_controls", "interval_control",
+    "mixed_control",
     # server logs
     "ASSUMED_OUTPUT_LEN", "Diagnosis", "ParsedLog", "Timeline", "build_timeline", "diagnose", "log_settings",
     "longest_chunk_run", "parse_log", "scenario_from_log",

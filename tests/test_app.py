@@ -7,8 +7,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app import state
-from app.story import stories
 from app.ui.simplifications import simplifications_text
+from engine_model import stories
 
 MAIN = str(Path(__file__).resolve().parents[1] / "app" / "main.py")
 PAGES = {"app_pages/forty_replies.py": stories.FORTY, "app_pages/other_stall.py": stories.OTHER_STALL,

@@ -7,7 +7,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app import state
-from app.story.stories import STORIES
+from engine_model.stories import STORIES
 
 APP = Path(__file__).resolve().parents[1] / "app"
 ACCESSORS = {"get", "pop", "setdefault"}
@@ -70,7 +70,7 @@ def test_page_keys_are_the_page_then_the_name_and_never_collide():
 
 
 def test_the_rush_story_reads_the_pd_sections_url_parameters():
-    assert set(state.PD_PARAMS) <= set(STORIES["ten_oclock_rush"].extra_params)
+    assert set(state.PD_PARAMS) <= set(state.EXTRA_PARAMS["ten_oclock_rush"])
     assert state.side_param("b", "mixed") == "b_mixed"
 
 

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from app.story.stories import STORIES
+from engine_model import STORIES
 
 st.title(":material/hourglass_top: Who Waits")
 st.markdown(

@@ -2,10 +2,12 @@
 
 from app.story.exports import export_ui, url_state
 from app.story.sections import itl_ui, stalls_apart_ui
-from app.story.stories import REAL as story
 from app.story.timeline import timeline_ui
 from app.story.top import story_ui
 from app.ui.simplifications import simplifications_ui
+from engine_model import STORIES
+
+story = STORIES["real_traffic"]
 
 values, current = story_ui(story)
 stalls_apart_ui(current)

@@ -7,10 +7,12 @@ preset (app.pd).
 from app.pd.section import deferred_allocation_ui
 from app.story.exports import export_ui, url_state
 from app.story.sections import itl_ui, stalls_apart_ui
-from app.story.stories import RUSH as story
 from app.story.timeline import timeline_ui
 from app.story.top import story_ui
 from app.ui.simplifications import simplifications_ui
+from engine_model import STORIES
+
+story = STORIES["ten_oclock_rush"]
 
 values, current = story_ui(story)
 timeline_ui(story, current)

@@ -12,11 +12,10 @@ from app import compute, state
 from app.charts import timelines
 from app.charts.frames import RunFrames
 from app.story.headline import headline_fmt, headline_label, headline_value
-from app.story.stories import STORIES, Story
 from app.ui.chart import chart_ui
 from app.ui.controls import Control, control_ui
 from app.ui.fmt import fmt_seconds
-from engine_model import InputError
+from engine_model import STORIES, InputError, Story
 
 PAGE = state.COMPARE_PAGE
 DEFAULT_STORY = "forty_replies"

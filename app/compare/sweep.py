@@ -10,9 +10,8 @@ from app import state
 from app.charts.frames import RunFrames
 from app.compare import charts
 from app.compare.pair import PAGE
-from app.story.stories import Story
 from app.ui.chart import chart_ui
-from engine_model import InputError, Scenario, Summary, simulate, summary
+from engine_model import InputError, Scenario, Story, Summary, simulate, summary
 
 CHUNK_SWEEP = (512, 1024, 2048, 4096, 8192, 16384)
 LOAD_SWEEP = {  # story -> (control key, values, axis title)

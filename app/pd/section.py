@@ -15,11 +15,10 @@ import streamlit as st
 from app import compute, state
 from app.charts import timelines
 from app.pd.charts import SPAN_LABELS, request_phases
-from app.story.stories import RUSH
 from app.story.tour import focus_marker
 from app.ui.chart import chart_ui
 from app.ui.fmt import fmt_seconds
-from engine_model import InputError, read_toml, validate
+from engine_model import STORIES, InputError, read_toml, validate
 
 CAPS = (0, 32768, 65536, 131072, 163840, 262144)  # 0: the preset's own (None would blank the selectbox)
 PRESETS = {"rush": "Ten o'clock workload, split", "upstream": "Upstream test replica (scaled)"}
@@ -65,7 +64,7 @@ def pd_scenario(preset: str, rush_values: dict, policy: str, cap, num_prefill: i
     if preset == "upstream":
         data = copy.deepcopy(read_toml("upstream_pd_replica"))
     else:
-        data = RUSH.scenario(rush_values).model_dump(mode="json", exclude_none=True)
+        data = STORIES["ten_oclock_rush"].scenario(rush_values).model_dump(mode="json", exclude_none=True)
         data["name"] = "ten_oclock_rush_pd"
         data["pd"] = copy.deepcopy(read_toml("ten_oclock_rush_pd")["pd"])
         data["pd"].setdefault("prefill", {})["num_workers"] = num_prefill
@@ -80,7 +79,7 @@ def deferred_allocation_ui(rush_values: dict | None = None, single=None) -> dict
     """The PD section: the page's single-engine run (`single`) beside PD under both allocation policies.
     Returns its URL parameters (non-default only)."""
     st.markdown("### Split prefill from decode (PD disaggregation)")
-    focus_marker(RUSH, "pd")
+    focus_marker(STORIES["ten_oclock_rush"], "pd")
     on = st.toggle("Show PD disaggregation: early vs prefill_complete decode allocation",
                    key=_param(state.PD_ON, True, _on))
     if not on:
@@ -99,7 +98,7 @@ def deferred_allocation_ui(rush_values: dict | None = None, single=None) -> dict
     runs = {}
     try:
         for policy in ("early", "prefill_complete"):
-            scenario = pd_scenario(preset, rush_values or RUSH.defaults, policy, cap, num_prefill, num_decode)
+            scenario = pd_scenario(preset, rush_values or STORIES["ten_oclock_rush"].defaults, policy, cap, num_prefill, num_decode)
             runs[policy] = compute.run_scenario(scenario)
     except InputError as err:
         st.error(f"**This PD combination cannot run.** `{err.where}`: {err.problem}", icon=":material/block:")

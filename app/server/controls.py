@@ -5,8 +5,14 @@ from __future__ import annotations
 
 from app import state
 from app.server.input import LOG_SAMPLES, TRACE_SAMPLES
-from app.ui.controls import Control, chunk_control, common_controls, interval_control, mixed_control
-from engine_model import ASSUMED_OUTPUT_LEN
+from engine_model import (
+    ASSUMED_OUTPUT_LEN,
+    Control,
+    chunk_control,
+    common_controls,
+    interval_control,
+    mixed_control,
+)
 
 PAGE = state.SERVER_PAGE
 LIMITS = {"max_iterations": 400_000, "max_sim_seconds": 7_200.0}  # a click cannot run away

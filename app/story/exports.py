@@ -6,8 +6,8 @@ import streamlit as st
 
 from app import state
 from app.charts.frames import RunFrames
-from app.story.stories import Story
 from app.ui.exports import csv_bytes, scenario_toml
+from engine_model import Story
 
 
 def export_ui(story: Story, run: RunFrames) -> None:

@@ -7,8 +7,8 @@ import pandas as pd
 import streamlit as st
 
 from app.charts.frames import RunFrames
-from app.story.stories import Headline, Story
 from app.ui.fmt import fmt_count, fmt_seconds
+from engine_model import Headline, Story
 
 GROUP_METRICS = {"ttft_s": "first token (TTFT)", "itl_s": "gap between tokens (ITL)",
                  "max_itl_s": "longest pause per request"}

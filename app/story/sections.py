@@ -8,9 +8,9 @@ import streamlit as st
 from app.charts import latency
 from app.charts.frames import RunFrames
 from app.story import diagnosis, tour
-from app.story.stories import Story
 from app.story.top import run_key
 from app.ui.chart import chart_ui
+from engine_model import Story
 
 
 def itl_ui(story: Story, run: RunFrames) -> None:

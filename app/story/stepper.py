@@ -10,7 +10,7 @@ import streamlit as st
 from app import state
 from app.charts.frames import RunFrames
 from app.story import cursor
-from app.story.stories import Story
+from engine_model import Story
 
 BUTTONS = (("Start", "start", ":material/first_page:"), ("Event", "prev_event", ":material/fast_rewind:"),
            ("Step", "prev", ":material/chevron_left:"), None, ("Step", "next", ":material/chevron_right:"),

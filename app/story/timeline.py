@@ -15,9 +15,9 @@ from app.charts.frames import RunFrames
 from app.story import cursor, tour
 from app.story.decision import decision_ui
 from app.story.stepper import stepper_ui
-from app.story.stories import Story
 from app.story.top import run_key
 from app.ui.chart import chart_ui
+from engine_model import Story
 
 TICK_S = 1.2
 

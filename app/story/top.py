@@ -10,11 +10,10 @@ import streamlit as st
 from app import compute, state
 from app.charts.frames import RunFrames
 from app.story.headline import headline_ui
-from app.story.stories import Story
 from app.story.tour import tour_ui
 from app.ui.controls import control_ui
 from app.ui.resolved import cut_off_ui, resolved_ui
-from engine_model import InputError
+from engine_model import InputError, Story
 
 
 def story_ui(story: Story) -> tuple[dict, RunFrames]:
@@ -31,7 +30,7 @@ def story_ui(story: Story) -> tuple[dict, RunFrames]:
 
 def page_header(story: Story) -> None:
     """Title, teaser and any notes about the link that opened the page (bad or unknown URL parameters)."""
-    state.seed_widgets(story.key, story.controls, story.extra_params)
+    state.seed_widgets(story.key, story.controls, state.EXTRA_PARAMS.get(story.key, ()))
     st.title(f"{story.icon} {story.title}")
     st.markdown(story.teaser)
     for note in state.notes(story.key):

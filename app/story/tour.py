@@ -5,8 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from app import state
-from app.story.stories import Story
 from app.ui.chart import look_here
+from engine_model import Story
 
 
 def tour_ui(story: Story) -> int | None:
