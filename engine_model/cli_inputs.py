@@ -46,8 +46,10 @@ def log_document(path: str) -> dict:
     parsed = parse_log_file(Path(path))
     num_records = len(parsed.prefills) + len(parsed.decodes) + len(parsed.retractions)
     if not num_records and parsed.server_args is None and parsed.startup is None:
-        raise InputError(name_of(path), f"no SGLang scheduler line among its {parsed.num_lines:,} lines; expected "
-                                        "'Prefill batch', 'Decode batch', a retraction or server_args=")
+        malformed = parsed.malformed_examples[:1]
+        why = f" ({parsed.num_malformed:,} malformed; line {malformed[0][0]}: {malformed[0][1]})" if malformed else ""
+        raise InputError(name_of(path), f"no usable SGLang scheduler line among its {parsed.num_lines:,} lines{why}; "
+                                        "expected 'Prefill batch', 'Decode batch', a retraction or server_args=")
     timeline, found = build_timeline(parsed), diagnose(parsed)
     return plain({
         "log": name_of(path),

@@ -92,9 +92,11 @@ def apply_sets(data: dict, sets: list[str]) -> dict:
         if not sep or not key.strip():
             raise InputError(f"--set {item[:MAX_QUOTE]}",
                              "expected dotted.key=value, e.g. engine.enable_mixed_chunk=true")
-        key = key.strip()[:MAX_QUOTE * 4]
+        parts = key.strip().split(".")
+        key = key.strip()[:MAX_QUOTE]
+        if len(parts) > MAX_DEPTH:
+            raise InputError(key, f"has {len(parts):,} dotted parts; a key has at most {MAX_DEPTH}")
         node = data
-        parts = key.split(".")
         for part in parts[:-1]:
             node = child_of(node, part, key)
         if isinstance(node, list):
@@ -164,6 +166,8 @@ def first_problem(errors: list[dict]) -> InputError:
     if first["type"] == "extra_forbidden":
         allowed = allowed_keys(tuple(first["loc"]))
         return InputError(key, "unknown key" + (f"; allowed: {', '.join(allowed)}" if allowed else ""))
+    if first["type"] == "union_tag_not_found":
+        msg = f"needs a kind, one of {', '.join(sorted(ARRIVAL_KINDS))}, e.g. {{kind = \"at\", start_at = 5}}"
     if not first["loc"] and ": " in msg:
         key, msg = msg.split(": ", 1)
         return InputError(key, msg)

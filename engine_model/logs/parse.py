@@ -425,11 +425,13 @@ def parse_log(text: str, *, max_bytes: int = 20_000_000, max_lines: int = 500_00
     if not isinstance(text, str):
         raise InputError("log", f"expected text, got {type(text).__name__}")
     check_size(text, max_bytes)
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
+    lines = text.split("\n", max_lines)  # never more than max_lines + 1 pieces, however many lines
+    rest = lines.pop() if len(lines) > max_lines else ""
+    if lines and lines[-1] == "" and not rest:
         lines.pop()
+    num_not_read = rest.count("\n") + (not rest.endswith("\n")) if rest else 0
     builder = Builder()
-    for line_no, line in enumerate(lines[:max_lines], start=1):
+    for line_no, line in enumerate(lines, start=1):
         line = line.rstrip("\r")
         if not line.strip():
             builder.num_blank += 1
@@ -439,16 +441,15 @@ def parse_log(text: str, *, max_bytes: int = 20_000_000, max_lines: int = 500_00
                 raise Malformed(f"the line has {len(line):,} characters; the limit is {MAX_LINE:,}")
             read_line(builder, line_no, line)
         except Malformed as problem:
-            last = line_no == len(lines) and not text.endswith("\n")
+            last = line_no == len(lines) and not rest and not text.endswith("\n")
             builder.malformed_line(line_no, f"{problem}{' (the last line looks cut off)' if last else ''}")
     if builder.num_extra_server_args:
         builder.warn(
             f"{builder.num_extra_server_args} more server_args line(s) (restarts?); the first one is used"
         )
-    num_not_read = max(len(lines) - max_lines, 0)
     if num_not_read:
         builder.warn(f"only the first {max_lines:,} lines were read; {num_not_read:,} more were not")
-    return freeze(builder, min(len(lines), max_lines), num_not_read)
+    return freeze(builder, len(lines), num_not_read)
 
 
 def freeze(builder: Builder, num_lines: int, num_not_read: int) -> ParsedLog:
