@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from engine_model.errors import InputError
+from engine_model.files import name_of
 
 MAX_REASONS = 5
 
@@ -163,6 +164,10 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except InputError as err:
         print(f"error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # a path the commands without their own reader (reference) could not read
+        where = name_of(err.filename) if err.filename else "an input file"
+        print(f"error: {where}: cannot be read ({err.strerror or type(err).__name__})", file=sys.stderr)
         return 2
 
 

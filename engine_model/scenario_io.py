@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 import re
 import tomllib
 from pathlib import Path
@@ -69,6 +70,18 @@ def too_deep(value, depth: int = 0) -> bool:
         return True
     children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
     return any(too_deep(child, depth + 1) for child in children)
+
+
+def non_finite(value, key: str = "") -> str | None:
+    """The dotted key of the first inf or nan anywhere in the data (every section, [pd] included)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return key or "scenario"
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for part, child in items:
+        found = non_finite(child, f"{key}.{part}" if key else str(part))
+        if found is not None:
+            return found
+    return None
 
 
 def parse_value(text: str, key: str):
@@ -150,6 +163,9 @@ def validate(data: dict) -> Scenario:
         raise InputError("scenario", f"expected a table of settings, got {type(data).__name__}")
     if too_deep(data):
         raise InputError("scenario", f"tables or lists nested more than {MAX_DEPTH} deep")
+    key = non_finite(data)
+    if key is not None:
+        raise InputError(key, "expected a finite number, not inf or nan")
     try:
         return Scenario.model_validate(data)
     except ValidationError as err:

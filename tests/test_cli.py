@@ -163,6 +163,7 @@ def test_trace_with_a_row_limit_says_where_it_stopped(capsys):
     (["trace", "scenarios/forty_replies.toml"], "line 1 (header): found columns"),
     (["diagnose", "/dev/null"], "not a readable file"),
     (["trace", "no/such/file.csv"], "not a readable file"),
+    (["reference", "/proc/self/mem", "--out", "/tmp/never-written"], "cannot be read (Input/output error)"),
 ])
 def test_diagnose_and_trace_refuse_what_they_cannot_read_in_one_line(argv, says):
     proc = cli(*argv)

@@ -174,6 +174,7 @@ SETS = [
     Case("set-deep-nesting", "sets", ["seed=" + "[" * 5000], "seed"),
     Case("set-inf-limit", "sets", ["limits.max_sim_seconds=inf", 'workload.groups.0.arrival={kind="at", start_at=inf}'],
          "finite number"),
+    Case("set-pd-inf", "sets", ["pd.link_overrides.bandwidth_gbps=inf"], "pd.link_overrides.bandwidth_gbps"),
     Case("set-arrival-without-kind", "sets", ["workload.groups.0.arrival.start_at=5"], "needs a kind, one of at"),
     Case("set-tiny-speedup", "sets", ["workload.trace.path=TRACE", "workload.trace.speedup=1e-300"], "speedup"),
     Case("set-far-arrivals", "sets", ["workload.trace.path=FAR"], r"within 1e\+07 s"),
