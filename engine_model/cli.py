@@ -1,4 +1,4 @@
-"""Command line: `python -m engine_model run|reference|compare-reference|scenarios`.
+"""Command line: `python -m engine_model run|diagnose|trace|scenarios|reference|compare-reference`.
 
 Bad input exits with status 2 and one line naming the key or line and what is allowed.
 """
@@ -11,6 +11,9 @@ import sys
 from pathlib import Path
 
 from engine_model.errors import InputError
+from engine_model.files import name_of
+
+MAX_REASONS = 5
 
 
 def cmd_run(args) -> int:
@@ -24,19 +27,41 @@ def cmd_run(args) -> int:
         json.dump(doc, sys.stdout, indent=1, default=str)
         print()
     else:
-        print_text(doc)
+        print_text(doc, result)
     return 0
 
 
-def print_text(doc: dict) -> None:
+def print_text(doc: dict, result) -> None:
     m = doc["metrics"]
     print(f"{doc['scenario']}: {doc['iterations']['total']} iterations, simulated {doc['end_at']:.3f} s")
     if doc["cut_off"]:
         print(f"  cut off: {doc['cut_off']}")
+    mid_reply = {r.group for r in result.requests if r.is_mid_reply}
     for name, g in m["groups"].items():
         ttft, gap = g["ttft_s"], g["max_itl_s"]
+        mark = "*" if ttft["p50"] is None and name in mid_reply else ""
         print(f"  {name:>12}: {g['num_finished']}/{g['num_requests']} finished; "
-              f"TTFT p50 {fmt(ttft['p50'])} p99 {fmt(ttft['p99'])}; longest gap p50 {fmt(gap['p50'])} max {fmt(gap['max'])}")
+              f"TTFT p50 {fmt(ttft['p50'])}{mark} p99 {fmt(ttft['p99'])}{mark}; "
+              f"longest gap p50 {fmt(gap['p50'])} max {fmt(gap['max'])}")
+    if any(g["ttft_s"]["p50"] is None for name, g in m["groups"].items() if name in mid_reply):
+        print("  * no TTFT: these replies were already streaming when the run began (already_generated > 0),")
+        print("    so their first token came before it; their longest gap is the figure to read")
+    print_unfinished(result, doc["cut_off"])
+
+
+def print_unfinished(result, cut_off: str | None) -> None:
+    """Every request that did not finish, counted with its reason: rejected (why) or still running at the end."""
+    reasons: dict[str, list[str]] = {}
+    for req in result.requests:
+        if req.reject_reason:
+            reasons.setdefault(f"rejected: {req.reject_reason}", []).append(req.rid)
+        elif req.finished_at is None:
+            why = f"cut off ({cut_off})" if cut_off else "not finished when the run ended"
+            reasons.setdefault(why, []).append(req.rid)
+    for reason, rids in sorted(reasons.items(), key=lambda item: -len(item[1]))[:MAX_REASONS]:
+        print(f"  {len(rids)} not finished, {reason} (first: {rids[0]})")
+    if len(reasons) > MAX_REASONS:
+        print(f"  ... and {len(reasons) - MAX_REASONS} more reasons; --json lists every rejected request")
 
 
 def fmt(value) -> str:
@@ -62,20 +87,59 @@ def cmd_compare(args) -> int:
 
 
 def cmd_scenarios(args) -> int:
-    from engine_model.scenario_io import scenario_names
+    from engine_model.scenario_io import load_scenario, scenario_names
 
-    print("\n".join(scenario_names()))
+    for name in scenario_names():
+        scenario = load_scenario(name)
+        print(f"{name:<22} {scenario.title}")
+        print(f"{'':<22} {scenario.about}")
     return 0
+
+
+def cmd_diagnose(args) -> int:
+    from engine_model.cli_inputs import log_document, print_log
+
+    return emit(log_document(args.log), args.json, print_log)
+
+
+def cmd_trace(args) -> int:
+    from engine_model.cli_inputs import print_trace, trace_document
+
+    return emit(trace_document(args.file, args.fmt, args.max_requests), args.json, print_trace)
+
+
+def emit(doc: dict, as_json: bool, print_doc) -> int:
+    if as_json:
+        print(json.dumps(doc, indent=1, allow_nan=False))
+    else:
+        print_doc(doc)
+    return 0
+
+
+SET_HELP = ("override one scenario key; repeat it for more. Values are TOML: "
+            "--set engine.enable_mixed_chunk=true --set engine.chunked_prefill_size=4096 "
+            "--set workload.groups.0.count=20 --set hardware.gpu=h200")
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m engine_model", description="Who Waits: a model of SGLang's scheduler")
     sub = p.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="simulate a scenario")
-    run.add_argument("scenario", help="a scenario TOML file, or a built-in name")
-    run.add_argument("--set", action="append", default=[], metavar="dotted.key=value")
+    run = sub.add_parser("run", help="simulate a scenario",
+                         epilog="example: python -m engine_model run forty_replies --set engine.enable_mixed_chunk=true")
+    run.add_argument("scenario", help="a scenario TOML file, or a built-in name (see `scenarios`)")
+    run.add_argument("--set", action="append", default=[], metavar="dotted.key=value", help=SET_HELP)
     run.add_argument("--json", action="store_true", help="print one JSON document")
     run.set_defaults(func=cmd_run)
+    diag = sub.add_parser("diagnose", help="read an SGLang server log: its timeline and which stall it shows")
+    diag.add_argument("log", help="a server log file (the scheduler's stdout)")
+    diag.add_argument("--json", action="store_true", help="print one JSON document")
+    diag.set_defaults(func=cmd_diagnose)
+    trace = sub.add_parser("trace", help="a request trace's mix: lengths by bucket, arrivals (no simulation)")
+    trace.add_argument("file", help="an Azure, BurstGPT or Mooncake trace, or JSON Lines")
+    trace.add_argument("--fmt", choices=["azure", "mooncake", "burstgpt", "jsonl"], help="default: detected")
+    trace.add_argument("--max-requests", type=positive, help="read only the first N requests")
+    trace.add_argument("--json", action="store_true", help="print one JSON document")
+    trace.set_defaults(func=cmd_trace)
     ref = sub.add_parser("reference", help="run a reference-tool workload.json with its linear predictor")
     ref.add_argument("workload")
     ref.add_argument("--out", required=True)
@@ -84,8 +148,14 @@ def parser() -> argparse.ArgumentParser:
     cmp_.add_argument("ref_dir")
     cmp_.add_argument("our_dir")
     cmp_.set_defaults(func=cmd_compare)
-    sub.add_parser("scenarios", help="list built-in scenarios").set_defaults(func=cmd_scenarios)
+    sub.add_parser("scenarios", help="list built-in scenarios with a line on each").set_defaults(func=cmd_scenarios)
     return p
+
+
+def positive(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 1_000_000:
+        raise argparse.ArgumentTypeError(f"{text[:20]!r} is not a whole number from 1 to 1,000,000")
+    return int(text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,6 +164,10 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except InputError as err:
         print(f"error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # a path the commands without their own reader (reference) could not read
+        where = name_of(err.filename) if err.filename else "an input file"
+        print(f"error: {where}: cannot be read ({err.strerror or type(err).__name__})", file=sys.stderr)
         return 2
 
 

@@ -7,36 +7,47 @@ turns it into the `Resolved` settings the engine runs with, applying SGLang's ow
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from engine_model.pd.config import PDConfig
 
 Version = Literal["0.5.20", "0.5.22", "0.5.23"]
+# Ranges every value must lie in: beyond them a number is a typo or an attack, never a server (assumptions).
+MAX_TOKENS = 10_000_000  # a prompt, reply or chunk; the longest contexts served today are ~1-10M tokens
+MAX_POOL_TOKENS = 10**10  # a KV pool; an 8-GPU H200 node holds well under 10^8 tokens
+MAX_SIM_SECONDS = 10_000_000.0  # about 116 days of simulated time
+MAX_REQUESTS = 1_000_000  # per run; each request's tokens are kept, so memory grows with this
+MAX_TRACE_SECONDS = 1e10  # a trace's own clock: about 300 years
+MIN_SPEEDUP, MAX_SPEEDUP = 0.001, 1000.0  # a trace's arrival times are divided by its speed-up
+MIN_RATE = 1 / MAX_SIM_SECONDS
 
 
 class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    """Frozen, unknown keys rejected, and no float may be inf or nan."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class EngineConfig(Frozen):
     """SGLang server arguments that change who waits (names as in `sglang/srt/arg_groups/fields`)."""
 
     version: Version = "0.5.23"
-    chunked_prefill_size: int | Literal["auto"] = "auto"  # "auto": from GPU memory; <= 0 disables chunking
+    # "auto": from GPU memory; <= 0 disables chunking
+    chunked_prefill_size: Annotated[int, Field(ge=-1, le=MAX_TOKENS)] | Literal["auto"] = "auto"
     enable_mixed_chunk: bool = False
-    max_prefill_tokens: int = Field(16384, ge=1)
+    max_prefill_tokens: int = Field(16384, ge=1, le=MAX_TOKENS)
     page_size: int = Field(1, ge=1, le=256)
-    max_running_requests: int | None = Field(None, ge=1)
-    max_total_tokens: int | None = Field(None, ge=16)  # KV pool size in tokens; None: from GPU memory
+    max_running_requests: int | None = Field(None, ge=1, le=MAX_REQUESTS)
+    max_total_tokens: int | None = Field(None, ge=16, le=MAX_POOL_TOKENS)  # KV pool in tokens; None: from GPU
     schedule_policy: Literal["fcfs", "lof", "random"] = "fcfs"
-    schedule_conservativeness: float = Field(1.0, ge=0.0)
-    prefill_decode_interval: int = Field(0, ge=0)
-    prefill_decode_interval_min_bs: int = Field(0, ge=0)
-    prefill_max_requests: int | None = Field(None, ge=1)
+    schedule_conservativeness: float = Field(1.0, ge=0.0, le=100.0)
+    prefill_decode_interval: int = Field(0, ge=0, le=10_000)
+    prefill_decode_interval_min_bs: int = Field(0, ge=0, le=MAX_REQUESTS)
+    prefill_max_requests: int | None = Field(None, ge=1, le=MAX_REQUESTS)
     mem_fraction_static: float | None = Field(None, gt=0.0, lt=1.0)
-    context_length: int | None = Field(None, ge=16)
+    context_length: int | None = Field(None, ge=16, le=MAX_TOKENS)
 
 
 class HardwareConfig(Frozen):
@@ -56,9 +67,9 @@ class CostConfig(Frozen):
     """How long a forward pass takes: the documented roofline, or the reference tool's linear predictor."""
 
     kind: Literal["roofline", "linear"] = "roofline"
-    a: float = Field(0.010, ge=0)  # linear: seconds per pass
-    b: float = Field(5e-5, ge=0)  # linear: seconds per new token
-    c: float = Field(1e-7, ge=0)  # linear: seconds per token of past KV
+    a: float = Field(0.010, ge=0, le=60.0)  # linear: seconds per pass
+    b: float = Field(5e-5, ge=0, le=1.0)  # linear: seconds per new token
+    c: float = Field(1e-7, ge=0, le=1.0)  # linear: seconds per token of past KV
     roofline: dict[str, float] = Field(default_factory=dict)  # efficiency factors / overhead overrides
 
 
@@ -66,10 +77,10 @@ class LengthDist(Frozen):
     """A length drawn per request: uniform between low and high, or lognormal around a median."""
 
     dist: Literal["uniform", "lognormal"]
-    low: int = Field(1, ge=1)
-    high: int = Field(ge=1)
-    median: int | None = Field(None, ge=1)
-    sigma: float = Field(0.5, gt=0)
+    low: int = Field(1, ge=1, le=MAX_TOKENS)
+    high: int = Field(ge=1, le=MAX_TOKENS)
+    median: int | None = Field(None, ge=1, le=MAX_TOKENS)
+    sigma: float = Field(0.5, gt=0, le=10.0)
 
     @model_validator(mode="after")
     def _check(self) -> LengthDist:
@@ -80,21 +91,21 @@ class LengthDist(Frozen):
         return self
 
 
-Length = int | LengthDist
+Length = Annotated[int, Field(ge=1, le=MAX_TOKENS)] | LengthDist
 
 
 class AtArrival(Frozen):
     """Requests arrive at start_at, then one every interval_s (0: all together, a burst)."""
 
     kind: Literal["at"] = "at"
-    start_at: float = Field(0.0, ge=0)
-    interval_s: float = Field(0.0, ge=0)
+    start_at: float = Field(0.0, ge=0, le=MAX_SIM_SECONDS)
+    interval_s: float = Field(0.0, ge=0, le=MAX_SIM_SECONDS)
 
 
 class PoissonArrival(Frozen):
     kind: Literal["poisson"]
-    start_at: float = Field(0.0, ge=0)
-    rate_per_s: float = Field(gt=0)
+    start_at: float = Field(0.0, ge=0, le=MAX_SIM_SECONDS)
+    rate_per_s: float = Field(ge=MIN_RATE, le=1e6)
 
 
 class ClosedArrival(Frozen):
@@ -105,6 +116,8 @@ class ClosedArrival(Frozen):
 
 
 Arrival = Annotated[AtArrival | PoissonArrival | ClosedArrival, Field(discriminator="kind")]
+ARRIVAL_KINDS = frozenset(get_args(m.model_fields["kind"].annotation)[0]
+                          for m in (AtArrival, PoissonArrival, ClosedArrival))
 
 
 class GroupConfig(Frozen):
@@ -114,11 +127,21 @@ class GroupConfig(Frozen):
     count: int = Field(1, ge=1, le=100_000)
     prompt_len: Length
     output_len: Length
-    max_new_tokens: int | None = Field(None, ge=1)  # default: the output length (reserve what is used)
+    max_new_tokens: int | None = Field(None, ge=1, le=MAX_TOKENS)  # default: the output length
     num_return_logprob: int = Field(0, ge=0)  # the first N requests of the group ask for logprobs
     ignore_eos: bool = False
-    already_generated: int = Field(0, ge=0)  # > 0: the request starts mid-reply, already decoding
+    already_generated: int = Field(0, ge=0, le=MAX_TOKENS)  # > 0: the request starts mid-reply
     arrival: Arrival = AtArrival()
+
+    @property
+    def last_arrival_at(self) -> float:
+        """When the last request arrives, by arithmetic (a Poisson group: its mean); 0 for a client pool."""
+        arrival = self.arrival
+        if isinstance(arrival, PoissonArrival):
+            return arrival.start_at + (self.count - 1) / arrival.rate_per_s
+        if isinstance(arrival, AtArrival):
+            return arrival.start_at + (self.count - 1) * arrival.interval_s
+        return 0.0
 
 
 class RequestConfig(Frozen):
@@ -126,13 +149,13 @@ class RequestConfig(Frozen):
 
     rid: str = Field(pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
     group: str = "requests"
-    arrival_at: float = Field(0.0, ge=0)
-    prompt_len: int = Field(ge=1)
-    output_len: int = Field(ge=1)
-    max_new_tokens: int | None = Field(None, ge=1)
+    arrival_at: float = Field(0.0, ge=0, le=MAX_SIM_SECONDS)
+    prompt_len: int = Field(ge=1, le=MAX_TOKENS)
+    output_len: int = Field(ge=1, le=MAX_TOKENS)
+    max_new_tokens: int | None = Field(None, ge=1, le=MAX_TOKENS)
     return_logprob: bool = False
     ignore_eos: bool = False
-    already_generated: int = Field(0, ge=0)
+    already_generated: int = Field(0, ge=0, le=MAX_TOKENS)
     prefix_group: str | None = Field(None, pattern=r"^[A-Za-z0-9_.:-]{1,64}$")  # shared prompt prefix (radix cache)
 
 
@@ -141,9 +164,9 @@ class ClientConfig(Frozen):
 
     name: str
     concurrency: int = Field(ge=1, le=10_000)
-    think_s: float = Field(0.0, ge=0)
+    think_s: float = Field(0.0, ge=0, le=MAX_SIM_SECONDS)
     shuffle: bool = True  # interleave its groups in a seeded random order
-    start_at: float = Field(0.0, ge=0)
+    start_at: float = Field(0.0, ge=0, le=MAX_SIM_SECONDS)
     start_after: str | None = None  # name of a client pool that must finish first (e.g. a warm-up)
 
 
@@ -151,11 +174,11 @@ class TraceConfig(Frozen):
     path: str
     fmt: Literal["azure", "mooncake", "burstgpt", "jsonl"] | None = None
     group: str = "trace"
-    window_start_s: float = Field(0.0, ge=0)
-    window_end_s: float | None = Field(None, gt=0)
-    speedup: float = Field(1.0, gt=0)
+    window_start_s: float = Field(0.0, ge=0, le=MAX_TRACE_SECONDS)  # seconds of the trace's own clock
+    window_end_s: float | None = Field(None, gt=0, le=MAX_TRACE_SECONDS)
+    speedup: float = Field(1.0, ge=MIN_SPEEDUP, le=MAX_SPEEDUP)  # arrival times are divided by it
     sample: float = Field(1.0, gt=0, le=1)
-    max_requests: int | None = Field(10_000, ge=1)
+    max_requests: int | None = Field(10_000, ge=1, le=MAX_REQUESTS)
 
 
 class WorkloadConfig(Frozen):
@@ -174,9 +197,9 @@ class WorkloadConfig(Frozen):
 class LimitsConfig(Frozen):
     """Bounds that stop runaway work; a run that hits one says so."""
 
-    max_iterations: int = Field(1_000_000, ge=1)
-    max_sim_seconds: float = Field(36_000.0, gt=0)
-    max_requests: int = Field(100_000, ge=1)
+    max_iterations: int = Field(1_000_000, ge=1, le=100_000_000)
+    max_sim_seconds: float = Field(36_000.0, gt=0, le=MAX_SIM_SECONDS)
+    max_requests: int = Field(100_000, ge=1, le=MAX_REQUESTS)
     max_wall_seconds: float = Field(300.0, gt=0, le=86_400)  # real seconds a run may take
 
 
@@ -193,8 +216,9 @@ class MetricsConfig(Frozen):
 class Scenario(Frozen):
     name: str = "custom"
     title: str = ""
+    about: str = Field("", max_length=120)  # one line for lists (`python -m engine_model scenarios`)
     description: str = ""
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=2**63 - 1)
     engine: EngineConfig = EngineConfig()
     hardware: HardwareConfig = HardwareConfig()
     model: ModelConfig = ModelConfig()
@@ -203,3 +227,18 @@ class Scenario(Frozen):
     limits: LimitsConfig = LimitsConfig()
     metrics: MetricsConfig = MetricsConfig()
     pd: PDConfig | None = None  # prefill-decode disaggregation (engine_model/pd); None: one engine
+
+    @model_validator(mode="after")
+    def _within_limits(self) -> Scenario:
+        """Check the limits by arithmetic before a single request is built (a count of ten million fails
+        here in microseconds, not after minutes and gigabytes)."""
+        work = self.workload
+        num = sum(g.count for g in work.groups) + len(work.requests)
+        if num > self.limits.max_requests:
+            raise ValueError(f"workload: it declares {num:,} requests, above limits.max_requests "
+                             f"({self.limits.max_requests:,}; at most {MAX_REQUESTS:,})")
+        for group in work.groups:
+            if group.last_arrival_at > MAX_SIM_SECONDS:
+                raise ValueError(f"workload.groups.{work.groups.index(group)}.arrival: its {group.count:,} arrivals reach "
+                                 f"{group.last_arrival_at:.3g} s; arrivals must lie within {MAX_SIM_SECONDS:.0e} s")
+        return self

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import copy
+import math
+import re
 import tomllib
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from engine_model.config import Scenario
+from engine_model.config import ARRIVAL_KINDS, Scenario
 from engine_model.errors import InputError
+from engine_model.files import decode, name_of, read_capped
 
 SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"
 MAX_SCENARIO_BYTES = 1_000_000
+MAX_DEPTH = 32
+MAX_QUOTE = 80
+TYPE_TAG = re.compile(r"^((constrained-)?(int|float|str|bool|none)|[a-z-]+\[.*\]|[A-Z][A-Za-z]*)$")  # union tags
 
 
 def scenario_names() -> list[str]:
@@ -21,14 +27,19 @@ def scenario_names() -> list[str]:
 
 def read_toml(path: str | Path) -> dict:
     """A scenario file by path, or by name from scenarios/."""
-    path = Path(path)
-    if not path.exists() and (SCENARIO_DIR / f"{path.name}.toml").exists():
-        path = SCENARIO_DIR / f"{path.name}.toml"
-    if not path.is_file():
-        raise InputError(str(path), f"no such scenario file; built-in scenarios: {', '.join(scenario_names())}")
-    if path.stat().st_size > MAX_SCENARIO_BYTES:
-        raise InputError(str(path), f"larger than {MAX_SCENARIO_BYTES} bytes")
-    return relative_to(parse_toml(path.read_bytes().decode("utf-8", errors="replace"), str(path)), path.parent)
+    try:
+        path = Path(path)
+        if not path.exists() and (SCENARIO_DIR / f"{path.name}.toml").exists():
+            path = SCENARIO_DIR / f"{path.name}.toml"
+        is_file = path.is_file()
+    except (OSError, ValueError):
+        is_file = False
+    if not is_file:
+        raise InputError(name_of(path), f"no such scenario file; built-in scenarios: {', '.join(scenario_names())}")
+    text, bad_line = decode(read_capped(path, MAX_SCENARIO_BYTES))
+    if bad_line is not None:
+        raise InputError(f"{name_of(path)} line {bad_line}", "is not UTF-8 text; TOML files are UTF-8")
+    return relative_to(parse_toml(text, name_of(path)), path.parent)
 
 
 def relative_to(data: dict, folder: Path) -> dict:
@@ -43,17 +54,48 @@ def relative_to(data: dict, folder: Path) -> dict:
 
 def parse_toml(text: str, where: str = "scenario") -> dict:
     try:
-        return tomllib.loads(text)
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise InputError(where, f"not valid TOML ({err})") from None
+    except RecursionError:
+        data = None
+    if data is None or too_deep(data):
+        raise InputError(where, f"tables or lists nested more than {MAX_DEPTH} deep; a scenario needs a few")
+    return data
 
 
-def parse_value(text: str):
+def too_deep(value, depth: int = 0) -> bool:
+    """Nesting beyond MAX_DEPTH (a scenario needs about five) would only exhaust recursion later."""
+    if depth > MAX_DEPTH:
+        return True
+    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return any(too_deep(child, depth + 1) for child in children)
+
+
+def non_finite(value, key: str = "") -> str | None:
+    """The dotted key of the first inf or nan anywhere in the data (every section, [pd] included)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return key or "scenario"
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for part, child in items:
+        found = non_finite(child, f"{key}.{part}" if key else str(part))
+        if found is not None:
+            return found
+    return None
+
+
+def parse_value(text: str, key: str):
     """A --set value: a TOML value (number, true/false, "string", [list], {table}), else a bare string."""
     try:
-        return tomllib.loads(f"v = {text}")["v"]
+        value = tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         return text
+    except RecursionError:
+        value = None
+    if value is None or too_deep(value):
+        raise InputError(key, f"is nested more than {MAX_DEPTH} deep; expected a number, true/false, a string "
+                              "or a short [list] / {table}")
+    return value
 
 
 def apply_sets(data: dict, sets: list[str]) -> dict:
@@ -61,15 +103,19 @@ def apply_sets(data: dict, sets: list[str]) -> dict:
     for item in sets:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise InputError(f"--set {item}", "expected dotted.key=value, e.g. engine.enable_mixed_chunk=true")
-        node = data
+            raise InputError(f"--set {item[:MAX_QUOTE]}",
+                             "expected dotted.key=value, e.g. engine.enable_mixed_chunk=true")
         parts = key.strip().split(".")
+        key = key.strip()[:MAX_QUOTE]
+        if len(parts) > MAX_DEPTH:
+            raise InputError(key, f"has {len(parts):,} dotted parts; a key has at most {MAX_DEPTH}")
+        node = data
         for part in parts[:-1]:
             node = child_of(node, part, key)
         if isinstance(node, list):
-            node[list_index(node, parts[-1], key)] = parse_value(value.strip())
+            node[list_index(node, parts[-1], key)] = parse_value(value.strip(), key)
         else:
-            node[parts[-1]] = parse_value(value.strip())
+            node[parts[-1]] = parse_value(value.strip(), key)
     return data
 
 
@@ -100,18 +146,50 @@ def allowed_keys(loc: tuple) -> list[str]:
     return sorted(model.model_fields) if model is not None else []
 
 
+def key_of(loc: tuple) -> str:
+    """The dotted key a user writes, from a validation error's location (less pydantic's union tags)."""
+    parts = []
+    for part in loc:
+        is_kind = bool(parts) and parts[-1] == "arrival" and part in ARRIVAL_KINDS
+        if isinstance(part, str) and (TYPE_TAG.match(part) or is_kind):
+            continue
+        parts.append(str(part))
+    return ".".join(parts) or "scenario"
+
+
 def validate(data: dict) -> Scenario:
+    """A Scenario, or one InputError naming the first bad key and what it accepts."""
+    if not isinstance(data, dict):
+        raise InputError("scenario", f"expected a table of settings, got {type(data).__name__}")
+    if too_deep(data):
+        raise InputError("scenario", f"tables or lists nested more than {MAX_DEPTH} deep")
+    key = non_finite(data)
+    if key is not None:
+        raise InputError(key, "expected a finite number, not inf or nan")
     try:
         return Scenario.model_validate(data)
     except ValidationError as err:
-        first = err.errors()[0]
-        loc = tuple(first["loc"])
-        key = ".".join(str(p) for p in loc) or "scenario"
-        if first["type"] == "extra_forbidden":
-            allowed = allowed_keys(loc)
-            raise InputError(key, "unknown key" + (f"; allowed: {', '.join(allowed)}" if allowed else "")) from None
-        got = repr(first.get('input'))[:80]
-        raise InputError(key, f"{first['msg']} (got {got})") from None
+        raise first_problem(err.errors()) from None
+
+
+def first_problem(errors: list[dict]) -> InputError:
+    """The first error as one line. Of a union's alternatives, a wrong type ranks last (a table given for
+    `prompt_len` is judged as a table); alternatives at the same key are joined with 'or' (an int or "auto").
+    A scenario-wide check names its key at the start of its message ("workload: ...")."""
+    errors = sorted(errors, key=lambda e: e["type"].endswith("_type"))
+    first = errors[0]
+    key, msg = key_of(tuple(first["loc"])), first["msg"].removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        allowed = allowed_keys(tuple(first["loc"]))
+        return InputError(key, "unknown key" + (f"; allowed: {', '.join(allowed)}" if allowed else ""))
+    if first["type"] == "union_tag_not_found":
+        msg = f"needs a kind, one of {', '.join(sorted(ARRIVAL_KINDS))}, e.g. {{kind = \"at\", start_at = 5}}"
+    if not first["loc"] and ": " in msg:
+        key, msg = msg.split(": ", 1)
+        return InputError(key, msg)
+    same = [e["msg"] for e in errors if key_of(tuple(e["loc"])) == key]
+    got = repr(first.get("input"))[:MAX_QUOTE]
+    return InputError(key, f"{'; or '.join(dict.fromkeys([msg, *same]))} (got {got})")
 
 
 def load_scenario(path: str | Path, sets: list[str] = ()) -> Scenario:

@@ -5,21 +5,27 @@ on the server. Rows that cannot be used are skipped and counted by kind, with th
 """
 
 import csv
+import itertools
 import json
 import math
 import random
+from array import array
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
+from engine_model.config import MAX_SPEEDUP, MAX_TRACE_SECONDS, MIN_SPEEDUP
 from engine_model.errors import InputError
+from engine_model.files import Lines
+from engine_model.metrics import bucket_labels
 
 MAX_BYTES = 200_000_000
-MAX_ROWS = 5_000_000
+MAX_ROWS = 3_000_000  # about 170 MB a million once loaded: the whole load stays under 1 GB
+MAX_LINE = 1_000_000  # characters; a trace row is about a hundred, a Mooncake row with hash ids a few thousand
 MAX_TOKENS = 10_000_000
-MAX_SECONDS = 1e10  # about 300 years
+MAX_SECONDS = MAX_TRACE_SECONDS  # about 300 years
 MAX_EXAMPLES = 5
 FORMATS = ("azure", "mooncake", "burstgpt", "jsonl")
 COLUMNS = {
@@ -30,7 +36,7 @@ COLUMNS = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TraceRequest:
     arrival_at: float  # seconds after the first request
     prompt_len: int
@@ -46,6 +52,7 @@ class Trace:
     skipped_by_kind: dict[str, int]
     skipped_examples: list[tuple[int, str]]  # (line number, reason)
     warnings: list[str] = field(default_factory=list)
+    stopped: str | None = None  # why reading stopped before the end of the file; None: it read it all
 
 
 class Skip(Exception):
@@ -158,28 +165,28 @@ ROW_READERS = {"azure": azure_row, "burstgpt": burstgpt_row, "mooncake": mooncak
 # ---- format detection and line splitting ---------------------------------------------------------
 
 
-def detect(first_line: str) -> str:
+def detect(line_no: int, first_line: str) -> str:
     """The format from the header (CSV) or the first object's keys (JSON Lines)."""
+    where = f"line {line_no}"
     if first_line.lstrip().startswith("{"):
         try:
             keys = set(json.loads(first_line))
         except (ValueError, TypeError, RecursionError):
-            raise InputError("line 1", "starts with '{' but is not a JSON object") from None
+            raise InputError(where, "starts with '{' but is not a JSON object") from None
         if {"timestamp", "input_length", "output_length"} <= keys:
             return "mooncake"
         if {"prompt_len", "output_len"} <= keys and keys & {"arrival_at", "arrival_s"}:
             return "jsonl"
-        raise InputError(
-            "line 1", f"JSON keys {sorted(keys)[:8]} match no format; expected {expected_text()}"
-        )
+        raise InputError(where, f"JSON keys {sorted(keys)[:8]} match no format; expected {expected_text()}")
     try:
         header = {name.strip() for name in split_csv(first_line)}
     except Skip:
-        raise InputError("line 1 (header)", f"is not a CSV header; expected {expected_text()}") from None
+        raise InputError(f"{where} (header)", f"is not a CSV header; expected {expected_text()}") from None
     for fmt in ("azure", "burstgpt"):
         if set(COLUMNS[fmt]) <= header:
             return fmt
-    raise InputError("line 1 (header)", f"found columns {sorted(header)[:8]}; expected {expected_text()}")
+    found = sorted(name[:40] for name in header)[:8]
+    raise InputError(f"{where} (header)", f"found columns {found}; expected {expected_text()}")
 
 
 def expected_text() -> str:
@@ -198,33 +205,38 @@ def split_csv(line: str) -> list[str]:
         raise Skip("bad_csv", "is not a valid CSV row") from None
 
 
-def csv_rows(lines: list[str], fmt: str):
-    """(line number, dict by column name) for each data line; a short row becomes a Skip."""
-    header = [name.strip() for name in split_csv(lines[0])]
-    for line_no, line in enumerate(lines[1:], start=2):
+def csv_rows(header: list[str], lines):
+    """(line number, dict by column name or Skip, whether the line ended) for each data line."""
+    for line_no, line, complete in lines:
+        if line is None:
+            yield line_no, Skip("line_too_long", f"is longer than {MAX_LINE:,} characters"), complete
+            continue
         if not line.strip():
             continue
         try:
             cells = split_csv(line)
         except Skip as skip:
-            yield line_no, skip
+            yield line_no, skip, complete
             continue
         if len(cells) < len(header):
-            yield line_no, Skip("wrong_columns", f"has {len(cells)} columns, the header has {len(header)}")
+            yield line_no, Skip("wrong_columns", f"has {len(cells)} columns, the header has {len(header)}"), complete
             continue
-        yield line_no, dict(zip(header, cells, strict=False))
+        yield line_no, dict(zip(header, cells, strict=False)), complete
 
 
-def json_rows(lines: list[str]):
-    for line_no, line in enumerate(lines, start=1):
+def json_rows(lines):
+    for line_no, line, complete in lines:
+        if line is None:
+            yield line_no, Skip("line_too_long", f"is longer than {MAX_LINE:,} characters"), complete
+            continue
         if not line.strip():
             continue
         try:
             row = json.loads(line)
         except (ValueError, RecursionError):
-            yield line_no, Skip("bad_json", "is not valid JSON")
+            yield line_no, Skip("bad_json", "is not valid JSON"), complete
             continue
-        yield line_no, row if isinstance(row, dict) else Skip("bad_json", "is JSON but not an object")
+        yield line_no, row if isinstance(row, dict) else Skip("bad_json", "is JSON but not an object"), complete
 
 
 # ---- the whole load ------------------------------------------------------------------------------
@@ -245,77 +257,98 @@ class Tally:
         return sum(self.by_kind.values())
 
 
-def read_text(source: str | bytes | Path) -> tuple[str, list[str]]:
-    if isinstance(source, Path):
-        if not source.is_file():
-            raise InputError(str(source), "is not a readable file")
-        if source.stat().st_size > MAX_BYTES:
-            raise InputError(str(source), f"is {source.stat().st_size:,} bytes; the limit is {MAX_BYTES:,}")
-        source = source.read_bytes()
-    if isinstance(source, bytes | bytearray):
-        if len(source) > MAX_BYTES:
-            raise InputError("trace", f"is {len(source):,} bytes; the limit is {MAX_BYTES:,}")
-        try:
-            return bytes(source).decode("utf-8"), []
-        except UnicodeDecodeError as error:
-            line_no = source.count(b"\n", 0, error.start) + 1
-            return bytes(source).decode("utf-8", "replace"), [
-                f"line {line_no}: bytes that are not UTF-8 were replaced"
-            ]
-    if not isinstance(source, str):
-        raise InputError("trace", f"expected text, bytes or a Path, got {type(source).__name__}")
-    if len(source) > MAX_BYTES:
-        raise InputError("trace", f"is {len(source):,} characters; the limit is {MAX_BYTES:,}")
-    return source, []
+@dataclass
+class Rows:
+    """Usable rows, packed: 24 bytes a row, so five million rows take 120 MB, not gigabytes of tuples."""
+
+    times: array = field(default_factory=lambda: array("d"))
+    prompts: array = field(default_factory=lambda: array("q"))
+    outputs: array = field(default_factory=lambda: array("q"))
+
+    def add(self, row: tuple[float, int, int]) -> None:
+        self.times.append(row[0])
+        self.prompts.append(row[1])
+        self.outputs.append(row[2])
+
+    def __len__(self) -> int:
+        return len(self.times)
 
 
-def split_lines(text: str) -> list[str]:
-    nul = text.find("\x00", 0, 65536)
-    if nul >= 0:
-        raise InputError(
-            f"trace line {text.count(chr(10), 0, nul) + 1}",
-            "contains NUL bytes: this looks binary; "
-            f"expected a CSV or JSON Lines text file ({expected_text()})",
-        )
-    lines = [line.rstrip("\r") for line in text.removeprefix("\ufeff").split("\n")]
-    while lines and not lines[-1].strip():
-        lines.pop()
-    return lines
+@dataclass
+class Cutter:
+    """Says when reading can stop: while the rows so far are in time order, the window's end or
+    max_requests kept rows means no later row can change the result (`shape` keeps the earliest).
+    It draws the same sampling numbers as `shape`, in the same order. An out-of-order row turns it off."""
+
+    window: tuple[float, float] | None
+    sample: float
+    max_requests: int | None
+    seed: int
+    is_on: bool = True
+    first_at: float | None = None
+    last_at: float = -math.inf
+    num_kept: int = 0
+    why: str = ""
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.seed)
+        self.is_on = self.window is not None or self.max_requests is not None
+
+    def is_done(self, at: float) -> bool:
+        if not self.is_on or at < self.last_at:
+            self.is_on = False
+            return False
+        self.last_at = at
+        self.first_at = at if self.first_at is None else self.first_at
+        since = at - self.first_at
+        if self.window is not None and since >= self.window[1]:
+            self.why = f"the window ends at {self.window[1]:g} s"
+            return True
+        if (self.window is not None and since < self.window[0]) or (
+            self.sample < 1 and not self.rng.random() < self.sample
+        ):
+            return False
+        self.num_kept += 1
+        if self.max_requests is None or self.num_kept < self.max_requests:
+            return False
+        self.why = f"max_requests ({self.max_requests:,}) rows were kept"
+        return True
 
 
-def read_rows(
-    lines: list[str], fmt: str, cut_last: bool, tally: Tally
-) -> tuple[list[tuple[float, int, int]], int]:
-    reader = ROW_READERS[fmt]
-    source = json_rows(lines) if fmt in ("mooncake", "jsonl") else csv_rows(lines, fmt)
-    rows, num_rows = [], 0
-    for line_no, row in source:
+def header_of(lines) -> tuple[int, str] | None:
+    """The first line that is not blank, without a byte-order mark; None when there is none."""
+    for line_no, line, _ in lines:
+        if line is None:
+            raise InputError(f"line {line_no}", f"is longer than {MAX_LINE:,} characters; expected {expected_text()}")
+        line = line.removeprefix("\ufeff")
+        if line.strip():
+            return line_no, line
+    return None
+
+
+def read_rows(source, fmt: str, tally: Tally, cutter: Cutter) -> tuple[Rows, int, str | None]:
+    """Usable rows, the number of data rows read, and why reading stopped early (None: at the end)."""
+    reader, rows, num_rows = ROW_READERS[fmt], Rows(), 0
+    for line_no, row, complete in source:
+        if num_rows >= MAX_ROWS:
+            return rows, num_rows, f"only the first {MAX_ROWS:,} rows were read; the rest were not"
         num_rows += 1
-        if num_rows > MAX_ROWS:
-            tally.skip(
-                line_no,
-                "over_row_limit",
-                f"rows after {MAX_ROWS:,} were not read",
-                sum(1 for line in lines[line_no - 1 :] if line.strip()),
-            )
-            break
         try:
             if isinstance(row, Skip):
                 raise row
-            rows.append(reader(row))
+            values = reader(row)
         except KeyError as missing:
-            tally.skip(
-                line_no,
-                "missing_field",
-                f"line {line_no}: has no '{missing.args[0]}' (expected {', '.join(COLUMNS[fmt])})",
-            )
+            reason = f"line {line_no}: has no '{missing.args[0]}' (expected {', '.join(COLUMNS[fmt])})"
+            tally.skip(line_no, "missing_field", reason)
+            continue
         except Skip as skip:
-            cut = cut_last and line_no == len(lines)
-            kind = "truncated_last_line" if cut else skip.kind
-            tally.skip(
-                line_no, kind, f"line {line_no}: {skip}{' (the last line looks cut off)' if cut else ''}"
-            )
-    return rows, num_rows
+            kind = skip.kind if complete else "truncated_last_line"
+            tally.skip(line_no, kind, f"line {line_no}: {skip}{'' if complete else ' (the last line looks cut off)'}")
+            continue
+        rows.add(values)
+        if cutter.is_done(values[0]):
+            return rows, num_rows, f"reading stopped after line {line_no}: {cutter.why} and the rows so far are in time order"
+    return rows, num_rows, None
 
 
 def check_options(window, speedup: float, sample: float, max_requests: int | None) -> None:
@@ -323,8 +356,8 @@ def check_options(window, speedup: float, sample: float, max_requests: int | Non
         start, end = window
         if not (math.isfinite(start) and start >= 0 and end > start):
             raise InputError("window", f"is {window}; expected (start_s, end_s) with 0 <= start_s < end_s")
-    if not (isinstance(speedup, int | float) and math.isfinite(speedup) and speedup > 0):
-        raise InputError("speedup", f"is {speedup}; expected a number > 0")
+    if not (isinstance(speedup, int | float) and MIN_SPEEDUP <= speedup <= MAX_SPEEDUP):
+        raise InputError("speedup", f"is {speedup}; expected a number from {MIN_SPEEDUP} to {MAX_SPEEDUP:g}")
     if not (isinstance(sample, int | float) and 0 < sample <= 1):
         raise InputError("sample", f"is {sample}; expected a fraction in (0, 1]")
     if max_requests is not None and (not isinstance(max_requests, int) or max_requests < 1):
@@ -332,23 +365,33 @@ def check_options(window, speedup: float, sample: float, max_requests: int | Non
 
 
 def shape(
-    rows, window, speedup: float, sample: float, max_requests: int | None, seed: int
+    rows: Rows, window, speedup: float, sample: float, max_requests: int | None, seed: int
 ) -> list[TraceRequest]:
     """Sort, rebase on the first request, cut the window, sample, speed up, then keep the first max_requests."""
-    rows = sorted(rows, key=lambda row: row[0])
-    if not rows:
+    if not len(rows):
         return []
-    kept = [(t - rows[0][0], p, o) for t, p, o in rows]
+    order = np.argsort(np.frombuffer(rows.times, dtype=np.float64), kind="stable")
+    at = np.frombuffer(rows.times, dtype=np.float64)[order]
+    at = at - at[0]
     if window is not None:
-        kept = [row for row in kept if window[0] <= row[0] < window[1]]
-    if kept:
-        kept = [(t - kept[0][0], p, o) for t, p, o in kept]
+        inside = (window[0] <= at) & (at < window[1])
+        order, at = order[inside], at[inside]
+    if len(at):
+        at = at - at[0]
     if sample < 1:
-        rng = random.Random(seed)
-        kept = [row for row in kept if rng.random() < sample]
-    if kept:
-        kept = [((t - kept[0][0]) / speedup, p, o) for t, p, o in kept]
-    return [TraceRequest(round(t, 6), p, o) for t, p, o in kept[:max_requests]]
+        rng, kept = random.Random(seed), []
+        for index in range(len(at)):
+            if rng.random() < sample:
+                kept.append(index)
+                if max_requests is not None and len(kept) >= max_requests:
+                    break
+        order, at = order[kept], at[kept]
+    if len(at):
+        at = (at - at[0]) / speedup
+    num = len(at) if max_requests is None else min(len(at), max_requests)
+    return [
+        TraceRequest(round(float(at[i]), 6), rows.prompts[order[i]], rows.outputs[order[i]]) for i in range(num)
+    ]
 
 
 def load_trace(
@@ -361,25 +404,40 @@ def load_trace(
     max_requests: int | None = None,
     seed: int = 0,
 ) -> Trace:
-    """Requests from a trace: a `str` is the text itself, a `Path` a file. Raises InputError when unusable."""
+    """Requests from a trace: a `str` is the text itself, a `Path` a file. Raises InputError when unusable.
+
+    Rows are read one at a time; reading stops once the result is settled (max_requests kept, or the
+    window's end passed) while the rows are in time order, so a large file costs what it contributes.
+    """
     check_options(window, speedup, sample, max_requests)
     if fmt is not None and fmt not in FORMATS:
         raise InputError("fmt", f"is '{fmt}'; expected one of {', '.join(FORMATS)} or None to detect it")
-    text, warnings = read_text(path_or_text)
-    lines = split_lines(text)
-    if not lines:
-        raise InputError("trace", f"is empty: nothing usable was found; expected {expected_text()}")
-    fmt = fmt or detect(lines[0])
-    if fmt in ("azure", "burstgpt") and not set(COLUMNS[fmt]) <= {c.strip() for c in lines[0].split(",")}:
-        raise InputError(
-            "line 1 (header)", f"expected columns {', '.join(COLUMNS[fmt])}; found '{lines[0][:120]}'"
-        )
-    tally = Tally()
-    rows, num_rows = read_rows(lines, fmt, not text.endswith("\n"), tally)
+    with Lines(path_or_text, max_bytes=MAX_BYTES, max_line=MAX_LINE) as lines:
+        source = iter(lines)
+        first = header_of(source)
+        if first is None:
+            raise InputError("trace", f"is empty: nothing usable was found; expected {expected_text()}")
+        fmt = fmt or detect(*first)
+        tally, cutter = Tally(), Cutter(window, sample, max_requests, seed)
+        if fmt in ("mooncake", "jsonl"):
+            rows = json_rows(itertools.chain([(*first, True)], source))
+        else:
+            rows = csv_rows(csv_header(*first, fmt), source)
+        rows, num_rows, stopped = read_rows(rows, fmt, tally, cutter)
+        warnings = [] if lines.bad_line is None else [f"line {lines.bad_line}: bytes that are not UTF-8 were replaced"]
     requests = shape(rows, window, speedup, sample, max_requests, seed)
     if not requests:
         raise InputError("trace", nothing_usable(num_rows, len(rows), tally))
-    return Trace(requests, fmt, num_rows, tally.total, tally.by_kind, tally.examples, warnings)
+    return Trace(requests, fmt, num_rows, tally.total, tally.by_kind, tally.examples, warnings, stopped)
+
+
+def csv_header(line_no: int, line: str, fmt: str) -> list[str]:
+    header = [name.strip() for name in split_csv(line)]
+    if not set(COLUMNS[fmt]) <= set(header):
+        raise InputError(
+            f"line {line_no} (header)", f"expected columns {', '.join(COLUMNS[fmt])}; found '{line[:120]}'"
+        )
+    return header
 
 
 def nothing_usable(num_rows: int, num_usable: int, tally: Tally) -> str:
@@ -440,3 +498,24 @@ def request_mix(trace: Trace, long_threshold: int = 8192) -> Mix:
         duration_s=duration,
         mean_arrival_rate=(len(prompts) - 1) / duration if duration > 0 else None,
     )
+
+
+BUCKET_PERCENTILES = (50, 90, 99, 100)
+
+
+def bucket_mix(trace: Trace, edges: list[int]) -> dict[str, dict]:
+    """Per prompt-length bucket (the labels of the run summary's metrics.buckets): how many requests, and
+    prompt and output length percentiles (100 is the maximum). Empty buckets are left out."""
+    prompts = np.array([r.prompt_len for r in trace.requests], dtype=np.int64)
+    outputs = np.array([r.output_len for r in trace.requests], dtype=np.int64)
+    lows = [0, *edges]
+    out = {}
+    for label, low, high in zip(bucket_labels(edges), lows, [*edges, None], strict=True):
+        inside = (prompts >= low) & (prompts < high) if high is not None else prompts >= low
+        if inside.any():
+            out[label] = {
+                "num_requests": int(inside.sum()),
+                "prompt_len": {p: round(float(np.percentile(prompts[inside], p)), 1) for p in BUCKET_PERCENTILES},
+                "output_len": {p: round(float(np.percentile(outputs[inside], p)), 1) for p in BUCKET_PERCENTILES},
+            }
+    return out

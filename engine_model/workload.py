@@ -9,7 +9,15 @@ import random
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
-from engine_model.config import ClosedArrival, GroupConfig, Length, LengthDist, PoissonArrival, WorkloadConfig
+from engine_model.config import (
+    MAX_SIM_SECONDS,
+    ClosedArrival,
+    GroupConfig,
+    Length,
+    LengthDist,
+    PoissonArrival,
+    WorkloadConfig,
+)
 from engine_model.core import Request
 from engine_model.errors import InputError
 
@@ -155,6 +163,10 @@ def trace_requests(cfg: WorkloadConfig, seed: int) -> list[Request]:
                            max_requests=t.max_requests, seed=seed)
     except InputError as err:
         raise InputError(f"workload.trace ({err.where})", err.problem) from None
+    span = trace.requests[-1].arrival_at
+    if span > MAX_SIM_SECONDS:
+        raise InputError("workload.trace", f"its arrivals span {span:.3g} s after speedup {t.speedup:g}; they must "
+                         f"lie within {MAX_SIM_SECONDS:.0e} s: set window_end_s, max_requests or a larger speedup")
     width = len(str(len(trace.requests)))
     return [Request(rid=f"{t.group}-{i:0{width}d}", group=t.group, arrival_at=r.arrival_at, prompt_len=r.prompt_len,
                     output_len=r.output_len, max_new_tokens=r.output_len) for i, r in enumerate(trace.requests)]

@@ -67,3 +67,104 @@ def test_a_run_cut_off_by_a_limit_says_so():
     doc = json.loads(cli("run", "forty_replies", "--set", "limits.max_iterations=50", "--json").stdout)
     assert doc["cut_off"] == "limits.max_iterations (50) reached" and doc["iterations"]["total"] == 50
     assert doc["metrics"]["groups"]["log"]["num_finished"] == 0
+
+
+# ---- diagnose, trace, scenarios, help ----------------------------------------------------------------
+
+SAMPLES = "app/samples"
+
+
+def run_main(capsys, *argv):
+    from engine_model.cli import main
+
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_scenarios_lists_each_with_its_title_and_one_line(capsys):
+    from engine_model import load_scenario, scenario_names
+
+    status, out, _ = run_main(capsys, "scenarios")
+    lines = out.splitlines()
+    assert status == 0 and len(lines) == 2 * len(scenario_names())
+    for name, first, second in zip(scenario_names(), lines[::2], lines[1::2], strict=True):
+        scenario = load_scenario(name)
+        assert first.split() == [name, *scenario.title.split()] and second.strip() == scenario.about != ""
+
+
+def test_run_help_shows_set_with_an_example():
+    help_text = cli("run", "--help").stdout
+    assert "--set dotted.key=value" in help_text and "--set engine.enable_mixed_chunk=true" in help_text
+
+
+def test_plain_run_output_says_why_mid_reply_streams_have_no_ttft(capsys):
+    status, out, _ = run_main(capsys, "run", "forty_replies", "--set", "limits.max_iterations=30")
+    assert status == 0
+    assert "streams: 0/40 finished; TTFT p50 -* p99 -*" in out
+    assert "* no TTFT: these replies were already streaming when the run began" in out
+    assert "41 not finished, cut off (limits.max_iterations (30) reached) (first: streams-00)" in out
+
+
+def test_plain_run_output_gives_every_rejection_its_reason(capsys):
+    status, out, _ = run_main(capsys, "run", "forty_replies", "--set", "engine.max_total_tokens=5000")
+    assert status == 0
+    assert "1 not finished, rejected: prompt of 100000 tokens >= max_req_input_len 4994 (first: log)" in out
+
+
+def test_diagnose_a_chunked_prefill_log(capsys):
+    log = f"{SAMPLES}/07_issue11970_prefill_chunk8192_v0.5.3.log"
+    status, out, _ = run_main(capsys, "diagnose", log)
+    assert status == 0 and out.startswith(f"{log}: verdict: chunked-prefill stall\n")
+    assert "  read 9 lines: 9 Prefill, 0 Decode, 0 retraction; skipped 0 unrecognised, 0 malformed" in out
+    assert "    try --enable-mixed-chunk: " in out
+    status, out, _ = run_main(capsys, "diagnose", log, "--json")
+    doc = json.loads(out)
+    assert (doc["verdict"], doc["timeline"]["chunk_size"], doc["timeline"]["longest_chunk_run"]) == (
+        "chunked_prefill_stall", 8192, 9)
+    assert [f["kind"] for f in doc["findings"]] == ["chunked_prefill_stall"]
+
+
+def test_diagnose_a_retraction_log_as_json_with_its_settings(capsys):
+    status, out, _ = run_main(capsys, "diagnose", f"{SAMPLES}/01_docsci_2025-04-30_qwen05b_batch_retract_decode_oom.log",
+                              "--json")
+    doc = json.loads(out)
+    assert (status, doc["verdict"], doc["settings"]["max_total_tokens"]) == (0, "kv_retraction", 20480)
+    assert doc["lines"]["num_retraction"] == 4 and doc["findings"][0]["evidence"][0][0] > 0
+
+
+def test_diagnose_a_partial_log_says_what_was_skipped(tmp_path, capsys):
+    log = (tmp_path / "x.log")
+    log.write_text("[2026-01-01 12:00:00] Decode batch, #running-req: 4, #token: 9, token usage: 0.1\n"
+                   "[2026-01-01 12:00:01] Decode batch, #running-req: " + "9" * 50 + "\nhello\n")
+    status, out, _ = run_main(capsys, "diagnose", str(log))
+    assert status == 0 and "skipped 1 unrecognised, 1 malformed, 0 blank" in out
+    assert "    malformed line 2: field '#running-req' has a 50-character value" in out
+
+
+def test_trace_prints_the_mix_by_bucket(capsys):
+    status, out, _ = run_main(capsys, "trace", f"{SAMPLES}/mooncake_conversation_trace_head300.jsonl", "--json")
+    doc = json.loads(out)
+    assert (status, doc["fmt"], doc["num_requests"], doc["num_skipped"]) == (0, "mooncake", 300, 0)
+    assert sum(b["num_requests"] for b in doc["buckets"].values()) == 300
+    assert set(doc["buckets"]) <= {"0-8191", "8192-32767", ">=32768"}
+    assert doc["prompt_len"]["100"] == max(b["prompt_len"]["100"] for b in doc["buckets"].values())
+
+
+def test_trace_with_a_row_limit_says_where_it_stopped(capsys):
+    status, out, _ = run_main(capsys, "trace", f"{SAMPLES}/AzureLLMInferenceTrace_conv_head1500.csv",
+                              "--max-requests", "10")
+    assert status == 0 and ": azure, 10 requests (10 rows read, 0 skipped)" in out
+    assert "note: reading stopped after line 11: max_requests (10) rows were kept" in out
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["diagnose", "scenarios/forty_replies.toml"], "no usable SGLang scheduler line among its"),
+    (["trace", "scenarios/forty_replies.toml"], "line 1 (header): found columns"),
+    (["diagnose", "/dev/null"], "not a readable file"),
+    (["trace", "no/such/file.csv"], "not a readable file"),
+    (["reference", "/proc/self/mem", "--out", "/tmp/never-written"], "cannot be read (Input/output error)"),
+])
+def test_diagnose_and_trace_refuse_what_they_cannot_read_in_one_line(argv, says):
+    proc = cli(*argv)
+    assert proc.returncode == 2 and proc.stdout == "" and proc.stderr.count("\n") == 1 and says in proc.stderr

@@ -284,11 +284,14 @@ def observed_requests(prefills: list[PrefillRecord], chunk_size: int | None) -> 
     A line with S new requests and N new + C cached tokens gives S prompts of (N + C) / S tokens, arriving
     at the line's time (an upper bound). When a line used a full chunk, its last request continues on the
     next line; with an empty queue, #pending-token is that request's remainder and fixes its length.
-    Stops after MAX_OBSERVED_REQUESTS requests.
+    A time earlier than the line before (clock step, concatenated logs) is raised to it, as in the
+    timeline. Stops after MAX_OBSERVED_REQUESTS requests: memory never grows with a number in the log.
     """
     requests, open_req = [], None  # open_req: [arrival_at, tokens so far, expected total or None]
+    at = 0.0
     for line in prefills:
         num = line.num_new_reqs
+        at = max(at, line.at)
         if num <= 0:
             continue
         if len(requests) >= MAX_OBSERVED_REQUESTS:
@@ -298,7 +301,8 @@ def observed_requests(prefills: list[PrefillRecord], chunk_size: int | None) -> 
         if open_req is not None:
             open_req[1] += share
             starts = 1
-        parts = [[line.at, share, None] for _ in range(num - starts)]
+        num_parts = min(num - starts, MAX_OBSERVED_REQUESTS - len(requests) + 1)  # +1: one may stay open
+        parts = [[at, share, None] for _ in range(num_parts)]
         if open_req is not None and (parts or not is_full_chunk(line, chunk_size)):
             requests.append(close(open_req))
             open_req = None

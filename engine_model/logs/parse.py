@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from engine_model.errors import InputError
+from engine_model.files import decode, read_capped
 from engine_model.logs.startup import (
     MAX_SERVER_ARGS,
     SETTING_KEYS,
@@ -21,6 +22,10 @@ from engine_model.logs.startup import (
 
 MAX_EXAMPLES = 5
 MAX_QUOTE = 500
+MAX_LINE = 1_000_000  # characters; a scheduler line is a few hundred, a server_args line a few thousand
+MAX_VALUE = 1_000_000_000  # no count, token figure or throughput in a real log comes near a billion
+MAX_DIGITS = 40
+OUT_OF_RANGE = f"a real log's numbers lie between 0 and {MAX_VALUE:,}"
 
 PREFIX = re.compile(
     r"^(?P<lead>.{0,64}?)\[(?P<date>\d{4}-\d{2}-\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,6}))?"
@@ -172,11 +177,14 @@ ALLOWED = {kind: frozenset(f.name for f in fields(record)) for kind, record in R
 
 
 def convert(name: str, raw: str, kind: str) -> int | float | bool:
+    """One field's value; a number must be finite and within [0, MAX_VALUE], as every real log's are."""
     try:
         if kind == "bool":
             if raw not in ("True", "False"):
                 raise ValueError
             return raw == "True"
+        if len(raw) > MAX_DIGITS:
+            raise Malformed(f"field '{name}' has a {len(raw)}-character value; {OUT_OF_RANGE}")
         value = int(raw) if kind == "int" else float(raw)
     except ValueError:
         raise Malformed(f"field '{name}' has value '{raw[:40]}', expected {kind}") from None
@@ -184,6 +192,8 @@ def convert(name: str, raw: str, kind: str) -> int | float | bool:
         raise Malformed(f"field '{name}' has value '{raw[:40]}', expected a finite number")
     if value < 0:
         raise Malformed(f"field '{name}' has value '{raw[:40]}', expected a number >= 0")
+    if value > MAX_VALUE:
+        raise Malformed(f"field '{name}' has value '{raw[:40]}'; {OUT_OF_RANGE}")
     return value
 
 
@@ -221,21 +231,20 @@ def parse_batch(match: re.Match, common: dict) -> PrefillRecord | DecodeRecord:
 def parse_retraction(message: str, common: dict) -> RetractionRecord:
     wording = next(w for phrase, w in RETRACT_WORDINGS.items() if phrase in message)
     values = dict(split_fields(message[message.index("#retracted_reqs") :]))
-    try:
-        before, _, after = values["#new_token_ratio"].partition(" -> ")
-        gained = values.get("#new_tokens_gained")
-        mamba = values.get("#mamba_num_gained")
-        return RetractionRecord(
-            **common,
-            wording=wording,
-            num_retracted_reqs=int(values["#retracted_reqs"]),
-            new_token_ratio_before=float(before),
-            new_token_ratio_after=float(after),
-            num_new_tokens_gained=None if gained is None else int(gained),
-            num_mamba_gained=None if mamba is None else int(mamba),
-        )
-    except (KeyError, ValueError):
-        raise Malformed("retraction line lacks '#retracted_reqs: N' or '#new_token_ratio: a -> b'") from None
+    if "#retracted_reqs" not in values or " -> " not in values.get("#new_token_ratio", ""):
+        raise Malformed("retraction line lacks '#retracted_reqs: N' or '#new_token_ratio: a -> b'")
+    before, _, after = values["#new_token_ratio"].partition(" -> ")
+    gained = values.get("#new_tokens_gained")
+    mamba = values.get("#mamba_num_gained")
+    return RetractionRecord(
+        **common,
+        wording=wording,
+        num_retracted_reqs=convert("#retracted_reqs", values["#retracted_reqs"], "int"),
+        new_token_ratio_before=convert("#new_token_ratio", before, "float"),
+        new_token_ratio_after=convert("#new_token_ratio", after, "float"),
+        num_new_tokens_gained=None if gained is None else convert("#new_tokens_gained", gained, "int"),
+        num_mamba_gained=None if mamba is None else convert("#mamba_num_gained", mamba, "int"),
+    )
 
 
 def is_retraction(message: str) -> bool:
@@ -416,28 +425,31 @@ def parse_log(text: str, *, max_bytes: int = 20_000_000, max_lines: int = 500_00
     if not isinstance(text, str):
         raise InputError("log", f"expected text, got {type(text).__name__}")
     check_size(text, max_bytes)
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
+    lines = text.split("\n", max_lines)  # never more than max_lines + 1 pieces, however many lines
+    rest = lines.pop() if len(lines) > max_lines else ""
+    if lines and lines[-1] == "" and not rest:
         lines.pop()
+    num_not_read = rest.count("\n") + (not rest.endswith("\n")) if rest else 0
     builder = Builder()
-    for line_no, line in enumerate(lines[:max_lines], start=1):
+    for line_no, line in enumerate(lines, start=1):
         line = line.rstrip("\r")
         if not line.strip():
             builder.num_blank += 1
             continue
         try:
+            if len(line) > MAX_LINE:
+                raise Malformed(f"the line has {len(line):,} characters; the limit is {MAX_LINE:,}")
             read_line(builder, line_no, line)
         except Malformed as problem:
-            last = line_no == len(lines) and not text.endswith("\n")
+            last = line_no == len(lines) and not rest and not text.endswith("\n")
             builder.malformed_line(line_no, f"{problem}{' (the last line looks cut off)' if last else ''}")
     if builder.num_extra_server_args:
         builder.warn(
             f"{builder.num_extra_server_args} more server_args line(s) (restarts?); the first one is used"
         )
-    num_not_read = max(len(lines) - max_lines, 0)
     if num_not_read:
         builder.warn(f"only the first {max_lines:,} lines were read; {num_not_read:,} more were not")
-    return freeze(builder, min(len(lines), max_lines), num_not_read)
+    return freeze(builder, len(lines), num_not_read)
 
 
 def freeze(builder: Builder, num_lines: int, num_not_read: int) -> ParsedLog:
@@ -466,24 +478,10 @@ def freeze(builder: Builder, num_lines: int, num_not_read: int) -> ParsedLog:
 
 def parse_log_file(path: str | Path, *, max_bytes: int = 20_000_000, max_lines: int = 500_000) -> ParsedLog:
     """Read a log file (size checked before reading; bytes that are not UTF-8 are replaced and reported)."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(str(path), "is not a readable file")
-    size = path.stat().st_size
-    if size > max_bytes:
-        raise InputError(str(path), f"is {size:,} bytes; the limit is {max_bytes:,}")
-    data = path.read_bytes()
-    try:
-        text, note = data.decode("utf-8"), ""
-    except UnicodeDecodeError as error:
-        line_no = data.count(b"\n", 0, error.start) + 1
-        text, note = (
-            data.decode("utf-8", "replace"),
-            f"line {line_no}: bytes that are not UTF-8 were replaced by �",
-        )
+    text, bad_line = decode(read_capped(path, max_bytes))
     parsed = parse_log(text, max_bytes=max_bytes, max_lines=max_lines)
-    if note:
-        parsed.warnings.insert(0, note)
+    if bad_line is not None:
+        parsed.warnings.insert(0, f"line {bad_line}: bytes that are not UTF-8 were replaced by �")
     return parsed
 
 

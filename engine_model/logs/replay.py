@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from engine_model.config import EngineConfig, RequestConfig, Scenario, WorkloadConfig
+from engine_model.config import EngineConfig, Scenario
+from engine_model.errors import InputError
 from engine_model.logs.diagnose import scenario_hints
 from engine_model.logs.parse import ParsedLog
 from engine_model.logs.timeline import build_timeline
+from engine_model.scenario_io import validate
 
 ASSUMED_OUTPUT_LEN = 256  # logs do not say how long replies were (assumption; editable)
 ENGINE_KEYS = set(EngineConfig.model_fields)
@@ -44,15 +46,16 @@ def scenario_from_log(parsed: ParsedLog, base: Scenario, *, output_len: int | No
         del engine["schedule_policy"]
         notes.append(f"schedule_policy {policy!r} runs as fcfs: the model has no radix cache, and SGLang falls back "
                      "to fcfs without one too")
-    requests = [RequestConfig(rid=f"log-{i:04d}", group="observed", arrival_at=at, prompt_len=max(1, round(prompt)),
-                              output_len=output_len) for i, (at, prompt) in enumerate(observed)]
+    requests = [{"rid": f"log-{i:04d}", "group": "observed", "arrival_at": at, "prompt_len": max(1, round(prompt)),
+                 "output_len": output_len} for i, (at, prompt) in enumerate(observed)]
     notes.append(f"{len(requests)} requests estimated from Prefill lines (arrival = the line's time, to the second); "
                  f"{reply_note}")
     if not requests:
         notes.append("no Prefill lines with new requests: nothing to simulate")
-    scenario = base.model_copy(update={
-        "name": "your_server",
-        "engine": base.engine.model_copy(update=engine),
-        "workload": WorkloadConfig(requests=requests),
-    })
-    return Scenario.model_validate(scenario.model_dump()), notes
+    data = base.model_dump()
+    data.update(name="your_server", workload={"requests": requests})
+    data["engine"].update(engine)
+    try:
+        return validate(data), notes
+    except InputError as err:  # a setting or a figure read from the log that no scenario accepts
+        raise InputError(f"the log's {err.where}", err.problem) from None

@@ -4,6 +4,7 @@ Parsed with `ast.literal_eval` on pieces, never `eval`.
 """
 
 import ast
+import math
 
 
 class Malformed(Exception):
@@ -33,6 +34,7 @@ SETTING_KEYS = (
 )
 MAX_LITERAL = 100_000
 MAX_SERVER_ARGS = 1_000_000
+MAX_NUMBER = 10**12  # a setting beyond this (a KV pool of a trillion tokens) is no real server's
 UNPARSED = "<unparsed>"
 
 
@@ -61,13 +63,22 @@ def split_top_level(text: str) -> list[str]:
 
 
 def literal(text: str) -> object:
-    """A Python literal, or the raw text when it is not one (never eval)."""
+    """A Python literal, or the raw text when it is not one (never eval).
+
+    A number outside what a real server holds (not finite, or beyond +-MAX_NUMBER) stays text too, so no
+    setting read from a log can carry a 400-digit integer or inf into a timeline or a scenario.
+    """
     if len(text) > MAX_LITERAL:
         return text[:200] + "..."
     try:
-        return ast.literal_eval(text)
+        value = ast.literal_eval(text)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return text
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    if isinstance(value, float) and not math.isfinite(value):
+        return text
+    return value if abs(value) <= MAX_NUMBER else text
 
 
 def parse_server_args(rest: str) -> tuple[dict, bool]:

@@ -1,0 +1,155 @@
+"""The CLI's `diagnose LOG` and `trace FILE`: what a server log or a request trace says, without simulating.
+
+Each builds one plain document (what `--json` prints) and prints it as text otherwise. A partial result
+says how many lines or rows were skipped and why; input that is no log or no trace raises InputError.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+from engine_model.config import MetricsConfig
+from engine_model.errors import InputError
+from engine_model.files import name_of
+from engine_model.logs import build_timeline, diagnose, parse_log_file
+from engine_model.logs.diagnose import longest_chunk_run
+from engine_model.traces import bucket_mix, load_trace, request_mix
+
+VERDICT_WORDS = {
+    "chunked_prefill_stall": "chunked-prefill stall",
+    "kv_retraction": "KV stall (the pool filled; requests were retracted)",
+    "queueing_running_cap": "requests queue behind max_running_requests",
+    "queueing_token_pool": "requests queue on a nearly full KV pool",
+    "none": "none: no stall found",
+}
+
+
+def plain(value):
+    """A value JSON can hold: dataclasses and tuples opened up, keys as text, non-finite numbers as text."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return plain(dataclasses.asdict(value))
+    if isinstance(value, dict):
+        return {str(key): plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [plain(item) for item in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value if isinstance(value, str | int | float | bool | type(None)) else str(value)
+
+
+# ---- diagnose LOG ----------------------------------------------------------------------------------
+
+
+def log_document(path: str) -> dict:
+    parsed = parse_log_file(Path(path))
+    num_records = len(parsed.prefills) + len(parsed.decodes) + len(parsed.retractions)
+    if not num_records and parsed.server_args is None and parsed.startup is None:
+        malformed = parsed.malformed_examples[:1]
+        why = f" ({parsed.num_malformed:,} malformed; line {malformed[0][0]}: {malformed[0][1]})" if malformed else ""
+        raise InputError(name_of(path), f"no usable SGLang scheduler line among its {parsed.num_lines:,} lines{why}; "
+                                        "expected 'Prefill batch', 'Decode batch', a retraction or server_args=")
+    timeline, found = build_timeline(parsed), diagnose(parsed)
+    return plain({
+        "log": name_of(path),
+        "verdict": found.verdict,
+        "verdict_words": VERDICT_WORDS[found.verdict],
+        "rank": found.rank,
+        "settings": found.settings,
+        "findings": found.findings,
+        "timeline": {
+            "num_prefill_passes": len(timeline.prefills), "num_decode_lines": len(timeline.decodes),
+            "num_retractions": len(timeline.retractions), "span_s": timeline_span(timeline),
+            "chunk_size": timeline.chunk_size, "chunk_size_source": timeline.chunk_size_source,
+            "decode_log_interval": timeline.decode_log_interval,
+            "decode_log_interval_source": timeline.decode_log_interval_source,
+            "longest_chunk_run": longest_chunk_run(parsed, timeline), "notes": timeline.notes,
+        },
+        "lines": {
+            "num_lines": parsed.num_lines, "num_prefill": len(parsed.prefills), "num_decode": len(parsed.decodes),
+            "num_retraction": len(parsed.retractions), "num_blank": parsed.num_blank,
+            "num_unrecognised": parsed.num_unrecognised, "num_malformed": parsed.num_malformed,
+            "malformed_examples": parsed.malformed_examples, "num_not_read": parsed.num_lines_not_read,
+        },
+        "notes": found.notes,
+        "warnings": parsed.warnings,
+        "version_hints": parsed.version_hints,
+    })
+
+
+def timeline_span(timeline) -> float:
+    times = [p.at for p in timeline.prefills] + [d.end_at for d in timeline.decodes]
+    return round(max(times) - min(times), 6) if times else 0.0
+
+
+def print_log(doc: dict) -> None:
+    lines, timeline = doc["lines"], doc["timeline"]
+    print(f"{doc['log']}: verdict: {doc['verdict_words']}")
+    print(f"  read {lines['num_lines']:,} lines: {lines['num_prefill']:,} Prefill, {lines['num_decode']:,} Decode, "
+          f"{lines['num_retraction']:,} retraction; skipped {lines['num_unrecognised']:,} unrecognised, "
+          f"{lines['num_malformed']:,} malformed, {lines['num_blank']:,} blank"
+          + (f"; {lines['num_not_read']:,} not read (line limit)" if lines["num_not_read"] else ""))
+    for line_no, why in lines["malformed_examples"]:
+        print(f"    malformed line {line_no}: {why}")
+    print(f"  timeline (rank {doc['rank'] or 'untagged'}): {timeline['num_prefill_passes']} prefill passes, "
+          f"{timeline['num_decode_lines']} Decode lines, {timeline['num_retractions']} retractions over "
+          f"{timeline['span_s']:.1f} s; chunk size {timeline['chunk_size']} ({timeline['chunk_size_source']}); "
+          f"longest run of full chunks {timeline['longest_chunk_run']}")
+    settings = ", ".join(f"{key}={value}" for key, value in doc["settings"].items())
+    print(f"  settings: {settings or 'none in the log (SGLang defaults assumed)'}")
+    for finding in doc["findings"]:
+        print(f"  [{finding['severity']}] {finding['title']}")
+        print(f"    {finding['explanation']}")
+        for line_no, text in finding["evidence"]:
+            print(f"    line {line_no}: {text[:160]}")
+        for fix in finding["fixes"]:
+            print(f"    try {fix['flag']}: {fix['effect']}")
+    for note in [*doc["warnings"], *doc["notes"]]:
+        print(f"  note: {note}")
+
+
+# ---- trace FILE ------------------------------------------------------------------------------------
+
+
+def trace_document(path: str, fmt: str | None, max_requests: int | None) -> dict:
+    trace = load_trace(Path(path), fmt=fmt, max_requests=max_requests)
+    mix = request_mix(trace)
+    return plain({
+        "trace": name_of(path),
+        "fmt": trace.fmt,
+        "num_requests": mix.num_requests,
+        "num_rows": trace.num_rows,
+        "num_skipped": trace.num_skipped,
+        "skipped_by_kind": trace.skipped_by_kind,
+        "skipped_examples": trace.skipped_examples,
+        "stopped": trace.stopped,
+        "warnings": trace.warnings,
+        "arrival_span_s": mix.duration_s,
+        "mean_arrival_rate": mix.mean_arrival_rate,
+        "prompt_len": mix.prompt_len_percentiles,
+        "output_len": mix.output_len_percentiles,
+        "buckets": bucket_mix(trace, MetricsConfig().bucket_edges),
+        "headline": mix.headline(),
+    })
+
+
+def print_trace(doc: dict) -> None:
+    rate = doc["mean_arrival_rate"]
+    print(f"{doc['trace']}: {doc['fmt']}, {doc['num_requests']:,} requests "
+          f"({doc['num_rows']:,} rows read, {doc['num_skipped']:,} skipped)")
+    print(f"  arrivals over {doc['arrival_span_s']:.3f} s" + (f", {rate:.3g} requests/s" if rate else ""))
+    print(f"  {'bucket':>12} {'requests':>9}  {'prompt_len p50 / p90 / p99 / max':<40}output_len p50 / p90 / p99 / max")
+    for label, bucket in {"all": {"num_requests": doc["num_requests"], **doc}, **doc["buckets"]}.items():
+        print(f"  {label:>12} {bucket['num_requests']:>9,}  {percentiles(bucket['prompt_len']):<40}"
+              f"{percentiles(bucket['output_len'])}")
+    print(f"  {doc['headline']}")
+    if doc["num_skipped"]:
+        kinds = ", ".join(f"{kind} {count:,}" for kind, count in doc["skipped_by_kind"].items())
+        print(f"  skipped {doc['num_skipped']:,} rows ({kinds}); first: {doc['skipped_examples'][0][1]}")
+    for note in [*doc["warnings"], *([doc["stopped"]] if doc["stopped"] else [])]:
+        print(f"  note: {note}")
+
+
+def percentiles(values: dict) -> str:
+    return " / ".join(f"{values[p]:g}" for p in ("50", "90", "99", "100"))
