@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from engine_model.core import PassKind
+from engine_model.core import PassKind, RequestState
 from engine_model.metrics import Metrics, Typed, all_metrics
 from engine_model.pd.figures import PDFigures, pd_figures
 from engine_model.simulation import Result
@@ -34,6 +34,7 @@ class Summary(Typed):
     end_at: float
     cut_off: str | None
     rejected: dict[str, str]  # rid -> why it was refused or aborted
+    unfinished: dict[str, int]  # why a request did not finish -> how many (rejections and the cut-off alike)
     wall_s: float
     pd: PDFigures | None = None  # per-role figures; metrics.* keep their single-engine meaning
 
@@ -50,6 +51,15 @@ def iteration_counts(result: Result) -> IterationCounts:
         num_retractions=len(result.retractions),
         num_retracted_requests=sum(len(r.rids) for r in result.retractions),
     )
+
+
+def unfinished(result: Result) -> dict[str, int]:
+    """Every request that did not finish, counted by its reason: refused, aborted, or cut off by a limit."""
+    reasons = Counter(
+        r.reject_reason or (f"cut off: {result.cut_off}" if result.cut_off else "not finished when the run ended")
+        for r in result.requests if r.state is not RequestState.FINISHED
+    )
+    return dict(reasons.most_common())
 
 
 def resolved_config(result: Result) -> dict:
@@ -76,6 +86,7 @@ def summary(result: Result) -> Summary:
         end_at=result.end_at,
         cut_off=result.cut_off,
         rejected={r.rid: r.reject_reason for r in result.requests if r.reject_reason},
+        unfinished=unfinished(result),
         wall_s=result.wall_s,
         pd=pd_figures(result) if result.pd is not None else None,
     )

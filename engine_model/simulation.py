@@ -149,7 +149,11 @@ class Run:
         bound = "limits.max_sim_seconds" if until is None else "until"
         until = limits.max_sim_seconds if until is None else until
         cut_off, num_still, num_turns = None, 0, 0
-        while (recorded := self.step()) is not None:
+        while (at := self.next_at()) is not None:
+            if at > until:  # the next thing happens past the limit: stop here, do not idle up to it
+                cut_off = f"{bound} ({until:g}) reached"
+                break
+            recorded = self.step()
             for it in recorded:  # zero-time idle iterations in a row: prefill_decode_interval's countdown
                 num_still = num_still + 1 if it.kind is PassKind.IDLE and it.duration_s == 0 else 0
             num_turns += 1

@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+from engine_model.cli import main
+
 STATS = {"mean", "p50", "p90", "p95", "p99", "max"}
 
 
@@ -168,3 +170,23 @@ def test_trace_with_a_row_limit_says_where_it_stopped(capsys):
 def test_diagnose_and_trace_refuse_what_they_cannot_read_in_one_line(argv, says):
     proc = cli(*argv)
     assert proc.returncode == 2 and proc.stdout == "" and proc.stderr.count("\n") == 1 and says in proc.stderr
+
+
+def test_every_request_that_does_not_finish_is_counted_with_its_reason(capsys):
+    args = ["run", "forty_replies", "--json", "--set", "engine.max_total_tokens=200000",
+            "--set", "workload.groups.1.prompt_len=250000"]
+    assert main(args) == 0
+    doc = json.loads(capsys.readouterr().out)
+    overall = doc["metrics"]["overall"]
+    assert sum(doc["unfinished"].values()) == overall["num_requests"] - overall["num_finished"] == 1
+    (reason,) = doc["unfinished"]
+    assert "250000" in reason  # the log's prompt cannot fit a 200,000-token pool, and the reason says so
+
+
+def test_a_run_stops_at_the_simulated_time_limit_instead_of_idling_up_to_a_far_arrival(capsys):
+    args = ["run", "forty_replies", "--json", "--set", "workload.groups.1.arrival.start_at=30000",
+            "--set", "limits.max_sim_seconds=100"]
+    assert main(args) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["end_at"] < 100 and doc["cut_off"] == "limits.max_sim_seconds (100) reached"
+    assert doc["unfinished"] == {"cut off: limits.max_sim_seconds (100) reached": 1}

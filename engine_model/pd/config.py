@@ -16,7 +16,9 @@ ROLES = ("prefill", "decode")
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    """Frozen, unknown keys rejected, and no float may be inf or nan (as engine_model.config.Frozen)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class RoleConfig(_Frozen):
