@@ -13,8 +13,7 @@ from dataclasses import dataclass
 
 from engine_model.config import Scenario
 from engine_model.core import Iteration, PassKind, Request, Retraction
-from engine_model.cost import LinearCost, RooflineCost
-from engine_model.errors import InputError
+from engine_model.cost import LinearCost, roofline_cost
 from engine_model.resolve import Resolved, gpu_of, model_of, resolve
 from engine_model.scheduler import Plan, Scheduler
 from engine_model.workload import ClientPool, Workload, build
@@ -47,13 +46,7 @@ class Result:
 def make_cost(scenario: Scenario):
     if scenario.cost.kind == "linear":
         return LinearCost(scenario.cost.a, scenario.cost.b, scenario.cost.c)
-    gpu, model = gpu_of(scenario), model_of(scenario)
-    try:
-        return RooflineCost(gpu=gpu, model=model, tp_size=scenario.hardware.tp_size,
-                            weight_dtype=scenario.model.weight_dtype, kv_dtype=scenario.model.kv_dtype,
-                            **scenario.cost.roofline)
-    except TypeError as err:
-        raise InputError("cost.roofline", f"unknown factor ({err})") from None
+    return roofline_cost(scenario, gpu_of(scenario), model_of(scenario))  # cost-calib: GPU figures, CPU, overlap
 
 
 class Run:
