@@ -30,9 +30,10 @@ from engine_model.kernels import (
     linear_time,
     mlp_gemms,
 )
+from engine_model.resolve import gpu_of, model_of
 
-__all__ = ["LinearCost", "PassShape", "RooflineCost", "attn_pairs", "experts_touched", "linear_layer_seconds",
-           "roofline_cost"]
+__all__ = ["LinearCost", "PassShape", "RooflineCost", "attn_pairs", "cost_of", "experts_touched",
+           "linear_layer_seconds", "roofline_cost"]
 
 # CPU time per pass, outside the GPU's kernels (docs/cost-model.md, "Time outside the kernels"). Vidur's
 # A100 profile of sarathi-serve (shared/data/vidur_profiling/legacy_7f14d6a, Llama-2-7B TP1, batch 8-128):
@@ -53,6 +54,7 @@ ALLREDUCE_LATENCY_S = 20e-6  # assumption: per all-reduce call on NVLink (Vidur 
 CUDA_GRAPH_MAX_BS = ((20, 8, 8), (35, 24, 80), (60, 32, 160), (90, 256, 512), (160, 256, 512))
 CUDA_GRAPH_MAX_BS_LARGEST = 512
 KERNELS_PER_PASS = 4  # assumption: embedding, logits, sampling and the KV-index kernels outside the layers
+CPU_FIGURES = ("per_pass_s", "per_request_s", "kernel_launch_s", "graph_replay_s", "frontend_s", "tokenize_s")
 
 
 class PassShape(NamedTuple):
@@ -252,9 +254,16 @@ def count_kernels(model: Model, tp_size: int) -> int:
     return model.num_layers * per_layer + mlp + 1 + KERNELS_PER_PASS
 
 
+def cost_of(scenario) -> LinearCost | RooflineCost:
+    """The scenario's cost model: the reference linear predictor, or the roofline on its GPU and model."""
+    if scenario.cost.kind == "linear":
+        return LinearCost(scenario.cost.a, scenario.cost.b, scenario.cost.c)
+    return roofline_cost(scenario, gpu_of(scenario), model_of(scenario))
+
+
 def roofline_cost(scenario, gpu: GPU, model: Model) -> RooflineCost:
     """The scenario's roofline: the GPU preset with cost.roofline's efficiency figures applied, the CPU-side
-    figures of `cost`, and the engine's CUDA-graph and overlap settings."""
+    figures of `cost` (None: the defaults above), and the engine's CUDA-graph and overlap settings."""
     cost, engine = scenario.cost, scenario.engine
     figures = {k: v for k, v in cost.roofline.items() if k in EFFICIENCY_FIELDS}
     unknown = sorted(set(cost.roofline) - set(figures) - {"allreduce_latency_s"})
@@ -266,10 +275,9 @@ def roofline_cost(scenario, gpu: GPU, model: Model) -> RooflineCost:
     except ValidationError as err:
         first = err.errors()[0]
         raise InputError(f"cost.roofline.{first['loc'][0]}", first["msg"]) from None
+    cpu = {name: getattr(cost, name) for name in CPU_FIGURES if getattr(cost, name) is not None}
     extra = {k: v for k, v in cost.roofline.items() if k == "allreduce_latency_s"}
     return RooflineCost(
         gpu=gpu, model=model, tp_size=scenario.hardware.tp_size, weight_dtype=scenario.model.weight_dtype,
-        kv_dtype=scenario.model.kv_dtype, per_pass_s=cost.per_pass_s, per_request_s=cost.per_request_s,
-        kernel_launch_s=cost.kernel_launch_s, graph_replay_s=cost.graph_replay_s, frontend_s=cost.frontend_s,
-        tokenize_s=cost.tokenize_s, cuda_graph_max_bs=engine.cuda_graph_max_bs,
-        overlap=not engine.disable_overlap_schedule, **extra)
+        kv_dtype=scenario.model.kv_dtype, cuda_graph_max_bs=engine.cuda_graph_max_bs,
+        overlap=not engine.disable_overlap_schedule, **cpu, **extra)

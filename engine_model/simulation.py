@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from engine_model.config import Scenario
 from engine_model.core import Iteration, PassKind, Request, Retraction
-from engine_model.cost import LinearCost, roofline_cost
-from engine_model.resolve import Resolved, gpu_of, model_of, resolve
+from engine_model.cost import cost_of
+from engine_model.resolve import Resolved, resolve
 from engine_model.scheduler import Plan, Scheduler
 from engine_model.workload import ClientPool, Workload, build
 from engine_model.workload import trace_requests as trace_requests_of
@@ -44,9 +44,7 @@ class Result:
 
 
 def make_cost(scenario: Scenario):
-    if scenario.cost.kind == "linear":
-        return LinearCost(scenario.cost.a, scenario.cost.b, scenario.cost.c)
-    return roofline_cost(scenario, gpu_of(scenario), model_of(scenario))  # cost-calib: GPU figures, CPU, overlap
+    return cost_of(scenario)  # cost-calib: main's cost.cost_of, with the GPU figures, CPU and overlap
 
 
 class Run:
