@@ -1,86 +1,100 @@
-"""Extract Vidur's measured Llama-2-7B operator times and compare them with the roofline.
+"""The cost model against Vidur's measured operator times, per calibrated GPU, into docs/cost-model.md.
 
-    .venv/bin/python bench/cost_error_table.py --shared /work/shared
+    .venv/bin/python bench/cost_error_table.py            # print and write between the error-table markers
+    .venv/bin/python bench/cost_error_table.py --no-docs  # print only
 
-1. Reads shared/data/vidur_profiling/compute/{h100,a100}/meta-llama/Llama-2-7b-hf/mlp.csv, keeps the
-   rows with num_tensor_parallel_workers == 1 and writes the per-layer medians (ms) of the operators
-   to tests/data/vidur/llama2_7b_tp1_ops.csv, with Vidur's MIT licence beside it.
-2. Prints the error table of `linear_layer_seconds` against the measured linear operators (QKV, O,
-   MLP up/gate, MLP down) and writes it into docs/cost-model.md between the error-table markers.
+Reads tests/data/vidur (written by bench/vidur_extract.py). Every model time comes from engine_model's
+own kernel functions with the GPU presets' figures (bench/vidur_data.py); error = model / measured - 1.
 """
 
 import argparse
-import csv
-import shutil
 import sys
 from pathlib import Path
 
-import pandas as pd
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from bench.vidur_data import PRESETS, Point, attention_points, points, worst  # noqa: E402
 
-from engine_model.cost import linear_layer_seconds  # noqa: E402
-from engine_model.hardware import gpu, model  # noqa: E402
-
-GPUS = {"h100": "h100-sxm", "a100": "a100-80gb"}
-LINEAR_OPS = ["attn_pre_proj", "attn_post_proj", "mlp_up_proj", "mlp_down_proj"]
-OTHER_OPS = ["input_layernorm", "attn_rope", "post_attention_layernorm", "mlp_act", "add"]
-OUT_DIR = REPO / "tests" / "data" / "vidur"
-OUT_CSV = OUT_DIR / "llama2_7b_tp1_ops.csv"
-DOC = REPO / "docs" / "cost-model.md"
+DOC = Path(__file__).resolve().parents[1] / "docs" / "cost-model.md"
 START, END = "<!-- error-table:start -->", "<!-- error-table:end -->"
+BANDS = ((1, 64), (65, 256), (257, 1024), (1025, 4096), (4097, 32768))
+POWERS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
 
 
-def extract(shared: Path) -> pd.DataFrame:
-    """TP1 rows of both GPUs; token counts profiled twice (2,048 and 4,096) keep the mean of the medians."""
-    frames = []
-    for name in GPUS:
-        path = shared / "data" / "vidur_profiling" / "compute" / name / "meta-llama" / "Llama-2-7b-hf" / "mlp.csv"
-        raw = pd.read_csv(path)
-        raw = raw[raw["num_tensor_parallel_workers"] == 1]
-        columns = {f"time_stats.{op}.median": f"{op}_ms" for op in LINEAR_OPS + OTHER_OPS}
-        ops = raw[["num_tokens", *columns]].rename(columns=columns).groupby("num_tokens", as_index=False).mean()
-        ops.insert(0, "gpu", name)
-        ops["linear_ms"] = ops[[f"{op}_ms" for op in LINEAR_OPS]].sum(axis=1)
-        frames.append(ops)
-    return pd.concat(frames, ignore_index=True).round(6)
+def band_cell(table: list[Point], low: int, high: int) -> str:
+    errors = [p.error_pct for p in table if low <= p.tokens <= high]
+    return f"{min(errors):+.0f} / {max(errors):+.0f}" if errors else "—"
 
 
-def error_rows(measured: list[dict]) -> list[dict]:
-    """One row per (gpu, num_tokens): measured and model ms of one layer's linear operators."""
-    llama = model("llama-2-7b")
-    rows = []
-    for row in measured:
-        tokens = int(row["num_tokens"])
-        model_ms = linear_layer_seconds(gpu(GPUS[row["gpu"]]), llama, tokens) * 1e3
-        measured_ms = float(row["linear_ms"])
-        rows.append({"gpu": row["gpu"], "num_tokens": tokens, "measured_ms": measured_ms,
-                     "model_ms": model_ms, "error_pct": 100 * (model_ms - measured_ms) / measured_ms})
-    return rows
-
-
-def markdown(rows: list[dict]) -> str:
-    """Both GPUs side by side, one line per token count."""
-    by_gpu = {(r["gpu"], r["num_tokens"]): r for r in rows}
-    lines = ["| tokens | H100 measured ms | H100 model ms | H100 error % | A100 measured ms | A100 model ms | A100 error % |",
-             "|---:|---:|---:|---:|---:|---:|---:|"]
-    for tokens in sorted({r["num_tokens"] for r in rows}):
-        h, a = by_gpu[("h100", tokens)], by_gpu[("a100", tokens)]
-        lines.append(f"| {tokens} | {h['measured_ms']:.4f} | {h['model_ms']:.4f} | {h['error_pct']:+.1f} "
-                     f"| {a['measured_ms']:.4f} | {a['model_ms']:.4f} | {a['error_pct']:+.1f} |")
+def summary(groups: dict[str, list[Point]]) -> str:
+    """One line per GPU and operator group: points, worst, mean |error|, share within 15 %, range per band."""
+    head = "| GPU | operators | points | worst % | mean abs % | within ±15 % | " + " | ".join(
+        f"{lo:,}–{hi:,}" for lo, hi in BANDS) + " |"
+    lines = [head, "|---|---|---:|---:|---:|---:|" + "---:|" * len(BANDS)]
+    for name, table in groups.items():
+        gpu_name, kind = name.split(" ", 1)
+        errors = [abs(p.error_pct) for p in table]
+        within = sum(e <= 15 for e in errors) / len(errors)
+        lines.append(f"| {gpu_name.upper()} | {kind} | {len(table)} | {max(table, key=lambda p: abs(p.error_pct)).error_pct:+.1f} "
+                     f"| {sum(errors) / len(errors):.1f} | {within:.0%} | "
+                     + " | ".join(band_cell(table, lo, hi) for lo, hi in BANDS) + " |")
     return "\n".join(lines)
 
 
-def summary(rows: list[dict]) -> str:
-    lines = []
-    for name in GPUS:
-        for low, high in ((1, 4096), (512, 4096)):
-            errors = [r["error_pct"] for r in rows if r["gpu"] == name and low <= r["num_tokens"] <= high]
-            worst = max(errors, key=abs)
-            lines.append(f"- {name.upper()}, {low}-{high} tokens ({len(errors)} points): worst {worst:+.1f}%, "
-                         f"mean |error| {sum(map(abs, errors)) / len(errors):.1f}%")
+def by_model(groups: dict[str, list[Point]]) -> str:
+    """Worst error per GPU, model and operator group."""
+    lines = ["| GPU | model | linear worst % | element-wise worst % |", "|---|---|---:|---:|"]
+    for gpu_name in PRESETS:
+        linear, elementwise = groups[f"{gpu_name} linear"], groups[f"{gpu_name} element-wise"]
+        for model in dict.fromkeys(p.model for p in linear):
+            cells = [f"{max((p for p in t if p.model == model), key=lambda p: abs(p.error_pct)).error_pct:+.1f}"
+                     for t in (linear, elementwise)]
+            lines.append(f"| {gpu_name.upper()} | {model} | {cells[0]} | {cells[1]} |")
     return "\n".join(lines)
+
+
+def per_token(groups: dict[str, list[Point]], model: str, gpus: tuple[str, ...]) -> str:
+    """Measured and model ms at powers of two for one model: linear and element-wise, per GPU."""
+    cols = [(g, kind) for g in gpus for kind in ("linear", "element-wise")]
+    head = "| tokens | " + " | ".join(f"{g.upper()} {k} measured / model ms (error)" for g, k in cols) + " |"
+    lines = [head, "|---:|" + "---:|" * len(cols)]
+    for tokens in POWERS:
+        cells = []
+        for g, kind in cols:
+            hit = [p for p in groups[f"{g} {kind}"] if p.model == model and p.tokens == tokens]
+            cells.append(f"{hit[0].measured_ms:.4f} / {hit[0].model_ms:.4f} ({hit[0].error_pct:+.0f}%)" if hit else "—")
+        if any(c != "—" for c in cells):
+            lines.append(f"| {tokens:,} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def attention_table(table: list[Point]) -> str:
+    """A100 attention: prefill chunks without past KV, and decode batches at 4,032 tokens of context."""
+    lines = ["| series | tokens | measured ms | model ms | error % |", "|---|---:|---:|---:|---:|"]
+    keep = {"prefill kv=0": (64, 128, 256, 512, 1024, 2048, 4096), "prefill kv=2048": (64, 256, 1024, 2048),
+            "decode kv=4032": (1, 2, 4, 8, 16, 32, 64, 128)}
+    for series, sizes in keep.items():
+        for p in table:
+            if p.model == series and p.tokens in sizes:
+                lines.append(f"| {series} | {p.tokens:,} | {p.measured_ms:.4f} | {p.model_ms:.4f} | {p.error_pct:+.1f} |")
+    return "\n".join(lines)
+
+
+def report() -> str:
+    groups = {}
+    for gpu_name in PRESETS:
+        groups[f"{gpu_name} linear"] = points("linear", gpu_name)
+        groups[f"{gpu_name} element-wise"] = points("elementwise", gpu_name)
+    attention = attention_points()
+    groups["a100 attention"] = attention
+    return "\n\n".join([
+        "Per GPU, all models and token counts (error range per token band):", summary(groups),
+        "Worst error per model:", by_model(groups),
+        "Llama-2-7B, the model measured on all three GPUs:", per_token(groups, "Llama-2-7b-hf", tuple(PRESETS)),
+        "Llama-3-8B on A100, to 32,768 tokens:", per_token(groups, "Meta-Llama-3-8B", ("a100",)),
+        f"Attention on A100 (worst over all {len(attention)} points {worst(attention):.0f} %):",
+        attention_table(attention),
+    ])
 
 
 def write_docs(text: str) -> None:
@@ -93,16 +107,9 @@ def write_docs(text: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shared", type=Path, help="shared/ folder; omit to reuse tests/data/vidur")
     parser.add_argument("--no-docs", action="store_true", help="print only, leave docs/cost-model.md alone")
     args = parser.parse_args()
-    if args.shared:
-        OUT_DIR.mkdir(parents=True, exist_ok=True)
-        extract(args.shared).to_csv(OUT_CSV, index=False)
-        shutil.copyfile(args.shared / "data" / "vidur_profiling" / "LICENSE.vidur-MIT.txt", OUT_DIR / "LICENSE.vidur-MIT.txt")
-    with OUT_CSV.open() as f:
-        rows = error_rows(list(csv.DictReader(f)))
-    text = summary(rows) + "\n\n" + markdown(rows)
+    text = report()
     print(text)
     if not args.no_docs:
         write_docs(text)

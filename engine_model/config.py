@@ -48,6 +48,8 @@ class EngineConfig(Frozen):
     prefill_max_requests: int | None = Field(None, ge=1, le=MAX_REQUESTS)
     mem_fraction_static: float | None = Field(None, gt=0.0, lt=1.0)
     context_length: int | None = Field(None, ge=16, le=MAX_TOKENS)
+    disable_overlap_schedule: bool = False  # SGLang's default: the overlap schedule is on
+    cuda_graph_max_bs: int | None = Field(None, ge=0, le=65536)  # None: SGLang's default by GPU and TP; 0: none
 
 
 class HardwareConfig(Frozen):
@@ -64,13 +66,21 @@ class ModelConfig(Frozen):
 
 
 class CostConfig(Frozen):
-    """How long a forward pass takes: the documented roofline, or the reference tool's linear predictor."""
+    """How long a forward pass takes: the documented roofline, or the reference tool's linear predictor.
+    The CPU-side figures apply to the roofline only; None takes the documented default (engine_model/cost.py,
+    docs/cost-model.md "Time as a real server spends it")."""
 
     kind: Literal["roofline", "linear"] = "roofline"
     a: float = Field(0.010, ge=0, le=60.0)  # linear: seconds per pass
     b: float = Field(5e-5, ge=0, le=1.0)  # linear: seconds per new token
     c: float = Field(1e-7, ge=0, le=1.0)  # linear: seconds per token of past KV
-    roofline: dict[str, float] = Field(default_factory=dict)  # efficiency factors / overhead overrides
+    roofline: dict[str, float] = Field(default_factory=dict)  # GPU efficiency figures, allreduce_latency_s
+    per_pass_s: float | None = Field(None, ge=0, le=10.0)  # CPU per pass: schedule, inputs, sampling, output
+    per_request_s: float | None = Field(None, ge=0, le=1.0)  # CPU per running request per pass
+    kernel_launch_s: float | None = Field(None, ge=0, le=1.0)  # CPU per kernel launched eagerly
+    graph_replay_s: float | None = Field(None, ge=0, le=1.0)  # CPU per CUDA-graph replay
+    frontend_s: float | None = Field(None, ge=0, le=60.0)  # HTTP, tokenizer and detokenizer hops, per request
+    tokenize_s: float | None = Field(None, ge=0, le=1.0)  # tokenizing one prompt token
 
 
 class LengthDist(Frozen):

@@ -5,33 +5,56 @@ a cost model is O(1) per pass. docs/cost-model.md gives the formulas in notation
 value and reason, and the check against Vidur's measured operator times.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
+
+from pydantic import ValidationError
 
 from engine_model.errors import InputError
 from engine_model.hardware import (
+    EFFICIENCY_FIELDS,
     GPU,
     KV_DTYPES,
     Model,
     dtype_bytes,
     kv_bytes_per_token,
 )
+from engine_model.kernels import (
+    ACTIVATION_BYTES,
+    Time,
+    attention_gemms,
+    attention_time,
+    elementwise_kernels,
+    elementwise_layer_time,
+    experts_touched,
+    linear_time,
+    mlp_gemms,
+)
 from engine_model.resolve import gpu_of, model_of
 
-# Efficiency factors (fractions of the vendor peak), fitted on Vidur's measured Llama-2-7B GEMM times
-# (tests/data/vidur): one value for both GPUs and every token count, no per-token-count terms.
-MFU_LINEAR = 0.63  # minimax over 512-4,096 tokens on H100 and A100: measured GEMMs reach 49-77% of peak
-MBU_LINEAR = 0.75  # the 1-64-token GEMMs only stream weights: 70-80% of bandwidth
-# Attention factors: Vidur's A100 FlashAttention profile (legacy attention.csv, 70B TP2 shape) shows
-# 16-33% of peak on causal prefill pairs and 50-75% of bandwidth on decode KV reads at batch >= 32.
-MFU_ATTENTION = 0.30
-MBU_ATTENTION = 0.65
-# Assumption: scheduler, input preparation, sampling and output processing per pass, not hidden behind
-# the GPU (overlap schedule off). Vidur's sarathi-serve CPU-overhead profile for Llama-2-7B TP1 on A100
-# sums to ~1.2-3 ms at batch 8-56; we take 2 ms. With SGLang's overlap schedule on, most of it hides.
-OVERHEAD_S = 0.002
+__all__ = ["LinearCost", "PassShape", "RooflineCost", "attn_pairs", "cost_of", "experts_touched",
+           "linear_layer_seconds", "roofline_cost"]
+
+# CPU time per pass, outside the GPU's kernels (docs/cost-model.md, "Time outside the kernels"). Vidur's
+# A100 profile of sarathi-serve (shared/data/vidur_profiling/legacy_7f14d6a, Llama-2-7B TP1, batch 8-128):
+# schedule + sampling + input preparation + output processing = 0.79 ms + 0.043 ms per request (linear
+# fit, within 0.06 ms). SGLang's own figures are not published; we take Vidur's.
+PER_PASS_S = 0.79e-3
+PER_REQUEST_S = 43e-6
+# Assumption: CPU time per kernel in eager mode (PyTorch dispatch and the model's Python around it). The
+# docs-CI log shared/data/sglang_logs/02 (Qwen2.5-0.5B, CUDA graphs off) decodes one request at 106-130
+# tokens/s: ~8-9 ms for ~290 kernels (count_kernels), ~27 us each, on a shared CI machine; we take 20 us.
+KERNEL_LAUNCH_S = 20e-6
+GRAPH_REPLAY_S = 30e-6  # assumption: CPU time to replay one captured CUDA graph
+FRONTEND_S = 2e-3  # assumption: HTTP in and out, tokenizer and detokenizer hops, for the first token
+TOKENIZE_S = 0.5e-6  # assumption: tokenizing one prompt token (a fast tokenizer, ~2M tokens/s)
 ALLREDUCE_LATENCY_S = 20e-6  # assumption: per all-reduce call on NVLink (Vidur DGX profile: 10-40 us)
-ACTIVATION_BYTES = 2  # bf16 activations
+# SGLang's default cuda_graph_max_bs by GPU memory (ServerArgs._handle_gpu_memory_settings, 0.5 series):
+# (below GiB, tp < 4, tp >= 4); 512 above 160 GiB. The buckets are those of chunked_prefill_size.
+CUDA_GRAPH_MAX_BS = ((20, 8, 8), (35, 24, 80), (60, 32, 160), (90, 256, 512), (160, 256, 512))
+CUDA_GRAPH_MAX_BS_LARGEST = 512
+KERNELS_PER_PASS = 4  # assumption: embedding, logits, sampling and the KV-index kernels outside the layers
+CPU_FIGURES = ("per_pass_s", "per_request_s", "kernel_launch_s", "graph_replay_s", "frontend_s", "tokenize_s")
 
 
 class PassShape(NamedTuple):
@@ -64,13 +87,18 @@ class LinearCost:
         return f"linear: {self.a} s + {self.b} s/new token + {self.c} s/past KV token"
 
 
-def experts_touched(model: Model, num_tokens: int) -> float:
-    """Expected distinct routed experts per MoE layer when num_tokens tokens each pick k of E experts
-    uniformly at random: E * (1 - (1 - k/E)**num_tokens). One token touches k; thousands touch all E."""
-    if not model.is_moe or num_tokens <= 0:
+
+    def frontend_seconds(self, prompt_len: int) -> float:
+        """The reference traces time the scheduler only: no front end."""
         return 0.0
-    miss = 1 - model.num_experts_per_token / model.num_experts
-    return model.num_experts * (1 - miss**num_tokens)
+
+
+def default_cuda_graph_max_bs(memory_gib: float, tp_size: int) -> int:
+    """SGLang's default `cuda_graph_max_bs` for a GPU of this memory at this tp_size."""
+    for below_gib, small_tp, large_tp in CUDA_GRAPH_MAX_BS:
+        if memory_gib < below_gib:
+            return small_tp if tp_size < 4 else large_tp
+    return CUDA_GRAPH_MAX_BS_LARGEST
 
 
 def linear_peak_tflops(gpu: GPU, weight_dtype: str) -> float:
@@ -78,50 +106,32 @@ def linear_peak_tflops(gpu: GPU, weight_dtype: str) -> float:
     return gpu.bf16_tflops if weight_dtype == "bf16" else gpu.fp8_tflops
 
 
-def _linear_roofs(gpu: GPU, model: Model, weight_dtype: str, tp_size: int, new_tokens: int,
-                  num_rows: int, mfu_linear: float, mbu_linear: float) -> tuple[float, float]:
-    """Compute and memory roofs of the pass's matrix multiplies on one TP rank.
-
-    FLOPs: 2 x (active params - embeddings) per new token, plus the LM head for the one sampled token
-    per row (the embedding lookup is a gather, not a GEMM). Bytes: every weight the pass touches, read
-    once: dense weights, the experts touched, the LM head.
-    """
-    body = model.active_params - model.embedding_params
-    lm_head = model.vocab_size * model.hidden_size if num_rows else 0
-    flops = 2 * body * new_tokens + 2 * lm_head * num_rows
-    touched = model.dense_params + model.num_moe_layers * experts_touched(model, new_tokens) * model.expert_params
-    weights = (touched + lm_head) * dtype_bytes(weight_dtype, "weight_dtype")
-    compute_s = flops / tp_size / (linear_peak_tflops(gpu, weight_dtype) * 1e12 * mfu_linear)
-    memory_s = weights / tp_size / (gpu.memory_tbps * 1e12 * mbu_linear)
-    return compute_s, memory_s
-
-
 def linear_layer_seconds(gpu: GPU, model: Model, num_tokens: int, weight_dtype: str = "bf16",
-                         tp_size: int = 1, mfu_linear: float = MFU_LINEAR, mbu_linear: float = MBU_LINEAR) -> float:
-    """One layer's linear operators (QKV, O, MLP up/gate and down GEMMs) for num_tokens tokens: the
+                         tp_size: int = 1) -> float:
+    """One layer's GEMMs (QKV, O, MLP up/gate and down) for num_tokens tokens, floors included: the
     RooflineCost linear term without the LM head, averaged over layers."""
-    return max(_linear_roofs(gpu, model, weight_dtype, tp_size, num_tokens, 0, mfu_linear, mbu_linear)) / model.num_layers
+    time = linear_time(gpu, model, num_tokens, 0, weight_dtype, tp_size, linear_peak_tflops(gpu, weight_dtype))
+    return (time.roof_s + time.floor_s) / model.num_layers
 
 
-def elementwise_bytes_per_token(model: Model, tp_size: int) -> float:
-    """Activation bytes read and written per token by the memory-bound ops of all layers: two RMSNorms
-    (read + write h each), two residual adds (read 2h, write h each), rope on q and k (read + write),
-    and SiLU-and-multiply (read 2 x width, write width). Norms and adds are replicated on every rank."""
-    h, qk = model.hidden_size, model.qk_head_dim
-    rope = 2 * (model.num_heads + model.num_kv_heads) * qk
-    num_dense = model.num_layers - model.num_moe_layers
-    width = num_dense * model.intermediate_size + model.num_moe_layers * (
-        model.num_experts_per_token + model.num_shared_experts) * model.moe_intermediate_size
-    split = model.num_layers * rope + 3 * width
-    return (model.num_layers * 10 * h + split / tp_size) * ACTIVATION_BYTES
+def elementwise_layer_seconds(gpu: GPU, model: Model, num_tokens: int, tp_size: int = 1,
+                              names: tuple[str, ...] | None = None) -> float:
+    """One layer's element-wise kernels (those named, or all), floors included."""
+    time = elementwise_layer_time(gpu, model, num_tokens, tp_size, names)
+    return time.roof_s + time.floor_s
 
 
 @dataclass(frozen=True)
 class RooflineCost:
-    """Forward-pass time from FLOPs and bytes against the GPU's peaks (one TP rank, ranks in lockstep):
+    """Forward-pass time on one TP rank (ranks run in lockstep), from the kernels up (docs/cost-model.md):
 
-    seconds = linear + attention + elementwise + allreduce + overhead_s, where linear and attention are
-    each max(FLOPs / (peak x mfu), bytes / (bandwidth x mbu)). See docs/cost-model.md.
+    kernels = GEMMs + attention + element-wise + all-reduce, each a roofline at the GPU's efficiency,
+              plus the floors small kernels cannot go below (the GPU's busy time);
+    launch  = one CUDA-graph replay (decode batches up to cuda_graph_max_bs), or every kernel launched
+              from the CPU one by one (prefill, mixed and larger decode passes);
+    cpu     = per_pass_s + per_request_s x rows (scheduling, input preparation, sampling, output);
+    pass    = max(kernels, launch + cpu) with SGLang's overlap schedule (the default),
+              cpu + max(kernels, launch) without it.
     """
 
     gpu: GPU
@@ -129,64 +139,99 @@ class RooflineCost:
     tp_size: int = 1
     weight_dtype: str = "bf16"
     kv_dtype: str = "bf16"
-    mfu_linear: float = MFU_LINEAR
-    mfu_attention: float = MFU_ATTENTION
-    mbu_linear: float = MBU_LINEAR
-    mbu_attention: float = MBU_ATTENTION
-    overhead_s: float = OVERHEAD_S
+    per_pass_s: float = PER_PASS_S
+    per_request_s: float = PER_REQUEST_S
+    kernel_launch_s: float = KERNEL_LAUNCH_S
+    graph_replay_s: float = GRAPH_REPLAY_S
+    cuda_graph_max_bs: int | None = None  # None: SGLang's default for this GPU and tp_size; 0: no graphs
+    overlap: bool = True  # SGLang's overlap schedule: engine.disable_overlap_schedule = False
+    frontend_s: float = FRONTEND_S
+    tokenize_s: float = TOKENIZE_S
     allreduce_latency_s: float = ALLREDUCE_LATENCY_S
+    num_kernels: int = field(default=0, init=False, compare=False)
+    _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self):
         if self.tp_size < 1:
             raise InputError("tp_size", f"must be >= 1, got {self.tp_size}")
         dtype_bytes(self.weight_dtype, "weight_dtype")
         dtype_bytes(self.kv_dtype, "kv_dtype", KV_DTYPES)
-        for name in ("mfu_linear", "mfu_attention", "mbu_linear", "mbu_attention"):
-            if not 0 < getattr(self, name) <= 1:
-                raise InputError(name, f"must be in (0, 1], got {getattr(self, name)}")
-        for name in ("overhead_s", "allreduce_latency_s"):
+        for name in ("per_pass_s", "per_request_s", "kernel_launch_s", "graph_replay_s", "frontend_s",
+                     "tokenize_s", "allreduce_latency_s"):
             if getattr(self, name) < 0:
                 raise InputError(name, f"must be >= 0, got {getattr(self, name)}")
+        if self.cuda_graph_max_bs is None:
+            object.__setattr__(self, "cuda_graph_max_bs", default_cuda_graph_max_bs(self.gpu.memory_gib, self.tp_size))
+        elif self.cuda_graph_max_bs < 0:
+            raise InputError("cuda_graph_max_bs", f"must be >= 0 (0: no CUDA graphs), got {self.cuda_graph_max_bs}")
+        object.__setattr__(self, "num_kernels", count_kernels(self.model, self.tp_size))
 
     def seconds(self, shape: PassShape) -> float:
-        return sum(self._parts(shape)[:5])
+        return self.breakdown(shape)["total_s"]
 
-    def breakdown(self, shape: PassShape) -> dict:
-        """The terms of seconds(shape), for a hover: each term in seconds, and which roof binds."""
-        linear_s, attention_s, elementwise_s, allreduce_s, overhead_s, compute_s, memory_s = self._parts(shape)
+    def uses_cuda_graph(self, shape: PassShape) -> bool:
+        """SGLang replays a captured graph for decode batches up to cuda_graph_max_bs; prefill and mixed
+        passes run eager (the "cuda graph: True/False" field of its Decode and Prefill log lines)."""
+        return 0 < shape.num_rows == shape.num_decode_rows and shape.num_rows <= self.cuda_graph_max_bs
+
+    def breakdown(self, shape: PassShape, attention_s: float | None = None) -> dict:
+        """Every term of seconds(shape), for a hover: total = gpu + launch + cpu - hidden_cpu.
+
+        gpu_s is the kernels back to back (rooflines + floors); launch_s the CPU time launching them
+        (one graph replay, or every kernel eagerly); cpu_s the scheduler's CPU time. With the overlap
+        schedule both CPU parts run while the GPU works on the previous batch: max(gpu, launch + cpu).
+        Without it the scheduler's part waits for the GPU: cpu + max(gpu, launch). attention_s replaces
+        the attention roofline (a DP worker's slowest rank); the floors stay."""
+        linear, attention, elementwise, allreduce_s = self._kernels(shape)
+        attention_s = attention.roof_s if attention_s is None else attention_s
+        floor_s = linear.floor_s + attention.floor_s + elementwise.floor_s
+        gpu_s = linear.roof_s + attention_s + elementwise.roof_s + allreduce_s + floor_s
+        graph = self.uses_cuda_graph(shape)
+        launch_s = (self.graph_replay_s if graph else self.num_kernels * self.kernel_launch_s) if shape.num_rows else 0.0
+        cpu_s = self.per_pass_s + self.per_request_s * shape.num_rows if shape.num_rows else 0.0
+        total_s = max(gpu_s, launch_s + cpu_s) if self.overlap else cpu_s + max(gpu_s, launch_s)
+        compute_s = linear.compute_s + attention.compute_s
+        memory_s = linear.memory_s + attention.memory_s + elementwise.memory_s
         return {
-            "linear_s": linear_s, "attention_s": attention_s, "elementwise_s": elementwise_s,
-            "allreduce_s": allreduce_s, "overhead_s": overhead_s, "compute_s": compute_s, "memory_s": memory_s,
-            "bound": "compute" if compute_s >= memory_s else "memory",
-            "total_s": linear_s + attention_s + elementwise_s + allreduce_s + overhead_s,
+            "linear_s": linear.roof_s, "attention_s": attention_s, "elementwise_s": elementwise.roof_s,
+            "allreduce_s": allreduce_s, "floor_s": floor_s, "gpu_s": gpu_s, "launch_s": launch_s, "cpu_s": cpu_s,
+            "hidden_cpu_s": gpu_s + launch_s + cpu_s - total_s, "cuda_graph": graph, "overlap": self.overlap, "compute_s": compute_s,
+            "memory_s": memory_s, "bound": "compute" if compute_s >= memory_s else "memory",
+            "total_s": total_s,
         }
 
-    def describe(self) -> str:
-        return (f"roofline: {self.model.name} on {self.gpu.name} x{self.tp_size}, weights {self.weight_dtype}, "
-                f"KV {self.kv_dtype}; mfu linear {self.mfu_linear}, attention {self.mfu_attention}; "
-                f"mbu linear {self.mbu_linear}, attention {self.mbu_attention}; overhead {self.overhead_s * 1e3:g} ms")
+    def frontend_seconds(self, prompt_len: int) -> float:
+        """Time a client sees outside the scheduler before its first token: HTTP, tokenizer, detokenizer."""
+        return self.frontend_s + self.tokenize_s * prompt_len
 
-    def _parts(self, shape: PassShape) -> tuple[float, ...]:
-        gpu, model, tp = self.gpu, self.model, self.tp_size
-        bandwidth = gpu.memory_tbps * 1e12
-        linear_compute_s, linear_memory_s = _linear_roofs(
-            gpu, model, self.weight_dtype, tp, shape.new_tokens, shape.num_rows, self.mfu_linear, self.mbu_linear)
-        # Attention: QK^T and PV over every causal pair; the context's KV is read (past and new tokens)
-        # and the new tokens' KV is written.
-        flops = 2 * model.num_heads * (model.qk_head_dim + model.head_dim) * model.num_layers * shape.attn_pairs
-        attention_compute_s = flops / tp / (gpu.bf16_tflops * 1e12 * self.mfu_attention)
+    def describe(self) -> str:
+        gpu = self.gpu
+        return (f"roofline: {self.model.name} on {gpu.name} x{self.tp_size}, weights {self.weight_dtype}, "
+                f"KV {self.kv_dtype}; GEMM mfu {gpu.gemm_mfu} mbu {gpu.gemm_mbu}, element-wise mbu "
+                f"{gpu.elementwise_mbu}, attention mfu {gpu.attention_mfu} mbu {gpu.attention_mbu}; "
+                f"CPU {self.per_pass_s * 1e3:g} ms + {self.per_request_s * 1e6:g} us/request, "
+                f"overlap {'on' if self.overlap else 'off'}, CUDA graphs up to {self.cuda_graph_max_bs}")
+
+    def _kernels(self, shape: PassShape) -> tuple[Time, Time, Time, float]:
+        """GEMMs, attention, element-wise kernels and all-reduce; all but attention depend only on the
+        new tokens and rows, so they are computed once per (tokens, rows)."""
+        key = (shape.new_tokens, shape.num_rows)
+        if key not in self._memo:
+            if len(self._memo) > 100_000:
+                self._memo.clear()
+            self._memo[key] = self._token_kernels(*key)
         kv_tokens = shape.past_kv_sum + 2 * shape.new_tokens
-        kv_s = kv_tokens * kv_bytes_per_token(model, self.kv_dtype, tp) / (bandwidth * self.mbu_attention)
-        elementwise_s = shape.new_tokens * elementwise_bytes_per_token(model, tp) / (bandwidth * self.mbu_linear)
-        return (
-            max(linear_compute_s, linear_memory_s),
-            max(attention_compute_s, kv_s),
-            elementwise_s,
-            self._allreduce_seconds(shape.new_tokens),
-            self.overhead_s,
-            linear_compute_s + attention_compute_s,
-            linear_memory_s + kv_s + elementwise_s,
-        )
+        attention = attention_time(self.gpu, self.model, shape.attn_pairs, kv_tokens, shape.num_rows, self.tp_size,
+                                   kv_bytes_per_token(self.model, self.kv_dtype, self.tp_size))
+        linear, elementwise, allreduce_s = self._memo[key]
+        return linear, attention, elementwise, allreduce_s
+
+    def _token_kernels(self, new_tokens: int, num_rows: int) -> tuple[Time, Time, float]:
+        gpu, model, tp = self.gpu, self.model, self.tp_size
+        linear = linear_time(gpu, model, new_tokens, num_rows, self.weight_dtype, tp,
+                             linear_peak_tflops(gpu, self.weight_dtype))
+        elementwise = elementwise_layer_time(gpu, model, new_tokens, tp).times(model.num_layers)
+        return linear, elementwise, self._allreduce_seconds(new_tokens)
 
     def _allreduce_seconds(self, new_tokens: int) -> float:
         """Two ring all-reduces per layer of the hidden states: 2(tp-1)/tp x bytes / link bandwidth + latency."""
@@ -198,13 +243,41 @@ class RooflineCost:
         return 2 * self.model.num_layers * one
 
 
+def count_kernels(model: Model, tp_size: int) -> int:
+    """Kernels one eager pass launches: per layer its GEMMs, element-wise kernels, attention and KV store
+    (and two all-reduces at tp > 1), the LM head, and KERNELS_PER_PASS more."""
+    per_layer = len(attention_gemms(model, tp_size)) + len(elementwise_kernels(model, tp_size)) + 2
+    per_layer += 2 if tp_size > 1 else 0
+    num_moe = model.num_moe_layers
+    mlp = (model.num_layers - num_moe) * len(mlp_gemms(model, tp_size, 1, False))
+    mlp += num_moe * len(mlp_gemms(model, tp_size, 1, True)) if num_moe else 0
+    return model.num_layers * per_layer + mlp + 1 + KERNELS_PER_PASS
+
+
 def cost_of(scenario) -> LinearCost | RooflineCost:
     """The scenario's cost model: the reference linear predictor, or the roofline on its GPU and model."""
     if scenario.cost.kind == "linear":
         return LinearCost(scenario.cost.a, scenario.cost.b, scenario.cost.c)
-    from_scenario = {"gpu": gpu_of(scenario), "model": model_of(scenario), "tp_size": scenario.hardware.tp_size,
-                     "weight_dtype": scenario.model.weight_dtype, "kv_dtype": scenario.model.kv_dtype}
+    return roofline_cost(scenario, gpu_of(scenario), model_of(scenario))
+
+
+def roofline_cost(scenario, gpu: GPU, model: Model) -> RooflineCost:
+    """The scenario's roofline: the GPU preset with cost.roofline's efficiency figures applied, the CPU-side
+    figures of `cost` (None: the defaults above), and the engine's CUDA-graph and overlap settings."""
+    cost, engine = scenario.cost, scenario.engine
+    figures = {k: v for k, v in cost.roofline.items() if k in EFFICIENCY_FIELDS}
+    unknown = sorted(set(cost.roofline) - set(figures) - {"allreduce_latency_s"})
+    if unknown:
+        raise InputError(f"cost.roofline.{unknown[0]}",
+                         f"unknown figure; allowed: {', '.join(EFFICIENCY_FIELDS)}, allreduce_latency_s")
     try:
-        return RooflineCost(**from_scenario, **scenario.cost.roofline)
-    except TypeError as err:
-        raise InputError("cost.roofline", f"unknown factor ({err})") from None
+        gpu = GPU.model_validate({**gpu.model_dump(), **figures})
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise InputError(f"cost.roofline.{first['loc'][0]}", first["msg"]) from None
+    cpu = {name: getattr(cost, name) for name in CPU_FIGURES if getattr(cost, name) is not None}
+    extra = {k: v for k, v in cost.roofline.items() if k == "allreduce_latency_s"}
+    return RooflineCost(
+        gpu=gpu, model=model, tp_size=scenario.hardware.tp_size, weight_dtype=scenario.model.weight_dtype,
+        kv_dtype=scenario.model.kv_dtype, cuda_graph_max_bs=engine.cuda_graph_max_bs,
+        overlap=not engine.disable_overlap_schedule, **cpu, **extra)

@@ -23,6 +23,9 @@ DTYPE_BYTES: dict[str, float] = {"bf16": 2.0, "fp8": 1.0, "nvfp4": 0.5}
 KV_DTYPES = ("bf16", "fp8")
 MEM_FRACTION_STATIC = 0.88
 ACTIVATION_RESERVE_GIB = 1.0
+# The GPU fields a scenario may also set through cost.roofline (docs/cost-model.md).
+EFFICIENCY_FIELDS = ("gemm_mfu", "gemm_mbu", "gemm_latency_s", "elementwise_mbu", "row_gbps", "kernel_floor_s",
+                     "attention_mfu", "attention_mbu", "attention_floor_s")
 
 
 class GPU(BaseModel):
@@ -38,6 +41,19 @@ class GPU(BaseModel):
     memory_tbps: float = Field(gt=0)  # HBM/GDDR bandwidth, TB/s
     interconnect_gbps: float = Field(gt=0)  # NVLink / Infinity Fabric / PCIe, GB/s per direction per GPU
     source: str = Field(min_length=1)
+    num_sms: int = Field(gt=0)  # streaming multiprocessors (AMD: compute units); sets wave sizes
+    threads_per_sm: int = Field(gt=0)  # most resident threads per SM: 2048, or 1536 on GA102/AD102
+    # How close kernels come to the peaks above, per GPU (docs/cost-model.md, "Efficiency per GPU").
+    gemm_mfu: float = Field(gt=0, le=1)  # large GEMMs: share of the dense tensor-core peak
+    gemm_mbu: float = Field(gt=0, le=1)  # small GEMMs: share of memory bandwidth streaming weights
+    gemm_latency_s: float = Field(ge=0)  # fixed time every GEMM kernel adds (ramp-up and tail)
+    elementwise_mbu: float = Field(gt=0, le=1)  # norms, rope, SiLU, adds at many tokens
+    row_gbps: float = Field(gt=0)  # GB/s one thread block reaches on one token's row (norms, SiLU)
+    kernel_floor_s: float = Field(ge=0)  # shortest time any element-wise or attention kernel takes
+    attention_mfu: float = Field(gt=0, le=1)  # prefill attention: share of the BF16 peak on causal pairs
+    attention_mbu: float = Field(gt=0, le=1)  # decode attention: share of bandwidth reading KV
+    attention_floor_s: float = Field(ge=0)  # shortest time one layer's attention kernel takes
+    efficiency_source: str = Field(min_length=1)
 
 
 class Model(BaseModel):
@@ -226,46 +242,86 @@ def link(name: str) -> Link:
 # bidirectional NVLink figure).
 _NV_SMI = "memory_gib from nvidia-smi memory.total ({} MiB) as commonly reported (assumption: driver-dependent)"
 
+# Efficiency figures per GPU. The three calibrated GPUs are fitted by bench/cost_fit.py on Vidur's
+# measured operator times (MIT; tests/data/vidur); the others borrow the nearest calibrated GPU's figures,
+# labelled as an assumption. Attention is measured on the A100 only (Vidur's legacy FlashAttention profile).
+_FITTED = "fitted by bench/cost_fit.py on Vidur's measured GEMM and element-wise times ({})"
+_NO_ATTENTION = ("; attention: assumption, the A100's figures (no public measured attention profile for "
+                 "this GPU; FlashAttention-3 on H100 is likely faster, so prefill attention here is conservative)")
+# Attention, fitted by bench/cost_fit.py on Vidur's legacy A100 FlashAttention profile where long prompts
+# and busy decode live (prefill chunks of 512+ tokens with past KV, decode batches of 32+; within 35 %);
+# the floor is the shortest measured kernel (15-18 us: a 64-token chunk, one decode request).
+_ATTENTION = dict(attention_mfu=0.25, attention_mbu=0.65, attention_floor_s=15e-6)
+_H100 = dict(num_sms=132, threads_per_sm=2048, gemm_mfu=0.80, gemm_mbu=0.925, gemm_latency_s=7.5e-6,
+             elementwise_mbu=0.53, row_gbps=9.0, kernel_floor_s=2e-6, **_ATTENTION,
+             efficiency_source=_FITTED.format("H100, 5 models, 1-4,096 tokens") + _NO_ATTENTION)
+_A100 = dict(num_sms=108, threads_per_sm=2048, gemm_mfu=0.80, gemm_mbu=0.95, gemm_latency_s=4.5e-6,
+             elementwise_mbu=0.47, row_gbps=5.0, kernel_floor_s=0.7e-6, **_ATTENTION,
+             efficiency_source=_FITTED.format("A100, 7 models, 1-32,768 tokens") + "; attention fitted on "
+             "Vidur's legacy A100 FlashAttention profile (32 q / 4 kv heads per GPU)")
+_A40 = dict(num_sms=84, threads_per_sm=1536, gemm_mfu=0.875, gemm_mbu=0.80, gemm_latency_s=1.5e-6,
+            elementwise_mbu=0.72, row_gbps=12.7, kernel_floor_s=2.8e-6, **_ATTENTION,
+            efficiency_source=_FITTED.format("A40, 5 models, 1-4,096 tokens") + _NO_ATTENTION)
+
+
+def _like(figures: dict, calibrated: str, **spec) -> dict:
+    """A calibrated GPU's efficiency figures for an uncalibrated one, labelled as an assumption."""
+    return {**figures, **spec, "efficiency_source": f"assumption: the {calibrated}'s fitted efficiency figures "
+            "(no public measured operator times for this GPU)"}
+
+
 GPUS: dict[str, GPU] = {
-    "a100-80gb": GPU(
+    "a100-80gb": GPU(**_A100,
         name="A100 80GB SXM", memory_gib=80.0, bf16_tflops=312, fp8_tflops=312, memory_tbps=2.039,
         interconnect_gbps=300,
         source="NVIDIA A100 datasheet, nvidia.com/en-us/data-center/a100 (BF16 312 TFLOPS dense, 2,039 GB/s, "
         "NVLink 600 GB/s bidirectional); " + _NV_SMI.format(81920) + "; assumption: no FP8 tensor cores, "
-        "so fp8 weights run at the BF16 rate"),
-    "h100-sxm": GPU(
+        "so fp8 weights run at the BF16 rate; 108 SMs (6,912 CUDA cores / 64), 2,048 threads per SM "
+        "(CUDA compute capability 8.0)"),
+    "h100-sxm": GPU(**_H100,
         name="H100 SXM 80GB", memory_gib=79.65, bf16_tflops=989.4, fp8_tflops=1978.9, memory_tbps=3.35,
         interconnect_gbps=450,
         source="NVIDIA H100 datasheet, nvidia.com/en-us/data-center/h100 (SXM: BF16 1,979 / FP8 3,958 TFLOPS "
-        "with sparsity, half dense; 3.35 TB/s; NVLink 900 GB/s bidirectional); " + _NV_SMI.format(81559)),
-    "h200": GPU(
+        "with sparsity, half dense; 3.35 TB/s; NVLink 900 GB/s bidirectional); " + _NV_SMI.format(81559)
+        + "; 132 SMs (16,896 CUDA cores / 128), 2,048 threads per SM (compute capability 9.0)"),
+    "h200": GPU(**_like(_H100, "H100"),
         name="H200 SXM 141GB", memory_gib=140.4, bf16_tflops=989.4, fp8_tflops=1978.9, memory_tbps=4.8,
         interconnect_gbps=450,
         source="NVIDIA H200 datasheet, nvidia.com/en-us/data-center/h200 (141 GB, 4.8 TB/s, H100 compute, "
-        "NVLink 900 GB/s bidirectional); " + _NV_SMI.format(143771)),
-    "b200": GPU(
+        "NVLink 900 GB/s bidirectional); " + _NV_SMI.format(143771) + "; 132 SMs as the H100"),
+    "b200": GPU(**_like(_H100, "H100", num_sms=148),
         name="B200 180GB", memory_gib=179.06, bf16_tflops=2250, fp8_tflops=4500, memory_tbps=8.0,
         interconnect_gbps=900,
         source="NVIDIA HGX B200 datasheet, nvidia.com/en-us/data-center/hgx (8 GPUs: 1.44 TB, 64 TB/s, "
         "BF16 36 / FP8 72 PFLOPS with sparsity, so per GPU dense 2.25 / 4.5 PFLOPS; NVLink 5 1.8 TB/s "
-        "bidirectional); " + _NV_SMI.format(183359)),
-    "l40s": GPU(
+        "bidirectional); " + _NV_SMI.format(183359) + "; assumption: 148 SMs as commonly reported (not on "
+        "the datasheet)"),
+    "l40s": GPU(**_like(_A40, "A40", num_sms=142),
         name="L40S 48GB", memory_gib=44.99, bf16_tflops=362.05, fp8_tflops=733, memory_tbps=0.864,
         interconnect_gbps=32,
         source="NVIDIA L40S datasheet, nvidia.com/en-us/data-center/l40s (BF16 362.05 / FP8 733 TFLOPS dense, "
-        "864 GB/s, no NVLink: PCIe Gen4 x16, 64 GB/s bidirectional); " + _NV_SMI.format(46068)),
-    "mi300x": GPU(
+        "864 GB/s, no NVLink: PCIe Gen4 x16, 64 GB/s bidirectional); " + _NV_SMI.format(46068)
+        + "; 142 SMs (18,176 CUDA cores / 128), 1,536 threads per SM (compute capability 8.9)"),
+    "a40": GPU(**_A40,
+        name="A40 48GB", memory_gib=44.99, bf16_tflops=149.7, fp8_tflops=149.7, memory_tbps=0.696,
+        interconnect_gbps=56.25,
+        source="NVIDIA A40 datasheet, nvidia.com/en-us/data-center/a40 (48 GB GDDR6, 696 GB/s, BF16 299.4 TFLOPS "
+        "with sparsity, so 149.7 dense; NVLink bridge 112.5 GB/s bidirectional between two GPUs; 10,752 CUDA "
+        "cores = 84 SMs of 128; 1,536 threads per SM, compute capability 8.6); " + _NV_SMI.format(46068)
+        + "; assumption: no FP8 tensor cores, so fp8 weights run at the BF16 rate"),
+    "mi300x": GPU(**_like(_A100, "A100", num_sms=304),
         name="MI300X 192GB", memory_gib=191.69, bf16_tflops=1307.4, fp8_tflops=2614.9, memory_tbps=5.3,
         interconnect_gbps=448,
         source="AMD Instinct MI300X datasheet, amd.com/en/products/accelerators/instinct/mi300/mi300x.html "
         "(192 GB HBM3, 5.3 TB/s, BF16 1,307.4 / FP8 2,614.9 TFLOPS dense, 7 Infinity Fabric links of "
-        "128 GB/s bidirectional); assumption: rocm-smi reports about 191.7 GiB"),
-    "rubin": GPU(
+        "128 GB/s bidirectional, 304 compute units); assumption: rocm-smi reports about 191.7 GiB"),
+    "rubin": GPU(**_like(_H100, "H100", num_sms=148),
         name="Rubin-class (editable)", memory_gib=268.2, bf16_tflops=4500, fp8_tflops=9000, memory_tbps=22.0,
         interconnect_gbps=1800,
         source="announced spec, NVIDIA Vera Rubin NVL144 (GTC 2025 / CES 2026 keynotes): 288 GB HBM4 per GPU "
         "(= 268.2 GiB), NVLink 6 3.6 TB/s bidirectional, HBM4 bandwidth 22 TB/s as announced at CES 2026 "
-        "(13 TB/s at GTC 2025); assumption: BF16/FP8 dense TFLOPS = 2x B200 (not published); edit freely"),
+        "(13 TB/s at GTC 2025); assumption: BF16/FP8 dense TFLOPS = 2x B200 and 148 SMs (not published); "
+        "edit freely"),
 }
 
 _HF = "Hugging Face config.json, huggingface.co/{}/blob/main/config.json"

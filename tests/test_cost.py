@@ -1,12 +1,11 @@
 """The cost of one forward pass: the reference predictor bit for bit, and the roofline's behaviour."""
 
-import csv
-from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bench.vidur_data import PRESETS, points
 from engine_model.cost import (
     LinearCost,
     PassShape,
@@ -17,12 +16,10 @@ from engine_model.cost import (
 )
 from engine_model.errors import InputError
 from engine_model.hardware import gpu, model
+from engine_model.kernels import linear_time
 from engine_model.reference import read_jsonl
 
 from conftest import REFERENCE
-
-VIDUR_CSV = Path(__file__).parent / "data" / "vidur" / "llama2_7b_tp1_ops.csv"
-VIDUR_GPUS = {"h100": "h100-sxm", "a100": "a100-80gb"}
 
 
 def shape_of(rows: list[dict]) -> PassShape:
@@ -85,10 +82,13 @@ def test_absolute_times_on_h100_are_plausible():
 
 
 def test_breakdown_adds_up_to_seconds():
+    """total = gpu + launch + cpu - hidden, and the GPU's busy time is its kernel terms."""
+    kernel_terms = ("linear_s", "attention_s", "elementwise_s", "allreduce_s", "floor_s")
     for shape in (decode(40, 2300), prefill(8192), PassShape(41, 40, 8192, 92000, 40 * 2301 + 8192 * 8193 // 2)):
         parts = LLAMA_H100.breakdown(shape)
-        terms = sum(parts[k] for k in ("linear_s", "attention_s", "elementwise_s", "allreduce_s", "overhead_s"))
-        assert (parts["total_s"], terms) == pytest.approx((LLAMA_H100.seconds(shape),) * 2)
+        total = parts["gpu_s"] + parts["launch_s"] + parts["cpu_s"] - parts["hidden_cpu_s"]
+        assert (parts["total_s"], total) == pytest.approx((LLAMA_H100.seconds(shape),) * 2)
+        assert parts["gpu_s"] == pytest.approx(sum(parts[k] for k in kernel_terms))
 
 
 def test_tp2_halves_compute_and_adds_an_all_reduce():
@@ -101,11 +101,13 @@ def test_tp2_halves_compute_and_adds_an_all_reduce():
 
 
 def test_moe_flops_use_the_active_parameters():
-    """A compute-bound MoE layer costs what its ~3.3B active parameters cost, not its 30.5B."""
+    """A compute-bound MoE layer costs what its ~3.3B active parameters cost, not its 30.5B: its FLOP roof
+    is the active parameters' FLOPs, plus half a 64-row tile of padding per expert (within 4%)."""
     qwen, h100 = model("qwen3-30b-a3b"), gpu("h100-sxm")
     body = qwen.active_params - qwen.embedding_params
-    expected = 2 * body * 16384 / (989.4e12 * 0.63) / qwen.num_layers
-    assert linear_layer_seconds(h100, qwen, 16384) == pytest.approx(expected)
+    expected = 2 * body * 16384 / (989.4e12 * h100.gemm_mfu)
+    got = linear_time(h100, qwen, 16384, 0, "bf16", 1, h100.bf16_tflops).compute_s
+    assert 1.0 < got / expected < 1.04
 
 
 def test_moe_weight_reads_count_the_experts_touched():
@@ -122,45 +124,32 @@ def test_fp8_kv_halves_the_decode_kv_read():
 
 
 def test_linear_layer_seconds_is_the_roofline_linear_term():
-    """No separate fit: the pass's linear term, with no LM head (num_rows=0), over the layers."""
-    shape = PassShape(0, 0, 3000, 0, 0)
-    per_layer = linear_layer_seconds(gpu("h100-sxm"), model("llama-3.1-8b"), 3000)
-    assert LLAMA_H100.breakdown(shape)["linear_s"] == pytest.approx(32 * per_layer)
+    """No separate fit: the calibration prices the pass's own GEMMs (no LM head at num_rows=0), over the
+    layers, GEMM latencies included."""
+    h100, llama = gpu("h100-sxm"), model("llama-3.1-8b")
+    per_layer = linear_layer_seconds(h100, llama, 3000)
+    pass_gemms = linear_time(h100, llama, 3000, 0, "bf16", 1, h100.bf16_tflops)
+    assert LLAMA_H100.breakdown(PassShape(0, 0, 3000, 0, 0))["linear_s"] == pytest.approx(pass_gemms.roof_s)
+    assert pass_gemms.roof_s + pass_gemms.floor_s == pytest.approx(32 * per_layer)
 
 
-def vidur_errors(low: int, high: int) -> list[tuple[str, int, float, float, float]]:
-    """(gpu, tokens, measured ms, model ms, error %) for Llama-2-7B TP1, one layer's GEMMs."""
-    with VIDUR_CSV.open() as f:
-        rows = [r for r in csv.DictReader(f) if low <= int(r["num_tokens"]) <= high]
-    table = []
-    for r in rows:
-        model_ms = linear_layer_seconds(gpu(VIDUR_GPUS[r["gpu"]]), model("llama-2-7b"), int(r["num_tokens"])) * 1e3
-        measured_ms = float(r["linear_ms"])
-        table.append((r["gpu"], int(r["num_tokens"]), measured_ms, model_ms, 100 * (model_ms / measured_ms - 1)))
-    return table
-
-
-def test_linear_operators_within_25_percent_of_vidur_from_512_to_4096_tokens():
-    table = vidur_errors(512, 4096)
-    assert {(g, len([t for t in table if t[0] == g])) for g in VIDUR_GPUS} == {("h100", 193), ("a100", 193)}
-    outside = [t for t in table if abs(t[4]) > 25]
-    report = "\n".join(f"{g} {n:5d} measured {m:.4f} ms model {p:.4f} ms error {e:+.1f}%" for g, n, m, p, e in table)
-    assert outside == [], report
-
-
-def test_vidur_extract_covers_every_token_count_from_1_to_4096():
-    tokens = sorted({t[1] for t in vidur_errors(1, 4096)})
-    assert (len(tokens), tokens[:5], tokens[-1]) == (259, [1, 2, 4, 8, 16], 4096)
+def test_vidur_extract_covers_three_gpus_and_1_to_32768_tokens():
+    """Seven Llama-family models on A100 (two of them to 32,768 tokens), five on H100 and A40."""
+    table = {(p.gpu, p.model) for g in PRESETS for p in points("linear", g)}
+    assert {g: len([m for gg, m in table if gg == g]) for g in PRESETS} == {"h100": 5, "a100": 7, "a40": 5}
+    tokens = sorted({p.tokens for p in points("linear", "a100")})
+    assert (tokens[:5], tokens[-1]) == ([1, 2, 4, 8, 16], 32768)
 
 
 def test_bad_settings_name_the_field():
-    for kwargs, where in (({"mfu_linear": 0.0}, "mfu_linear"), ({"tp_size": 0}, "tp_size"),
-                          ({"kv_dtype": "nvfp4"}, "kv_dtype"), ({"overhead_s": -1.0}, "overhead_s")):
+    for kwargs, where in (({"per_request_s": -1.0}, "per_request_s"), ({"tp_size": 0}, "tp_size"),
+                          ({"kv_dtype": "nvfp4"}, "kv_dtype"), ({"cuda_graph_max_bs": -1}, "cuda_graph_max_bs")):
         with pytest.raises(InputError) as error:
             RooflineCost(gpu("h100-sxm"), model("llama-3.1-8b"), **kwargs)
         assert error.value.where == where
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])  # a loaded CI machine is slow, not wrong
 @given(st.integers(1, 64), st.integers(0, 20000), st.integers(1, 8192), st.integers(0, 20000))
 def test_more_work_never_takes_less_time(num_rows, past_kv_sum, more_tokens, more_past):
     base = PassShape(num_rows, 0, num_rows, past_kv_sum, num_rows + past_kv_sum)

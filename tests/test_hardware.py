@@ -44,7 +44,7 @@ def test_memory_lands_in_sglangs_chunk_size_buckets():
         return sum(mib >= t * 1024 for t in (20, 35, 60, 90, 160))
 
     assert {name: bucket(g) for name, g in GPUS.items()} == {
-        "a100-80gb": 3, "h100-sxm": 3, "h200": 4, "b200": 5, "l40s": 2, "mi300x": 5, "rubin": 5}
+        "a100-80gb": 3, "a40": 2, "h100-sxm": 3, "h200": 4, "b200": 5, "l40s": 2, "mi300x": 5, "rubin": 5}
 
 
 def test_parameter_counts_match_the_published_ones():

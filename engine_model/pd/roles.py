@@ -77,8 +77,8 @@ class WorkerCost:
             return self.whole.seconds(shapes[0])
         if not isinstance(self.whole, RooflineCost):
             return max(self.whole.seconds(s) for s in shapes if s.num_rows)
-        parts = self.whole.breakdown(PassShape(*map(sum, zip(*shapes, strict=True))))
-        return parts["total_s"] - parts["attention_s"] + max(map(self.rank_attention_s, shapes))
+        merged = PassShape(*map(sum, zip(*shapes, strict=True)))
+        return self.whole.breakdown(merged, attention_s=max(map(self.rank_attention_s, shapes)))["total_s"]
 
     def describe(self) -> str:
         return self.whole.describe() + ("" if self.rank is None else "; DP attention: slowest rank's attention")
