@@ -35,17 +35,12 @@ ROWS = [
 ]
 
 
-def figure(metrics: dict, group: str | None, metric: str, stat: str | None):
-    node = metrics["overall"] if group is None else metrics["groups"][group]
-    return node[metric] if stat is None else node[metric][stat]
-
-
 def numbers(extra_sets: tuple[str, ...] = ()) -> list[dict]:
     rows = []
     for name, sets, figures in ROWS:
-        metrics = summary(simulate(load_scenario(name, [*sets, *extra_sets])))["metrics"]
+        metrics = summary(simulate(load_scenario(name, [*sets, *extra_sets]))).metrics
         for group, metric, stat in figures:
-            value = figure(metrics, group, metric, stat)
+            value = metrics.value(group, metric, stat)
             rows.append({"scenario": name, "sets": " ".join(sets) or "(defaults)",
                          "figure": f"{group or 'all'} {metric} {stat or ''}".strip(), "value": value})
     return rows

@@ -47,6 +47,10 @@ class Server:
     def arrive(self, req: Request) -> None:
         self.scheduler.arrive(req)
 
+    def frontend_s(self, req: Request) -> float:
+        """HTTP and tokenizer time before the scheduler sees the request (0 on the linear predictor)."""
+        return self.cost.frontend_seconds(req.prompt_len)
+
     def advance(self, at: float) -> list[Iteration]:
         """Idle until `at` when nothing runs before then: one idle iteration on the lane."""
         if at <= self.scheduler.now:

@@ -76,7 +76,10 @@ class Run:
 
     # -- arrivals and closed-loop clients ---------------------------------------------------------------
     def _push(self, req: Request) -> None:
-        heapq.heappush(self.arrivals, (req.arrival_at, self.num_pushed, req))
+        """A client sends `req` at its arrival_at; the scheduler sees it after the front end's time
+        (HTTP and tokenizer: `cost.frontend_s`). A reply already streaming needs no front end."""
+        delay = 0.0 if req.is_mid_reply else self.topology.frontend_s(req)
+        heapq.heappush(self.arrivals, (req.arrival_at + delay, self.num_pushed, req))
         self.num_pushed += 1
 
     def _start_pools(self) -> None:

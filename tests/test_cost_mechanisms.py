@@ -121,3 +121,19 @@ def test_frontend_time_grows_with_the_prompt():
     """The client's TTFT adds HTTP and (de)tokenizer hops, and tokenizing the prompt."""
     built = roofline_cost(Scenario(cost={"frontend_s": 0.003, "tokenize_s": 1e-6}), H100, LLAMA)
     assert [built.frontend_seconds(n) for n in (0, 100_000)] == pytest.approx([0.003, 0.103])
+
+
+def test_the_front_end_delays_what_the_scheduler_sees_and_a_client_measures_it():
+    """TTFT counts from the client's send: the front end (HTTP, tokenizer) comes before the first pass."""
+    from engine_model import simulate, summary, validate
+
+    def ttft(**cost) -> float:
+        scenario = validate({"cost": cost, "workload": {"requests": [{"rid": "r", "prompt_len": 20_000,
+                                                                      "output_len": 4}]}})
+        result = simulate(scenario)
+        first_pass = next(it for it in result.iterations if it.kind.value != "idle")
+        assert first_pass.start_at == pytest.approx(cost.get("frontend_s", 0) + 20_000 * cost["tokenize_s"])
+        return summary(result).metrics.overall.ttft_s.max
+
+    without, with_front = ttft(frontend_s=0.0, tokenize_s=0.0), ttft(frontend_s=0.003, tokenize_s=1e-6)
+    assert with_front - without == pytest.approx(0.003 + 0.02)

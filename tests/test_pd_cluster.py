@@ -107,7 +107,7 @@ def test_decode_retraction_backs_up_to_host_and_resumes_without_recompute():
 def test_decode_admits_fifo_with_head_of_line_blocking():
     reqs = [{"rid": "a", "prompt_len": 30000, "output_len": 100},
             {"rid": "b", "arrival_at": 0.001, "prompt_len": 30000, "output_len": 8},
-            {"rid": "c", "arrival_at": 0.002, "prompt_len": 100, "output_len": 8}]
+            {"rid": "c", "arrival_at": 0.030, "prompt_len": 100, "output_len": 8}]  # after b's tokenizing (~17 ms)
     result = simulate(scenario("early", reqs, decode_kv_cap_per_rank=40000))
     a, b, c = result.requests
     # b cannot be reserved beside a; c could, but waits behind b until a finishes and frees its KV.

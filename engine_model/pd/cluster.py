@@ -159,6 +159,10 @@ class Cluster:
     def num_iterations(self) -> int:
         return sum(len(w.iterations) for w in self.workers)
 
+    def frontend_s(self, req: Request) -> float:
+        """HTTP and tokenizer time before the router sees the request (0 on the linear predictor)."""
+        return self.roles["prefill"].cost.whole.frontend_seconds(req.prompt_len)
+
     def advance(self, at: float) -> list[Iteration]:
         self.now = at
         return []
