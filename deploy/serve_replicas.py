@@ -32,10 +32,11 @@ NGINX_PATHS = ("/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbi
 
 @dataclass(frozen=True)
 class Room:
-    """A running room: the URL people open, each replica's own URL, and nginx's folder (logs, pid)."""
+    """A running room: the URL people open, each replica's own URL and process id, nginx's folder (logs)."""
 
     url: str
     replica_urls: tuple[str, ...]
+    replica_pids: tuple[int, ...]
     prefix: Path
 
     @property
@@ -132,7 +133,7 @@ def serve(replica_ports: list[int], port: int, bind: str = "0.0.0.0", keep: bool
         for k, (url, proc) in enumerate(zip(urls, procs[:-1], strict=True)):
             wait_healthy(url, proc, start_timeout_s, f"replica {k} (log: {prefix / f'replica-{k}.log'})")
         host = "127.0.0.1" if bind in ("0.0.0.0", "::", "[::]") else bind
-        room = Room(f"http://{host}:{port}", urls, prefix)
+        room = Room(f"http://{host}:{port}", urls, tuple(p.pid for p in procs[:-1]), prefix)
         wait_healthy(room.url, procs[-1], 15, f"nginx (log: {prefix / 'error.log'})")
         yield room
     finally:
