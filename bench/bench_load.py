@@ -126,7 +126,8 @@ async def quiet_after(page, start: float, deadline: float, started) -> float:
             return quiet_at - start
         last = state
         await asyncio.sleep(POLL_S)
-    raise TimeoutError("the page did not settle")
+    shown = {k: v for k, v in (last or {}).items() if k in ("title", "charts", "drawn", "running", "stale")}
+    raise TimeoutError(f"the page did not settle: {shown}")
 
 
 async def act(page, base: str, action: str, first: bool, timeout_s: float) -> tuple[str, float]:
@@ -175,7 +176,7 @@ async def attempt(page, base: str, name: str, action: str, first: bool, timeout_
         kind, seconds = await act(page, base, action, first, timeout_s)
     except (TimeoutError, PlaywrightTimeout) as err:
         tally.errors["timeout"] += 1
-        print(f"  {name}: {action}: timeout ({str(err).splitlines()[0][:80]})", file=sys.stderr)
+        print(f"  {name}: {action}: timeout ({str(err).splitlines()[0][:160]})", file=sys.stderr)
         now = time.perf_counter()
         with contextlib.suppress(TimeoutError, PlaywrightTimeout):
             await quiet_after(page, now, now + timeout_s, lambda s: True)
