@@ -221,7 +221,7 @@ def row(n: int, tally: Tally, pids) -> str:
     """One markdown table row under HEADER."""
     views, flips = tally.seconds["view"], tally.seconds["flip"]
     errors = ", ".join(f"{k}: {v}" for k, v in sorted(tally.errors.items())) or "0"
-    cpu = f"{tally.cpu_s:.0f}" if pids else "n/a"
+    cpu = f"{tally.cpu_s:.1f}" if pids else "n/a"
     return (f"| {n} | {len(views)} | {percentile(views, 50):.2f} | {percentile(views, 95):.2f} | "
             f"{max(views, default=float('nan')):.2f} | {len(flips)} | {percentile(flips, 50):.2f} | "
             f"{percentile(flips, 95):.2f} | {errors} | {tally.wall_s:.0f} | {cpu} |")
