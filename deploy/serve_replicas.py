@@ -15,6 +15,7 @@ import contextlib
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -79,6 +80,17 @@ def _cookie_map(ports: list[int]) -> str:
                      for k, port in enumerate(ports))
 
 
+def check_free(ports: list[int], bind: str) -> None:
+    """Fail before starting anything if a port is taken (a health check could reach someone else's server)."""
+    for port, host in [(p, "127.0.0.1") for p in ports[:-1]] + [(ports[-1], bind)]:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers do: TIME_WAIT is no owner
+            try:
+                probe.bind((host.strip("[]"), port))
+            except OSError as err:
+                raise RuntimeError(f"port {port} on {host} is not free ({err.strerror}); pick another --port") from None
+
+
 def start_replica(port: int, log: Path) -> subprocess.Popen:
     """One `streamlit run app/main.py` on 127.0.0.1:`port`, its output in `log`."""
     command = [sys.executable, "-m", "streamlit", "run", "app/main.py", "--server.headless", "true",
@@ -88,12 +100,15 @@ def start_replica(port: int, log: Path) -> subprocess.Popen:
         return subprocess.Popen(command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
 
 
-def wait_healthy(url: str, proc: subprocess.Popen, timeout_s: float, what: str) -> None:
-    """Until `url`/_stcore/health answers 200; fails at once if `proc` exits, or after `timeout_s`."""
+def wait_healthy(url: str, proc: subprocess.Popen, timeout_s: float, what: str, log: Path) -> None:
+    """Until `url`/_stcore/health answers 200; fails at once if `proc` exits (quoting its `log`), or after
+    `timeout_s`."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"{what} exited with status {proc.returncode} before it answered")
+            lines = log.read_text(errors="replace").strip().splitlines() if log.exists() else ["no log"]
+            reason = next((line for line in lines if "[emerg]" in line), lines[-1])  # nginx's first fatal line
+            raise RuntimeError(f"{what} exited with status {proc.returncode} before it answered: {reason}")
         with contextlib.suppress(OSError):
             with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as reply:
                 if reply.status == 200:
@@ -122,6 +137,7 @@ def serve(replica_ports: list[int], port: int, bind: str = "0.0.0.0", keep: bool
     nginx = find_nginx()
     if nginx is None:
         raise RuntimeError("nginx not found: install Debian's nginx (apt-get install nginx)")
+    check_free([*replica_ports, port], bind)
     prefix = Path(tempfile.mkdtemp(prefix="who-waits-nginx-"))
     prefix.chmod(0o755)  # run as root, nginx's workers are `nobody` and must reach their temp folders
     procs = [start_replica(p, prefix / f"replica-{k}.log") for k, p in enumerate(replica_ports)]
@@ -131,10 +147,10 @@ def serve(replica_ports: list[int], port: int, bind: str = "0.0.0.0", keep: bool
                                        "-e", str(prefix / "error.log")], stderr=subprocess.DEVNULL))
         urls = tuple(f"http://127.0.0.1:{p}" for p in replica_ports)
         for k, (url, proc) in enumerate(zip(urls, procs[:-1], strict=True)):
-            wait_healthy(url, proc, start_timeout_s, f"replica {k} (log: {prefix / f'replica-{k}.log'})")
+            wait_healthy(url, proc, start_timeout_s, f"replica {k}", prefix / f"replica-{k}.log")
         host = "127.0.0.1" if bind in ("0.0.0.0", "::", "[::]") else bind
         room = Room(f"http://{host}:{port}", urls, tuple(p.pid for p in procs[:-1]), prefix)
-        wait_healthy(room.url, procs[-1], 15, f"nginx (log: {prefix / 'error.log'})")
+        wait_healthy(room.url, procs[-1], 15, "nginx", prefix / "error.log")
         yield room
     finally:
         stop(procs)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import time
 from collections import defaultdict
@@ -19,7 +20,7 @@ import yaml
 
 from bench.bench_load import STATE, is_quiet, local_url, percentile
 from bench.browser import CHROMIUM, CHROMIUM_ARGS, free_port
-from deploy.serve_replicas import find_nginx, render, serve
+from deploy.serve_replicas import check_free, find_nginx, render, serve
 
 REPO = Path(__file__).resolve().parents[1]
 LOG_LINE = re.compile(r'"(?P<method>\S+) (?P<path>\S+) [^"]*" (?P<status>\d+) .*upstream=(?P<upstream>\S+) '
@@ -100,6 +101,18 @@ def test_nginx_accepts_the_rendered_configuration(tmp_path):
     check = subprocess.run([nginx, "-t", "-p", str(tmp_path), "-c", str(conf), "-e", str(tmp_path / "error.log")],
                            capture_output=True, text=True, timeout=30)
     assert check.returncode == 0, check.stderr
+
+
+def test_a_taken_port_is_refused_before_anything_starts():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(RuntimeError, match=f"port {port} on 127.0.0.1 is not free"):
+            check_free([free_port(), port], "127.0.0.1")
+        with pytest.raises(RuntimeError, match=f"port {port} on 127.0.0.1 is not free"):
+            check_free([port, free_port()], "127.0.0.1")
+    check_free([free_port(), free_port()], "127.0.0.1")
 
 
 # -- the load benchmark's own rules ------------------------------------------------------------------------
