@@ -89,7 +89,7 @@ def descendants(pid: int | str = "self") -> list[int]:
     return found
 
 
-def running(pids, word: bytes) -> list[int]:
+def with_command(pids, word: bytes) -> list[int]:
     """Those of `pids` whose command line contains `word`."""
     def has(pid: int) -> bool:
         with contextlib.suppress(OSError):
@@ -281,7 +281,7 @@ def main() -> None:
             print(f"{args.replicas} replicas behind nginx, logs in {room.prefix}")
         else:
             base = stack.enter_context(streamlit_server())
-            pids = running(descendants(), b"streamlit")
+            pids = with_command(descendants(), b"streamlit")
         asyncio.run(measure(base, pids, args))
 
 
