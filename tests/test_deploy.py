@@ -185,7 +185,7 @@ def test_two_replicas_behind_nginx_each_keep_their_own_browsers():
         browser.close()
         seen = served_by(room.access_log, agents)
     replicas = {ua: {upstream for _, upstream in rows} for ua, rows in seen.items()}
-    assert all(len(r) == 1 for r in replicas.values()), replicas  # page, files and websocket: one replica
+    assert all(len(r) == 1 for r in replicas.values()), seen  # page, files and websocket: one replica
     assert set().union(*replicas.values()) == {u.removeprefix("http://") for u in room.replica_urls}
     for ua, rows in seen.items():
         assert [path for path, _ in rows].count("/_stcore/stream") == 1, (ua, rows)  # one websocket, kept
