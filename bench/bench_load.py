@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 from browser import CHROMIUM, CHROMIUM_ARGS, free_port, streamlit_server  # noqa: E402
 
-from deploy.serve_replicas import serve  # noqa: E402
+from deploy.serve_replicas import requests_by_agent, serve  # noqa: E402
 
 ACTIONS = ("/forty_replies", "flip:Mixed chunk", "/other_stall", "flip:Mixed chunk", "/forty_replies")
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1"}
@@ -53,8 +53,10 @@ STATE = """() => {
           connection: app ? app.dataset.testConnectionState : '',
           stale: document.querySelectorAll('[data-stale="true"], [data-testid="stSkeleton"]').length,
           title: h1 ? h1.innerText : '', href: location.href,
-          headline: [...document.querySelectorAll('[data-testid="stMetricValue"]')].map(m => m.innerText).join('|'),
-          errors: document.querySelectorAll('[data-testid="stException"], [data-testid="stAlertContentError"]').length};
+          headline: [...document.querySelectorAll('[data-testid="stMetricValue"]')]
+            .map(m => m.innerText).join('|'),
+          errors: document.querySelectorAll(
+            '[data-testid="stException"], [data-testid="stAlertContentError"]').length};
 }"""
 POLL_S, QUIET_POLLS = 0.1, 3
 
@@ -107,7 +109,8 @@ def percentile(values: list[float], q: float) -> float:
 
 def is_quiet(state: dict) -> bool:
     """A page (STATE) with a title, no script run, nothing stale or loading, and every chart drawn."""
-    return bool(state["title"]) and state["charts"] == state["drawn"] and not state["running"] and not state["stale"]
+    drawn = state["charts"] == state["drawn"]
+    return bool(state["title"]) and drawn and not state["running"] and not state["stale"]
 
 
 async def quiet_after(page, start: float, deadline: float, started) -> float:
@@ -140,14 +143,20 @@ async def act(page, base: str, action: str, first: bool, timeout_s: float) -> tu
         await toggle.click(timeout=timeout_s * 1000)
 
         def changed(state) -> bool:  # the rerun has begun, or already changed the URL or the headline
-            return state["running"] or state["stale"] or any(state[k] != before[k] for k in ("href", "headline"))
+            moved = any(state[k] != before[k] for k in ("href", "headline"))
+            return state["running"] or state["stale"] or moved
 
         return "flip", await quiet_after(page, start, deadline, changed)
     if first:
         await page.goto(base + action, timeout=timeout_s * 1000, wait_until="commit")
         return "view", await quiet_after(page, start, deadline, lambda s: True)
-    await page.locator(f'[data-testid="stSidebarNav"] a[href$="{action}"]').first.click(timeout=timeout_s * 1000)
-    return "view", await quiet_after(page, start, deadline, lambda s: s["title"] != before["title"] or s["running"])
+    link = page.locator(f'[data-testid="stSidebarNav"] a[href$="{action}"]').first
+    await link.click(timeout=timeout_s * 1000)
+
+    def arrived(state) -> bool:  # the new page's title, or a run under way (the same page again)
+        return state["title"] != before["title"] or state["running"]
+
+    return "view", await quiet_after(page, start, deadline, arrived)
 
 
 async def session(browser, base: str, name: str, actions, timeout_s: float, deadline: float, tally: Tally,
@@ -157,13 +166,17 @@ async def session(browser, base: str, name: str, actions, timeout_s: float, dead
     After a timeout the session waits (once more up to --timeout) for the page to settle and goes on;
     if it does not, or after any other exception, the session stops and its remaining actions count as
     not run."""
-    context = await browser.new_context(viewport={"width": 1400, "height": 1600}, user_agent=f"who-waits-load/{name}")
+    context = await browser.new_context(viewport={"width": 1400, "height": 1600},
+                                        user_agent=f"who-waits-load/{name}")
     page = await context.new_page()
     try:
         for i, action in enumerate(actions):
             left = deadline - time.perf_counter()
-            if left <= 0 or not await attempt(page, base, name, action, i == 0, min(timeout_s, left), tally, verbose):
-                tally.errors["not run (after an error or --max-seconds)"] += len(actions) - i - 1
+            if left <= 0:
+                tally.errors["not run (--max-seconds)"] += len(actions) - i
+                return
+            if not await attempt(page, base, name, action, i == 0, min(timeout_s, left), tally, verbose):
+                tally.errors["not run (after an error)"] += len(actions) - i - 1
                 return
     finally:
         await context.close()
@@ -212,8 +225,8 @@ async def crowd(browser, base: str, n: int, args, tag: str, pids) -> Tally:
     return tally
 
 
-HEADER = ("| sessions | views | view p50 s | view p95 s | view max s | flips | flip p50 s | flip p95 s | errors "
-          "| wall s | server CPU s |\n"
+HEADER = ("| sessions | views | view p50 s | view p95 s | view max s | flips | flip p50 s | flip p95 s "
+          "| errors | wall s | server CPU s |\n"
           "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |")
 
 
@@ -227,7 +240,16 @@ def row(n: int, tally: Tally, pids) -> str:
             f"{percentile(flips, 95):.2f} | {errors} | {tally.wall_s:.0f} | {cpu} |")
 
 
-async def measure(base: str, pids, args) -> None:
+def spread(access_log: Path, tag: str) -> str:
+    """How nginx spread the sessions tagged `tag` over the replicas, from its access log."""
+    agents = {ua: {addr for _, addr in rows} for ua, rows in requests_by_agent(access_log).items()
+              if ua.startswith(f"who-waits-load/{tag}-")}
+    per = Counter(next(iter(addrs)) for addrs in agents.values() if len(addrs) == 1)
+    moved = sum(len(addrs) > 1 for addrs in agents.values())
+    return f"{tag}: sessions per replica {dict(sorted(per.items()))}" + (f", {moved} moved" if moved else "")
+
+
+async def measure(base: str, pids, args, access_log: Path | None = None) -> None:
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         if args.warmup:
@@ -237,6 +259,9 @@ async def measure(base: str, pids, args) -> None:
         for n in args.sessions:
             print(row(n, await crowd(browser, base, n, args, f"n{n}", pids), pids), flush=True)
         await browser.close()
+    if access_log:
+        for tag in ["warmup"] * bool(args.warmup) + [f"n{n}" for n in args.sessions]:
+            print(spread(access_log, tag))
 
 
 def local_url(text: str) -> str:
@@ -249,7 +274,8 @@ def local_url(text: str) -> str:
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="N headless sessions against the app; p50/p95 and errors.")
-    parser.add_argument("--url", type=local_url, help="a running app or nginx (default: start `streamlit run`)")
+    parser.add_argument("--url", type=local_url,
+                        help="a running app or nginx (default: start `streamlit run`)")
     parser.add_argument("--replicas", type=int, default=0, help="start this many replicas behind nginx")
     parser.add_argument("--sessions", type=int, nargs="+", default=[1, 5, 10], help="N values, run in order")
     parser.add_argument("--actions", nargs="+", default=list(ACTIONS), help="`/path` or `flip:Toggle label`")
@@ -273,16 +299,18 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main() -> None:
     args = parse_args()
     with contextlib.ExitStack() as stack:
+        access_log = None
         if args.url:
             base, pids = args.url, ()
         elif args.replicas:
-            room = stack.enter_context(serve([free_port() for _ in range(args.replicas)], free_port(), "127.0.0.1"))
-            base, pids = room.url, room.replica_pids
+            ports = [free_port() for _ in range(args.replicas)]
+            room = stack.enter_context(serve(ports, free_port(), "127.0.0.1"))
+            base, pids, access_log = room.url, room.replica_pids, room.access_log
             print(f"{args.replicas} replicas behind nginx, logs in {room.prefix}")
         else:
             base = stack.enter_context(streamlit_server())
             pids = with_command(descendants(), b"streamlit")
-        asyncio.run(measure(base, pids, args))
+        asyncio.run(measure(base, pids, args, access_log))
 
 
 if __name__ == "__main__":

@@ -1,11 +1,12 @@
 """Where does a warm page view spend its time on the server? cProfile over Streamlit's AppTest.
 
-    .venv/bin/python bench/profile_view.py [--page app_pages/forty_replies.py] [--flip forty_replies.mixed] [--top 25]
+    .venv/bin/python bench/profile_view.py [--page app_pages/forty_replies.py] [--flip forty_replies.mixed]
 
 A first session opens the page (and flips the toggle) so the run caches are filled, as in a room where
-someone opened it before; then a second, fresh session does the same with its script runs under cProfile: the work every new
-person's page view costs. Prints the time by area (simulation, frames, charts, Altair, pandas, Streamlit's
-serialisation, ...) and the app's functions with the most cumulative time. AppTest does not draw in a browser.
+someone opened it before; then a second, fresh session does the same with its script runs under cProfile:
+the work every new person's page view costs. Prints the time by area (simulation, frames, charts, Altair,
+pandas, Streamlit's serialisation, ...) and the app's functions with the most cumulative time (--top).
+AppTest does not draw in a browser.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -21,6 +22,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +30,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 TEMPLATE = Path(__file__).with_name("nginx.conf")
 COOKIE = "who_waits_replica"
+LOG_LINE = re.compile(  # a line of nginx.conf's who_waits log format
+    r'"\S+ (?P<path>\S+) [^"]*" \d+ .*upstream=(?P<upstream>\S+) .*ua="(?P<ua>[^"]*)"')
 NGINX_PATHS = ("/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx")
 
 
@@ -43,6 +47,15 @@ class Room:
     @property
     def access_log(self) -> Path:
         return self.prefix / "access.log"
+
+
+def requests_by_agent(access_log: Path) -> dict[str, list[tuple[str, str]]]:
+    """Per user agent, (path without its query, replica address) of each request in nginx's log, in order."""
+    found: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for match in map(LOG_LINE.search, access_log.read_text(errors="replace").splitlines()):
+        if match:
+            found[match["ua"]].append((match["path"].split("?")[0], match["upstream"]))
+    return dict(found)
 
 
 def find_nginx() -> str | None:
@@ -61,7 +74,7 @@ def render(ports: list[int], listen: str, prefix: Path, template: str | None = N
 
 
 def _upstreams(ports: list[int]) -> str:
-    """who_waits_any (round robin over all, state shared by workers) and who_waits_K (K first, others backup)."""
+    """who_waits_any: round robin over all (state shared by workers); who_waits_K: K first, others backup."""
     servers = "".join(f"        server 127.0.0.1:{p};\n" for p in ports)
     blocks = [f"    upstream who_waits_any {{\n        zone who_waits_any 64k;\n{servers}    }}"]
     for k, port in enumerate(ports):
@@ -84,11 +97,12 @@ def check_free(ports: list[int], bind: str) -> None:
     """Fail before starting anything if a port is taken (a health check could reach someone else's server)."""
     for port, host in [(p, "127.0.0.1") for p in ports[:-1]] + [(ports[-1], bind)]:
         with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers do: TIME_WAIT is no owner
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers do: TIME_WAIT owns none
             try:
                 probe.bind((host.strip("[]"), port))
             except OSError as err:
-                raise RuntimeError(f"port {port} on {host} is not free ({err.strerror}); pick another --port") from None
+                raise RuntimeError(f"port {port} on {host} is not free ({err.strerror}); "
+                                   "pick another --port") from None
 
 
 def start_replica(port: int, log: Path) -> subprocess.Popen:
@@ -107,7 +121,7 @@ def wait_healthy(url: str, proc: subprocess.Popen, timeout_s: float, what: str, 
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             lines = log.read_text(errors="replace").strip().splitlines() if log.exists() else ["no log"]
-            reason = next((line for line in lines if "[emerg]" in line), lines[-1])  # nginx's first fatal line
+            reason = next((line for line in lines if "[emerg]" in line), lines[-1])  # nginx: its first fatal
             raise RuntimeError(f"{what} exited with status {proc.returncode} before it answered: {reason}")
         with contextlib.suppress(OSError):
             with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as reply:

@@ -12,7 +12,6 @@ import re
 import socket
 import subprocess
 import time
-from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -20,11 +19,9 @@ import yaml
 
 from bench.bench_load import STATE, is_quiet, local_url, percentile
 from bench.browser import CHROMIUM, CHROMIUM_ARGS, free_port
-from deploy.serve_replicas import check_free, find_nginx, render, serve
+from deploy.serve_replicas import check_free, find_nginx, render, requests_by_agent, serve
 
 REPO = Path(__file__).resolve().parents[1]
-LOG_LINE = re.compile(r'"(?P<method>\S+) (?P<path>\S+) [^"]*" (?P<status>\d+) .*upstream=(?P<upstream>\S+) '
-                      r'.*ua="(?P<ua>[^"]*)"')
 
 
 def _need(found: bool, what: str) -> None:
@@ -54,7 +51,8 @@ def test_the_deployment_probes_streamlit_health_on_the_port_it_serves(manifest):
     for probe in ("readinessProbe", "livenessProbe"):
         assert container[probe]["httpGet"] == {"path": "/_stcore/health", "port": "http"}
     assert manifest["Deployment"]["spec"]["replicas"] >= 2
-    assert manifest["Deployment"]["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+    selector = manifest["Deployment"]["spec"]["selector"]["matchLabels"]
+    assert selector.items() <= pod["metadata"]["labels"].items()
 
 
 def test_the_service_and_the_ingress_keep_a_browser_on_one_pod(manifest):
@@ -98,8 +96,8 @@ def test_nginx_accepts_the_rendered_configuration(tmp_path):
     tmp_path.chmod(0o755)
     conf = tmp_path / "nginx.conf"
     conf.write_text(render([free_port(), free_port()], f"127.0.0.1:{free_port()}", tmp_path))
-    check = subprocess.run([nginx, "-t", "-p", str(tmp_path), "-c", str(conf), "-e", str(tmp_path / "error.log")],
-                           capture_output=True, text=True, timeout=30)
+    command = [nginx, "-t", "-p", str(tmp_path), "-c", str(conf), "-e", str(tmp_path / "error.log")]
+    check = subprocess.run(command, capture_output=True, text=True, timeout=30)
     assert check.returncode == 0, check.stderr
 
 
@@ -145,18 +143,14 @@ def settle(page, timeout_s: float = 60) -> dict:
 
 
 def served_by(access_log: Path, agents: set[str], timeout_s: float = 10) -> dict[str, list[tuple[str, str]]]:
-    """Per user agent, (path, upstream) of each request, once every agent's websocket line is written."""
+    """requests_by_agent for `agents`, once every agent's websocket line is written (when it closes)."""
     deadline = time.time() + timeout_s
     while True:
-        lines = [m.groupdict() for m in map(LOG_LINE.search, access_log.read_text().splitlines()) if m]
-        seen: dict[str, list[tuple[str, str]]] = defaultdict(list)
-        for line in lines:
-            if line["ua"] in agents:
-                seen[line["ua"]].append((line["path"].split("?")[0], line["upstream"]))
+        seen = {ua: rows for ua, rows in requests_by_agent(access_log).items() if ua in agents}
         sockets = {ua for ua, rows in seen.items() if any(path == "/_stcore/stream" for path, _ in rows)}
         if sockets == agents or time.time() > deadline:
-            return dict(seen)
-        time.sleep(0.3)  # nginx writes a websocket's line when it closes
+            return seen
+        time.sleep(0.3)
 
 
 @pytest.mark.browser
@@ -174,7 +168,8 @@ def test_two_replicas_behind_nginx_each_keep_their_own_browsers():
             page.goto(room.url + "/forty_replies")
         before = [settle(page)["headline"] for page in pages]
         for page in pages:  # flip both, then wait for both
-            page.locator('[data-testid="stCheckbox"]').filter(has_text="Mixed chunk").first.locator("label").click()
+            toggle = page.locator('[data-testid="stCheckbox"]').filter(has_text="Mixed chunk").first
+            toggle.locator("label").click()
         for page, headline in zip(pages, before, strict=True):
             page.wait_for_function("() => location.search.includes('mixed=1')", timeout=30_000)
             after = settle(page)
