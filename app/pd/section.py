@@ -16,6 +16,8 @@ from app.charts import timelines
 from app.charts.words import never_got_a_token
 from app.pd import params, tables
 from app.pd.charts import request_phases
+from app.story.headline import card
+from app.story.numbers import fmt_rate
 from app.story.tour import focus_marker
 from app.ui.chart import chart_ui
 from app.ui.fmt import fmt_seconds
@@ -105,12 +107,9 @@ def _tradeoff_ui(runs: dict, preset: str) -> None:
     st.markdown("#### early → prefill_complete")
     for col, row in zip(st.columns(3), tables.tradeoff(runs["early"], runs["prefill_complete"]), strict=True):
         a, b = row["early"], row["prefill_complete"]
-        fmt = fmt_seconds if row["unit"] == "s" else (lambda v: f"{v:,.0f}")
-        if a is None or b is None:
-            col.metric(row["label"], "not measured", border=True)
-            continue
-        delta = f"{(b - a) / a:+.0%}" if a else None
-        col.metric(row["label"], f"{fmt(a)} → {fmt(b)}", delta, border=True,
+        fmt = fmt_seconds if row["unit"] == "s" else fmt_rate
+        value, delta = card(a, b, fmt)
+        col.metric(row["label"], value, delta, border=True,
                    delta_color="normal" if row["better"] == "higher" else "inverse")
     group = STORIES["ten_oclock_rush"].stream_group if preset == "rush" else "short"
     why = tables.little_difference(runs["early"], runs["prefill_complete"], group)
