@@ -1,6 +1,7 @@
 """What a reader sees cannot mislead: before -> after for every change the tour narrates, the price of a
 change, the percentile trap, tables in words, the PD step on a visible trade-off, no internal paths."""
 
+import json
 import re
 
 import pytest
@@ -71,3 +72,29 @@ def test_no_internal_path_where_a_reader_expects_words():
     assert not re.search(r"engine_model[./]\w|docs/\w+\.md|\w+\.py\b", shown), \
         re.findall(r".{40}(?:engine_model[./]\w|docs/\w+\.md|\w+\.py\b).{20}", shown)
     assert stories.FORTY.title in " ".join(t.value for t in at.title)
+
+
+def time_domains(spec: dict) -> list[tuple]:
+    """The x domains of every time axis in a chart spec (x titled 'time (s)')."""
+    found = []
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            x = node.get("encoding", {}).get("x") if isinstance(node.get("encoding"), dict) else None
+            if isinstance(x, dict) and x.get("title") == "time (s)" and "domain" in x.get("scale", {}):
+                found.append(tuple(x["scale"]["domain"]))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(spec)
+    return found
+
+
+def test_the_pd_pairs_share_one_clock():
+    at = open_page("app_pages/ten_oclock_rush.py")
+    specs = [json.loads(chart.proto.spec) for chart in at.get("vega_lite_chart")]
+    domains = {d for spec in specs for d in time_domains(spec)}
+    assert len(specs) >= 12 and len(domains) == 2  # the single engine's clock, and one for both PD policies
