@@ -102,7 +102,7 @@ def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFra
     wait_state = waits["why"].map(lambda why: RETRACTED[0] if why.startswith("retracted") else QUEUED[0])
     present = set(chunks["kind"]) | set(wait_state)
     colour = alt.Color("state:N", title="on the lane", scale=timeline_scale(present),
-                       legend=alt.Legend(orient="top", labelLimit=260, columns=2))
+                       legend=alt.Legend(orient="top", labelLimit=260, columns=1))
     lane_layers = []
     if len(waits):
         lane_layers.append(alt.Chart(waits.assign(state=wait_state)).mark_bar(opacity=0.85).encode(
@@ -127,7 +127,7 @@ def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFra
         lane_layers.append(alt.Chart(pd.DataFrame({"rid": [], "at": []})).mark_tick().encode(x="at:Q", y=y))
     layers = [alt.layer(*lane_layers)]
     if len(stalls):  # its own colour scale, under the lane's other marks
-        layers.insert(0, alt.Chart(stalls).mark_bar(stroke="white", strokeWidth=1).encode(
+        layers.insert(0, alt.Chart(stalls).mark_bar(stroke="white", strokeWidth=1 if show_labels else 0).encode(
             x=x, x2="end_at:Q", y=y, color=_stall_colour(stall_threshold_s, chunk_pass_s),
             tooltip=[alt.Tooltip("rid:N", title="request"), alt.Tooltip("group:N"),
                      alt.Tooltip("gap_s:Q", title="no token for (s)", format=".3f"),
