@@ -3,8 +3,16 @@ the guided tour. The app draws them (app/story/); the CLI's `figure` command exp
 
 A `Control` is one setting: its URL parameter, its widget kind, its default and how it writes its value
 into the scenario (a dict read from the scenario's TOML). Controls marked `is_flag` are SGLang server
-flags: a story's baseline resets them to SGLang's defaults and keeps everything else (workload, GPU,
-model, seed), so "before -> after" always compares the same work on the same seed.
+flags. A story's baseline ("before") is the story as it opened: every setting of the main row at its
+default (SGLang's defaults for the flags, the story's own pool, load and lengths for the rest), on the
+GPU, model and seed now chosen. So every change a person or the tour makes in the main row — a flag or the
+workload — reads as before -> after, and the seed is never what differs.
+
+A tour step's narration may quote the run it leads to, so it stays true on any GPU, model or seed:
+`{now:GROUP.METRIC.STAT}` and `{before:GROUP.METRIC.STAT}` are one number of the run shown or of its
+baseline (GROUP a group name or `all`; METRIC a key of engine_model.metrics.GroupMetrics; STAT p50 / p95 /
+p99 / max / mean, left out for a count), and `{trap}` is the percentile-trap sentence when p99 and the
+longest pause disagree by an order of magnitude (app.story.headline), else nothing.
 """
 
 from __future__ import annotations
@@ -145,6 +153,7 @@ class TourStep:
     settings: dict = field(default_factory=dict)  # control key -> value; others go back to their defaults
     cursor: tuple = ("first", "prefill chunk")  # see app.story.cursor.resolve
     focus: str = "tokens"  # which chart to point at: headline | passes | tokens | kv | queue | itl | why | pd
+    section: dict = field(default_factory=dict)  # the page section's settings (PD: URL name -> value)
 
 
 @dataclass(frozen=True)
@@ -165,8 +174,14 @@ class Story:
         return {c.key: c.default for c in self.controls}
 
     def baseline_values(self, values: dict) -> dict:
-        """SGLang's defaults for every server flag; the workload, GPU, model and seed as now."""
-        return {c.key: (c.default if c.is_flag else values[c.key]) for c in self.controls}
+        """The story as it opened: every main-row setting (SGLang's flags, the story's workload) at its
+        default; the GPU, model and seed as now, so before and after run the same draws on the same hardware."""
+        return {c.key: (c.default if c.where == "main" else values[c.key]) for c in self.controls}
+
+    def changes(self, values: dict) -> list[tuple[Control, object, object]]:
+        """The main-row settings that differ from the story's defaults: (control, default, now)."""
+        return [(c, c.default, values[c.key]) for c in self.controls
+                if c.where == "main" and values.get(c.key, c.default) != c.default]
 
     def scenario(self, values: dict) -> Scenario:
         """The validated scenario for these control values (raises InputError on an impossible combination)."""
@@ -203,27 +218,30 @@ FORTY = Story(
     ),
     tour=(
         TourStep("The forty are streaming",
-                 "Forty replies are mid-stream: one decode pass every ~20 ms gives each of them a token. "
-                 "Every tick on a lane is a token.", {}, ("at", 0.25), "tokens"),
+                 "Forty replies are mid-stream: one decode pass every {now:streams.itl_s.p50} gives each of them "
+                 "a token. Every tick on a lane is a token.", {}, ("at", 0.25), "tokens"),
         TourStep("Now the log arrives",
                  "At 0.5 s a 100,000-token log is pasted. SGLang splits it into chunks — and prefill wins every "
                  "iteration while a chunk is pending. Orange bars: chunk after chunk, back to back.",
                  {}, ("first", "prefill chunk"), "passes"),
         TourStep("Look at the gap",
-                 "The forty get no token until the whole log is prefilled: the purple band is the pause. "
-                 "Chunking did not help them — it only caps the memory of each pass.",
+                 "The forty get no token until the whole log is prefilled: the dark purple band is the pause, "
+                 "{now:streams.max_itl_s.max}. Chunking did not help them — it only caps the memory of each pass.",
                  {}, ("last", "prefill chunk"), "headline"),
         TourStep("Flip mixed chunk",
                  "With --enable-mixed-chunk each chunk pass also carries one decode token for every running "
-                 "request (green passes). The longest pause shrinks to about one chunk pass; the log's own first "
-                 "token comes a little later.", {"mixed": True}, ("first", "mixed"), "tokens"),
+                 "request (green passes). The longest pause shrinks from {before:streams.max_itl_s.max} to "
+                 "{now:streams.max_itl_s.max}, about one chunk pass (the lanes turn light pink); the log's own first "
+                 "token comes a little later ({before:log.ttft_s.max} → {now:log.ttft_s.max}). {trap}",
+                 {"mixed": True}, ("first", "mixed"), "tokens"),
         TourStep("Chunk size is now the knob",
                  "With mixing on, smaller chunks mean shorter pauses for the streams and a later first token "
-                 "for the log. Try 2,048 — then open Compare for the whole curve.",
+                 "for the log: at 2,048 tokens the longest pause is {now:streams.max_itl_s.max} and the log's "
+                 "first token comes after {now:log.ttft_s.max}. Open Compare for the whole curve.",
                  {"mixed": True, "chunk": 2048}, ("first", "mixed"), "itl"),
         TourStep("The logprob exception",
                  "One streaming request asks for logprobs. Mixing is skipped for any pass it is in, so the stall is "
-                 "back — with the flag still on.", {"mixed": True, "logprob": True}, ("last", "prefill chunk"), "why"),
+                 "back ({now:streams.max_itl_s.max}) — with the flag still on.", {"mixed": True, "logprob": True}, ("last", "prefill chunk"), "why"),
     ),
     stream_group="streams",
     long_group="log",
@@ -270,15 +288,19 @@ OTHER_STALL = Story(
                  {}, ("retraction", 0), "why"),
         TourStep("They re-prefill later",
                  "A retracted reply keeps its text but loses its KV: later it is prefilled again — prompt plus what it "
-                 "had written — and only then streams again. Grey: waiting; orange: the re-prefill.",
+                 "had written — and only then streams again. On its lane: dark grey, retracted and waiting in the "
+                 "queue; orange, the re-prefill.",
                  {}, ("retraction", -1), "tokens"),
         TourStep("Mixed chunk does not fix this one",
-                 "Turn mixed chunk on: the retractions stay. The fix here is memory — a bigger pool, fewer admissions "
-                 "(schedule conservativeness), or shorter replies.", {"mixed": True}, ("retraction", 0), "headline"),
+                 "Turn mixed chunk on: the retractions stay ({before:all.num_retracted} → {now:all.num_retracted} "
+                 "requests pushed back). The fix here is memory — a bigger pool, fewer admissions (schedule "
+                 "conservativeness), or shorter replies.", {"mixed": True}, ("retraction", 0), "headline"),
         TourStep("More KV is the fix",
-                 "Double the pool to 120,000 tokens: retractions drop from 7 to 2 and the longest pause from 25 s to "
-                 "under 8 s. (Raising schedule_conservativeness alone still retracts 7 here — the reservation guess "
-                 "decays — though it halves the longest pause.)", {"pool": 120000}, ("retraction", 0), "kv"),
+                 "Double the pool to 120,000 tokens: requests pushed back drop from {before:all.num_retracted} to "
+                 "{now:all.num_retracted} and the longest pause from {before:chats.max_itl_s.max} to "
+                 "{now:chats.max_itl_s.max}. (Raising schedule conservativeness to 3 alone still pushes 7 back here "
+                 "— the reservation guess decays — though it halves the longest pause.)", {"pool": 120000},
+                 ("retraction", 0), "kv"),
     ),
     stream_group="chats",
     long_group="chats",
@@ -313,14 +335,24 @@ RUSH = Story(
                  "steady decode.", {}, ("at", 8.0), "passes"),
         TourStep("Ten o'clock", "Six 120,000-token contracts arrive at once. Their prefill is chunked — and prefill "
                  "wins every iteration while a chunk is pending.", {}, ("first_after", 10.0), "passes"),
-        TourStep("The questions wait", "New questions queue behind the contracts (grey), and replies already "
-                 "streaming pause (purple). The short questions are not short in the queue.", {}, ("at", 30.0), "tokens"),
-        TourStep("Mixed chunk", "Mixing keeps the running replies moving, but new questions still queue behind the "
-                 "contracts' prefill.", {"mixed": True}, ("at", 30.0), "headline"),
+        TourStep("The questions wait", "New questions queue behind the contracts (light grey), and replies "
+                 "already streaming pause (purple) — up to {now:questions.max_itl_s.max}. The short questions are "
+                 "not short in the queue.", {}, ("at", 30.0), "tokens"),
+        TourStep("Mixed chunk", "Mixing keeps the running replies moving (a question's longest pause "
+                 "{before:questions.max_itl_s.max} → {now:questions.max_itl_s.max}), but new questions still queue "
+                 "behind the contracts' prefill (their p95 first token {before:questions.ttft_s.p95} → "
+                 "{now:questions.ttft_s.p95}).", {"mixed": True}, ("at", 30.0), "headline"),
         TourStep("Split prefill from decode", "With a prefill worker and a decode worker, no reply pauses for a chunk "
-                 "any more: the longest gap drops from tens of seconds to one decode pass. The questions still wait — "
-                 "under early allocation for decode KV held for the contracts (purple lanes), under prefill_complete "
-                 "at prefill.", {}, ("first_after", 10.0), "pd"),
+                 "any more: the questions' longest gap drops from tens of seconds to one decode pass (the table). "
+                 "The questions still wait — under early allocation for decode KV held for the contracts (purple "
+                 "lanes), under prefill_complete at prefill.", {}, ("first_after", 10.0), "pd"),
+        TourStep("early vs prefill_complete", "The upstream test's shape: two prefill workers, one decode worker "
+                 "whose KV is capped at 163,840 tokens per rank, 64 prompts of 131,072 tokens among 4,096-token "
+                 "ones. Reserving decode KV only once a prompt is prefilled lets more requests through: output "
+                 "throughput up and p95 first token down, but the p99 gap between tokens up — the trade the "
+                 "maintainers measured (+27 %, −49 %, +93 %). On the ten o'clock workload the two barely differ: its "
+                 "one prefill worker is the bottleneck, so a question waits as long either way, only elsewhere.",
+                 {}, ("first_after", 10.0), "pd", {"preset": "upstream"}),
     ),
     stream_group="questions",
     long_group="contracts",
@@ -354,16 +386,20 @@ REAL = Story(
     ),
     tour=(
         TourStep("Real prompts", "120 requests from Mooncake's public conversation trace, arrivals slowed to a tenth: "
-                 "half of the prompts are 8,192 tokens or longer, some above 32k. Replies stream between them.",
+                 "more than half of the prompts are 8,192 tokens or longer, some above 32k. Replies stream between "
+                 "them.",
                  {}, ("at", 60.0), "passes"),
         TourStep("A burst of long prompts", "At about 330 s several long prompts arrive together. Prefill wins: all of "
                  "their chunks run back to back, and the replies already streaming get no token until the last one "
-                 "is done (purple) — about 27 s on the defaults.", {}, ("first_after", 331.0), "tokens"),
-        TourStep("Flip mixed chunk", "The longest pause drops from seconds to about one chunk pass; first tokens "
-                 "barely move.", {"mixed": True}, ("first", "mixed"), "headline"),
-        TourStep("The price", "The p99 gap grows: the stall is now spread as one chunk-sized gap per chunk, so more "
-                 "gaps are medium-sized. Chunk size sets that size — try 2,048.", {"mixed": True}, ("first", "mixed"),
-                 "itl"),
+                 "is done (dark purple) — {now:requests.max_itl_s.max} on the defaults.", {}, ("first_after", 331.0),
+                 "tokens"),
+        TourStep("Flip mixed chunk", "The longest pause drops from {before:requests.max_itl_s.max} to "
+                 "{now:requests.max_itl_s.max}, about one chunk pass; the p95 first token barely moves "
+                 "({before:requests.ttft_s.p95} → {now:requests.ttft_s.p95}).", {"mixed": True},
+                 ("first_after", 331.0), "headline"),
+        TourStep("The price", "The p99 gap grows ({before:requests.itl_s.p99} → {now:requests.itl_s.p99}): the stall "
+                 "is now spread as one chunk-sized gap per chunk, so more gaps are medium-sized. {trap} Chunk size "
+                 "sets that size — try 2,048.", {"mixed": True}, ("first_after", 331.0), "itl"),
     ),
     stream_group="requests",
     long_group="requests",

@@ -64,7 +64,7 @@ def test_every_page_shows_its_story_headline_cards_with_numbers(page):
     at = open_page(page)
     assert not at.error, [e.value for e in at.error]
     story = PAGES[page]
-    for card, headline in zip(at.metric, story.headlines, strict=True):
+    for card, headline in zip(at.metric[:len(story.headlines)], story.headlines, strict=True):
         label = re.escape(headline.label).replace(re.escape("{group_count}"), r"\d+")
         assert re.fullmatch(label, card.label), (card.label, headline.label)
         numbers = card_numbers(card.value, headline.unit)
@@ -128,14 +128,17 @@ def test_compare_shows_a_to_b_and_the_sweep():
     at = open_page("app_pages/compare.py")
     gap_a, gap_b = before_after(metric(at, "Longest pause"))
     assert gap_b < gap_a  # B starts with mixed chunk on
-    delta = next(df.value for df in at.dataframe if "B − A (s)" in df.value.columns)
+    delta = next(df.value for df in at.dataframe if "B − A" in df.value.columns)
     assert list(dict.fromkeys(delta["group"])) == ["streams", "log"]
     streams = delta[delta["group"] == "streams"]
-    longest = streams[(streams["metric"] == "longest pause") & (streams["stat"] == "max")]
-    assert longest["B − A (s)"].iloc[0] == pytest.approx(gap_b - gap_a, abs=0.1)
+    longest = streams[(streams["measure"] == "longest pause") & (streams["statistic"] == "max")]
+    assert longest["B − A"].iloc[0].startswith("−")
+    assert seconds(longest["B − A"].iloc[0][1:]) == pytest.approx(gap_a - gap_b, abs=0.1)
     sweep = next(df.value for df in at.dataframe if "chunk size" in df.value.columns)
     assert list(sweep["chunk size"]) == ["512", "1,024", "2,048", "4,096", "8,192", "16,384"]
-    pauses = sweep["streams_max_gap_s"].tolist()  # with mixing on, a smaller chunk is a shorter pause
+    assert list(sweep.columns) == ["chunk size", "streams: p99 gap between tokens", "streams: longest pause",
+                                   "log: p95 first token"]
+    pauses = [seconds(v) for v in sweep["streams: longest pause"]]  # with mixing on, a smaller chunk is a shorter pause
     assert pauses == sorted(pauses)
 
 
@@ -147,10 +150,13 @@ def test_controls_parse_their_own_url_values():
                 control.parse("not-a-value")
 
 
-def test_the_baseline_resets_only_server_flags():
-    values = {**stories.FORTY.defaults, "mixed": True, "streams": 20}
+def test_the_baseline_is_the_story_as_it_opened_on_the_same_gpu_model_and_seed():
+    values = {**stories.FORTY.defaults, "mixed": True, "streams": 20, "gpu": "a100-80gb", "seed": 7}
     base = stories.FORTY.baseline_values(values)
-    assert base["mixed"] is False and base["streams"] == 20
+    assert base["mixed"] is False and base["streams"] == 40  # every main-row setting at its default
+    assert (base["gpu"], base["seed"]) == ("a100-80gb", 7)
+    assert [(c.key, was, now) for c, was, now in stories.FORTY.changes(values)] == [("mixed", False, True),
+                                                                                  ("streams", 40, 20)]
 
 
 def test_simplifications_are_read_from_the_design_doc():
@@ -178,9 +184,9 @@ def test_the_rush_page_compares_the_single_engine_with_pd_under_both_policies():
     at = open_page("app_pages/ten_oclock_rush.py")
     table = next(df.value for df in at.dataframe if "deployment" in df.value.columns)
     assert list(dict.fromkeys(table["deployment"])) == ["single engine", "PD, early", "PD, prefill_complete"]
-    longest = dict(zip(table["deployment"] + " " + table["prompt tokens"], table["longest gap"], strict=True))
+    longest = dict(zip(table["deployment"] + " " + table["prompt length (tokens)"], table["longest gap"], strict=True))
     # the questions' longest pause: a stall of seconds on one engine, one decode pass with PD
-    assert seconds(longest["single engine 0-8191"]) > 10 > 1 > seconds(longest["PD, early 0-8191"])
+    assert seconds(longest["single engine under 8,192"]) > 10 > 1 > seconds(longest["PD, early under 8,192"])
 
 
 def test_the_real_traffic_page_runs_a_trace_under_the_story_toggles():

@@ -29,11 +29,13 @@ def builders(f: frames.RunFrames):
     return {
         "pass_timeline": timelines.pass_timeline(f.passes, t, f.end_at, len(f.iterations) // 2),
         "token_streams": timelines.token_streams(f.tokens, f.stalls, f.chunks, f.waits, f.request_order, t,
-                                                 f.end_at, f.stall_threshold_s),
+                                                 f.end_at, f.stall_threshold_s, f.chunk_pass_s),
         "kv_occupancy": timelines.kv_occupancy(f.kv, f.retractions, t, f.end_at),
         "queue_depth": timelines.queue_depth(f.queue, t, f.end_at),
-        "itl_distribution": latency.itl_distribution(f.itl_hist, f.itl_stats),
         "request_phases": pd_charts.request_phases(f.spans, f.end_at),
+        **{f"kv_panel {lane}": chart for lane, chart, _ in timelines.kv_panels(f.kv, f.retractions, t, f.end_at)},
+        **{f"itl_distribution {group}": latency.itl_distribution(f.itl_hist, f.itl_stats, group)
+           for group in dict.fromkeys(f.itl_hist["group"])},
     }
 
 

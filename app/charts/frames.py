@@ -8,7 +8,9 @@ Altair's 5,000-row default by aggregating, never by hiding a stall:
            mixed and idle-with-duration pass keeps its own bar.
 - tokens:  each request keeps every k-th token *and* both tokens around every long gap
            (app.charts.request_frames).
-- kv/queue: per-iteration points, or per-time-bin maxima for long runs (a peak is never lost).
+- kv:      per-iteration points, or for long runs two real passes per time bin (the fullest and the
+           emptiest): a stacked point is always one pass's state, never maxima of different passes.
+- queue:   per-iteration points, or per-time-bin maxima of each line (a peak is never lost).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class RunFrames:
     request_order: list[str] = field(default_factory=list)
     stall_threshold_s: float = STALL_MIN_S
     end_at: float = 0.0
+    chunk_pass_s: tuple[float, float] | None = None  # a full chunk's pass, shortest and longest
 
 
 def build(result: Result) -> RunFrames:
@@ -79,7 +82,17 @@ def build(result: Result) -> RunFrames:
         request_order=[r.rid for r in result.requests],
         stall_threshold_s=threshold,
         end_at=result.end_at,
+        chunk_pass_s=chunk_pass(its, result.resolved.chunked_prefill_size),
     )
+
+
+def chunk_pass(its: pd.DataFrame, chunk_size: int) -> tuple[float, float] | None:
+    """How long a pass carrying a full prompt chunk took, shortest and longest (it grows with the prompt
+    already in KV): with mixed chunk on, the pause a running request sees per chunk. None without chunking."""
+    if its.empty or chunk_size <= 0:
+        return None
+    full = its[its["kind"].isin(["prefill chunk", "mixed"]) & (its["num_prefill_tokens"] >= 0.9 * chunk_size)]
+    return (float(full["duration_s"].min()), float(full["duration_s"].max())) if len(full) else None
 
 
 # -- iterations and passes ---------------------------------------------------------------------------
@@ -177,31 +190,52 @@ def _pass_label(row) -> str:
 
 
 # -- KV and queue ------------------------------------------------------------------------------------
+def _bins(at: pd.Series, max_bins: int) -> np.ndarray:
+    edges = np.linspace(at.min(), at.max() + 1e-9, max_bins + 1)
+    return np.digitize(at, edges) - 1
+
+
 def _binned(its: pd.DataFrame, columns: list[str], max_points: int) -> pd.DataFrame:
-    """Per-iteration values at each pass's start, or per-time-bin maxima when there are too many."""
+    """Per-iteration values at each pass's start, or per-time-bin maxima of each column when there are too
+    many (for lines drawn apart, where a peak must never be lost)."""
     frame = its[["start_at", *columns]].rename(columns={"start_at": "at"})
     if len(frame) <= max_points:
         return frame
-    edges = np.linspace(frame["at"].min(), frame["at"].max() + 1e-9, max_points + 1)
-    bins = np.digitize(frame["at"], edges) - 1
-    out = frame.groupby(bins).agg({"at": "min", **dict.fromkeys(columns, "max")})
+    out = frame.groupby(_bins(frame["at"], max_points)).agg({"at": "min", **dict.fromkeys(columns, "max")})
     return out.reset_index(drop=True)
 
 
+def _moments(its: pd.DataFrame, columns: list[str], total: pd.Series, max_points: int) -> pd.DataFrame:
+    """Per-iteration values, or, when there are too many, two real iterations per time bin: the one with the
+    largest `total` and the one with the smallest. Every drawn point is one pass's state, so a stack of
+    these columns never sums values from different passes (and a peak or a drop is never lost)."""
+    frame = its[["start_at", *columns]].rename(columns={"start_at": "at"})
+    if len(frame) <= max_points:
+        return frame
+    bins = pd.Series(_bins(frame["at"], max(max_points // 2, 1)), index=frame.index)
+    keep = pd.Index(total.groupby(bins).idxmax()).union(pd.Index(total.groupby(bins).idxmin()))
+    return frame.loc[keep].sort_values("at", kind="stable").reset_index(drop=True)
+
+
 def kv_frame(its: pd.DataFrame, max_points: int = 1_000) -> pd.DataFrame:
-    """KV slots: used, reserved-not-yet-used (PD decode), free. Long form: at, lane, series, slots."""
+    """KV slots: used, reserved-not-yet-used (PD decode), free. Long form: at, lane, series, slots, capacity.
+    Each point is one iteration's state (`_moments`), so used + reserved + free is that pass's pool."""
     if its.empty:
         return pd.DataFrame(columns=["at", "lane", "series", "slots", "capacity"])
     parts = []
+    per_lane = max_points // max(its["lane"].nunique(), 1)
     for lane, rows in its.groupby("lane", sort=False):
-        frame = _binned(rows, ["kv_used", "kv_reserved", "kv_capacity"], max_points // max(its["lane"].nunique(), 1))
+        rows = rows.drop_duplicates("start_at", keep="last")  # Vega stacks by x: one state per moment
+        columns = ["kv_used", "kv_reserved", "kv_capacity"]
+        frame = _moments(rows, columns, rows["kv_used"] + rows["kv_reserved"], per_lane)
         frame["kv_free"] = (frame["kv_capacity"] - frame["kv_used"] - frame["kv_reserved"]).clip(lower=0)
         long = frame.melt(id_vars=["at", "kv_capacity"], value_vars=["kv_used", "kv_reserved", "kv_free"],
                           var_name="series", value_name="slots")
         long["lane"] = lane
         parts.append(long)
     out = pd.concat(parts, ignore_index=True)
-    out["series"] = out["series"].map({"kv_used": "used", "kv_reserved": "reserved, not yet used", "kv_free": "free"})
+    names = {"kv_used": "used", "kv_reserved": "reserved, not yet used", "kv_free": "free"}
+    out["series"] = out["series"].map(names)
     return out.rename(columns={"kv_capacity": "capacity"})
 
 

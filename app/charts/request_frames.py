@@ -15,6 +15,21 @@ from engine_model import PassKind, Result, e2e, gaps, max_itl, queue, tpot, ttft
 
 MAX_TOKEN_MARKS = 2_500  # token ticks: enough to read a stream, light enough to redraw fast
 STALL_MIN_S = 0.25  # a gap between two tokens at least this long is drawn as a stall
+GAP_EDGES_S = (1.0, 5.0, 20.0)  # stall shades: threshold-1 s, 1-5 s, 5-20 s, 20 s or more
+
+
+def gap_bands(threshold_s: float) -> list[tuple[float, float, str]]:
+    """The shades a stall is drawn in, shortest first: (from s, to s, label). The same for every run with
+    this threshold, so flipping a setting moves a stall from one shade to another."""
+    lows = [threshold_s, *(edge for edge in GAP_EDGES_S if edge > threshold_s)]
+    highs = [*lows[1:], float("inf")]
+    return [(lo, hi, f"{lo:.2g}–{hi:g} s" if hi != float("inf") else f"{lo:.2g} s or more")
+            for lo, hi in zip(lows, highs, strict=True)]
+
+
+def gap_band(gap_s: float, threshold_s: float) -> str:
+    """The label of the shade a gap of gap_s seconds is drawn in."""
+    return next(label for lo, hi, label in gap_bands(threshold_s) if gap_s < hi)
 
 
 # -- tokens ------------------------------------------------------------------------------------------
@@ -37,7 +52,8 @@ def token_frames(result: Result, max_rows: int = MAX_TOKEN_MARKS) -> tuple[pd.Da
         gaps = times - starts
         is_stall = np.nan_to_num(gaps, nan=0.0) >= threshold
         for i in np.flatnonzero(is_stall):
-            stalls.append({"rid": req.rid, "group": req.group, "start_at": starts[i], "end_at": times[i], "gap_s": gaps[i]})
+            stalls.append({"rid": req.rid, "group": req.group, "start_at": starts[i], "end_at": times[i],
+                           "gap_s": gaps[i], "band": gap_band(gaps[i], threshold)})
         if times.size == 0:
             continue
         step = max(1, int(np.ceil(times.size / per_request)))
@@ -49,7 +65,7 @@ def token_frames(result: Result, max_rows: int = MAX_TOKEN_MARKS) -> tuple[pd.Da
         for t, g, near in zip(times[keep], gaps[keep], near_stall[keep], strict=True):
             marks.append({"rid": req.rid, "group": req.group, "at": t, "gap_before_s": g, "near_stall": near})
     tokens = pd.DataFrame(marks, columns=["rid", "group", "at", "gap_before_s", "near_stall"])
-    stall_frame = pd.DataFrame(stalls, columns=["rid", "group", "start_at", "end_at", "gap_s"])
+    stall_frame = pd.DataFrame(stalls, columns=["rid", "group", "start_at", "end_at", "gap_s", "band"])
     budget = max_rows - int(tokens["near_stall"].sum())
     regular = ~tokens["near_stall"]
     if regular.sum() > budget > 0:  # thin the regular marks further; marks at a stall's edges all stay

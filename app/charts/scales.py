@@ -15,7 +15,9 @@ from app.charts.phases import PHASES
 # Okabe-Ito
 PHASE_COLOURS = ("#D55E00", "#0072B2", "#009E73", "#BBBBBB")
 STALL = ("no token (stall)", "#CC79A7")
-QUEUED = ("waiting in queue", "#A0A0A0")
+GAP_SHADES = ("#F2C4DD", "#DB86B8", "#A8437F", "#5E1449")  # a stall's length, short (light) to long (dark)
+QUEUED = ("waiting in queue", "#BDBDBD")
+RETRACTED = ("retracted, waiting to re-prefill", "#6E6E6E")
 KV_SERIES = ("used", "reserved, not yet used", "free")
 KV_COLOURS = ("#0072B2", "#E69F00", "#E6E6E6")
 QUEUE_SERIES = ("waiting", "running")
@@ -33,10 +35,14 @@ def phase_scale() -> alt.Scale:
     return alt.Scale(domain=list(PHASES), range=list(PHASE_COLOURS))
 
 
-def timeline_scale() -> alt.Scale:
-    """What a request lane shows: its own prefill/mixed chunks (the phase colours), stalls and queue waits."""
-    return alt.Scale(domain=[PHASES[0], PHASES[2], STALL[0], QUEUED[0]],
-                     range=[PHASE_COLOURS[0], PHASE_COLOURS[2], STALL[1], QUEUED[1]])
+def timeline_scale(present: set[str] | None = None) -> alt.Scale:
+    """What a request lane shows: its own prefill/mixed chunks (the phase colours) and queue waits (stalls
+    have their own scale of shades by length). `present`: only the states a chart draws, so its legend lists
+    nothing absent; each state keeps its colour."""
+    pairs = [(state, colour) for state, colour in zip((PHASES[0], PHASES[2], QUEUED[0], RETRACTED[0]),
+                                                      (PHASE_COLOURS[0], PHASE_COLOURS[2], QUEUED[1], RETRACTED[1]),
+                                                      strict=True) if present is None or state in present]
+    return alt.Scale(domain=[s for s, _ in pairs], range=[c for _, c in pairs])
 
 
 def group_scale(groups: list[str]) -> alt.Scale:

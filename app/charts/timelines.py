@@ -9,14 +9,17 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from app.charts.request_frames import gap_bands
 from app.charts.scales import (
     COUNT_LABEL,
     CURSOR_COLOUR,
+    GAP_SHADES,
     KV_COLOURS,
     KV_SERIES,
     QUEUE_COLOURS,
     QUEUE_SERIES,
     QUEUED,
+    RETRACTED,
     STALL,
     WIDTH,
     cursor_layer,
@@ -67,82 +70,144 @@ def pass_timeline(passes: pd.DataFrame, cursor_at: float | None = None, end_at: 
 
 
 # -- token streams -----------------------------------------------------------------------------------
+def chunk_pass_words(chunk_pass_s: tuple[float, float] | None) -> str:
+    """'one chunk pass: 0.26-1.6 s', the yardstick for a stall's length, or '' when no full chunk ran."""
+    if chunk_pass_s is None:
+        return ""
+    lo, hi = chunk_pass_s
+    return f"one chunk pass: {lo:.2g} s" if hi < 1.2 * lo else f"one chunk pass: {lo:.2g}–{hi:.2g} s"
+
+
+def _stall_colour(stall_threshold_s: float, chunk_pass_s: tuple[float, float] | None) -> alt.Color:
+    """Stalls shaded by length on fixed bands (light: a short gap, dark: a long one), so a setting that turns
+    one long stall into many short gaps visibly changes the lanes. The legend names one chunk pass."""
+    bands = gap_bands(stall_threshold_s)
+    title = ["no token for", f"({chunk_pass_words(chunk_pass_s)})"] if chunk_pass_s else "no token for"
+    return alt.Color("band:N", title=title, legend=alt.Legend(orient="top", columns=2),
+                     scale=alt.Scale(domain=[label for *_, label in bands], range=list(GAP_SHADES[-len(bands):])))
+
+
 def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFrame, waits: pd.DataFrame,
                   request_order: list[str], cursor_at: float | None = None, end_at: float | None = None,
-                  stall_threshold_s: float = 0.25) -> alt.Chart:
-    """One lane per request: a tick per token, prefill chunks as coloured blocks, stalls and queue waits as bands."""
+                  stall_threshold_s: float = 0.25, chunk_pass_s: tuple[float, float] | None = None) -> alt.Chart:
+    """One lane per request: a tick per token, prefill chunks as coloured blocks, stalls shaded by length,
+    and queue waits (first wait, and after a retraction) drawn over the stall they cause."""
     num = len(request_order)
     show_labels = num <= 60
     height = alt.Step(12 if show_labels else max(2, min(6, 600 // max(num, 1))))  # px per request lane
     y = alt.Y("rid:N", sort=request_order, title="request" if show_labels else f"{num} requests (one lane each)",
-              axis=alt.Axis(labels=show_labels, ticks=show_labels, labelFontSize=9), scale=alt.Scale(domain=request_order))
-    x_scale = x_domain(end_at)
-    colour = alt.Color("state:N", title="on the lane", scale=timeline_scale(), legend=alt.Legend(orient="top"))
-    layers = []
+              axis=alt.Axis(labels=show_labels, ticks=show_labels, labelFontSize=9),
+              scale=alt.Scale(domain=request_order))
+    x = alt.X("start_at:Q", title="time (s)", scale=x_domain(end_at))
+    wait_state = waits["why"].map(lambda why: RETRACTED[0] if why.startswith("retracted") else QUEUED[0])
+    present = set(chunks["kind"]) | set(wait_state)
+    colour = alt.Color("state:N", title="on the lane", scale=timeline_scale(present),
+                       legend=alt.Legend(orient="top", labelLimit=260, columns=1))
+    lane_layers = []
     if len(waits):
-        layers.append(alt.Chart(waits.assign(state=QUEUED[0])).mark_bar(opacity=0.45).encode(
-            x=alt.X("start_at:Q", title="time (s)", scale=x_scale), x2="end_at:Q", y=y, color=colour,
+        lane_layers.append(alt.Chart(waits.assign(state=wait_state)).mark_bar(opacity=0.85).encode(
+            x=x, x2="end_at:Q", y=y, color=colour,
             tooltip=[alt.Tooltip("rid:N", title="request"), alt.Tooltip("why:N", title="state"),
                      alt.Tooltip("wait_s:Q", title="waited (s)", format=".3f")]))
-    if len(stalls):
-        layers.append(alt.Chart(stalls.assign(state=STALL[0])).mark_bar(stroke="white", strokeWidth=1).encode(
-            x=alt.X("start_at:Q", title="time (s)", scale=x_scale), x2="end_at:Q", y=y, color=colour,
-            opacity=alt.Opacity("gap_s:Q", scale=alt.Scale(domain=[stall_threshold_s, 4.0], range=[0.25, 0.8], clamp=True),
-                                legend=None),
-            tooltip=[alt.Tooltip("rid:N", title="request"), alt.Tooltip("group:N"),
-                     alt.Tooltip("gap_s:Q", title=f"no token for (s) [>= {stall_threshold_s:g} s]", format=".3f"),
-                     alt.Tooltip("start_at:Q", title="from (s)", format=".3f")]))
     if len(tokens):
-        layers.append(alt.Chart(tokens).mark_tick(color="#222222", thickness=1, opacity=0.8).encode(
-            x=alt.X("at:Q", title="time (s)", scale=x_scale), y=y,
+        lane_layers.append(alt.Chart(tokens).mark_tick(color="#222222", thickness=1, opacity=0.8).encode(
+            x=alt.X("at:Q", title="time (s)", scale=x_domain(end_at)), y=y,
             tooltip=[alt.Tooltip("rid:N", title="request"), alt.Tooltip("at:Q", title="token at (s)", format=".3f"),
                      alt.Tooltip("gap_before_s:Q", title="gap before (s)", format=".3f")]))
     if len(chunks):
-        layers.append(alt.Chart(chunks.rename(columns={"kind": "state"})).mark_bar(stroke="white", strokeWidth=0.5).encode(
-            x=alt.X("start_at:Q", title="time (s)", scale=x_scale), x2="end_at:Q", y=y, color=colour,
+        lane_layers.append(alt.Chart(chunks.rename(columns={"kind": "state"})).mark_bar(
+            stroke="white", strokeWidth=0.5).encode(
+            x=x, x2="end_at:Q", y=y, color=colour,
             tooltip=[alt.Tooltip("rid:N", title="request"), alt.Tooltip("state:N", title="pass"),
                      alt.Tooltip("index:Q", title="iteration"),
                      alt.Tooltip("extend:Q", title="prompt tokens in this chunk", format=","),
                      alt.Tooltip("past_kv:Q", title="already in KV", format=","),
                      alt.Tooltip("start_at:Q", title="start (s)", format=".3f")]))
-    if not layers:
-        layers.append(alt.Chart(pd.DataFrame({"rid": [], "at": []})).mark_tick().encode(x="at:Q", y=y))
+    if not lane_layers:
+        lane_layers.append(alt.Chart(pd.DataFrame({"rid": [], "at": []})).mark_tick().encode(x="at:Q", y=y))
+    layers = [alt.layer(*lane_layers)]
+    if len(stalls):  # its own colour scale, under the lane's other marks
+        layers.insert(0, alt.Chart(stalls).mark_bar(stroke="white", strokeWidth=1 if show_labels else 0).encode(
+            x=x, x2="end_at:Q", y=y, color=_stall_colour(stall_threshold_s, chunk_pass_s),
+            tooltip=[alt.Tooltip("rid:N", title="request"), alt.Tooltip("group:N"),
+                     alt.Tooltip("gap_s:Q", title="no token for (s)", format=".3f"),
+                     alt.Tooltip("start_at:Q", title="from (s)", format=".3f")]))
     cursor = cursor_layer(cursor_at)
+    if cursor is not None:
+        layers.append(cursor)
+    chart = alt.layer(*layers).properties(width=WIDTH, height=height)
+    return chart.resolve_scale(color="independent") if len(stalls) else chart
+
+
+# -- KV and queue ------------------------------------------------------------------------------------
+ZOOM_BELOW = 0.25  # a lane whose use never reaches this share of its pool gets an axis that fits its use
+
+
+def kv_lanes(kv: pd.DataFrame) -> list[str]:
+    return list(dict.fromkeys(kv["lane"])) if len(kv) else ["engine"]
+
+
+def pool_words(part: pd.DataFrame) -> tuple[str, bool]:
+    """A lane's pool in words, and whether its axis should zoom to the part in use (use under ZOOM_BELOW)."""
+    if part.empty:
+        return "", False
+    pool = int(part["capacity"].max())
+    in_use = part[part["series"] != "free"].groupby("at")["slots"].sum()
+    peak = int(in_use.max()) if len(in_use) else 0
+    zoom = pool > 1 and peak < ZOOM_BELOW * pool
+    words = f"pool {pool:,} tokens; at most {peak:,} in use ({peak / pool:.0%})" if pool > 1 else ""
+    return words + ("; the axis shows the part in use" if zoom else ""), zoom
+
+
+def kv_panel(part: pd.DataFrame, retractions: pd.DataFrame | None = None, cursor_at: float | None = None,
+             end_at: float | None = None, zoom: bool = False, height: int = 280) -> alt.Chart:
+    """One worker's KV slots: used / reserved-not-yet-used / free, stacked to the pool size; retractions as
+    rules. `zoom`: a pool barely used (see `pool_words`) drops the free area, so the axis fits what is used."""
+    drawn = part[part["series"] != "free"] if zoom and pool_words(part)[1] else part
+    area = alt.Chart(drawn).mark_area(interpolate="step-after").encode(
+        x=alt.X("at:Q", title="time (s)", scale=x_domain(end_at)),
+        y=alt.Y("slots:Q", title="KV slots (tokens)", stack="zero", axis=alt.Axis(labelExpr=COUNT_LABEL)),
+        color=alt.Color("series:N", title="KV cache", legend=alt.Legend(orient="top"),
+                        scale=alt.Scale(domain=list(KV_SERIES), range=list(KV_COLOURS))),
+        order=alt.Order("order:Q"),
+        tooltip=[alt.Tooltip("at:Q", title="time (s)", format=".3f"), alt.Tooltip("series:N"),
+                 alt.Tooltip("slots:Q", title="slots", format=","),
+                 alt.Tooltip("capacity:Q", title="pool", format=",")],
+    ).transform_calculate(order=f"indexof({list(KV_SERIES)}, datum.series)")
+    layers = [area]
+    if retractions is not None and len(retractions):
+        layers.append(alt.Chart(retractions).mark_rule(color=STALL[1], strokeWidth=2).encode(
+            x="at:Q", tooltip=[alt.Tooltip("at:Q", title="retraction at (s)", format=".3f"),
+                               alt.Tooltip("rids:N", title="retracted"),
+                               alt.Tooltip("kv_free_before:Q", title="free slots before", format=","),
+                               alt.Tooltip("kv_free_after:Q", title="free slots after", format=",")]))
+    cursor = cursor_layer(cursor_at, label=False)
     if cursor is not None:
         layers.append(cursor)
     return alt.layer(*layers).properties(width=WIDTH, height=height)
 
 
-# -- KV and queue ------------------------------------------------------------------------------------
-def kv_occupancy(kv: pd.DataFrame, retractions: pd.DataFrame | None = None, cursor_at: float | None = None,
-                 end_at: float | None = None) -> alt.Chart:
-    """KV slots used / reserved-not-yet-used / free, stacked to the pool size; retractions as rules."""
-    charts = []
-    lanes = list(dict.fromkeys(kv["lane"])) if len(kv) else ["engine"]
+def kv_panels(kv: pd.DataFrame, retractions: pd.DataFrame | None = None, cursor_at: float | None = None,
+              end_at: float | None = None) -> list[tuple[str, alt.Chart, str]]:
+    """(worker, its chart, its pool in words) per worker, each a chart of its own (so each fits its column),
+    on one time axis; a pool barely used gets an axis that shows its use. Retractions (which name no worker)
+    are drawn on the first decode worker's panel: only decode retracts."""
+    lanes = kv_lanes(kv)
+    retracting = next((lane for lane in lanes if lane.startswith("decode")), lanes[0])
+    out = []
     for lane in lanes:
         part = kv[kv["lane"] == lane] if len(kv) else kv
-        area = alt.Chart(part).mark_area(interpolate="step-after").encode(
-            x=alt.X("at:Q", title="time (s)", scale=x_domain(end_at)),
-            y=alt.Y("slots:Q", title="KV slots (tokens)", stack="zero", axis=alt.Axis(labelExpr=COUNT_LABEL)),
-            color=alt.Color("series:N", title="KV cache", scale=alt.Scale(domain=list(KV_SERIES), range=list(KV_COLOURS)),
-                            legend=alt.Legend(orient="top")),
-            order=alt.Order("order:Q"),
-            tooltip=[alt.Tooltip("at:Q", title="time (s)", format=".3f"), alt.Tooltip("series:N"),
-                     alt.Tooltip("slots:Q", title="slots", format=","), alt.Tooltip("capacity:Q", title="pool", format=",")],
-        ).transform_calculate(order=f"indexof({list(KV_SERIES)}, datum.series)")
-        layers = [area]
-        if retractions is not None and len(retractions) and lane == lanes[0]:
-            layers.append(alt.Chart(retractions).mark_rule(color=STALL[1], strokeWidth=2).encode(
-                x="at:Q", tooltip=[alt.Tooltip("at:Q", title="retraction at (s)", format=".3f"),
-                                   alt.Tooltip("rids:N", title="retracted"),
-                                   alt.Tooltip("kv_free_before:Q", title="free slots before", format=","),
-                                   alt.Tooltip("kv_free_after:Q", title="free slots after", format=",")]))
-        cursor = cursor_layer(cursor_at, label=False)
-        if cursor is not None:
-            layers.append(cursor)
-        title = f"{lane}" if len(lanes) > 1 else ""
-        charts.append(alt.layer(*layers).properties(width=WIDTH, height=280, title=title))
-    return charts[0] if len(charts) == 1 else alt.vconcat(*charts)
+        chart = kv_panel(part, retractions if lane == retracting else None, cursor_at, end_at, zoom=True, height=240)
+        out.append((lane, chart, pool_words(part)[0]))
+    return out
+
+
+def kv_occupancy(kv: pd.DataFrame, retractions: pd.DataFrame | None = None, cursor_at: float | None = None,
+                 end_at: float | None = None) -> alt.Chart:
+    """One engine's KV slots (a single panel); for several workers see `kv_panels`."""
+    if len(kv_lanes(kv)) == 1:
+        return kv_panel(kv, retractions, cursor_at, end_at)
+    return alt.vconcat(*(chart for _, chart, _ in kv_panels(kv, retractions, cursor_at, end_at)))
 
 
 def queue_depth(queue: pd.DataFrame, cursor_at: float | None = None, end_at: float | None = None) -> alt.Chart:

@@ -11,10 +11,11 @@ from app.charts.scales import CURSOR_COLOUR, GROUP_COLOURS, PHASE_COLOURS, WIDTH
 def sweep_lines(sweep: pd.DataFrame, x_title: str, current: float | None = None, log_x: bool = True) -> alt.Chart:
     """A metric per setting (long form: setting, metric, seconds); the current setting as a rule."""
     x = alt.X("setting:Q", title=x_title, scale=alt.Scale(type="log", base=2) if log_x else alt.Scale(zero=False),
-              axis=alt.Axis(values=sorted(sweep["setting"].unique().tolist()) if len(sweep) else None, format="~s"))
+              axis=alt.Axis(values=sorted(sweep["setting"].unique().tolist()) if len(sweep) else None, format=","))
     base = alt.Chart(sweep).encode(
         x=x, y=alt.Y("seconds:Q", title="seconds", scale=alt.Scale(type="symlog")),
-        color=alt.Color("metric:N", title="", scale=alt.Scale(range=list(GROUP_COLOURS)), legend=alt.Legend(orient="top")),
+        color=alt.Color("metric:N", title="", scale=alt.Scale(range=list(GROUP_COLOURS)),
+                        legend=alt.Legend(orient="top", columns=2, labelLimit=260)),
         tooltip=[alt.Tooltip("setting:Q", title=x_title, format=","), alt.Tooltip("metric:N"),
                  alt.Tooltip("seconds:Q", format=".3f")])
     layers = [base.mark_line(point=True)]

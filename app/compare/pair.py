@@ -11,10 +11,12 @@ import streamlit as st
 from app import compute, state
 from app.charts import timelines
 from app.charts.frames import RunFrames
-from app.story.headline import headline_fmt, headline_label, headline_value
+from app.charts.words import NO_TOKEN, never_got_a_token
+from app.story.headline import card, headline_fmt, headline_label, price_ui, signed_seconds
+from app.story.numbers import headline_value, percentile_trap
 from app.ui.chart import chart_ui
 from app.ui.controls import Control, control_ui
-from app.ui.fmt import fmt_seconds
+from app.ui.fmt import fmt_count, fmt_seconds
 from engine_model import STORIES, InputError, Story
 
 PAGE = state.COMPARE_PAGE
@@ -94,23 +96,35 @@ def run_pair(story: Story, a: dict, b: dict, shared: dict) -> tuple[RunFrames, R
 
 
 def headline_pair_ui(story: Story, ra: RunFrames, rb: RunFrames) -> None:
+    """The story's cards A → B, the percentile trap if p99 hides a stall, and what B costs against A."""
     st.markdown("#### A → B")
     cols = st.columns(len(story.headlines))
     for col, headline in zip(cols, story.headlines, strict=True):
         va, vb = headline_value(ra, headline), headline_value(rb, headline)
         fmt = headline_fmt(headline)
-        delta = None
-        if va is not None and vb is not None and abs(vb - va) > 1e-9:
-            delta = (f"{'-' if vb < va else '+'}{fmt(abs(vb - va))}" if headline.unit == "s" else f"{vb - va:+,}")
-        col.metric(headline_label(headline, rb), f"{fmt(va)} → {fmt(vb)}", delta, delta_color="inverse", border=True)
+        value, delta = card(va, vb, fmt, is_count=headline.unit == "count")
+        if delta is None and va is not None:
+            value = f"{fmt(va)} → {fmt(vb)}"
+        col.metric(headline_label(headline, rb), value, delta, delta_color="inverse", border=True)
+    trap = percentile_trap(story.stream_group, ra, rb)
+    if trap:
+        st.info(trap, icon=":material/troubleshoot:")
+    price_ui(story, ra, rb, title="##### What B costs against A")
 
 
 def delta_ui(ra: RunFrames, rb: RunFrames) -> None:
     with st.expander("Every group, p50 / p95 / p99 / max, A vs B", expanded=True):
         st.dataframe(delta_table(ra, rb), hide_index=True, width="stretch")
+        for sentence in dict.fromkeys(never_got_a_token(ra.requests) + never_got_a_token(rb.requests)):
+            st.caption(sentence)
+
+
+def _cell(value: float | None) -> str:
+    return fmt_seconds(value) if value is not None else NO_TOKEN
 
 
 def delta_table(ra: RunFrames, rb: RunFrames) -> pd.DataFrame:
+    """Every group's statistics A and B in words and units; a value a run lacks reads 'no token'."""
     rows = []
     for group, mb in rb.summary.metrics.groups.items():
         for metric, title in (("ttft_s", "first token"), ("itl_s", "gap between tokens"), ("max_itl_s", "longest pause")):
@@ -118,11 +132,13 @@ def delta_table(ra: RunFrames, rb: RunFrames) -> pd.DataFrame:
                 a, b = ra.summary.metrics.value(group, metric, stat), mb.value(metric, stat)
                 if a is None and b is None:
                     continue
-                rows.append({"group": group, "metric": title, "stat": stat, "A": fmt_seconds(a), "B": fmt_seconds(b),
-                             "B − A (s)": None if a is None or b is None else round(b - a, 4),
+                rows.append({"group": group, "measure": title, "statistic": stat, "A": _cell(a), "B": _cell(b),
+                             "B − A": "" if a is None or b is None else signed_seconds(b - a),
                              "change": "" if not a or b is None else f"{(b - a) / a:+.0%}"})
-        rows.append({"group": group, "metric": "requests retracted", "stat": "count", "A": str(ra.summary.metrics.value(group, "num_retracted") or ""),
-                     "B": str(mb.num_retracted), "B − A (s)": None, "change": ""})
+        was = ra.summary.metrics.value(group, "num_retracted")
+        rows.append({"group": group, "measure": "requests retracted", "statistic": "count",
+                     "A": fmt_count(was or 0), "B": fmt_count(mb.num_retracted),
+                     "B − A": f"{mb.num_retracted - (was or 0):+,}", "change": ""})
     return pd.DataFrame(rows)
 
 
@@ -131,7 +147,8 @@ def side_by_side_ui(ra: RunFrames, rb: RunFrames) -> None:
     for title, chart_id, build in (
         ("Pass timeline", "passes", lambda r: timelines.pass_timeline(r.passes, None, end)),
         ("Token streams", "tokens", lambda r: timelines.token_streams(
-            r.tokens, r.stalls, r.chunks, r.waits, r.request_order, None, end, r.stall_threshold_s)),
+            r.tokens, r.stalls, r.chunks, r.waits, r.request_order, None, end, r.stall_threshold_s,
+            r.chunk_pass_s)),
     ):
         left, right = st.columns(2)
         with left:

@@ -11,6 +11,7 @@ from app.charts.frames import RunFrames
 from app.compare import charts
 from app.compare.pair import PAGE
 from app.ui.chart import chart_ui
+from app.ui.fmt import fmt_seconds
 from engine_model import InputError, Scenario, Story, Summary, simulate, summary
 
 CHUNK_SWEEP = (512, 1024, 2048, 4096, 8192, 16384)
@@ -91,16 +92,30 @@ def sweep_ui(story: Story, b: dict, shared: dict, rb: RunFrames) -> None:
                  f"Left is better for the {stream} (shorter longest pause); down is better for the {long} (earlier first "
                  "token). No point is best at both: anyone who quotes you a universal chunk size is guessing.",
                  charts.tradeoff_curve(curve, f"{stream}: longest pause (s)", f"{long}: p95 first token (s)"))
-    st.dataframe(frame.rename(columns={"label": what}).drop(columns=["setting"]), hide_index=True)
+    st.dataframe(sweep_table(story, frame, what), hide_index=True)
+
+
+METRIC_WORDS = {"streams_p99_itl_s": "{stream}: p99 gap between tokens", "streams_max_gap_s": "{stream}: longest pause",
+                "long_ttft_s": "{long}: p95 first token"}
+
+
+def metric_words(story: Story) -> dict[str, str]:
+    """The sweep's columns named after the story's groups."""
+    return {k: v.format(stream=story.stream_group, long=story.long_group) for k, v in METRIC_WORDS.items()}
+
+
+def sweep_table(story: Story, frame: pd.DataFrame, what: str) -> pd.DataFrame:
+    """One row per setting, in words and units (ms or s)."""
+    out = pd.DataFrame({what: frame["label"]})
+    for column, words in metric_words(story).items():
+        out[words] = [fmt_seconds(v) if v is not None and v == v else "not measured" for v in frame[column]]
+    return out
 
 
 def _long_form(story: Story, frame: pd.DataFrame) -> pd.DataFrame:
     """The sweep's three waits as (setting, label, metric, seconds) rows, named after the story's groups."""
-    stream, long = story.stream_group, story.long_group
     out = frame.melt(id_vars=["setting", "label"],
                      value_vars=["streams_p99_itl_s", "streams_max_gap_s", "long_ttft_s"],
                      var_name="metric", value_name="seconds").dropna()
-    out["metric"] = out["metric"].map({
-        "streams_p99_itl_s": f"{stream}: p99 gap between tokens", "streams_max_gap_s": f"{stream}: longest pause",
-        "long_ttft_s": f"{long}: p95 first token"})
+    out["metric"] = out["metric"].map(metric_words(story))
     return out

@@ -23,7 +23,8 @@ def request_phases(spans: pd.DataFrame, end_at: float | None = None) -> alt.Char
         x=alt.X("start_at:Q", title="time (s)", scale=x_domain(end_at)), x2="end_at:Q",
         y=alt.Y("rid:N", sort=order, title=f"{len(order)} requests (sampled per group)",
                 axis=alt.Axis(labels=len(order) <= 24)),
-        color=alt.Color("label:N", scale=scale, title="phase", legend=alt.Legend(orient="top")),
+        color=alt.Color("label:N", scale=scale, title="phase",
+                        legend=alt.Legend(orient="top", columns=3, labelLimit=200)),
         tooltip=[alt.Tooltip("rid:N", title="request"), alt.Tooltip("group:N"), alt.Tooltip("label:N", title="phase"),
                  alt.Tooltip("start_at:Q", title="from (s)", format=".3f"),
                  alt.Tooltip("duration_s:Q", title="for (s)", format=".3f")])

@@ -2,60 +2,37 @@
 
 Two presets: the ten o'clock workload split into prefill and decode pools, and the scaled upstream replica
 (scenarios/upstream_pd_replica.toml). Each preset runs under both allocation policies on the same seed, so
-the trade is read side by side.
+the trade is read side by side: cards early -> prefill_complete, then the charts on one time axis.
 """
 
 from __future__ import annotations
 
 import copy
 
-import pandas as pd
 import streamlit as st
 
 from app import compute, state
 from app.charts import timelines
-from app.pd.charts import SPAN_LABELS, request_phases
+from app.charts.words import never_got_a_token
+from app.pd import params, tables
+from app.pd.charts import request_phases
+from app.story.headline import card
+from app.story.numbers import fmt_rate
 from app.story.tour import focus_marker
 from app.ui.chart import chart_ui
 from app.ui.fmt import fmt_seconds
 from engine_model import STORIES, InputError, read_toml, validate
 
-CAPS = (0, 32768, 65536, 131072, 163840, 262144)  # 0: the preset's own (None would blank the selectbox)
-PRESETS = {"rush": "Ten o'clock workload, split", "upstream": "Upstream test replica (scaled)"}
-MAX_WORKERS = 8
+POLICIES = ("early", "prefill_complete")
 
 
-def _param(param: str, default, parse) -> str:
+def _param(param: str) -> str:
     """The session key of the section's widget for URL parameter `param`, seeded once from the URL."""
-    key = state.keys(state.PD_PAGE).widget(param)
-    note = state.seed_param(key, param, default, parse)
+    key = params.widget_key(param)
+    note = state.seed_param(key, param, params.DEFAULTS[param], params.PARSERS[param])
     if note is not None:
         st.warning(note)
     return key
-
-
-def _on(text: str) -> bool:
-    return text not in ("0", "false")
-
-
-def _preset(text: str) -> str:
-    if text not in PRESETS:
-        raise ValueError(f"expected one of {', '.join(PRESETS)}")
-    return text
-
-
-def _cap(text: str) -> int:
-    if text in ("none", ""):
-        return 0
-    if not text.isdigit() or int(text) not in CAPS:
-        raise ValueError(f"expected one of {', '.join(map(str, CAPS))}")
-    return int(text)
-
-
-def _workers(text: str) -> int:
-    if not text.strip().lstrip("-").isdigit():
-        raise ValueError(f"expected a whole number from 1 to {MAX_WORKERS}")
-    return max(1, min(int(text), MAX_WORKERS))
 
 
 def pd_scenario(preset: str, rush_values: dict, policy: str, cap, num_prefill: int, num_decode: int):
@@ -75,60 +52,97 @@ def pd_scenario(preset: str, rush_values: dict, policy: str, cap, num_prefill: i
     return validate(data)
 
 
+def _settings_ui() -> tuple[str, int, int, int]:
+    """Preset, decode KV cap and worker counts. The upstream preset fixes its own worker counts: its sliders
+    show them, greyed out."""
+    cols = st.columns(4)
+    preset = cols[0].selectbox("Preset", list(params.PRESETS), key=_param(state.PD_PRESET),
+                               format_func=params.PRESETS.get)
+    cap = cols[1].selectbox("Decode KV cap per rank (tokens)", params.CAPS, key=_param(state.PD_CAP),
+                            format_func=lambda v: f"{v:,}" if v else "the preset's (upstream 163,840; ten o'clock none)",
+                            help="--max-total-tokens on decode ranks, as the upstream test capped it to create pressure.")
+    keys = (_param(state.PD_PREFILL_WORKERS), _param(state.PD_DECODE_WORKERS))
+    counts = []
+    for col, label, key, fixed in zip(cols[2:], ("Prefill workers", "Decode workers"), keys,
+                                      params.upstream_workers(), strict=True):
+        if preset == "upstream":
+            counts.append(col.slider(label, 1, params.MAX_WORKERS, value=fixed, disabled=True,
+                                     help="The upstream replica fixes this count."))
+        else:
+            counts.append(col.slider(label, 1, params.MAX_WORKERS, key=key))
+    return preset, cap, counts[0], counts[1]
+
+
 def deferred_allocation_ui(rush_values: dict | None = None, single=None) -> dict:
     """The PD section: the page's single-engine run (`single`) beside PD under both allocation policies.
     Returns its URL parameters (non-default only)."""
     st.markdown("### Split prefill from decode (PD disaggregation)")
     focus_marker(STORIES["ten_oclock_rush"], "pd")
-    on = st.toggle("Show PD disaggregation: early vs prefill_complete decode allocation",
-                   key=_param(state.PD_ON, True, _on))
+    on = st.toggle("Show PD disaggregation: early vs prefill_complete decode allocation", key=_param(state.PD_ON))
     if not on:
         return {}
-    preset_key = _param(state.PD_PRESET, "rush", _preset)
-    cap_key = _param(state.PD_CAP, 0, _cap)
-    pw_key = _param(state.PD_PREFILL_WORKERS, 1, _workers)
-    dw_key = _param(state.PD_DECODE_WORKERS, 1, _workers)
-    cols = st.columns(4)
-    preset = cols[0].selectbox("Preset", list(PRESETS), key=preset_key, format_func=PRESETS.get)
-    cap = cols[1].selectbox("Decode KV cap per rank (tokens)", CAPS, key=cap_key,
-                            format_func=lambda v: f"{v:,}" if v else "the preset's (upstream 163,840; ten o'clock none)",
-                            help="--max-total-tokens on decode ranks, as the upstream test capped it to create pressure.")
-    num_prefill = cols[2].slider("Prefill workers", 1, MAX_WORKERS, key=pw_key, disabled=preset == "upstream")
-    num_decode = cols[3].slider("Decode workers", 1, MAX_WORKERS, key=dw_key, disabled=preset == "upstream")
+    preset, cap, num_prefill, num_decode = _settings_ui()
+    url = _params(on, preset, cap, num_prefill, num_decode)
     runs = {}
     try:
-        for policy in ("early", "prefill_complete"):
-            scenario = pd_scenario(preset, rush_values or STORIES["ten_oclock_rush"].defaults, policy, cap, num_prefill, num_decode)
+        for policy in POLICIES:
+            scenario = pd_scenario(preset, rush_values or STORIES["ten_oclock_rush"].defaults, policy, cap,
+                                   num_prefill, num_decode)
             runs[policy] = compute.run_scenario(scenario)
     except InputError as err:
         st.error(f"**This PD combination cannot run.** `{err.where}`: {err.problem}", icon=":material/block:")
-        return _params(on, preset, cap, num_prefill, num_decode)
+        return url
     except Exception as err:  # the PD model is new; never let it take the page down
         st.warning(f"The PD model could not run this preset ({type(err).__name__}: {err}).")
-        return _params(on, preset, cap, num_prefill, num_decode)
-    _policy_table_ui(runs, single if preset == "rush" else None)
-    left, right = st.columns(2)
+        return url
+    _tradeoff_ui(runs, preset)
+    _policy_table_ui(runs, single if preset == "rush" else None, cap)
+    _charts_ui(runs)
+    _phase_table_ui(runs)
+    return url
+
+
+def _tradeoff_ui(runs: dict, preset: str) -> None:
+    """early -> prefill_complete on the three numbers the maintainers measured, and why a preset shows little."""
+    st.markdown("#### early → prefill_complete")
+    for col, row in zip(st.columns(3), tables.tradeoff(runs["early"], runs["prefill_complete"]), strict=True):
+        a, b = row["early"], row["prefill_complete"]
+        fmt = fmt_seconds if row["unit"] == "s" else fmt_rate
+        value, delta = card(a, b, fmt)
+        col.metric(row["label"], value, delta, border=True,
+                   delta_color="normal" if row["better"] == "higher" else "inverse")
+    group = STORIES["ten_oclock_rush"].stream_group if preset == "rush" else "short"
+    why = tables.little_difference(runs["early"], runs["prefill_complete"], group)
+    if why:
+        st.info(why, icon=":material/info:")
+
+
+def _charts_ui(runs: dict) -> None:
+    """Each policy's workers, KV per worker and where each request's time went, side by side on one time axis."""
     end = max(r.end_at for r in runs.values())
+    left, right = st.columns(2)
     for col, (policy, run) in zip((left, right), runs.items(), strict=True):
         with col:
             chart_ui(state.PD_PAGE, f"{policy}-passes", f"{policy}: one lane per worker",
                      "Each worker's forward passes. Prefill workers run prefill chunks; decode workers decode.",
                      timelines.pass_timeline(run.passes, None, end))
-            chart_ui(state.PD_PAGE, f"{policy}-kv", f"{policy}: KV per worker",
-                     "Orange: decode KV reserved for requests still in prefill or transfer — held, not yet used. "
-                     "With prefill_complete it stays near zero.",
-                     timelines.kv_occupancy(run.kv, run.retractions, None, end))
+            for lane, chart, pool in timelines.kv_panels(run.kv, run.retractions, None, end):
+                what = ("Orange: decode KV reserved for requests still in prefill or transfer — held, not yet "
+                        "used. With prefill_complete it stays near zero." if lane.startswith("decode") else
+                        "A prefill worker holds a prompt's KV only until it is sent to decode.")
+                chart_ui(state.PD_PAGE, f"{policy}-kv-{lane}", f"{policy}: KV on {lane}",
+                         f"{pool[0].upper()}{pool[1:]}. {what}", chart)
             chart_ui(state.PD_PAGE, f"{policy}-phases", f"{policy}: where each request's time went",
                      "One lane per request: grey waiting at prefill, purple waiting for decode KV, orange prefill "
                      "chunks, thin blue the KV transfer, dark blue decoding. Under early, decode KV is reserved "
                      "before prefill may start; under prefill_complete, after it ends.",
                      request_phases(run.spans, end))
-    _phase_table_ui(runs)
-    return _params(on, preset, cap, num_prefill, num_decode)
 
 
 def _params(on, preset, cap, num_prefill, num_decode) -> dict:
     """The section's URL parameters, non-default only."""
+    if preset == "upstream":  # its worker counts are the preset's, not the sliders'
+        num_prefill = num_decode = 1
     return {state.PD_ON: None if on else "0", state.PD_PRESET: preset if preset != "rush" else None,
             state.PD_CAP: cap or None, state.PD_PREFILL_WORKERS: num_prefill if num_prefill != 1 else None,
             state.PD_DECODE_WORKERS: num_decode if num_decode != 1 else None}
@@ -136,24 +150,19 @@ def _params(on, preset, cap, num_prefill, num_decode) -> dict:
 
 def _phase_table_ui(runs: dict) -> None:
     """Mean seconds per request in each phase, per group and policy (`summary(result).pd.phase_s`)."""
-    rows = [{"policy": policy, "group": group}
-            | {SPAN_LABELS.get(k, k): fmt_seconds(v) for k, v in phases.items()}
-            for policy, run in runs.items() for group, phases in run.summary.pd.phase_s.items()]
     st.markdown("##### Mean time per request in each phase")
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    st.dataframe(tables.phase_table(runs), hide_index=True, width="stretch")
+    st.caption("A phase a group never entered reads 0 s (e.g. under prefill_complete nothing holds decode KV "
+               "before its prefill ends).")
 
 
-def _policy_table_ui(runs: dict, single=None) -> None:
+def _policy_table_ui(runs: dict, single=None, cap: int = 0) -> None:
     """TTFT and ITL by prompt-length bucket, and throughput: single engine, then PD under each policy."""
-    rows = []
     arms = ({"single engine": single} if single is not None else {}) | {f"PD, {p}": run for p, run in runs.items()}
-    for policy, run in arms.items():
-        for bucket, m in run.summary.metrics.buckets.items():
-            rows.append({"deployment": policy, "prompt tokens": bucket, "requests": m.num_requests,
-                         "p95 first token": fmt_seconds(m.ttft_s.p95), "p99 gap between tokens": fmt_seconds(m.itl_s.p99),
-                         "longest gap": fmt_seconds(m.max_itl_s.max),
-                         "output tok/s": f"{m.output_throughput_tok_s or 0:,.0f}"})
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    st.dataframe(tables.policy_table(arms), hide_index=True, width="stretch")
+    extra = f" — it never fit the {cap:,}-token decode cap" if cap else ""
+    for sentence in dict.fromkeys(s for run in runs.values() for s in never_got_a_token(run.requests, extra)):
+        st.caption(sentence)
     st.caption("The maintainers' measurement on the real test: about +27% output throughput and −49% p95 TTFT, but "
                "+93% p99 inter-token latency with prefill_complete (mean of two runs; seed 000). These rows are the "
                "model's, on this preset.")

@@ -39,5 +39,5 @@ def rule_ui(mirrors: str) -> None:
             return
         tabs = st.tabs([r.sglang_name.split(".")[-1] for r in reversed(found)])
         for tab, rule in zip(tabs, reversed(found), strict=True):
-            tab.caption(f"SGLang `{rule.sglang_name}` → model `{rule.qualname}`")
+            tab.caption(f"SGLang's `{rule.sglang_name}`: the same rule, as this model writes it.")
             tab.code(rule.code, language="python")

@@ -1,5 +1,6 @@
-"""Headline cards: the story's numbers under your settings against SGLang's defaults on the same seed,
-and p50 / p95 / p99 / max per group, before -> after."""
+"""Headline cards: the story's numbers before -> after (before: the story as it opened, on the same GPU,
+model and seed), what the change costs (throughput, run length, reply time per group), the percentile trap
+when p99 and the longest pause disagree, and p50 / p95 / p99 / max per group."""
 
 from __future__ import annotations
 
@@ -7,15 +8,13 @@ import pandas as pd
 import streamlit as st
 
 from app.charts.frames import RunFrames
+from app.charts.words import NO_TOKEN, never_got_a_token
+from app.story.numbers import headline_value, percentile_trap, prices
 from app.ui.fmt import fmt_count, fmt_seconds
 from engine_model import Headline, Story
 
 GROUP_METRICS = {"ttft_s": "first token (TTFT)", "itl_s": "gap between tokens (ITL)",
                  "max_itl_s": "longest pause per request"}
-
-
-def headline_value(run: RunFrames, headline: Headline):
-    return run.summary.metrics.value(headline.group, headline.metric, headline.stat)
 
 
 def headline_label(headline: Headline, run: RunFrames) -> str:
@@ -28,36 +27,68 @@ def headline_fmt(headline: Headline):
     return fmt_seconds if headline.unit == "s" else fmt_count
 
 
-def headline_ui(story: Story, current: RunFrames, base: RunFrames) -> list[dict]:
-    """Cards: 'before -> after' against SGLang defaults on the same seed. Returns the numbers shown."""
+def changes_words(story: Story, values: dict | None) -> str:
+    """'Changed: Mixed chunk off → on; KV pool (tokens) 60,000 → 120,000.' or that nothing changed."""
+    found = story.changes(values) if values is not None else []
+    if not found:
+        return "You are on the story's defaults: change a setting above, or take the tour, to see before → after."
+
+    def word(control, value) -> str:
+        return ("on" if value else "off") if control.widget == "toggle" else control.fmt(value)
+
+    return "Changed: " + "; ".join(f"{c.label} {word(c, was)} → {word(c, now)}" for c, was, now in found) + "."
+
+
+def headline_ui(story: Story, current: RunFrames, base: RunFrames, values: dict | None = None) -> list[dict]:
+    """Cards 'before → after', the price of the change and the percentile trap. Returns the numbers shown."""
     shown = []
     same = current.summary.config == base.summary.config
-    st.markdown("#### Your settings vs SGLang defaults" + (" (you are on the defaults)" if same else ""))
+    st.markdown("#### Before → after")
+    st.caption("Before: the story as it opened (SGLang's defaults for ⚑ flags, the story's own workload), on the "
+               f"GPU, model and seed you chose. {changes_words(story, values)}")
     cols = st.columns(len(story.headlines))
     for col, headline in zip(cols, story.headlines, strict=True):
         now, before = headline_value(current, headline), headline_value(base, headline)
-        value, delta = _card(headline, before, now, same)
+        value, delta = card(before, now, headline_fmt(headline), same, headline.unit == "count")
         col.metric(headline_label(headline, current), value, delta, delta_color="inverse", border=True,
                    help=headline.help or None)
         shown.append({"label": headline_label(headline, current), "before": before, "after": now})
-    with st.expander("p50 / p95 / p99 per group, before → after"):
+    trap = percentile_trap(story.stream_group, base, current)
+    if trap:
+        st.info(trap, icon=":material/troubleshoot:")
+    price_ui(story, base, current, same)
+    with st.expander("p50 / p95 / p99 / max per group, before → after"):
         st.dataframe(group_table(current, base), hide_index=True, width="stretch")
+        for sentence in dict.fromkeys(never_got_a_token(base.requests) + never_got_a_token(current.requests)):
+            st.caption(sentence)
     return shown
 
 
-def _card(headline: Headline, before, now, same: bool) -> tuple[str, str | None]:
+def price_ui(story: Story, before: RunFrames, after: RunFrames, same: bool = False, title: str = "") -> None:
+    """The price of the change beside its gain: throughput, run length and reply time per group."""
+    st.markdown(title or "##### What it costs")
+    items = prices(story, before, after)
+    for col, price in zip(st.columns(len(items)), items, strict=True):
+        value, delta = card(price.before, price.after, price.fmt, same)
+        col.metric(price.label, value, delta, border=True, help=price.help,
+                   delta_color="normal" if price.better == "higher" else "inverse")
+
+
+def card(before, now, fmt, same: bool = False, is_count: bool = False) -> tuple[str, str | None]:
     """A card's value ('before → after', or one number when nothing moved) and its delta."""
-    fmt = headline_fmt(headline)
     if same or now is None or before is None or abs(now - before) < 1e-9:
-        return fmt(now), None
+        return fmt(now) if now is not None else NO_TOKEN, None
     diff = now - before
+    if is_count:
+        return f"{fmt(before)} → {fmt(now)}", f"{diff:+,}"
     pct = f" ({diff / before:+.1%})" if before and abs(diff / before) < 0.1 else (
         f" ({diff / before:+.0%})" if before else "")
-    delta = f"{'-' if diff < 0 else '+'}{fmt(abs(diff))}{pct}" if headline.unit == "s" else f"{diff:+,}"
-    return f"{fmt(before)} → {fmt(now)}", delta
+    return f"{fmt(before)} → {fmt(now)}", f"{'-' if diff < 0 else '+'}{fmt(abs(diff))}{pct}"
 
 
 def group_table(current: RunFrames, base: RunFrames) -> pd.DataFrame:
+    """Every group's p50 / p95 / p99 / max, before and after, in words; a value a run lacks reads 'no token'
+    (the sentences under the table say why)."""
     rows = []
     for group, metrics in current.summary.metrics.groups.items():
         for metric, title in GROUP_METRICS.items():
@@ -65,7 +96,13 @@ def group_table(current: RunFrames, base: RunFrames) -> pd.DataFrame:
                 now, was = metrics.value(metric, stat), base.summary.metrics.value(group, metric, stat)
                 if now is None and was is None:
                     continue
-                rows.append({"group": group, "metric": title, "stat": stat, "SGLang defaults": fmt_seconds(was),
-                             "your settings": fmt_seconds(now),
-                             "change": "" if now is None or was is None else f"{now - was:+.3f} s"})
+                rows.append({"group": group, "measure": title, "statistic": stat,
+                             "before": fmt_seconds(was) if was is not None else NO_TOKEN,
+                             "after": fmt_seconds(now) if now is not None else NO_TOKEN,
+                             "change": "" if now is None or was is None else signed_seconds(now - was)})
     return pd.DataFrame(rows)
+
+
+def signed_seconds(diff: float) -> str:
+    return ("+" if diff > 0 else "−" if diff < 0 else "±") + fmt_seconds(abs(diff))
+

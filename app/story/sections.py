@@ -14,12 +14,17 @@ from engine_model import Story
 
 
 def itl_ui(story: Story, run: RunFrames) -> None:
-    groups = list(run.summary.metrics.groups)
-    chart_ui(story.key, "itl", "Gaps between tokens, per group",
-             "How long readers waited between two tokens. Most gaps are one decode pass; a stall shows up as a "
-             "lonely bar far to the right. Dashed lines: p50, p95, p99. Note the log scale.",
-             lambda: latency.itl_distribution(run.itl_hist, run.itl_stats, groups),
-             tour.pointer(story, "itl"), cache_key=run_key(story.key))
+    """One histogram per group, on one shared x axis, each fitting the column."""
+    groups = [g for g in run.summary.metrics.groups if g in set(run.itl_hist.get("group", []))]
+    domain = latency.gap_domain(run.itl_hist)
+    for i, group in enumerate(groups):
+        last = i == len(groups) - 1
+        chart_ui(story.key, f"itl-{group}", f"Gaps between tokens: {group}",
+                 "How long readers waited between two tokens. Most gaps are one decode pass; a stall shows up as a "
+                 "lonely bar far to the right. Dashed lines: p50, p95, p99. Both axes are logarithmic; every "
+                 "group's chart shares one time axis." if last else "",
+                 lambda group=group: latency.itl_distribution(run.itl_hist, run.itl_stats, group, groups, domain),
+                 tour.pointer(story, "itl") if i == 0 else None, cache_key=run_key(story.key))
 
 
 def stalls_apart_ui(run: RunFrames, expanded: bool = False) -> None:

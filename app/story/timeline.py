@@ -87,11 +87,13 @@ def _timelines_ui(story: Story, run: RunFrames, row, key: tuple) -> None:
                                              int(row["index"]) if len(run.lanes) == 1 else None),
              tour.pointer(story, "passes"), key, on_pick=lambda point: _pick(story, run, point))
     chart_ui(story.key, "tokens", "Token streams: who got a token, and when",
-             f"One lane per request, a tick per token (thinned where nothing happens). Purple: no token for "
-             f"{run.stall_threshold_s:g} s or more — a stall. Orange/green blocks: this request's prompt being "
-             "prefilled, chunk by chunk. Grey: waiting in the queue.",
+             f"One lane per request, a tick per token (thinned where nothing happens). Pink to dark purple: no "
+             f"token for {run.stall_threshold_s:g} s or more — a stall, darker the longer it lasts"
+             f"{' (' + timelines.chunk_pass_words(run.chunk_pass_s) + ')' if run.chunk_pass_s else ''}. "
+             "Orange/green blocks: this request's prompt being prefilled, chunk by chunk. Light grey: waiting in "
+             "the queue; dark grey: retracted, waiting to be prefilled again.",
              lambda: timelines.token_streams(run.tokens, run.stalls, run.chunks, run.waits, run.request_order,
-                                             cursor_at, end_at, run.stall_threshold_s),
+                                             cursor_at, end_at, run.stall_threshold_s, run.chunk_pass_s),
              tour.pointer(story, "tokens"), key)
     chart_ui(story.key, "kv", "KV cache slots",
              "How much of the KV pool holds tokens (blue), is reserved for requests not yet running (orange, PD decode "

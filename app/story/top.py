@@ -10,7 +10,7 @@ import streamlit as st
 from app import compute, state
 from app.charts.frames import RunFrames
 from app.story.headline import headline_ui
-from app.story.tour import tour_ui
+from app.story.tour import narration_ui, tour_ui
 from app.ui.controls import control_ui
 from app.ui.resolved import cut_off_ui, resolved_ui
 from engine_model import InputError, Story
@@ -20,11 +20,12 @@ def story_ui(story: Story) -> tuple[dict, RunFrames]:
     """The top of every story page: title, guided tour, settings, what they resolve to, and the headline
     numbers against SGLang's defaults (the baseline run). Returns the control values and the current run."""
     page_header(story)
-    tour_ui(story)
+    narration = tour_ui(story)
     values = settings_ui(story)
     current, baseline = runs_or_stop(story, values)
+    narration_ui(story, narration, current, baseline)
     resolved_ui(current)
-    headline_ui(story, current, baseline)
+    headline_ui(story, current, baseline, values)
     return values, current
 
 
@@ -43,7 +44,7 @@ def settings_ui(story: Story) -> dict:
     main = [c for c in story.controls if c.where == "main"]
     more = [c for c in story.controls if c.where == "more"]
     with st.container(border=True):
-        st.markdown("**Settings** — flags marked ⚑ are SGLang server flags; the baseline keeps their defaults.")
+        st.markdown("**Settings** — flags marked ⚑ are SGLang server flags; \"before\" is this row at its defaults.")
         cols = st.columns([0.9 if c.widget == "toggle" else 1.1 for c in main])
         for col, control in zip(cols, main, strict=True):
             with col:
@@ -57,7 +58,8 @@ def settings_ui(story: Story) -> dict:
 
 
 def runs_or_stop(story: Story, values: dict) -> tuple[RunFrames, RunFrames]:
-    """The current run and the baseline (SGLang defaults, same workload and seed); stops the page on bad input."""
+    """The current run and the baseline (the story as it opened, same GPU, model and seed); stops the page on
+    bad input."""
     try:
         scenario = story.scenario(values)
         baseline = story.scenario(story.baseline_values(values))

@@ -1,16 +1,21 @@
-"""The guided tour: numbered steps that set the controls, move the cursor and point at one chart."""
+"""The guided tour: numbered steps that set the controls, move the cursor and point at one chart. A step's
+narration quotes the runs on screen (app.story.numbers.narrate), so it is drawn once they are computed."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from app import state
+from app.charts.frames import RunFrames
+from app.pd import params as pd_params
+from app.story.numbers import narrate
 from app.ui.chart import look_here
 from engine_model import Story
 
 
-def tour_ui(story: Story) -> int | None:
-    """Numbered step buttons; a click sets the controls and the cursor. Returns the active step (0-based) or None."""
+def tour_ui(story: Story):
+    """Numbered step buttons; a click sets the controls and the cursor. Returns the place for the active
+    step's narration (`narration_ui` fills it once the runs are known)."""
     keys = state.keys(story.key)
     with st.container(border=True):
         cols = st.columns([0.8] + [1] * len(story.tour), vertical_alignment="center")
@@ -19,11 +24,17 @@ def tour_ui(story: Story) -> int | None:
             col.button(f"{i + 1}. {step.title}", key=keys.tour_button(i), on_click=_apply_step,
                        args=(story, i), width="stretch", wrap=True,
                        type="primary" if st.session_state.get(keys.tour_step) == i else "secondary")
-        active = st.session_state.get(keys.tour_step)
-        if active is not None:
-            step = story.tour[active]
-            st.info(f"**Step {active + 1} of {len(story.tour)} — {step.title}.** {step.say}",
-                    icon=":material/record_voice_over:")
+        return st.empty()
+
+
+def narration_ui(story: Story, slot, current: RunFrames, base: RunFrames) -> int | None:
+    """The active step's narration, its figures taken from the current run and its baseline. Returns the
+    active step (0-based) or None."""
+    active = st.session_state.get(state.keys(story.key).tour_step)
+    if active is not None:
+        step = story.tour[active]
+        slot.info(f"**Step {active + 1} of {len(story.tour)} — {step.title}.** "
+                  f"{narrate(step.say, story, base, current)}", icon=":material/record_voice_over:")
     return active
 
 
@@ -33,6 +44,9 @@ def _apply_step(story: Story, i: int) -> None:
         if control.is_flag or control.key in step.settings or control.where == "main":
             value = step.settings.get(control.key, control.default)
             st.session_state[keys.widget(control.key)] = value
+    if any(s.section for s in story.tour):  # the page's section (PD) back to its defaults, then this step's
+        for param, default in pd_params.DEFAULTS.items():
+            st.session_state[pd_params.widget_key(param)] = step.section.get(param, default)
     st.session_state[keys.tour_step] = i
     st.session_state[keys.pending_cursor] = step.cursor
     st.session_state[keys.focus] = step.focus

@@ -30,11 +30,24 @@ def simplifications_text(path: Path = DESIGN_DOC) -> str | None:
     return rest[: end.start() if end else len(rest)].strip() or None
 
 
+PATH = r"`?(?:[\w.-]+/)+[\w.-]+\.(?:py|md|toml|json)`?"  # engine_model/prefix.py, docs/pd.md, `tests/x.py`
+
+
+def in_words(text: str) -> str:
+    """The section as a reader outside the project reads it: no file paths. A parenthesis holding only a
+    path goes; 'see docs/pd.md' becomes 'see the project's documentation'; a path listed beside words goes."""
+    text = re.sub(rf"\s*\(\s*{PATH}\s*\)", "", text)
+    text = re.sub(rf"\bsee {PATH}", "see the project's documentation", text)
+    text = re.sub(rf"\(\s*{PATH}\s*,\s*", "(", text)
+    text = re.sub(rf",?\s*{PATH}", "", text)
+    return text
+
+
 def simplifications_ui() -> None:
     with st.expander("What the model simplifies"):
         text = simplifications_text()
         if text is None:
-            st.caption("The list of simplifications (docs/design.md, section “Simplifications”) is not available in "
-                       "this build. The model follows SGLang's scheduler as described in sglang-scheduler-facts.md.")
+            st.caption("The list of simplifications is not available in this build. The model follows SGLang's "
+                       "scheduler rule by rule, each rule named after the SGLang function it mirrors.")
         else:
-            st.markdown(text)
+            st.markdown(in_words(text))

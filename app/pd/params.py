@@ -1,0 +1,54 @@
+"""The PD section's settings: presets, decode KV caps, worker counts, their URL values and defaults.
+
+No Streamlit here, so the guided tour can set them (app.story.tour) and the tests can read them.
+"""
+
+from __future__ import annotations
+
+from app import state
+from engine_model import read_toml
+
+CAPS = (0, 32768, 65536, 131072, 163840, 262144)  # 0: the preset's own (None would blank the selectbox)
+PRESETS = {"rush": "Ten o'clock workload, split", "upstream": "Upstream test replica (scaled)"}
+MAX_WORKERS = 8
+DEFAULTS = {state.PD_ON: True, state.PD_PRESET: "rush", state.PD_CAP: 0, state.PD_PREFILL_WORKERS: 1,
+            state.PD_DECODE_WORKERS: 1}
+
+
+def parse_on(text: str) -> bool:
+    return text not in ("0", "false")
+
+
+def parse_preset(text: str) -> str:
+    if text not in PRESETS:
+        raise ValueError(f"expected one of {', '.join(PRESETS)}")
+    return text
+
+
+def parse_cap(text: str) -> int:
+    if text in ("none", ""):
+        return 0
+    if not text.isdigit() or int(text) not in CAPS:
+        raise ValueError(f"expected one of {', '.join(map(str, CAPS))}")
+    return int(text)
+
+
+def parse_workers(text: str) -> int:
+    if not text.strip().lstrip("-").isdigit():
+        raise ValueError(f"expected a whole number from 1 to {MAX_WORKERS}")
+    return max(1, min(int(text), MAX_WORKERS))
+
+
+PARSERS = {state.PD_ON: parse_on, state.PD_PRESET: parse_preset, state.PD_CAP: parse_cap,
+           state.PD_PREFILL_WORKERS: parse_workers, state.PD_DECODE_WORKERS: parse_workers}
+
+
+def upstream_workers() -> tuple[int, int]:
+    """The upstream replica's own prefill and decode worker counts (its TOML fixes them)."""
+    pd = read_toml("upstream_pd_replica")["pd"]
+    return int(pd["prefill"]["num_workers"]), int(pd["decode"]["num_workers"])
+
+
+def widget_key(param: str) -> str:
+    """The session key of the section's widget for URL parameter `param`."""
+    return state.keys(state.PD_PAGE).widget(param)

@@ -1,0 +1,76 @@
+"""The PD section's numbers as a person reads them: tables with words for headers and units, the trade-off
+early -> prefill_complete, and why a preset shows little of it. Pure functions: no Streamlit."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from app.charts.frames import RunFrames
+from app.charts.words import NO_TOKEN, bucket_words
+from app.pd.charts import SPAN_LABELS
+from app.ui.fmt import fmt_seconds
+
+PHASE_ORDER = ("waiting", "waiting_for_decode_kv", "prefill", "transfer", "decode")
+SAME_TTFT = 0.05  # p95 first tokens within 5 % of each other: the policies barely differ
+
+
+def _seconds(value: float | None, has_tokens: bool) -> str:
+    return fmt_seconds(value) if value is not None else (NO_TOKEN if not has_tokens else "not measured")
+
+
+def policy_table(arms: dict[str, RunFrames]) -> pd.DataFrame:
+    """First token, gaps and output per prompt-length bucket, one block of rows per deployment."""
+    rows = []
+    for arm, run in arms.items():
+        for bucket, m in run.summary.metrics.buckets.items():
+            got = m.num_output_tokens > 0
+            rows.append({
+                "deployment": arm, "prompt length (tokens)": bucket_words(bucket), "requests": m.num_requests,
+                "first token, p95": _seconds(m.ttft_s.p95, got),
+                "gap between tokens, p99": _seconds(m.itl_s.p99, got),
+                "longest gap": _seconds(m.max_itl_s.max, got),
+                "output (tokens/s)": f"{m.output_throughput_tok_s:,.0f}" if m.output_throughput_tok_s else "0"})
+    return pd.DataFrame(rows)
+
+
+def _mean(seconds: float) -> str:
+    return "0 s" if seconds < 5e-5 else fmt_seconds(seconds)
+
+
+def phase_table(runs: dict[str, RunFrames]) -> pd.DataFrame:
+    """Mean seconds per request in each phase, per policy and group. A phase a group never entered is 0 s."""
+    rows = []
+    for policy, run in runs.items():
+        for group, phases in run.summary.pd.phase_s.items():
+            rows.append({"policy": policy, "group": group}
+                        | {f"{SPAN_LABELS[p]} (mean)": _mean(phases.get(p, 0.0)) for p in PHASE_ORDER})
+    return pd.DataFrame(rows)
+
+
+def tradeoff(early: RunFrames, late: RunFrames) -> list[dict]:
+    """The three numbers the maintainers measured, early -> prefill_complete, over every request."""
+    rows = []
+    for label, metric, stat, better in (("Output, tokens/s", "output_throughput_tok_s", None, "higher"),
+                                        ("p95 first token", "ttft_s", "p95", "lower"),
+                                        ("p99 gap between tokens", "itl_s", "p99", "lower")):
+        before = early.summary.metrics.value(None, metric, stat)
+        after = late.summary.metrics.value(None, metric, stat)
+        rows.append({"label": label, "early": before, "prefill_complete": after, "better": better,
+                     "unit": "tok/s" if stat is None else "s"})
+    return rows
+
+
+def little_difference(early: RunFrames, late: RunFrames, group: str) -> str | None:
+    """Why the two policies barely differ on this preset, from where `group`'s time went; None when the
+    p95 first tokens differ by more than SAME_TTFT."""
+    a, b = (r.summary.metrics.value(None, "ttft_s", "p95") for r in (early, late))
+    if a is None or b is None or abs(b - a) > SAME_TTFT * max(a, b):
+        return None
+    pe, pl = early.summary.pd.phase_s.get(group, {}), late.summary.pd.phase_s.get(group, {})
+    wait_e = pe.get("waiting", 0.0) + pe.get("waiting_for_decode_kv", 0.0)
+    wait_l = pl.get("waiting", 0.0) + pl.get("waiting_for_decode_kv", 0.0)
+    return (f"Here the two policies barely differ (p95 first token {fmt_seconds(a)} and {fmt_seconds(b)}): "
+            f"prefill is the bottleneck, so the policy moves where the {group} wait, not how long. On average "
+            f"they wait {fmt_seconds(wait_e)} under early ({fmt_seconds(pe.get('waiting_for_decode_kv', 0.0))} "
+            f"of it for decode KV) and {fmt_seconds(wait_l)} under prefill_complete (at prefill). "
+            "The upstream replica, whose decode KV is capped, shows the trade-off.")

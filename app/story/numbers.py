@@ -1,0 +1,106 @@
+"""The numbers a story quotes, computed from its runs: headline values, the price of a change, the percentile
+trap, and tour narration with its figures filled in. Pure functions: no Streamlit."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from app.charts.frames import RunFrames
+from app.ui.fmt import fmt_count, fmt_seconds
+from engine_model import Headline, Story
+
+TRAP_RATIO = 10  # the longest pause at least this many times p99: p99 hides the stall
+FIGURE = re.compile(r"\{(before|now):([\w-]+)\.(\w+)(?:\.(\w+))?\}")
+
+
+def headline_value(run: RunFrames, headline: Headline):
+    return run.summary.metrics.value(headline.group, headline.metric, headline.stat)
+
+
+# -- the price of a change ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Price:
+    label: str
+    before: float | None
+    after: float | None
+    fmt: Callable[[float | None], str]
+    better: str  # "higher" | "lower"
+    help: str = ""
+
+
+def fmt_rate(value: float | None) -> str:
+    """Tokens per second; the unit is in the card's label, so 'before → after' fits a card."""
+    return "—" if value is None else f"{value:,.0f}"
+
+
+def prices(story: Story, before: RunFrames, after: RunFrames) -> list[Price]:
+    """What a change costs beside what it gains: output throughput, run length, each group's median reply."""
+    out = [Price("Output, tokens/s", before.summary.metrics.overall.output_throughput_tok_s,
+                 after.summary.metrics.overall.output_throughput_tok_s, fmt_rate, "higher",
+                 "Tokens written per second, from the first arrival to the last reply's end."),
+           Price("Run length", before.summary.end_at, after.summary.end_at, fmt_seconds, "lower",
+                 "Until the last request finished.")]
+    for group in after.summary.metrics.groups:
+        out.append(Price(f"Reply time, {group} (median)", before.summary.metrics.value(group, "e2e_s", "p50"),
+                         after.summary.metrics.value(group, "e2e_s", "p50"), fmt_seconds, "lower",
+                         "From a request's arrival to its last token; the median over the group."))
+    return out
+
+
+# -- the percentile trap -----------------------------------------------------------------------------
+def possessive(group: str) -> str:
+    return f"{group}'" if group.endswith("s") else f"{group}'s"
+
+
+def _stalls(run: RunFrames, group: str) -> tuple[int, int]:
+    """(gaps at or over the run's stall threshold, every gap) of one group."""
+    total = int(run.itl_hist.loc[run.itl_hist["group"] == group, "count"].sum()) if len(run.itl_hist) else 0
+    return int((run.stalls["group"] == group).sum()), total
+
+
+def _share(run: RunFrames, group: str) -> str:
+    long, total = _stalls(run, group)
+    share = long / total if total else 0.0
+    seen = "under 1 %, too few for p99 to see" if share < 0.01 else "1 % or more, so p99 lands on them"
+    return f"{long:,} of {total:,} gaps ({share * 100:.2g} %) last {run.stall_threshold_s:g} s or more — {seen}"
+
+
+def _hides(run: RunFrames, group: str) -> bool:
+    p99, longest = (run.summary.metrics.value(group, "itl_s", s) for s in ("p99", "max"))
+    return bool(p99 and longest and longest >= TRAP_RATIO * p99)
+
+
+def percentile_trap(group: str, before: RunFrames, after: RunFrames) -> str | None:
+    """One sentence when, in either run, the group's longest pause is at least TRAP_RATIO times its p99 gap:
+    p99 then says nothing about the stall, and a p99 that rises can hide a stall that shrank. None otherwise."""
+    if not (_hides(before, group) or _hides(after, group)):
+        return None
+    value = after.summary.metrics.value
+    p99, longest = fmt_seconds(value(group, "itl_s", "p99")), fmt_seconds(value(group, "max_itl_s", "max"))
+    who = possessive(group)
+    if before.summary.config == after.summary.config:
+        return (f"Read p99 with care: the {who} p99 gap between tokens is {p99}, yet their longest pause is "
+                f"{longest}: {_share(after, group)}.")
+    was = before.summary.metrics.value
+    return (f"Read p99 with care: the {who} p99 gap went {fmt_seconds(was(group, 'itl_s', 'p99'))} → {p99} "
+            f"while their longest pause went {fmt_seconds(was(group, 'max_itl_s', 'max'))} → {longest}. "
+            f"Before, {_share(before, group)}; now {_share(after, group)}.")
+
+
+# -- tour narration ----------------------------------------------------------------------------------
+def figure(run: RunFrames, group: str, metric: str, stat: str | None) -> str:
+    """One number of a run as the narration quotes it: seconds for durations, a count otherwise."""
+    value = run.summary.metrics.value(None if group == "all" else group, metric, stat)
+    if value is None:
+        raise KeyError(f"{group}.{metric}.{stat}: this run has no such number")
+    return fmt_seconds(value) if metric.endswith("_s") else fmt_count(value)
+
+
+def narrate(say: str, story: Story, before: RunFrames, now: RunFrames) -> str:
+    """A tour step's narration with its figures filled in from the runs on screen (see engine_model.stories)."""
+    runs = {"before": before, "now": now}
+    text = FIGURE.sub(lambda m: figure(runs[m[1]], m[2], m[3], m[4]), say)
+    trap = percentile_trap(story.stream_group, before, now) or ""
+    return re.sub(r"\s+", " ", text.replace("{trap}", trap)).strip()

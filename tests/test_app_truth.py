@@ -1,0 +1,100 @@
+"""What a reader sees cannot mislead: before -> after for every change the tour narrates, the price of a
+change, the percentile trap, tables in words, the PD step on a visible trade-off, no internal paths."""
+
+import json
+import re
+
+import pytest
+from test_app import metric, open_page
+
+from app.pd import params
+from engine_model import stories
+
+RAW_NAME = re.compile(r"^[a-z0-9]+(_[a-z0-9]+)+$")  # streams_p99_itl_s, num_retracted ...
+
+
+def tables_read_as_words(at) -> None:
+    """Every table: headers in words (no code names), and no empty or None cell."""
+    for df in at.dataframe:
+        frame = df.value
+        assert not [c for c in frame.columns if RAW_NAME.match(str(c))], list(frame.columns)
+        assert not frame.isna().any().any(), frame
+        assert not frame.astype(str).isin(["None", "nan", "—"]).any().any(), frame
+
+
+def test_the_more_kv_step_shows_before_to_after_and_says_what_changed():
+    at = open_page("app_pages/other_stall.py")
+    at.button(key="other_stall.tour.5").click().run()
+    assert metric(at, "Requests pushed back").value == "7 → 2"
+    assert any("Changed: KV pool (tokens) 60,000 → 120,000." in c.value for c in at.caption)
+    assert any("drop from 7 to 2" in i.value for i in at.info)
+
+
+def test_flipping_mixed_chunk_says_the_percentile_trap_and_shows_the_price():
+    at = open_page("app_pages/forty_replies.py", {"mixed": "1"})
+    trap = [i.value for i in at.info if i.value.startswith("Read p99 with care")]
+    assert len(trap) == 1 and "21 ms → 1.2 s" in trap[0] and "11.4 s → 1.6 s" in trap[0]
+    for label in ("Output, tokens/s", "Run length", "Reply time, streams (median)", "Reply time, log (median)"):
+        assert "→" in metric(at, label).value
+    tables_read_as_words(at)
+
+
+def test_the_compare_tables_read_as_words():
+    at = open_page("app_pages/compare.py")
+    assert metric(at, "Run length").value.count("→") == 1  # what B costs against A
+    tables_read_as_words(at)
+
+
+def test_a_group_that_never_got_a_token_is_explained():
+    at = open_page("app_pages/ten_oclock_rush.py", {"cap": "32768"})
+    tables_read_as_words(at)
+    said = " ".join(c.value for c in at.caption)
+    assert "The 6 contracts never got a token: needs 120,512 decode KV slots" in said
+    assert "never fit the 32,768-token decode cap" in said
+
+
+@pytest.mark.slow
+def test_the_pd_step_lands_on_the_upstream_preset_with_its_own_worker_counts():
+    at = open_page("app_pages/ten_oclock_rush.py")
+    at.button(key="ten_oclock_rush.tour.5").click().run()
+    assert at.selectbox(key=params.widget_key("preset")).value == "upstream"
+    workers = [s for s in at.slider if s.label == "Prefill workers"]
+    assert [(s.value, s.disabled) for s in workers] == [(params.upstream_workers()[0], True)]
+    assert "→" in metric(at, "p99 gap between tokens").value
+    at.button(key="ten_oclock_rush.tour.4").click().run()  # the step before goes back to the ten o'clock split
+    assert at.selectbox(key=params.widget_key("preset")).value == "rush"
+    assert any(i.value.startswith("Here the two policies barely differ") for i in at.info)
+
+
+def test_no_internal_path_where_a_reader_expects_words():
+    at = open_page("app_pages/forty_replies.py")
+    shown = " ".join([m.value for m in at.markdown] + [c.value for c in at.caption])
+    assert not re.search(r"engine_model[./]\w|docs/\w+\.md|\w+\.py\b", shown), \
+        re.findall(r".{40}(?:engine_model[./]\w|docs/\w+\.md|\w+\.py\b).{20}", shown)
+    assert stories.FORTY.title in " ".join(t.value for t in at.title)
+
+
+def time_domains(spec: dict) -> list[tuple]:
+    """The x domains of every time axis in a chart spec (x titled 'time (s)')."""
+    found = []
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            x = node.get("encoding", {}).get("x") if isinstance(node.get("encoding"), dict) else None
+            if isinstance(x, dict) and x.get("title") == "time (s)" and "domain" in x.get("scale", {}):
+                found.append(tuple(x["scale"]["domain"]))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(spec)
+    return found
+
+
+def test_the_pd_pairs_share_one_clock():
+    at = open_page("app_pages/ten_oclock_rush.py")
+    specs = [json.loads(chart.proto.spec) for chart in at.get("vega_lite_chart")]
+    domains = {d for spec in specs for d in time_domains(spec)}
+    assert len(specs) >= 12 and len(domains) == 2  # the single engine's clock, and one for both PD policies
