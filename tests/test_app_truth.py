@@ -8,7 +8,8 @@ import pytest
 from test_app import metric, open_page
 
 from app.pd import params
-from engine_model import stories
+from app.ui.fmt import fmt_seconds
+from engine_model import load_scenario, simulate, stories, summary
 
 RAW_NAME = re.compile(r"^[a-z0-9]+(_[a-z0-9]+)+$")  # streams_p99_itl_s, num_retracted ...
 
@@ -22,18 +23,27 @@ def tables_read_as_words(at) -> None:
         assert not frame.astype(str).isin(["None", "nan", "—"]).any().any(), frame
 
 
+def retracted(story: str, pool: int) -> int:
+    return summary(simulate(load_scenario(story, [f"engine.max_total_tokens={pool}"]))).metrics.overall.num_retracted
+
+
 def test_the_more_kv_step_shows_before_to_after_and_says_what_changed():
     at = open_page("app_pages/other_stall.py")
     at.button(key="other_stall.tour.5").click().run()
-    assert metric(at, "Requests pushed back").value == "7 → 2"
+    was, got = (retracted("other_stall", pool) for pool in (60_000, 120_000))
+    assert got < was and metric(at, "Requests pushed back").value == f"{was} → {got}"
     assert any("Changed: KV pool (tokens) 60,000 → 120,000." in c.value for c in at.caption)
-    assert any("drop from 7 to 2" in i.value for i in at.info)
+    assert any(f"drop from {was} to {got}" in i.value for i in at.info)
 
 
 def test_flipping_mixed_chunk_says_the_percentile_trap_and_shows_the_price():
     at = open_page("app_pages/forty_replies.py", {"mixed": "1"})
     trap = [i.value for i in at.info if i.value.startswith("Read p99 with care")]
-    assert len(trap) == 1 and "21 ms → 1.2 s" in trap[0] and "11.4 s → 1.6 s" in trap[0]
+    off, on = (summary(simulate(load_scenario("forty_replies", sets))).metrics
+               for sets in ([], ["engine.enable_mixed_chunk=true"]))
+    p99 = f"{fmt_seconds(off.value('streams', 'itl_s', 'p99'))} → {fmt_seconds(on.value('streams', 'itl_s', 'p99'))}"
+    longest = " → ".join(fmt_seconds(m.value("streams", "max_itl_s", "max")) for m in (off, on))
+    assert len(trap) == 1 and p99 in trap[0] and longest in trap[0]
     for label in ("Output, tokens/s", "Run length", "Reply time, streams (median)", "Reply time, log (median)"):
         assert "→" in metric(at, label).value
     tables_read_as_words(at)

@@ -12,6 +12,7 @@ from app.pd import tables
 from app.pd.section import pd_scenario
 from app.story import cursor
 from app.story.numbers import FIGURE, narrate, percentile_trap, prices
+from app.ui.fmt import fmt_seconds
 from engine_model import STORIES, simulate
 
 
@@ -44,7 +45,11 @@ def test_every_figure_of_every_step_is_filled_from_the_runs(story_key, i):
 def test_more_kv_reads_before_to_after_and_conservativeness_alone_still_retracts():
     story, step, before, now = step_runs("other_stall", 5)
     text = narrate(step.say, story, before, now)
-    assert "drop from 7 to 2" in text and "from 25.2 s to 7.5 s" in text
+    was, got = (r.summary.metrics for r in (before, now))
+    assert f"drop from {was.value(None, 'num_retracted')} to {got.value(None, 'num_retracted')}" in text
+    assert got.value(None, "num_retracted") < was.value(None, "num_retracted")  # "more KV is the fix"
+    pause = f"from {fmt_seconds(was.value('chats', 'max_itl_s', 'max'))} to {fmt_seconds(got.value('chats', 'max_itl_s', 'max'))}"
+    assert pause in text
     alone = run("other_stall", (("conservativeness", 3.0),)).summary.metrics
     assert alone.value(None, "num_retracted") == 7  # "still pushes 7 back here"
     halved = alone.value("chats", "max_itl_s", "max") / before.summary.metrics.value("chats", "max_itl_s", "max")
@@ -54,7 +59,8 @@ def test_more_kv_reads_before_to_after_and_conservativeness_alone_still_retracts
 def test_the_forty_replies_numbers():
     story, step, before, now = step_runs("forty_replies", 3)
     text = narrate(step.say, story, before, now)
-    assert "shrinks from 11.4 s to 1.6 s" in text and "Read p99 with care" in text
+    gap = [fmt_seconds(r.summary.metrics.value("streams", "max_itl_s", "max")) for r in (before, now)]
+    assert f"shrinks from {gap[0]} to {gap[1]}" in text and "Read p99 with care" in text
     log = next(r for r in run("forty_replies").requests.itertuples() if r.rid == "log")
     assert log.arrival_at == pytest.approx(0.5)  # "At 0.5 s a 100,000-token log is pasted"
     assert log.prompt_len == 100_000
@@ -98,8 +104,11 @@ def test_real_traffic_numbers_and_the_cursor_lands_on_the_burst():
 def test_the_percentile_trap_is_said_only_where_p99_and_the_longest_pause_disagree():
     off, on = run("forty_replies"), run("forty_replies", (("mixed", True),))
     trap = percentile_trap("streams", off, on)
-    assert trap.startswith("Read p99 with care: the streams' p99 gap went 21 ms → 1.2 s while their longest "
-                           "pause went 11.4 s → 1.6 s.")
+    p99, longest = ([fmt_seconds(r.summary.metrics.value("streams", m, s)) for r in (off, on)]
+                    for m, s in (("itl_s", "p99"), ("max_itl_s", "max")))
+    assert trap.startswith(f"Read p99 with care: the streams' p99 gap went {p99[0]} → {p99[1]} while their longest "
+                           f"pause went {longest[0]} → {longest[1]}.")
+    assert on.summary.metrics.value("streams", "itl_s", "p99") > 10 * off.summary.metrics.value("streams", "itl_s", "p99")
     assert re.search(r"Before, 40 of [\d,]+ gaps .* too few for p99 to see; now \d+ of", trap)
     small = run("forty_replies", (("chunk", 2048), ("mixed", True)))
     assert percentile_trap("streams", small, small) is None  # p99 0.38 s, longest 0.40 s: they agree
