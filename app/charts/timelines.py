@@ -12,6 +12,7 @@ import pandas as pd
 from app.charts.scales import (
     COUNT_LABEL,
     CURSOR_COLOUR,
+    CURSOR_NAME,
     KV_COLOURS,
     KV_SERIES,
     QUEUE_COLOURS,
@@ -59,7 +60,7 @@ def pass_timeline(passes: pd.DataFrame, cursor_at: float | None = None, end_at: 
         hit = passes[(passes["first_index"] <= cursor_index) & (passes["last_index"] >= cursor_index)]
         if len(hit):
             layers.append(alt.Chart(hit).mark_bar(fill=None, stroke=CURSOR_COLOUR, strokeWidth=2.5).encode(
-                x="start_at:Q", x2="end_at:Q", y=alt.Y("lane:N", sort=lanes)))
+                x="start_at:Q", x2="end_at:Q", y=alt.Y("lane:N", sort=lanes)).properties(name=f"{CURSOR_NAME}_pass"))
     cursor = cursor_layer(cursor_at)
     if cursor is not None:
         layers.append(cursor)
@@ -77,7 +78,7 @@ def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFra
     y = alt.Y("rid:N", sort=request_order, title="request" if show_labels else f"{num} requests (one lane each)",
               axis=alt.Axis(labels=show_labels, ticks=show_labels, labelFontSize=9), scale=alt.Scale(domain=request_order))
     x_scale = x_domain(end_at)
-    colour = alt.Color("state:N", title="on the lane", scale=timeline_scale(), legend=alt.Legend(orient="top"))
+    colour = alt.Color("state:N", title=None, scale=timeline_scale(), legend=alt.Legend(orient="top"))
     layers = []
     if len(waits):
         layers.append(alt.Chart(waits.assign(state=QUEUED[0])).mark_bar(opacity=0.45).encode(

@@ -9,6 +9,7 @@ import streamlit as st
 
 from app import compute, state
 from app.charts.frames import RunFrames
+from app.story.exports import remember_note
 from app.story.headline import headline_ui
 from app.story.tour import tour_ui
 from app.ui.controls import control_ui
@@ -25,6 +26,7 @@ def story_ui(story: Story) -> tuple[dict, RunFrames]:
     current, baseline = runs_or_stop(story, values)
     resolved_ui(current)
     headline_ui(story, current, baseline)
+    remember_note(story, values, current, baseline)
     return values, current
 
 
