@@ -17,6 +17,7 @@ from app.server.page import cache_key, error_ui, upload_ui
 from app.server.replay import named
 from app.ui.chart import chart_ui
 from app.ui.controls import control_ui
+from app.ui.exports import set_export_note
 from engine_model import InputError
 from engine_model import log_settings as settings
 
@@ -79,6 +80,8 @@ def read_log_or_stop(name: str, text: str) -> compute.ReadLog:
         rank = st.selectbox("Rank (each DP rank has its own scheduler)", ranks, index=ranks.index(read.timeline.rank),
                             key=state.keys(PAGE).widget("rank"), format_func=lambda r: r or "(no tag)")
         read = compute.read_log(text, rank)
+    words = VERDICTS.get(read.diagnosis.verdict, VERDICTS["none"])[2]
+    set_export_note(PAGE, (f"From the SGLang server log “{name}”: it is {words}.",))
     if sf.num_scheduler_lines(read.parsed) == 0 and read.parsed.server_args is None:
         st.error(f"**No SGLang scheduler line in `{name}`.** None of its {read.parsed.num_lines:,} lines is a "
                  "`Prefill batch`, `Decode batch`, retraction or `server_args` line. Line 1 reads: "

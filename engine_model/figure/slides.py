@@ -91,7 +91,9 @@ def headline_text(story: Story, step: TourStep, result: Result) -> str:
 
 def settings_text(story: Story, step: TourStep) -> str:
     if step.focus == "pd":
-        return f"Settings: the {PD_SCENARIO} preset (one prefill and one decode worker), SGLang defaults otherwise."
+        title = read_toml(PD_SCENARIO).get("title", PD_SCENARIO)
+        return (f"Settings: “{title}”: the same requests and seed on one prefill and one decode worker, SGLang "
+                "defaults otherwise. Numbers: one engine on SGLang's defaults → split.")
     values = step_values(story, step)
     shown = [f"{c.label}: {_shown(c, values[c.key])}" for c in story.controls]
     return "Settings: " + " · ".join(shown) + ". Numbers: SGLang's defaults → this step, same requests and seed."
@@ -133,7 +135,7 @@ def slide_images(key: str) -> list[tuple[str, bytes]]:
     out = []
     for i, step in enumerate(story.tour, 1):
         result = step_run(story, step)
-        head = headline_text(story, step, result) if step.focus != "pd" else "Prefill and decode on separate GPUs"
+        head = headline_text(story, step, result)
         svg = slide_svg(f"{i}. {step.title}", head, render(chart_of(step, result)), step.say,
                         settings_text(story, step))
         out.append((f"{key}-{i:02d}.png", render(svg)))

@@ -28,7 +28,7 @@ WIDTH = 760
 PHASE_COLOURS = ("#D55E00", "#0072B2", "#009E73", "#BBBBBB")  # Okabe-Ito, as the app's phase scale
 PART_COLOURS = ("#A0A0A0", "#333333", "#CC79A7", "#D55E00", "#009E73")  # in PARTS order
 KIND_CODES = {"prefill chunk": "p", "decode": "d", "mixed": "m", "idle": "i"}
-TIME_AXIS = {"title": "time (s)", "grid": False}
+TIME_AXIS = {"title": "time (s)", "grid": False, "tickCount": 12, "labelOverlap": True}
 
 
 def csv_text(header: list[str], rows) -> str:
