@@ -26,8 +26,9 @@ TOKENS_TITLE = "Token streams: who got a token, and when"  # as the story page t
 
 def tokens_json(run, cursor_at: float) -> str:
     """The story page's token-streams chart, cursor included (the export must leave it out)."""
-    return json.dumps(timelines.token_streams(run.tokens, run.stalls, run.chunks, run.waits, run.request_order,
-                                              cursor_at, run.end_at, run.stall_threshold_s).to_dict(validate=False))
+    chart = timelines.token_streams(run.tokens, run.stalls, run.chunks, run.waits, run.request_order,
+                                    cursor_at, run.end_at, run.stall_threshold_s)
+    return json.dumps(chart.to_dict(validate=False))
 
 
 def main() -> None:
@@ -39,15 +40,16 @@ def main() -> None:
     before = build(simulate(story.scenario(before_values)))
     after = build(simulate(story.scenario(after_values)))
     for name, values, run in (("before", before_values, before), ("after", after_values, after)):
-        spec = export_spec(json.loads(tokens_json(run, 2.0)), TOKENS_TITLE, story_note(story, values, run, before))
+        note = story_note(story, values, run, before)
+        spec = export_spec(json.loads(tokens_json(run, 2.0)), TOKENS_TITLE, note)
         (out / f"forty_replies_export_{name}.png").write_bytes(render(spec, "png"))
     flags = {c.key for c in story.controls if c.is_flag}
     a, b = ({k: v for k, v in vals.items() if k in flags} for vals in (before_values, after_values))
     shared = {k: v for k, v in story.defaults.items() if k not in flags}
     titles, lines = pair_note(story, before, after, a, b, shared)
     end = max(before.end_at, after.end_at)
-    spec = side_by_side_spec(json.loads(pair_chart_json(before, end)), json.loads(pair_chart_json(after, end)),
-                             titles, f"{story.title}: A against B", lines)
+    left, right = (json.loads(pair_chart_json(run, end)) for run in (before, after))
+    spec = side_by_side_spec(left, right, titles, f"{story.title}: A against B", lines)
     (out / "forty_replies_export_side_by_side.png").write_bytes(render(spec, "png"))
     print(f"wrote {out}/forty_replies_export_{{before,after,side_by_side}}.png")
 

@@ -91,7 +91,8 @@ def cmd_figure(args) -> int:
 
 
 def add_figure(sub) -> None:
-    fig = sub.add_parser("figure", help="a story as one standalone interactive HTML page, or its tour as slides")
+    fig = sub.add_parser("figure", help="a story as one standalone interactive HTML page, or its tour as "
+                                        "slides")
     fig.add_argument("story", help="a story: forty_replies, other_stall, ten_oclock_rush, real_traffic")
     fig.add_argument("--out", metavar="FILE.html", help="the page to write (default: STORY.html)")
     fig.add_argument("--slides", metavar="DIR", help="write one 16:9 PNG per tour step into DIR")

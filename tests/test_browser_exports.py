@@ -29,8 +29,8 @@ def test_a_story_chart_exports_as_svg_with_title_and_settings_and_no_cursor(serv
     row = page.locator('[data-testid="stHorizontalBlock"]',
                        has=page.get_by_text("Token streams: who got a token, and when", exact=True)).last
     row.get_by_role("button", name="Export").click()
-    name, data = download(page, lambda: page.get_by_role("dialog", name="Export").get_by_role("button", name="SVG")
-                          .click())
+    dialog = page.get_by_role("dialog", name="Export")
+    name, data = download(page, lambda: dialog.get_by_role("button", name="SVG").click())
     svg = data.decode()
     assert name == "forty_replies-tokens.svg"
     assert "Token streams: who got a token, and when" in svg
@@ -43,7 +43,8 @@ def test_the_standalone_page_button_gives_one_self_contained_file(server, page):
     page.goto(server + "/forty_replies")
     settle(page)
     page.get_by_text("Export this run").click()
-    name, data = download(page, lambda: page.get_by_role("button", name="Export → standalone page (HTML)").click())
+    button = page.get_by_role("button", name="Export → standalone page (HTML)")
+    name, data = download(page, button.click)
     assert name == "forty_replies.html" and len(data) < 3_000_000
     assert data.startswith(b"<?xml") and b"vegaEmbed(" in data and b'"name":"mixed"' in data
 
@@ -51,7 +52,8 @@ def test_the_standalone_page_button_gives_one_self_contained_file(server, page):
 def test_compare_exports_before_and_after_side_by_side(server, page):  # noqa: F811
     page.goto(server + "/compare")
     settle(page, timeout_s=120)
-    name, data = download(page, lambda: page.get_by_role("button", name="Export A | B side by side (PNG)").click())
+    button = page.get_by_role("button", name="Export A | B side by side (PNG)")
+    name, data = download(page, button.click)
     image = Image.open(io.BytesIO(data))
     assert name == "forty_replies-a-vs-b.png" and image.format == "PNG"
     assert image.size[0] > 1.5 * image.size[1]

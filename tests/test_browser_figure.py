@@ -55,4 +55,4 @@ def test_flipping_mixed_chunk_in_the_file_redraws_and_fetches_nothing(page_file,
     pause = texts.index("Longest pause, the 40 streams")
     assert texts[pause:pause + 1] == texts_on[pause:pause + 1]
     assert "11.4 s" in texts and shapes_on != shapes
-    assert texts_on != texts and "1.6 s" in texts_on  # the streams' longest pause with mixed chunk, 8,192 chunks
+    assert texts_on != texts and "1.6 s" in texts_on  # the streams' longest pause, mixed chunk, 8,192 chunks

@@ -34,8 +34,8 @@ def runs():
 
 
 def tokens_spec(run, cursor_at: float | None) -> dict:
-    chart = timelines.token_streams(run.tokens, run.stalls, run.chunks, run.waits, run.request_order, cursor_at,
-                                    run.end_at, run.stall_threshold_s)
+    chart = timelines.token_streams(run.tokens, run.stalls, run.chunks, run.waits, run.request_order,
+                                    cursor_at, run.end_at, run.stall_threshold_s)
     return chart.to_dict(validate=False)
 
 
@@ -48,7 +48,8 @@ def test_the_story_note_names_flags_workload_and_headline_in_words(runs):
     flags, workload, number = story_note(FORTY, {**FORTY.defaults, "mixed": True}, after, before)
     assert flags == ("SGLang flags: Mixed chunk: on · Chunk size: 8,192 (auto, from GPU memory) · "
                      "Decode rounds between prefills: 0")
-    assert workload.startswith("Workload: Streams: 40 · Log length (tokens): 100,000 · Logprobs on 1 stream: off")
+    assert workload.startswith("Workload: Streams: 40 · Log length (tokens): 100,000 · Logprobs on 1 "
+                               "stream: off")
     assert number == "Longest pause, the 40 streams: 1.6 s (SGLang's defaults, same requests: 11.4 s)"
     assert story_note(FORTY, FORTY.defaults, before, before)[2] == (
         "Longest pause, the 40 streams: 11.4 s (SGLang's defaults)")
@@ -87,8 +88,8 @@ def test_compare_exports_one_side_by_side_image_with_both_titles(runs):
     assert side_words(FORTY, a, b) == ("SGLang defaults (mixed chunk off)", "mixed chunk on")
     titles, lines = pair_note(FORTY, before, after, a, b, shared)
     end = max(before.end_at, after.end_at)
-    spec = side_by_side_spec(json.loads(pair_chart_json(before, end)), json.loads(pair_chart_json(after, end)),
-                             titles, "The forty replies: A against B", lines)
+    left, right = (json.loads(pair_chart_json(run, end)) for run in (before, after))
+    spec = side_by_side_spec(left, right, titles, "The forty replies: A against B", lines)
     assert len(spec["hconcat"]) == 2
     svg = svg_text(spec)
     for text in ("A: SGLang defaults (mixed chunk off)", "B: mixed chunk on",

@@ -26,7 +26,8 @@ from engine_model.figure.page import cdata_safe, json_for_script
 from engine_model.figure.rows import pass_rows, stall_threshold, stream_rows
 
 FORTY = STORIES["forty_replies"]
-SCHEMA = Path(jsonschema.__file__).parents[1] / "altair" / "vegalite" / "v6" / "schema" / "vega-lite-schema.json"
+SITE = Path(jsonschema.__file__).parents[1]
+SCHEMA = SITE / "altair" / "vegalite" / "v6" / "schema" / "vega-lite-schema.json"
 MAX_BYTES = 3_000_000
 
 
@@ -63,7 +64,8 @@ def test_pass_rows_merge_only_back_to_back_decode_passes():
     result = simulate(FORTY.scenario(FORTY.defaults))
     rows = pass_rows(result)
     prefills = [it for it in result.iterations if it.kind.value == "prefill"]
-    assert [r for r in rows if r[0] == "prefill chunk"] == [("prefill chunk", it.start_at, it.end_at) for it in prefills]
+    want = [("prefill chunk", it.start_at, it.end_at) for it in prefills]
+    assert [r for r in rows if r[0] == "prefill chunk"] == want
     decode_time = sum(it.duration_s for it in result.iterations if it.kind.value == "decode")
     assert sum(e - b for k, b, e in rows if k == "decode") == pytest.approx(decode_time)
     assert len(rows) < len(result.iterations) / 5
@@ -132,7 +134,8 @@ def test_every_story_has_a_figure_under_the_size_limit(key):
 @pytest.mark.slow
 def test_the_tour_as_slides_is_one_16_9_image_per_step():
     slides = slide_images("forty_replies")
-    assert [name for name, _ in slides] == [f"forty_replies-{i:02d}.png" for i in range(1, len(FORTY.tour) + 1)]
+    names = [f"forty_replies-{i:02d}.png" for i in range(1, len(FORTY.tour) + 1)]
+    assert [name for name, _ in slides] == names
     sizes = set()
     for _, data in slides:
         image = Image.open(io.BytesIO(data))

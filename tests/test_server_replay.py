@@ -25,9 +25,10 @@ from engine_model import build_timeline, diagnose, parse_log, simulate, validate
 
 MAIN = str(Path(__file__).resolve().parents[1] / "app" / "main.py")
 T0 = dt.datetime(2025, 10, 22, 20, 0, 0)
-DECODE = "{} Decode batch. #running-req: {}, #token: 40000, token usage: {:.2f}, gen throughput (token/s): 1900.00, #queue-req: 0, "
-PREFILL = ("{} Prefill batch. #new-seq: {}, #new-token: {}, #cached-token: {}, token usage: {:.2f}, #running-req: {}, "
-           "#queue-req: {}, ")
+DECODE = ("{} Decode batch. #running-req: {}, #token: 40000, token usage: {:.2f}, gen throughput (token/s): "
+          "1900.00, #queue-req: 0, ")
+PREFILL = ("{} Prefill batch. #new-seq: {}, #new-token: {}, #cached-token: {}, token usage: {:.2f}, "
+           "#running-req: {}, #queue-req: {}, ")
 
 
 def stamp(seconds: float) -> str:
@@ -142,17 +143,20 @@ def test_every_chart_of_a_large_log_builds_within_the_row_limit_and_keeps_the_st
     _, _, timeline = large
     _, end = sf.log_span(timeline)
     passes, prefills = sf.log_passes(timeline, False), sf.log_prefills(timeline, False)
-    kv, queue, retractions = sf.log_kv(timeline, 100_000), sf.log_queue(timeline), sf.log_retractions(timeline)
+    kv, queue = sf.log_kv(timeline, 100_000), sf.log_queue(timeline)
+    retractions = sf.log_retractions(timeline)
     assert max(map(len, (passes, prefills, kv, queue))) <= MAX_CHART_ROWS
-    for chart in (timelines.pass_timeline(passes, end_at=end), timelines.kv_occupancy(kv, retractions, end_at=end),
+    for chart in (timelines.pass_timeline(passes, end_at=end),
+                  timelines.kv_occupancy(kv, retractions, end_at=end),
                   timelines.queue_depth(queue, end_at=end),
                   server_charts.prefill_tokens(prefills, retractions, timeline.chunk_size, end),
                   server_charts.token_usage(sf.log_kv(timeline, None), retractions, end)):
         chart.to_dict()  # Altair's 5,000-row check and the schema
     streak = [p for p in timeline.prefills if p.num_new_tokens == 8192]
     bars = passes[(passes["lane"] == sf.PREFILL_LANE) & (passes["num_passes"] > 1)]
-    assert len(bars) == 1 and bars.iloc[0]["start_at"] == streak[0].at and bars.iloc[0]["end_at"] >= streak[-1].at
-    assert (prefills["num_new_tokens"] == 8192).sum() == len(streak)  # every full chunk stands at the chunk size
+    assert len(bars) == 1
+    assert bars.iloc[0]["start_at"] == streak[0].at and bars.iloc[0]["end_at"] >= streak[-1].at
+    assert (prefills["num_new_tokens"] == 8192).sum() == len(streak)  # every full chunk stays
     peak = max(s.token_usage for s in timeline.samples)
     assert kv[kv["series"] == "used"]["slots"].max() == pytest.approx(peak * 100_000)
 
@@ -170,7 +174,8 @@ SERVER_ARGS = "[2025-10-22 20:00:00] server_args=ServerArgs(model_path='qwen/x',
 
 
 @pytest.mark.parametrize(("head", "names"), [
-    (SERVER_ARGS.format("page_size=0"), "`engine.page_size`: Input should be greater than or equal to 1 (got 0)"),
+    (SERVER_ARGS.format("page_size=0"),
+     "`engine.page_size`: Input should be greater than or equal to 1 (got 0)"),
     (SERVER_ARGS.format("chunked_prefill_size='banana'"), "`engine.chunked_prefill_size`: Input should be"),
 ], ids=["page_size=0", "chunk=banana"])
 def test_a_setting_the_model_cannot_run_is_one_line_naming_the_field(head, names):
@@ -190,7 +195,8 @@ def test_a_number_no_real_log_holds_is_one_line_not_a_traceback():
 PATH = re.compile(r"\b(app|docs|tests|engine_model|scenarios)/[\w./-]+|\w+\.(md|py|toml)\b")
 
 
-@pytest.mark.parametrize("params", [{}, {"log": "chunk"}, {"view": "trace"}, {"view": "trace", "trace": "mooncake"}],
+@pytest.mark.parametrize("params", [{}, {"log": "chunk"}, {"view": "trace"},
+                                    {"view": "trace", "trace": "mooncake"}],
                          ids=["retraction", "chunk", "azure", "mooncake"])
 def test_the_page_names_no_internal_file_paths(params):
     at = open_page(**params)

@@ -60,7 +60,8 @@ def pass_timeline(passes: pd.DataFrame, cursor_at: float | None = None, end_at: 
         hit = passes[(passes["first_index"] <= cursor_index) & (passes["last_index"] >= cursor_index)]
         if len(hit):
             layers.append(alt.Chart(hit).mark_bar(fill=None, stroke=CURSOR_COLOUR, strokeWidth=2.5).encode(
-                x="start_at:Q", x2="end_at:Q", y=alt.Y("lane:N", sort=lanes)).properties(name=f"{CURSOR_NAME}_pass"))
+                x="start_at:Q", x2="end_at:Q", y=alt.Y("lane:N", sort=lanes)
+            ).properties(name=f"{CURSOR_NAME}_pass"))
     cursor = cursor_layer(cursor_at)
     if cursor is not None:
         layers.append(cursor)

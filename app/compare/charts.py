@@ -27,7 +27,8 @@ def sweep_lines(sweep: pd.DataFrame, x_title: str, current: float | None = None,
     return alt.layer(*layers).properties(width=WIDTH, height=260)
 
 
-def tradeoff_curve(curve: pd.DataFrame, x_title: str, y_title: str, defaults: pd.DataFrame | None = None) -> alt.Chart:
+def tradeoff_curve(curve: pd.DataFrame, x_title: str, y_title: str,
+                   defaults: pd.DataFrame | None = None) -> alt.Chart:
     """Each setting is a point (x: what the streams feel, y: what the long prompt feels), joined in order.
     `defaults` (x_s, y_s, label): SGLang's defaults on the same requests, drawn apart for contrast."""
     base = alt.Chart(curve).encode(
@@ -47,6 +48,6 @@ def tradeoff_curve(curve: pd.DataFrame, x_title: str, y_title: str, defaults: pd
             alt.Tooltip("label:N", title="setting"), alt.Tooltip("x_s:Q", title=x_title, format=".3f"),
             alt.Tooltip("y_s:Q", title=y_title, format=".3f")])
         layers += [mark.mark_point(shape="diamond", filled=True, size=160, color=PHASE_COLOURS[0]),
-                   mark.mark_text(align="right", dx=-10, dy=-8, fontWeight="bold", color=PHASE_COLOURS[0]).encode(
-                       text="label:N")]
+                   mark.mark_text(align="right", dx=-10, dy=-8, fontWeight="bold",
+                                  color=PHASE_COLOURS[0]).encode(text="label:N")]
     return alt.layer(*layers).properties(width=WIDTH, height=320)

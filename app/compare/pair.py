@@ -149,11 +149,12 @@ def side_by_side_ui(story: Story, ra: RunFrames, rb: RunFrames, a: dict, b: dict
 
 
 def side_words(story: Story, a: dict, b: dict) -> tuple[str, str]:
-    """Each side's server flags in words, naming only those that differ ("mixed chunk off" / "mixed chunk on");
-    a side on every SGLang default says so."""
+    """Each side's server flags in words, naming only those that differ ("mixed chunk off" / "mixed chunk
+    on"); a side on every SGLang default says so."""
     def words(side: dict) -> str:
         differ = [c for c in story.controls if c.is_flag and a[c.key] != b[c.key]]
-        said = ", ".join(f"{c.label.lower()} {shown_value(c, side[c.key])}" for c in differ) or "the same flags"
+        said = ", ".join(f"{c.label.lower()} {shown_value(c, side[c.key])}" for c in differ)
+        said = said or "the same flags"
         is_default = all(side[c.key] == c.default for c in story.controls if c.is_flag)
         return f"SGLang defaults ({said})" if is_default else said
     return words(a), words(b)
@@ -167,7 +168,8 @@ def pair_note(story: Story, ra: RunFrames, rb: RunFrames, a: dict, b: dict,
     head = story.headlines[0]
     fmt = headline_fmt(head)
     workload = " · ".join(f"{c.label}: {shown_value(c, shared[c.key])}" for c in shared_controls(story))
-    lines = (f"{headline_label(head, rb)}: {fmt(headline_value(ra, head))} (A) → {fmt(headline_value(rb, head))} (B)",
+    va, vb = fmt(headline_value(ra, head)), fmt(headline_value(rb, head))
+    lines = (f"{headline_label(head, rb)}: {va} (A) → {vb} (B)",
              f"Same requests and seed on both sides; workload: {workload}")
     return (f"A: {words_a}", f"B: {words_b}"), lines
 
@@ -178,7 +180,8 @@ def pair_export_ui(story: Story, ra: RunFrames, rb: RunFrames, end: float, title
     st.download_button("Export A | B side by side (PNG)", icon=":material/download:", on_click="ignore",
                        data=lambda: pair_image(pair_chart_json(ra, end), pair_chart_json(rb, end), titles,
                                                f"{story.title}: A against B", lines, "png"),
-                       file_name=f"{story.key}-a-vs-b.png", mime="image/png", key=state.keys(PAGE).widget("pair_png"),
+                       file_name=f"{story.key}-a-vs-b.png", mime="image/png",
+                       key=state.keys(PAGE).widget("pair_png"),
                        help="One image for an email or a slide: both pass timelines and token streams, the "
                             "headline number A → B, and what differs between A and B.")
 

@@ -91,8 +91,9 @@ def sweep_ui(story: Story, b: dict, shared: dict, rb: RunFrames) -> None:
     with right:
         chart_ui(PAGE, "tradeoff", "The trade-off curve",
                  f"Left is better for the {stream} (shorter longest pause); down is better for the {long} (earlier first "
-                 "token). No point is best at both: anyone who quotes you a universal chunk size is guessing. The "
-                 "diamond is SGLang's defaults (mixed chunk off) on the same requests, for contrast.",
+                 "token). No point is best at both: anyone who quotes you a universal chunk size is "
+                 "guessing. The diamond is SGLang's defaults (mixed chunk off) on the same requests, for "
+                 "contrast.",
                  charts.tradeoff_curve(curve, f"{possessive(stream)} longest pause (s)",
                                        f"{possessive(long)} p95 first token (s)", defaults))
     st.dataframe(frame.rename(columns={"label": what}).drop(columns=["setting"]), hide_index=True)
@@ -123,5 +124,6 @@ def _long_form(story: Story, frame: pd.DataFrame) -> pd.DataFrame:
                      var_name="metric", value_name="seconds").dropna()
     out["metric"] = out["metric"].map({
         "streams_p99_itl_s": f"{possessive(stream)} p99 gap between tokens",
-        "streams_max_gap_s": f"{possessive(stream)} longest pause", "long_ttft_s": f"{possessive(long)} p95 first token"})
+        "streams_max_gap_s": f"{possessive(stream)} longest pause",
+        "long_ttft_s": f"{possessive(long)} p95 first token"})
     return out

@@ -54,9 +54,11 @@ def _as_logged(fmt=str):
 
 
 REPLAY_MIXED = Control("rmixed", "Mixed chunk", "select", AS_LOGGED, _keeps, (AS_LOGGED, "on", "off"),
-                       fmt=_as_logged(), help="--enable-mixed-chunk for the replay; 'as in the log' keeps the log's.")
+                       fmt=_as_logged(),
+                       help="--enable-mixed-chunk for the replay; 'as in the log' keeps the log's.")
 REPLAY_CHUNK = Control("rchunk", "Chunk size", "select", AS_LOGGED, _keeps,
-                       (AS_LOGGED, 512, 1024, 2048, 4096, 8192, 16384, "off"), fmt=_as_logged(chunk_control().fmt),
+                       (AS_LOGGED, 512, 1024, 2048, 4096, 8192, 16384, "off"),
+                       fmt=_as_logged(chunk_control().fmt),
                        help="--chunked-prefill-size for the replay; 'as in the log' keeps the log's.")
 REPLAY_INTERVAL = Control("rinterval", "Decode rounds between prefills", "select", AS_LOGGED, _keeps,
                           (AS_LOGGED, 0, 1, 2, 4, 8, 16), fmt=_as_logged(),
@@ -65,8 +67,8 @@ REPLAY_SWITCHES = {"mixed": REPLAY_MIXED, "chunk": REPLAY_CHUNK, "interval": REP
 RUN_CONTROLS = (mixed_control(), chunk_control(), interval_control(), *common_controls())
 GPU, MODEL, SEED = RUN_CONTROLS[3:]
 TRACE_OPTIONS = (WINDOW_START, WINDOW_LEN, SPEEDUP, SAMPLE, MAX_REQUESTS, LONG)
-CONTROLS = (VIEW, LOG, OUTPUT, TRACE, WINDOW_START, WINDOW_LEN, SPEEDUP, SAMPLE, MAX_REQUESTS, LONG, *RUN_CONTROLS,
-            *REPLAY_SWITCHES.values())
+CONTROLS = (VIEW, LOG, OUTPUT, TRACE, WINDOW_START, WINDOW_LEN, SPEEDUP, SAMPLE, MAX_REQUESTS, LONG,
+            *RUN_CONTROLS, *REPLAY_SWITCHES.values())
 
 
 def base_data(values: dict) -> dict:

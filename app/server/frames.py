@@ -111,8 +111,9 @@ def log_prefills(timeline: Timeline, is_mixed: bool) -> pd.DataFrame:
              "num_running_reqs": p.num_running_reqs, "num_queue_reqs": p.num_queue_reqs,
              "is_full_chunk": p.is_full_chunk, "kind": prefill_kind(p.num_running_reqs, is_mixed)}
             for p in timeline.prefills]
-    frame = pd.DataFrame(rows, columns=["at", "line_no", "num_new_tokens", "num_cached_tokens", "num_new_reqs",
-                                        "num_running_reqs", "num_queue_reqs", "is_full_chunk", "kind"])
+    frame = pd.DataFrame(rows, columns=["at", "line_no", "num_new_tokens", "num_cached_tokens",
+                                        "num_new_reqs", "num_running_reqs", "num_queue_reqs", "is_full_chunk",
+                                        "kind"])
     return peak_per_bin(frame, "num_new_tokens", ("kind",), keep=frame["is_full_chunk"].astype(bool))
 
 
@@ -170,7 +171,8 @@ def log_queue(timeline: Timeline) -> pd.DataFrame:
             rows.append({"at": s.at, "lane": LOG_LANE, "series": "waiting", "requests": s.num_queue_reqs})
         if s.num_running_reqs is not None:
             rows.append({"at": s.at, "lane": LOG_LANE, "series": "running", "requests": s.num_running_reqs})
-    return peak_per_bin(pd.DataFrame(rows, columns=["at", "lane", "series", "requests"]), "requests", ("series",))
+    frame = pd.DataFrame(rows, columns=["at", "lane", "series", "requests"])
+    return peak_per_bin(frame, "requests", ("series",))
 
 
 def log_kv(timeline: Timeline, pool: int | None) -> pd.DataFrame:
@@ -195,7 +197,8 @@ def log_retractions(timeline: Timeline) -> pd.DataFrame:
         "kv_free_before": None, "kv_free_after": None, "line_no": r.line_no,
         "ratio": f"{r.new_token_ratio_before:.2f} -> {r.new_token_ratio_after:.2f}",
     } for r in timeline.retractions], columns=["at", "rids", "num_retracted", "kv_free_before", "kv_free_after",
-                                               "line_no", "ratio"]), "num_retracted", budget=MAX_CHART_ROWS // 4)
+                                               "line_no", "ratio"]),
+                        "num_retracted", budget=MAX_CHART_ROWS // 4)
 
 
 # -- a trace's request mix ---------------------------------------------------------------------------

@@ -72,8 +72,8 @@ def read_log_or_stop(name: str, text: str) -> compute.ReadLog:
         error_ui(named(err), "log")
         st.stop()
     except (OverflowError, ValueError) as err:  # a number no real log holds: one line, never a traceback
-        error_ui(InputError(name, f"a value in it cannot be read ({err}); numbers must fit what a real log holds"),
-                 "log")
+        error_ui(InputError(name, f"a value in it cannot be read ({err}); numbers must fit what a real "
+                                  "log holds"), "log")
         st.stop()
     ranks = sorted(read.parsed.ranks)
     if len(ranks) > 1:

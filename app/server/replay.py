@@ -30,8 +30,9 @@ from engine_model import log_settings as settings
 
 MAX_REQUESTS = 2000  # requests a replay reads from the Prefill lines (the first ones)
 MID_REPLY_PROMPT = 2000  # prompt of a request already streaming, when the KV pool is unknown (assumption)
-TYPE_TAG = re.compile(r"^(int|float|str|bool|none|literal\[.*\]|function-.*|constrained-.*)$")  # pydantic union arms
-SWITCHES = {"mixed": "enable_mixed_chunk", "chunk": "chunked_prefill_size", "interval": "prefill_decode_interval"}
+TYPE_TAG = re.compile(r"^(int|float|str|bool|none|literal\[.*\]|function-.*|constrained-.*)$")  # union arms
+SWITCHES = {"mixed": "enable_mixed_chunk", "chunk": "chunked_prefill_size",
+            "interval": "prefill_decode_interval"}
 
 
 def running_at_start(timeline: Timeline) -> int:
@@ -57,7 +58,8 @@ def finish_steps(timeline: Timeline, arrivals: list[float], num: int) -> list[in
         ends += [sample.at] * max(0, min(gone, num) - len(ends))
     total = sum(steps for _, steps in decodes)
     ends += [math.inf] * (num - len(ends))
-    return [max(1, total if t == math.inf else sum(steps for end, steps in decodes if end <= t)) for t in ends]
+    return [max(1, total if t == math.inf else sum(steps for end, steps in decodes if end <= t))
+            for t in ends]
 
 
 def streaming_requests(parsed: ParsedLog, timeline: Timeline,
@@ -77,8 +79,8 @@ def streaming_requests(parsed: ParsedLog, timeline: Timeline,
     span = f"{min(steps):,}" if min(steps) == max(steps) else f"{min(steps):,} to {max(steps):,}"
     how = ("the first line's token usage × the KV pool, shared among them" if prompt != MID_REPLY_PROMPT
            else "an assumption: the log does not say the KV pool's size")
-    note = (f"{num} requests already streaming when the log begins (its first line reports them running): prompt "
-            f"{prompt:,} tokens each ({how}); they stream {span} more tokens, one per "
+    note = (f"{num} requests already streaming when the log begins (its first line reports them running): "
+            f"prompt {prompt:,} tokens each ({how}); they stream {span} more tokens, one per "
             "decode step the Decode lines stand for, each until the batch's counts say it left")
     return requests, sum(steps), note
 
@@ -88,7 +90,8 @@ def reply_length(timeline: Timeline, arrivals: list[float], accounted: int) -> i
     less those the already-streaming requests account for, over the requests seen. When the replay keeps
     only the first MAX_REQUESTS, only the Decode lines up to the last of them count."""
     until = max(arrivals) if len(arrivals) >= MAX_REQUESTS else math.inf
-    generated = sum(d.num_steps * d.num_running_reqs for d in timeline.decodes if d.end_at <= until) - accounted
+    generated = sum(d.num_steps * d.num_running_reqs for d in timeline.decodes if d.end_at <= until)
+    generated -= accounted
     return max(1, round(generated / len(arrivals))) if generated > 0 and arrivals else None
 
 
@@ -97,13 +100,15 @@ def replay_scenario(parsed: ParsedLog, timeline: Timeline, base: Scenario, outpu
     """The log as a scenario, with the requests already streaming and any switch not left AS_LOGGED.
     Raises InputError naming the field for anything the model cannot run."""
     try:
-        scenario, notes = scenario_from_log(parsed, base, output_len=1, max_requests=MAX_REQUESTS)  # replies: below
+        # reply lengths are set below, once the requests already streaming are known
+        scenario, notes = scenario_from_log(parsed, base, output_len=1, max_requests=MAX_REQUESTS)
     except ValidationError as err:
         raise named(err) from None
     data = scenario.model_dump(mode="json", exclude_none=True)
     seen = data["workload"]["requests"]
     streaming, accounted, note = streaming_requests(parsed, timeline, [r["arrival_at"] for r in seen])
-    estimated = reply_length(timeline, [r["arrival_at"] for r in seen], accounted) if output_len is None else None
+    arrivals = [r["arrival_at"] for r in seen]
+    estimated = reply_length(timeline, arrivals, accounted) if output_len is None else None
     reply = output_len or estimated or ASSUMED_OUTPUT_LEN
     for request in seen:
         request["output_len"] = reply

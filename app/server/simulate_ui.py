@@ -1,6 +1,7 @@
 """Simulate this server: the log's settings and requests (those its Prefill lines imply and those already
 streaming when it begins) run through the model on a GPU and model the person picks, the log beside the
-model, and the same log replayed under the story switches (mixed chunk, chunk size, prefill-decode interval)."""
+model, and the same log replayed under the story switches (mixed chunk, chunk size, prefill-decode
+interval)."""
 
 from __future__ import annotations
 
@@ -28,8 +29,8 @@ def simulate_log_ui(read: ReadLog, values: dict) -> None:
     st.divider()
     st.markdown("### Simulate this server")
     st.markdown("The model runs the log's settings on a GPU and model you pick, with the requests the Prefill lines "
-                "imply (arrival = the line's time) and those already streaming when the log begins (the log does "
-                "not say how long replies were).")
+                "imply (arrival = the line's time) and those already streaming when the log begins (the log "
+                "does not say how long replies were).")
     model_path = settings(read.parsed).get("model_path")
     for col, control in zip(st.columns(3), (GPU, MODEL, OUTPUT), strict=True):
         with col:
@@ -78,12 +79,15 @@ def replay_or_stop(read: ReadLog, values: dict, switches: dict):
         base = validate(base_data(values))
         logged = replay_scenario(read.parsed, read.timeline, base, output_len)
         if not logged[0].workload.requests:
-            st.info("Nothing to simulate: the log has no Prefill line with new requests and no request running.")
+            st.info("Nothing to simulate: the log has no Prefill line with new requests and no request "
+                    "running.")
             return None
         moved = any(v != AS_LOGGED for v in switches.values())
-        switched = replay_scenario(read.parsed, read.timeline, base, output_len, switches)[0] if moved else None
+        switched = (replay_scenario(read.parsed, read.timeline, base, output_len, switches)[0] if moved
+                    else None)
     except InputError as err:
-        st.error(f"**This server cannot be simulated.** `{err.where}`: {err.problem}", icon=":material/block:")
+        st.error(f"**This server cannot be simulated.** `{err.where}`: {err.problem}",
+                 icon=":material/block:")
         return None
     return logged, switched
 
@@ -120,6 +124,7 @@ def _switched_ui(logged: RunFrames, switched: RunFrames, switches: dict) -> None
                      for k, v in switches.items() if v != AS_LOGGED)
     model = diagnosis.diagnose(switched)
     st.markdown(f"#### Your traffic with {said}")
-    st.markdown(f"Same requests, same GPU and model. **{diagnosis.verdict(model, switched.stall_threshold_s)}** "
+    verdict = diagnosis.verdict(model, switched.stall_threshold_s)
+    st.markdown(f"Same requests, same GPU and model. **{verdict}** "
                 "Each card: as the log ran → under your switches.")
     headline_ui(logged, switched)

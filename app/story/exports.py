@@ -35,14 +35,17 @@ def outside_ui(story: Story) -> None:
     cols[0].download_button(
         "Export → standalone page (HTML)", lambda: standalone_page(story.key), file_name=f"{story.key}.html",
         mime="text/html", on_click="ignore", icon=":material/public:", width="stretch",
-        help="One self-contained file, no server or network: the key charts for a set of precomputed settings, "
-             "switched by buttons in the page, headline numbers beside them. Embed it with an <iframe> or put it "
-             "in an EPUB 3 book. The same as `python -m engine_model figure " + story.key + "`.")
+        help="One self-contained file, no server or network: the key charts for a set of precomputed "
+             "settings, switched by buttons in the page, headline numbers beside them. Embed it with an "
+             "<iframe> or put it in an EPUB 3 book. The same as `python -m engine_model figure "
+             + story.key + "`.")
     cols[1].download_button(
-        "Export → tour as slides (ZIP of PNG)", lambda: tour_slides(story.key), file_name=f"{story.key}-tour.zip",
+        "Export → tour as slides (ZIP of PNG)", lambda: tour_slides(story.key),
+        file_name=f"{story.key}-tour.zip",
         mime="application/zip", on_click="ignore", icon=":material/slideshow:", width="stretch",
-        help="One 1920×1080 image per tour step: the step's chart, its narration as a caption and the settings "
-             "in small type. The same as `python -m engine_model figure " + story.key + " --slides DIR`.")
+        help="One 1920×1080 image per tour step: the step's chart, its narration as a caption and the "
+             "settings in small type. The same as `python -m engine_model figure " + story.key
+             + " --slides DIR`.")
 
 
 def remember_note(story: Story, values: dict, current: RunFrames, base: RunFrames) -> None:
@@ -61,7 +64,8 @@ def story_note(story: Story, values: dict, current: RunFrames, base: RunFrames) 
     fmt = headline_fmt(head)
     now, before = headline_value(current, head), headline_value(base, head)
     number = f"{headline_label(head, current)}: {fmt(now)}" + (
-        " (SGLang's defaults)" if fmt(now) == fmt(before) else f" (SGLang's defaults, same requests: {fmt(before)})")
+        " (SGLang's defaults)" if fmt(now) == fmt(before)
+        else f" (SGLang's defaults, same requests: {fmt(before)})")
     return f"SGLang flags: {flags}", f"Workload: {rest}", number
 
 

@@ -49,7 +49,8 @@ def csv_bytes(frame: pd.DataFrame) -> bytes:
 def _fixed_width(spec, width: int = EXPORT_WIDTH):
     """vl-convert has no container: give every 'container' width a fixed size."""
     if isinstance(spec, dict):
-        return {k: (width if k == "width" and v == "container" else _fixed_width(v, width)) for k, v in spec.items()}
+        return {k: (width if k == "width" and v == "container" else _fixed_width(v, width))
+                for k, v in spec.items()}
     if isinstance(spec, list):
         return [_fixed_width(v, width) for v in spec]
     return spec

@@ -36,14 +36,16 @@ REPO_FILE = re.compile(r"`?\b(docs|engine_model|app|tests)/(?:[\w-]+/)*([\w-]+)\
 def for_readers(text: str) -> str:
     """The design document's file references in words ("docs/pd.md" -> "the project's pd notes"): a page
     shows no repository paths."""
-    return REPO_FILE.sub(lambda m: f"the project's {m.group(2)} {'notes' if m.group(3) == 'md' else 'code'}", text)
+    return REPO_FILE.sub(lambda m: f"the project's {m.group(2)} {'notes' if m.group(3) == 'md' else 'code'}",
+                         text)
 
 
 def simplifications_ui() -> None:
     with st.expander("What the model simplifies"):
         text = simplifications_text()
         if text is None:
-            st.caption("The list of simplifications (the design notes' section “Simplifications”) is not available "
-                       "in this build. The model follows SGLang's scheduler as the project's notes describe it.")
+            st.caption("The list of simplifications (the design notes' section “Simplifications”) is not "
+                       "available in this build. The model follows SGLang's scheduler as the project's notes "
+                       "describe it.")
         else:
             st.markdown(for_readers(text))

@@ -39,9 +39,10 @@ def figure_html(key: str, bundle: str | None = None) -> str:
     """One self-contained HTML page (no server, no network) holding the story's figure."""
     story = story_of(key)
     scenario = story.scenario(story.defaults)
-    setup = (f"{MODELS[scenario.model.name].name} on one {GPUS[scenario.hardware.gpu].name}, seed {scenario.seed}; "
+    gpu, model = GPUS[scenario.hardware.gpu].name, MODELS[scenario.model.name].name
+    setup = (f"{model} on one {gpu}, seed {scenario.seed}; "
              f"SGLang {scenario.engine.version} as modelled by Who Waits")
     note = (f"Every setting above was simulated in advance ({setup}); the buttons switch between the runs. "
-            "Purple: a reply got no token for a quarter second or more. Numbers beside SGLang's defaults use the "
-            "same requests and seed.")
+            "Purple: a reply got no token for a quarter second or more. Numbers beside SGLang's defaults use "
+            "the same requests and seed.")
     return standalone_html(figure_spec_of(story), story.title, story.teaser, note, bundle)

@@ -1,4 +1,4 @@
-"""One self-contained HTML file: a figure's spec, the Vega / Vega-Lite / vega-embed scripts inlined, no network.
+"""One self-contained HTML file: a figure's spec and the Vega / Vega-Lite / vega-embed scripts, no network.
 
 The file is polyglot: well-formed XHTML (so an EPUB 3 book can carry it as a content document) that a
 browser also reads as HTML (so a blog can link it or embed it in an <iframe>). Scripts sit in CDATA
@@ -64,15 +64,16 @@ def vega_bundle() -> str:
 
 
 def cdata_safe(script: str) -> str:
-    """A script that may sit in a CDATA section: "]]>" only ever as code (`x[y[z]]>w`), where a space is free."""
+    """A script that may sit in a CDATA section: "]]>" only as code (`x[y[z]]>w`), where a space is free."""
     safe = re.sub(r"\]\]>(?=[\w$(])", "]] >", script)
     if "]]>" in safe or "</script" in safe.lower():
-        raise ValueError("the Vega bundle has ']]>' or '</script' where a space cannot go; update page.cdata_safe")
+        raise ValueError("the Vega bundle has ']]>' or '</script' where a space cannot go; "
+                         "update page.cdata_safe")
     return safe
 
 
 def json_for_script(value) -> str:
-    """JSON that cannot close a script or a CDATA section: <, > and & only occur in strings, as \\u escapes."""
+    """JSON that cannot close a script or a CDATA section: <, > and & (only in strings) as \\u escapes."""
     text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 

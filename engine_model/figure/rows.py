@@ -55,8 +55,9 @@ def stream_rows(result: Result, threshold: float) -> list[tuple[int, str, float,
 
 def _request_parts(req: Request, threshold: float, min_width: float) -> list[tuple[str, float, float]]:
     parts = []
-    if req.first_scheduled_at is not None and req.first_scheduled_at > req.arrival_at and not req.is_mid_reply:
-        parts.append(("q", req.arrival_at, req.first_scheduled_at))
+    scheduled = req.first_scheduled_at
+    if scheduled is not None and scheduled > req.arrival_at and not req.is_mid_reply:
+        parts.append(("q", req.arrival_at, scheduled))
     times = ([req.arrival_at] if req.is_mid_reply else []) + list(req.token_times)
     if not times:
         return parts

@@ -41,7 +41,8 @@ from engine_model.stories import STORIES, Story, TourStep
 SIZE = (1920, 1080)
 CHART_BOX = (40, 175, 1840, 680)  # x, y, width, height of the chart on the slide
 PD_SCENARIO = "ten_oclock_rush_pd"  # a "pd" step shows the same workload split into prefill and decode
-LARGE = {"axis": {"labelFontSize": 15, "titleFontSize": 16}, "legend": {"labelFontSize": 15, "titleFontSize": 15},
+LARGE = {"axis": {"labelFontSize": 15, "titleFontSize": 16},
+         "legend": {"labelFontSize": 15, "titleFontSize": 15},
          "title": {"fontSize": 20}, "view": {"stroke": None}}
 
 
@@ -60,13 +61,15 @@ def chart_of(step: TourStep, result: Result) -> dict:
     """The chart the step points at: the pass timeline, KV slots, queue depth, else the token streams."""
     if step.focus == "passes":
         rows = [(KIND_CODES[k], t(b), t(e)) for k, b, e in pass_rows(result)]
-        spec = passes_view(inline(["k", "b", "e"], rows, b="number", e="number"), "Pass timeline: what the GPU ran")
+        data = inline(["k", "b", "e"], rows, b="number", e="number")
+        spec = passes_view(data, "Pass timeline: what the GPU ran")
         spec["height"] = 90
     elif step.focus in ("kv", "queue"):
         is_kv = step.focus == "kv"
         rows = [(s, t(at), v) for s, at, v in (kv_rows(result) if is_kv else queue_rows(result))]
         spec = series_view(inline(["series", "at", "v"], rows, at="number", v="number"),
-                           "KV cache slots" if is_kv else "Queue depth", "KV slots (tokens)" if is_kv else "requests",
+                           "KV cache slots" if is_kv else "Queue depth",
+                           "KV slots (tokens)" if is_kv else "requests",
                            {"used": "#0072B2", "pool": "#555555"} if is_kv else
                            {"waiting": PART_COLOURS[2], "running": "#0072B2"},
                            [r.at for r in result.retractions] if is_kv else [])
@@ -83,7 +86,8 @@ def headline_text(story: Story, step: TourStep, result: Result) -> str:
     before = summary(simulate(story.scenario(story.baseline_values(step_values(story, step))))).metrics
     parts = []
     for h in story.headlines[:2]:
-        was, now_text = fmt_value(headline_value(before, h), h.unit), fmt_value(headline_value(now, h), h.unit)
+        was = fmt_value(headline_value(before, h), h.unit)
+        now_text = fmt_value(headline_value(now, h), h.unit)
         parts.append(f"{headline_label(now, h)}: " + (f"{now_text} (SGLang defaults)" if was == now_text
                                                       else f"{was} → {now_text}"))
     return "   ·   ".join(parts)
@@ -92,11 +96,12 @@ def headline_text(story: Story, step: TourStep, result: Result) -> str:
 def settings_text(story: Story, step: TourStep) -> str:
     if step.focus == "pd":
         title = read_toml(PD_SCENARIO).get("title", PD_SCENARIO)
-        return (f"Settings: “{title}”: the same requests and seed on one prefill and one decode worker, SGLang "
-                "defaults otherwise. Numbers: one engine on SGLang's defaults → split.")
+        return (f"Settings: “{title}”: the same requests and seed on one prefill and one decode worker, "
+                "SGLang defaults otherwise. Numbers: one engine on SGLang's defaults → split.")
     values = step_values(story, step)
     shown = [f"{c.label}: {_shown(c, values[c.key])}" for c in story.controls]
-    return "Settings: " + " · ".join(shown) + ". Numbers: SGLang's defaults → this step, same requests and seed."
+    return ("Settings: " + " · ".join(shown)
+            + ". Numbers: SGLang's defaults → this step, same requests and seed.")
 
 
 def _shown(control, value) -> str:
@@ -106,10 +111,11 @@ def _shown(control, value) -> str:
 def slide_svg(title: str, headline: str, chart_svg: str, caption: str, settings: str) -> str:
     """A 1920x1080 page: title, headline numbers, the chart scaled into its box, caption, settings."""
     x, y, w, h = CHART_BOX
-    chart = re.sub(r'\swidth="[\d.]+" height="[\d.]+"', f' x="{x}" y="{y}" width="{w}" height="{h}"', chart_svg,
-                   count=1)
+    box = f' x="{x}" y="{y}" width="{w}" height="{h}"'
+    chart = re.sub(r'\swidth="[\d.]+" height="[\d.]+"', box, chart_svg, count=1)
     lines = textwrap.wrap(caption, 100)[:4]
-    text = [f'<text x="60" y="{905 + 40 * i}" font-size="30">{escape(line)}</text>' for i, line in enumerate(lines)]
+    text = [f'<text x="60" y="{905 + 40 * i}" font-size="30">{escape(line)}</text>'
+            for i, line in enumerate(lines)]
     small = "".join(f'<text x="60" y="{1038 + 24 * i}" font-size="18" fill="#666666">{escape(line)}</text>'
                     for i, line in enumerate(textwrap.wrap(settings, 175)[:2]))
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{SIZE[0]}" height="{SIZE[1]}" '

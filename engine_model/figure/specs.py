@@ -66,15 +66,18 @@ def streams_view(data: dict, lanes: list[str], title: str, transform: list | Non
         "transform": [*(transform or []), {"calculate": lookup(PARTS, "p"), "as": "state"},
                       {"calculate": "datum.e - datum.b", "as": "seconds"}],
         "layer": [{"transform": [{"filter": "datum.p != 't'"}], "mark": {"type": "bar"}},
-                  {"transform": [{"filter": "datum.p == 't'"}], "mark": {"type": "bar", "height": {"band": 0.4}}}],
+                  {"transform": [{"filter": "datum.p == 't'"}],  # tokens arriving: a thinner bar
+                   "mark": {"type": "bar", "height": {"band": 0.4}}}],
         "encoding": {
             "x": {"field": "b", "type": "quantitative", "axis": TIME_AXIS, "scale": {"nice": False}},
             "x2": {"field": "e"},
-            "y": {"field": "o", "type": "ordinal", "axis": y_axis, "scale": {"domain": list(range(len(lanes)))}},
+            "y": {"field": "o", "type": "ordinal", "axis": y_axis,
+                  "scale": {"domain": list(range(len(lanes)))}},
             "color": {"field": "state", "type": "nominal", "title": None,
                       "scale": {"domain": list(PARTS.values()), "range": list(PART_COLOURS)},
                       "legend": {"orient": "top"}},
-            "tooltip": [{"field": "state", "title": "what"}, {"field": "b", "title": "from (s)", "format": ".3f"},
+            "tooltip": [{"field": "state", "title": "what"},
+                        {"field": "b", "title": "from (s)", "format": ".3f"},
                         {"field": "seconds", "title": "for (s)", "format": ".3f"}],
         },
         "width": WIDTH, "height": {"step": step},
@@ -141,8 +144,8 @@ def figure_spec(story: Story, axes: tuple[Axis, ...], cells: list[Cell], initial
         "$schema": SCHEMA,
         "params": [_param(axis, initial[i]) for i, axis in enumerate(axes)],
         "vconcat": [
-            headline_view(inline(["s", "i", "label", "before", "now"], heads, s="string", i="number"), [chosen],
-                          len(story.headlines)),
+            headline_view(inline(["s", "i", "label", "before", "now"], heads, s="string", i="number"),
+                          [chosen], len(story.headlines)),
             {"vconcat": [
                 streams_view(inline(["s", "o", "p", "b", "e"], streams, s="string", o="number", b="number",
                                     e="number"), lanes, "Token streams: who got a token, and when", [chosen]),
