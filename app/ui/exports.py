@@ -17,6 +17,7 @@ import pandas as pd
 import streamlit as st
 import tomli_w
 import vl_convert as vlc
+from PIL import Image
 
 from app import state
 from app.charts.scales import CURSOR_NAME
@@ -102,8 +103,17 @@ def side_by_side_spec(left: dict, right: dict, titles: tuple[str, str], title: s
 
 def render(spec: dict, fmt: str) -> bytes:
     if fmt == "png":
-        return vlc.vegalite_to_png(spec, scale=2)
+        return small_png(vlc.vegalite_to_png(spec, scale=2))
     return vlc.vegalite_to_svg(spec).encode()
+
+
+def small_png(data: bytes) -> bytes:
+    """A chart's PNG in 256 colours (no dithering): it looks the same and is ~15x smaller to attach."""
+    image = Image.open(io.BytesIO(data)).convert("RGB")
+    out = io.BytesIO()
+    image.quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(
+        out, "PNG", optimize=True)
+    return out.getvalue()
 
 
 @st.cache_data(max_entries=64, show_spinner="Rendering the image…")
