@@ -80,6 +80,10 @@ class Keys:
         return self.widget("scenario")
 
     @property
+    def export_note(self) -> str:  # the settings and headline an exported chart carries under its title
+        return self.widget("export_note")
+
+    @property
     def tour_step(self) -> str:  # the active tour step (0-based)
         return self.widget("tour_step")
 

@@ -10,6 +10,7 @@ This file is the public face: the app, notebooks and users import from here and 
 from engine_model.config import Scenario
 from engine_model.core import Iteration, PassKind, Request, RequestState, Retraction, Row
 from engine_model.errors import InputError
+from engine_model.figure import figure_html, slides_zip
 from engine_model.hardware import GPUS, LINKS, MODELS
 from engine_model.logs import Diagnosis, ParsedLog, Timeline, build_timeline, diagnose, parse_log
 from engine_model.logs import settings as log_settings
@@ -55,4 +56,6 @@ __all__ = [
     "longest_chunk_run", "parse_log", "scenario_from_log",
     # request traces
     "Trace", "load_trace", "request_mix",
+    # a story outside the app: one standalone HTML page, the tour as slides (engine_model/figure)
+    "figure_html", "slides_zip",
 ]

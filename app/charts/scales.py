@@ -24,6 +24,7 @@ QUEUE_SERIES = ("waiting", "running")
 QUEUE_COLOURS = ("#CC79A7", "#0072B2")
 GROUP_COLOURS = ("#56B4E9", "#E69F00", "#CC79A7", "#009E73", "#F0E442", "#000000", "#D55E00", "#0072B2")
 CURSOR_COLOUR = "#000000"
+CURSOR_NAME = "cursor"  # the cursor's layers are named, so an exported image can leave them out
 WIDTH = "container"
 
 
@@ -56,10 +57,10 @@ def cursor_layer(cursor_at: float | None, label: bool = True) -> alt.Chart | Non
     rule = alt.Chart(frame).mark_rule(color=CURSOR_COLOUR, strokeDash=[6, 3], strokeWidth=2).encode(
         x="at:Q", tooltip=[alt.Tooltip("at:Q", title="cursor (s)", format=".3f")])
     if not label:
-        return rule
+        return rule.properties(name=CURSOR_NAME)
     text = alt.Chart(frame).mark_text(align="left", dx=4, dy=-4, baseline="bottom", fontWeight="bold").encode(
         x="at:Q", y=alt.value(0), text="label:N")
-    return rule + text
+    return (rule + text).properties(name=CURSOR_NAME)
 
 
 def with_cursor(chart: alt.Chart, cursor_at: float | None) -> alt.Chart:

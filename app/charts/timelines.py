@@ -13,6 +13,7 @@ from app.charts.request_frames import gap_bands
 from app.charts.scales import (
     COUNT_LABEL,
     CURSOR_COLOUR,
+    CURSOR_NAME,
     GAP_SHADES,
     KV_COLOURS,
     KV_SERIES,
@@ -62,7 +63,8 @@ def pass_timeline(passes: pd.DataFrame, cursor_at: float | None = None, end_at: 
         hit = passes[(passes["first_index"] <= cursor_index) & (passes["last_index"] >= cursor_index)]
         if len(hit):
             layers.append(alt.Chart(hit).mark_bar(fill=None, stroke=CURSOR_COLOUR, strokeWidth=2.5).encode(
-                x="start_at:Q", x2="end_at:Q", y=alt.Y("lane:N", sort=lanes)))
+                x="start_at:Q", x2="end_at:Q", y=alt.Y("lane:N", sort=lanes)
+            ).properties(name=f"{CURSOR_NAME}_pass"))
     cursor = cursor_layer(cursor_at)
     if cursor is not None:
         layers.append(cursor)
@@ -101,7 +103,7 @@ def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFra
     x = alt.X("start_at:Q", title="time (s)", scale=x_domain(end_at))
     wait_state = waits["why"].map(lambda why: RETRACTED[0] if why.startswith("retracted") else QUEUED[0])
     present = set(chunks["kind"]) | set(wait_state)
-    colour = alt.Color("state:N", title="on the lane", scale=timeline_scale(present),
+    colour = alt.Color("state:N", title=None, scale=timeline_scale(present),
                        legend=alt.Legend(orient="top", labelLimit=260, columns=1))
     lane_layers = []
     if len(waits):

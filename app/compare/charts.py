@@ -11,9 +11,10 @@ from app.charts.scales import CURSOR_COLOUR, GROUP_COLOURS, PHASE_COLOURS, WIDTH
 def sweep_lines(sweep: pd.DataFrame, x_title: str, current: float | None = None, log_x: bool = True) -> alt.Chart:
     """A metric per setting (long form: setting, metric, seconds); the current setting as a rule."""
     x = alt.X("setting:Q", title=x_title, scale=alt.Scale(type="log", base=2) if log_x else alt.Scale(zero=False),
-              axis=alt.Axis(values=sorted(sweep["setting"].unique().tolist()) if len(sweep) else None, format=","))
+              axis=alt.Axis(values=sorted(sweep["setting"].unique().tolist()) if len(sweep) else None,
+                            labelExpr="format(datum.value, ',')"))
     base = alt.Chart(sweep).encode(
-        x=x, y=alt.Y("seconds:Q", title="seconds", scale=alt.Scale(type="symlog")),
+        x=x, y=alt.Y("seconds:Q", title="seconds (log scale)", scale=alt.Scale(type="symlog")),
         color=alt.Color("metric:N", title="", scale=alt.Scale(range=list(GROUP_COLOURS)),
                         legend=alt.Legend(orient="top", columns=2, labelLimit=260)),
         tooltip=[alt.Tooltip("setting:Q", title=x_title, format=","), alt.Tooltip("metric:N"),
@@ -27,8 +28,10 @@ def sweep_lines(sweep: pd.DataFrame, x_title: str, current: float | None = None,
     return alt.layer(*layers).properties(width=WIDTH, height=260)
 
 
-def tradeoff_curve(curve: pd.DataFrame, x_title: str, y_title: str) -> alt.Chart:
-    """Each setting is a point (x: what the streams feel, y: what the long prompt feels), joined in order."""
+def tradeoff_curve(curve: pd.DataFrame, x_title: str, y_title: str,
+                   defaults: pd.DataFrame | None = None) -> alt.Chart:
+    """Each setting is a point (x: what the streams feel, y: what the long prompt feels), joined in order.
+    `defaults` (x_s, y_s, label): SGLang's defaults on the same requests, drawn apart for contrast."""
     base = alt.Chart(curve).encode(
         x=alt.X("x_s:Q", title=x_title, scale=alt.Scale(zero=False)),
         y=alt.Y("y_s:Q", title=y_title, scale=alt.Scale(zero=False)),
@@ -40,4 +43,12 @@ def tradeoff_curve(curve: pd.DataFrame, x_title: str, y_title: str) -> alt.Chart
     current = base.transform_filter("datum.is_current").mark_point(size=380, color=CURSOR_COLOUR, strokeWidth=2.5)
     current_label = base.transform_filter("datum.is_current").mark_text(
         align="left", dx=10, dy=10, fontWeight="bold").encode(text=alt.value("current"))
-    return alt.layer(line, points, labels, current, current_label).properties(width=WIDTH, height=320)
+    layers = [line, points, labels, current, current_label]
+    if defaults is not None and len(defaults):
+        mark = alt.Chart(defaults).encode(x="x_s:Q", y="y_s:Q", tooltip=[
+            alt.Tooltip("label:N", title="setting"), alt.Tooltip("x_s:Q", title=x_title, format=".3f"),
+            alt.Tooltip("y_s:Q", title=y_title, format=".3f")])
+        layers += [mark.mark_point(shape="diamond", filled=True, size=160, color=PHASE_COLOURS[0]),
+                   mark.mark_text(align="right", dx=-10, dy=-8, fontWeight="bold",
+                                  color=PHASE_COLOURS[0]).encode(text="label:N")]
+    return alt.layer(*layers).properties(width=WIDTH, height=320)

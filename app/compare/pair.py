@@ -4,7 +4,9 @@ headline A -> B, a delta table per group and the timelines side by side."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
+import altair as alt
 import pandas as pd
 import streamlit as st
 
@@ -12,10 +14,12 @@ from app import compute, state
 from app.charts import timelines
 from app.charts.frames import RunFrames
 from app.charts.words import NO_TOKEN, never_got_a_token
+from app.story.exports import shown_value
 from app.story.headline import card, headline_fmt, headline_label, price_ui, signed_seconds
 from app.story.numbers import headline_value, percentile_trap
 from app.ui.chart import chart_ui
 from app.ui.controls import Control, control_ui
+from app.ui.exports import pair_image, set_export_note
 from app.ui.fmt import fmt_count, fmt_seconds
 from engine_model import STORIES, InputError, Story
 
@@ -142,8 +146,11 @@ def delta_table(ra: RunFrames, rb: RunFrames) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def side_by_side_ui(ra: RunFrames, rb: RunFrames) -> None:
+def side_by_side_ui(story: Story, ra: RunFrames, rb: RunFrames, a: dict, b: dict, shared: dict) -> None:
+    """A's and B's timelines side by side on one time axis, and the export of both as one image."""
     end = max(ra.end_at, rb.end_at)
+    titles, lines = pair_note(story, ra, rb, a, b, shared)
+    set_export_note(PAGE, (f"{titles[0]}; {titles[1]}", *lines))
     for title, chart_id, build in (
         ("Pass timeline", "passes", lambda r: timelines.pass_timeline(r.passes, None, end)),
         ("Token streams", "tokens", lambda r: timelines.token_streams(
@@ -155,6 +162,53 @@ def side_by_side_ui(ra: RunFrames, rb: RunFrames) -> None:
             chart_ui(PAGE, f"a-{chart_id}", f"A: {title}", "Configuration A.", build(ra))
         with right:
             chart_ui(PAGE, f"b-{chart_id}", f"B: {title}", "Configuration B, same seed and x-axis.", build(rb))
+    pair_export_ui(story, ra, rb, end, titles, lines)
+
+
+def side_words(story: Story, a: dict, b: dict) -> tuple[str, str]:
+    """Each side's server flags in words, naming only those that differ ("mixed chunk off" / "mixed chunk
+    on"); a side on every SGLang default says so."""
+    def words(side: dict) -> str:
+        differ = [c for c in story.controls if c.is_flag and a[c.key] != b[c.key]]
+        said = ", ".join(f"{c.label.lower()} {shown_value(c, side[c.key])}" for c in differ)
+        said = said or "the same flags"
+        is_default = all(side[c.key] == c.default for c in story.controls if c.is_flag)
+        return f"SGLang defaults ({said})" if is_default else said
+    return words(a), words(b)
+
+
+def pair_note(story: Story, ra: RunFrames, rb: RunFrames, a: dict, b: dict,
+              shared: dict) -> tuple[tuple[str, str], tuple[str, str]]:
+    """The two sides' titles in words, and what an exported image says under its title: the headline
+    A -> B and the shared workload."""
+    words_a, words_b = side_words(story, a, b)
+    head = story.headlines[0]
+    fmt = headline_fmt(head)
+    workload = " · ".join(f"{c.label}: {shown_value(c, shared[c.key])}" for c in shared_controls(story))
+    va, vb = fmt(headline_value(ra, head)), fmt(headline_value(rb, head))
+    lines = (f"{headline_label(head, rb)}: {va} (A) → {vb} (B)",
+             f"Same requests and seed on both sides; workload: {workload}")
+    return (f"A: {words_a}", f"B: {words_b}"), lines
+
+
+def pair_export_ui(story: Story, ra: RunFrames, rb: RunFrames, end: float, titles: tuple[str, str],
+                   lines: tuple[str, str]) -> None:
+    """One image to paste: A's and B's pass timeline and token streams side by side, the headline A -> B."""
+    st.download_button("Export A | B side by side (PNG)", icon=":material/download:", on_click="ignore",
+                       data=lambda: pair_image(pair_chart_json(ra, end), pair_chart_json(rb, end), titles,
+                                               f"{story.title}: A against B", lines, "png"),
+                       file_name=f"{story.key}-a-vs-b.png", mime="image/png",
+                       key=state.keys(PAGE).widget("pair_png"),
+                       help="One image for an email or a slide: both pass timelines and token streams, the "
+                            "headline number A → B, and what differs between A and B.")
+
+
+def pair_chart_json(run: RunFrames, end: float) -> str:
+    """One side of the side-by-side image: its pass timeline over its token streams, on a shared time axis."""
+    chart = alt.vconcat(timelines.pass_timeline(run.passes, None, end), timelines.token_streams(
+        run.tokens, run.stalls, run.chunks, run.waits, run.request_order, None, end, run.stall_threshold_s)
+                        ).resolve_scale(color="independent")  # pass kinds and lane states: two legends
+    return json.dumps(chart.to_dict(validate=False))
 
 
 def url_ui(story: Story, a: dict, b: dict, shared: dict) -> None:

@@ -87,11 +87,15 @@ def sweep_ui(story: Story, b: dict, shared: dict, rb: RunFrames) -> None:
                          is_current=(frame["setting"] == current) if current is not None else False
                          ).dropna(subset=["x_s", "y_s"])
     stream, long = story.stream_group, story.long_group
+    defaults = defaults_point(story, {**shared, **b})
     with right:
         chart_ui(PAGE, "tradeoff", "The trade-off curve",
                  f"Left is better for the {stream} (shorter longest pause); down is better for the {long} (earlier first "
-                 "token). No point is best at both: anyone who quotes you a universal chunk size is guessing.",
-                 charts.tradeoff_curve(curve, f"{stream}: longest pause (s)", f"{long}: p95 first token (s)"))
+                 "token). No point is best at both: anyone who quotes you a universal chunk size is "
+                 "guessing. The diamond is SGLang's defaults (mixed chunk off) on the same requests, for "
+                 "contrast.",
+                 charts.tradeoff_curve(curve, f"{possessive(stream)} longest pause (s)",
+                                       f"{possessive(long)} p95 first token (s)", defaults))
     st.dataframe(sweep_table(story, frame, what), hide_index=True)
 
 
@@ -110,6 +114,23 @@ def sweep_table(story: Story, frame: pd.DataFrame, what: str) -> pd.DataFrame:
     for column, words in metric_words(story).items():
         out[words] = [fmt_seconds(v) if v is not None and v == v else "not measured" for v in frame[column]]
     return out
+
+
+def defaults_point(story: Story, values: dict) -> pd.DataFrame:
+    """SGLang's defaults for every server flag, the workload as swept: where the curve started from."""
+    try:
+        s = _summary(story.scenario(story.baseline_values(values)).model_dump_json())
+    except InputError:
+        return pd.DataFrame(columns=["x_s", "y_s", "label"])
+    x, y = _stat(s, story.stream_group, "max_itl_s", "max"), _stat(s, story.long_group, "ttft_s", "p95")
+    if x is None or y is None:
+        return pd.DataFrame(columns=["x_s", "y_s", "label"])
+    return pd.DataFrame([{"x_s": x, "y_s": y, "label": f"SGLang defaults: {fmt_seconds(x)}"}])
+
+
+def possessive(group: str) -> str:
+    """'the streams'' / 'the log's': a group's name as words in a legend."""
+    return f"the {group}'" if group.endswith("s") else f"the {group}'s"
 
 
 def _long_form(story: Story, frame: pd.DataFrame) -> pd.DataFrame:

@@ -46,10 +46,29 @@ MAX_REQUESTS = Control("maxreq", "At most (requests)", "select", 1500, _keeps, (
 LONG = Control("long", "A long prompt has at least (tokens)", "select", 8192, _keeps,
                (1024, 2048, 4096, 8192, 16384, 32768), is_flag=False, fmt=lambda v: f"{v:,}",
                help="Splits the mix, and sets the prompt-length buckets of the metrics: below it, up to 4× it, above.")
+AS_LOGGED = "log"  # a replay switch left at the log's own setting
+
+
+def _as_logged(fmt=str):
+    return lambda v: "as in the log" if v == AS_LOGGED else fmt(v)
+
+
+REPLAY_MIXED = Control("rmixed", "Mixed chunk", "select", AS_LOGGED, _keeps, (AS_LOGGED, "on", "off"),
+                       fmt=_as_logged(),
+                       help="--enable-mixed-chunk for the replay; 'as in the log' keeps the log's.")
+REPLAY_CHUNK = Control("rchunk", "Chunk size", "select", AS_LOGGED, _keeps,
+                       (AS_LOGGED, 512, 1024, 2048, 4096, 8192, 16384, "off"),
+                       fmt=_as_logged(chunk_control().fmt),
+                       help="--chunked-prefill-size for the replay; 'as in the log' keeps the log's.")
+REPLAY_INTERVAL = Control("rinterval", "Decode rounds between prefills", "select", AS_LOGGED, _keeps,
+                          (AS_LOGGED, 0, 1, 2, 4, 8, 16), fmt=_as_logged(),
+                          help="--prefill-decode-interval for the replay; 'as in the log' keeps the log's.")
+REPLAY_SWITCHES = {"mixed": REPLAY_MIXED, "chunk": REPLAY_CHUNK, "interval": REPLAY_INTERVAL}
 RUN_CONTROLS = (mixed_control(), chunk_control(), interval_control(), *common_controls())
 GPU, MODEL, SEED = RUN_CONTROLS[3:]
 TRACE_OPTIONS = (WINDOW_START, WINDOW_LEN, SPEEDUP, SAMPLE, MAX_REQUESTS, LONG)
-CONTROLS = (VIEW, LOG, OUTPUT, TRACE, WINDOW_START, WINDOW_LEN, SPEEDUP, SAMPLE, MAX_REQUESTS, LONG, *RUN_CONTROLS)
+CONTROLS = (VIEW, LOG, OUTPUT, TRACE, WINDOW_START, WINDOW_LEN, SPEEDUP, SAMPLE, MAX_REQUESTS, LONG,
+            *RUN_CONTROLS, *REPLAY_SWITCHES.values())
 
 
 def base_data(values: dict) -> dict:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from app.charts.phases import PHASES
+from app.charts.phases import MAX_CHART_ROWS, PHASES
+from app.server.thin import fit_passes, peak_per_bin
 from engine_model import ParsedLog, Summary, Timeline, Trace
 from engine_model import log_settings as settings
 
@@ -110,8 +111,10 @@ def log_prefills(timeline: Timeline, is_mixed: bool) -> pd.DataFrame:
              "num_running_reqs": p.num_running_reqs, "num_queue_reqs": p.num_queue_reqs,
              "is_full_chunk": p.is_full_chunk, "kind": prefill_kind(p.num_running_reqs, is_mixed)}
             for p in timeline.prefills]
-    return pd.DataFrame(rows, columns=["at", "line_no", "num_new_tokens", "num_cached_tokens", "num_new_reqs",
-                                       "num_running_reqs", "num_queue_reqs", "is_full_chunk", "kind"])
+    frame = pd.DataFrame(rows, columns=["at", "line_no", "num_new_tokens", "num_cached_tokens",
+                                        "num_new_reqs", "num_running_reqs", "num_queue_reqs", "is_full_chunk",
+                                        "kind"])
+    return peak_per_bin(frame, "num_new_tokens", ("kind",), keep=frame["is_full_chunk"].astype(bool))
 
 
 def log_passes(timeline: Timeline, is_mixed: bool) -> pd.DataFrame:
@@ -127,10 +130,11 @@ def log_passes(timeline: Timeline, is_mixed: bool) -> pd.DataFrame:
     lines = sorted([(s.line_no, s.at, s.kind) for s in timeline.samples]
                    + [(r.line_no, r.at, "retraction") for r in timeline.retractions])
     after = {line: lines[i + 1] for i, (line, _, _) in enumerate(lines[:-1])}
-    rows = []
+    rows, streaks, decodes = [], [], []
     for p in timeline.prefills:
         _, next_at, next_kind = after.get(p.line_no, (None, p.at, None))
         is_streak = p.is_full_chunk and next_kind == "prefill"
+        streaks.append(is_streak)
         until = max(next_at if is_streak else p.at, p.at + min_width)
         kind = prefill_kind(p.num_running_reqs, is_mixed)
         running = p.num_running_reqs or 0
@@ -140,7 +144,7 @@ def log_passes(timeline: Timeline, is_mixed: bool) -> pd.DataFrame:
                          ("full chunk, and the next line is another Prefill: prefill back to back" if is_streak else
                           f"{running} request(s) running, {p.num_queue_reqs or 0} queued")))
     for d in timeline.decodes:
-        rows.append(_bar(DECODE_LANE, PHASES[1], d.start_at, max(d.end_at, d.start_at + min_width),
+        decodes.append(_bar(DECODE_LANE, PHASES[1], d.start_at, max(d.end_at, d.start_at + min_width),
                          d.num_steps * d.num_running_reqs, 0, d.num_running_reqs,
                          f"line {d.line_no}: about {d.num_steps} decode passes, batch {d.num_running_reqs}",
                          f"{d.num_queue_reqs or 0} queued"
@@ -148,6 +152,7 @@ def log_passes(timeline: Timeline, is_mixed: bool) -> pd.DataFrame:
     columns = ["lane", "kind", "start_at", "end_at", "duration_s", "first_index", "last_index", "num_passes",
                "num_new_tokens", "num_prefill_tokens", "num_prefill_rows", "max_batch", "min_batch", "reason",
                "mirrors", "label"]
+    rows = fit_passes(rows, streaks, decodes)
     return pd.DataFrame(rows, columns=columns).sort_values(["lane", "start_at"], kind="stable").reset_index(drop=True)
 
 
@@ -166,7 +171,8 @@ def log_queue(timeline: Timeline) -> pd.DataFrame:
             rows.append({"at": s.at, "lane": LOG_LANE, "series": "waiting", "requests": s.num_queue_reqs})
         if s.num_running_reqs is not None:
             rows.append({"at": s.at, "lane": LOG_LANE, "series": "running", "requests": s.num_running_reqs})
-    return pd.DataFrame(rows, columns=["at", "lane", "series", "requests"])
+    frame = pd.DataFrame(rows, columns=["at", "lane", "series", "requests"])
+    return peak_per_bin(frame, "requests", ("series",))
 
 
 def log_kv(timeline: Timeline, pool: int | None) -> pd.DataFrame:
@@ -174,9 +180,9 @@ def log_kv(timeline: Timeline, pool: int | None) -> pd.DataFrame:
     (`charts.kv_occupancy` columns), else the fraction alone (series 'used', capacity 1)."""
     rows = []
     capacity = pool or 1
-    for s in timeline.samples:
-        if s.token_usage is None:
-            continue
+    usage = pd.DataFrame([(s.at, s.token_usage) for s in timeline.samples if s.token_usage is not None],
+                         columns=["at", "token_usage"])
+    for s in peak_per_bin(usage, "token_usage", budget=MAX_CHART_ROWS // 2).itertuples():
         used = s.token_usage * capacity
         rows.append({"at": s.at, "lane": LOG_LANE, "series": "used", "slots": used, "capacity": capacity})
         rows.append({"at": s.at, "lane": LOG_LANE, "series": "free", "slots": max(capacity - used, 0),
@@ -186,12 +192,13 @@ def log_kv(timeline: Timeline, pool: int | None) -> pd.DataFrame:
 
 def log_retractions(timeline: Timeline) -> pd.DataFrame:
     """Retraction warnings in `charts.kv_occupancy`'s retraction columns (the log has no free-slot counts)."""
-    return pd.DataFrame([{
+    return peak_per_bin(pd.DataFrame([{
         "at": r.at, "rids": f"{r.num_retracted_reqs} requests (line {r.line_no})", "num_retracted": r.num_retracted_reqs,
         "kv_free_before": None, "kv_free_after": None, "line_no": r.line_no,
         "ratio": f"{r.new_token_ratio_before:.2f} -> {r.new_token_ratio_after:.2f}",
     } for r in timeline.retractions], columns=["at", "rids", "num_retracted", "kv_free_before", "kv_free_after",
-                                               "line_no", "ratio"])
+                                               "line_no", "ratio"]),
+                        "num_retracted", budget=MAX_CHART_ROWS // 4)
 
 
 # -- a trace's request mix ---------------------------------------------------------------------------

@@ -25,21 +25,28 @@ class Sample:
     label: str
     file: str
     says: str  # what the page should show for it, in a sentence
+    source: str  # where it comes from and its licence, in words (the page names no file paths)
 
 
 LOG_SAMPLES = {s.key: s for s in (
     Sample("retraction", "Docs CI, Qwen2.5-0.5B: KV pool capped (retraction)",
            "01_docsci_2025-04-30_qwen05b_batch_retract_decode_oom.log",
-           "SGLang's docs CI ran a batch job against a 20,480-token KV pool; the cache filled four times."),
+           "SGLang's docs CI ran a batch job against a 20,480-token KV pool; the cache filled four times.",
+           "server-log lines from an executed notebook of SGLang's documentation, built by SGLang's CI on "
+           "2025-04-30 (Apache-2.0)"),
     Sample("chunk", "Issue 11970, v0.5.3: 8,192-token chunks back to back",
            "07_issue11970_prefill_chunk8192_v0.5.3.log",
-           "Nine Prefill lines in three seconds, each 8,192 new tokens, with up to 64 requests running."),
+           "Nine Prefill lines in three seconds, each 8,192 new tokens, with up to 64 requests running.",
+           "lines posted in SGLang's GitHub issue #11970 (Apache-2.0)"),
 )}
 TRACE_SAMPLES = {s.key: s for s in (
     Sample("azure", "Azure 2023 conversation trace, first 1,500 requests",
-           "AzureLLMInferenceTrace_conv_head1500.csv", "Chat traffic: almost every prompt is short."),
+           "AzureLLMInferenceTrace_conv_head1500.csv", "Chat traffic: almost every prompt is short.",
+           "the first 1,500 requests of Microsoft's Azure LLM inference trace 2023, conversation (CC-BY 4.0; "
+           "Patel et al., Splitwise, ISCA 2024)"),
     Sample("mooncake", "Mooncake conversation trace, first 300 requests",
-           "mooncake_conversation_trace_head300.jsonl", "Long-context chat: a few prompts carry most tokens."),
+           "mooncake_conversation_trace_head300.jsonl", "Long-context chat: a few prompts carry most tokens.",
+           "the first 300 requests of the Mooncake FAST'25 conversation trace (Apache-2.0)"),
 )}
 
 

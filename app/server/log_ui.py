@@ -4,6 +4,7 @@ resolved, every line counted, the log's timeline and the diagnosis with its evid
 from __future__ import annotations
 
 import streamlit as st
+from pydantic import ValidationError
 
 from app import state
 from app.charts import timelines
@@ -13,8 +14,10 @@ from app.server import frames as sf
 from app.server.controls import LOG, PAGE
 from app.server.input import LOG_LIMIT_MB, LOG_SAMPLES, Sample, check_pasted, first_line, sample_text
 from app.server.page import cache_key, error_ui, upload_ui
+from app.server.replay import named
 from app.ui.chart import chart_ui
 from app.ui.controls import control_ui
+from app.ui.exports import set_export_note
 from engine_model import InputError
 from engine_model import log_settings as settings
 
@@ -38,8 +41,7 @@ def log_source_ui() -> tuple[str, str] | None:
     choice = control_ui(PAGE, LOG, radio=True)
     if choice in LOG_SAMPLES:
         sample: Sample = LOG_SAMPLES[choice]
-        st.caption(f"{sample.says} A real SGLang log, `app/samples/{sample.file}` (see app/samples/SOURCE.md; "
-                   "Apache-2.0).")
+        st.caption(f"{sample.says} A real SGLang log: {sample.source}.")
         return sample.file, sample_text(sample)
     if choice == "paste":
         text = st.text_area(f"Server log (up to {LOG_LIMIT_MB} MB)", key=state.keys(PAGE).widget("paste"),
@@ -66,11 +68,20 @@ def read_log_or_stop(name: str, text: str) -> compute.ReadLog:
     except InputError as err:
         error_ui(err, "log")
         st.stop()
+    except ValidationError as err:
+        error_ui(named(err), "log")
+        st.stop()
+    except (OverflowError, ValueError) as err:  # a number no real log holds: one line, never a traceback
+        error_ui(InputError(name, f"a value in it cannot be read ({err}); numbers must fit what a real "
+                                  "log holds"), "log")
+        st.stop()
     ranks = sorted(read.parsed.ranks)
     if len(ranks) > 1:
         rank = st.selectbox("Rank (each DP rank has its own scheduler)", ranks, index=ranks.index(read.timeline.rank),
                             key=state.keys(PAGE).widget("rank"), format_func=lambda r: r or "(no tag)")
         read = compute.read_log(text, rank)
+    words = VERDICTS.get(read.diagnosis.verdict, VERDICTS["none"])[2]
+    set_export_note(PAGE, (f"From the SGLang server log “{name}”: it is {words}.",))
     if sf.num_scheduler_lines(read.parsed) == 0 and read.parsed.server_args is None:
         st.error(f"**No SGLang scheduler line in `{name}`.** None of its {read.parsed.num_lines:,} lines is a "
                  "`Prefill batch`, `Decode batch`, retraction or `server_args` line. Line 1 reads: "
@@ -137,7 +148,7 @@ def log_timeline_ui(read: compute.ReadLog, text: str) -> None:
     key = cache_key(text, timeline.rank)
     st.markdown("#### The log's timeline")
     st.caption("Rebuilt from the log lines, one rank" + (f" ({timeline.rank})" if timeline.rank else "")
-               + ". Estimates: " + "; ".join(timeline.notes) + " (docs/logs-and-traces.md §3).")
+               + ". Estimates: " + "; ".join(timeline.notes) + ".")
     chart_ui(PAGE, "log_prefill", "Prefill batches: #new-token per Prefill line",
              "One bar per Prefill line, as tall as the prompt tokens it computed. A row of bars at the chunk size "
              "(dashed) with no Decode line between them is the chunked-prefill stall; purple rules are retractions."
@@ -184,5 +195,5 @@ def diagnosis_ui(read: compute.ReadLog) -> None:
             st.markdown("What would change it:\n" + "\n".join(f"- `{fix.flag}` — {fix.effect}" for fix in finding.fixes))
     for note in found.notes:
         st.caption(f"Note: {note}.")
-    st.caption("The rules and their limits: docs/logs-and-traces.md §5. Decode lines come every "
+    st.caption("The rules read Prefill, Decode and retraction lines only; Decode lines come every "
                f"{read.timeline.decode_log_interval} passes, and stamps are to the second.")

@@ -59,13 +59,19 @@ def upload_ui(label: str, key: str, limit_mb: int, empty_note: str) -> tuple[str
     return upload.name, text
 
 
-def headline_ui(run: RunFrames) -> None:
-    """Four cards for a run of the model on this page."""
+def _cards(run: RunFrames) -> tuple[tuple[str, str], ...]:
     overall = run.summary.metrics.overall
-    cards = (("p95 first token (TTFT)", fmt_seconds(overall.ttft_s.p95)),
-             ("p99 gap between tokens", fmt_seconds(overall.itl_s.p99)),
-             ("Longest pause, any reply", fmt_seconds(overall.max_itl_s.max)),
-             ("Requests retracted", f"{overall.num_retracted:,} of {overall.num_requests:,}"))
+    return (("p95 first token (TTFT)", fmt_seconds(overall.ttft_s.p95)),
+            ("p99 gap between tokens", fmt_seconds(overall.itl_s.p99)),
+            ("Longest pause, any reply", fmt_seconds(overall.max_itl_s.max)),
+            ("Requests retracted", f"{overall.num_retracted:,} of {overall.num_requests:,}"))
+
+
+def headline_ui(run: RunFrames, after: RunFrames | None = None) -> None:
+    """Four cards for a run of the model on this page; with `after`, each reads 'run → after'."""
+    cards = _cards(run) if after is None else tuple(
+        (label, value if value == then else f"{value} → {then}")
+        for (label, value), (_, then) in zip(_cards(run), _cards(after), strict=True))
     for col, (label, value) in zip(st.columns(len(cards)), cards, strict=True):
         col.metric(label, value, border=True)
 

@@ -1,5 +1,7 @@
-"""Simulate this server: the log's settings and the requests its Prefill lines imply, run through the model
-on a GPU and model the person picks, and the log beside the model."""
+"""Simulate this server: the log's settings and requests (those its Prefill lines imply and those already
+streaming when it begins) run through the model on a GPU and model the person picks, the log beside the
+model, and the same log replayed under the story switches (mixed chunk, chunk size, prefill-decode
+interval)."""
 
 from __future__ import annotations
 
@@ -8,16 +10,18 @@ import streamlit as st
 
 from app import compute
 from app.charts import timelines
+from app.charts.frames import RunFrames
 from app.server import frames as sf
 from app.server.compute import ReadLog
-from app.server.controls import GPU, MODEL, OUTPUT, PAGE, base_data
+from app.server.controls import AS_LOGGED, GPU, MODEL, OUTPUT, PAGE, REPLAY_SWITCHES, base_data
 from app.server.log_ui import VERDICTS
 from app.server.page import cache_key, headline_ui
+from app.server.replay import replay_scenario
 from app.story import diagnosis
 from app.ui.chart import chart_ui
 from app.ui.controls import control_ui
 from app.ui.resolved import cut_off_ui, resolved_ui
-from engine_model import InputError, longest_chunk_run, scenario_from_log, validate
+from engine_model import InputError, longest_chunk_run, validate
 from engine_model import log_settings as settings
 
 
@@ -25,43 +29,70 @@ def simulate_log_ui(read: ReadLog, values: dict) -> None:
     st.divider()
     st.markdown("### Simulate this server")
     st.markdown("The model runs the log's settings on a GPU and model you pick, with the requests the Prefill lines "
-                "imply (arrival = the line's time; the log does not say how long replies were).")
+                "imply (arrival = the line's time) and those already streaming when the log begins (the log "
+                "does not say how long replies were).")
     model_path = settings(read.parsed).get("model_path")
-    cols = st.columns(3)
-    with cols[0]:
-        control_ui(PAGE, GPU)
-    with cols[1]:
-        control_ui(PAGE, MODEL)
-    with cols[2]:
-        control_ui(PAGE, OUTPUT)
+    for col, control in zip(st.columns(3), (GPU, MODEL, OUTPUT), strict=True):
+        with col:
+            control_ui(PAGE, control)
     if model_path:
         st.caption(f"The log's model is `{model_path}`; pick the nearest preset (the pass cost comes from it).")
-    try:
-        output_len = None if values["out"] == "auto" else values["out"]
-        scenario, notes = scenario_from_log(read.parsed, validate(base_data(values)), output_len=output_len)
-        if not scenario.workload.requests:
-            st.info("Nothing to simulate: the log has no Prefill line with new requests.")
-            return
-        run = compute.run_scenario(scenario)
-    except InputError as err:
-        st.error(f"**This server cannot be simulated.** `{err.where}`: {err.problem}", icon=":material/block:")
+    switches = switches_ui()
+    scenarios = replay_or_stop(read, values, switches)
+    if scenarios is None:
         return
+    (logged, notes), switched = scenarios
+    run = compute.run_scenario(logged)
     with st.expander("What was estimated from the log", expanded=False):
         st.markdown("\n".join(f"- {note}" for note in notes))
     resolved_ui(run)
     cut_off_ui(run)
     _log_vs_model_ui(read, run)
-    key = cache_key(scenario.model_dump_json())
-    chart_ui(PAGE, "sim_passes", "The model's pass timeline",
+    shown = run if switched is None else compute.run_scenario(switched)
+    if switched is not None:
+        _switched_ui(run, shown, switches)
+    key = cache_key(shown.summary.config)
+    which = "as the log ran it" if switched is None else "under your switches"
+    chart_ui(PAGE, "sim_passes", f"The model's pass timeline, {which}",
              "One bar per forward pass the model ran (runs of identical decode passes merged): orange prefill chunk, "
              "blue decode, green mixed. Compare its shape with the log's timeline above.",
-             lambda: timelines.pass_timeline(run.passes, end_at=run.end_at), cache_key=key)
-    chart_ui(PAGE, "sim_kv", "The model's KV cache slots",
+             lambda: timelines.pass_timeline(shown.passes, end_at=shown.end_at), cache_key=key)
+    chart_ui(PAGE, "sim_kv", f"The model's KV cache slots, {which}",
              "KV slots used (blue) and free, with the model's retractions as purple rules.",
-             lambda: timelines.kv_occupancy(run.kv, run.retractions, end_at=run.end_at), cache_key=key)
+             lambda: timelines.kv_occupancy(shown.kv, shown.retractions, end_at=shown.end_at), cache_key=key)
 
 
-def _log_vs_model_ui(read: ReadLog, run) -> None:
+def switches_ui() -> dict:
+    """The story switches for a replay: each 'as in the log' or a value. Returns {switch: value}."""
+    st.markdown("**Replay it under the story switches** — what would your own traffic have seen?")
+    out = {}
+    for col, (name, control) in zip(st.columns(len(REPLAY_SWITCHES)), REPLAY_SWITCHES.items(), strict=True):
+        with col:
+            out[name] = control_ui(PAGE, control)
+    return out
+
+
+def replay_or_stop(read: ReadLog, values: dict, switches: dict):
+    """((scenario as logged, notes), scenario under the switches or None), or None with the reason shown."""
+    try:
+        output_len = None if values[OUTPUT.key] == "auto" else values[OUTPUT.key]
+        base = validate(base_data(values))
+        logged = replay_scenario(read.parsed, read.timeline, base, output_len)
+        if not logged[0].workload.requests:
+            st.info("Nothing to simulate: the log has no Prefill line with new requests and no request "
+                    "running.")
+            return None
+        moved = any(v != AS_LOGGED for v in switches.values())
+        switched = (replay_scenario(read.parsed, read.timeline, base, output_len, switches)[0] if moved
+                    else None)
+    except InputError as err:
+        st.error(f"**This server cannot be simulated.** `{err.where}`: {err.problem}",
+                 icon=":material/block:")
+        return None
+    return logged, switched
+
+
+def _log_vs_model_ui(read: ReadLog, run: RunFrames) -> None:
     parsed, timeline = read.parsed, read.timeline
     longest = longest_chunk_run(parsed, timeline)
     model = diagnosis.diagnose(run)
@@ -77,7 +108,7 @@ def _log_vs_model_ui(read: ReadLog, run) -> None:
         ("peak KV use", "—" if peak is None else f"{peak:.0%}", f"{model['kv_peak_fraction']:.0%}"),
         ("time covered", f"{end - start:.0f} s", f"{run.end_at:.0f} s"),
     ]
-    st.markdown("#### Your log beside the model")
+    st.markdown("#### Your log beside the model (the log's own settings)")
     st.table(pd.DataFrame(rows, columns=["", "your log", "the model"]).set_index(""))
     log_kv, model_kv = bool(timeline.retractions), bool(model["num_retractions"])
     if log_kv != model_kv:
@@ -85,3 +116,15 @@ def _log_vs_model_ui(read: ReadLog, run) -> None:
                    "every reply has the assumed length (try a shorter or longer one), arrivals are the Prefill lines' "
                    "times (late by the queue wait), and the pass cost is the preset's, not your GPU's measured speed.")
     headline_ui(run)
+
+
+def _switched_ui(logged: RunFrames, switched: RunFrames, switches: dict) -> None:
+    """The same requests under the switches: which stall now, and the cards as logged -> switched."""
+    said = ", ".join(f"{REPLAY_SWITCHES[k].label.lower()} {REPLAY_SWITCHES[k].fmt(v)}"
+                     for k, v in switches.items() if v != AS_LOGGED)
+    model = diagnosis.diagnose(switched)
+    st.markdown(f"#### Your traffic with {said}")
+    verdict = diagnosis.verdict(model, switched.stall_threshold_s)
+    st.markdown(f"Same requests, same GPU and model. **{verdict}** "
+                "Each card: as the log ran → under your switches.")
+    headline_ui(logged, switched)

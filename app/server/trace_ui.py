@@ -25,7 +25,7 @@ def trace_source_ui() -> tuple[str, str | bytes] | None:
     choice = control_ui(PAGE, TRACE, radio=True)
     if choice in TRACE_SAMPLES:
         sample: Sample = TRACE_SAMPLES[choice]
-        st.caption(f"{sample.says} `app/samples/{sample.file}`, the head of a public trace (see app/samples/SOURCE.md).")
+        st.caption(f"{sample.says} The head of a public trace: {sample.source}.")
         return sample.file, sample_text(sample)
     return upload_ui(f"Trace file (up to {TRACE_LIMIT_MB} MB): Azure CSV, Mooncake JSONL, BurstGPT CSV or JSONL "
                      "with arrival_at, prompt_len, output_len", "trace_file", TRACE_LIMIT_MB,

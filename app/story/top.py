@@ -9,6 +9,7 @@ import streamlit as st
 
 from app import compute, state
 from app.charts.frames import RunFrames
+from app.story.exports import remember_note
 from app.story.headline import headline_ui
 from app.story.tour import narration_ui, tour_ui
 from app.ui.controls import control_ui
@@ -26,6 +27,7 @@ def story_ui(story: Story) -> tuple[dict, RunFrames]:
     narration_ui(story, narration, current, baseline)
     resolved_ui(current)
     headline_ui(story, current, baseline, values)
+    remember_note(story, values, current, baseline)
     return values, current
 
 

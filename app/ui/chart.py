@@ -14,7 +14,7 @@ import streamlit as st
 
 from app import state
 from app.charts.timelines import PICK
-from app.ui.exports import chart_image
+from app.ui.exports import chart_image, export_note
 
 SPEC_CACHE_SIZE = 48
 
@@ -53,7 +53,7 @@ def chart_ui(page: str, chart_id: str, title: str, caption: str, chart, pointer:
     if pointer is not None:
         look_here(pointer)
     spec = chart_spec(chart, None if cache_key is None else (page, chart_id, cache_key))
-    _export_ui(export, page, chart_id, spec)
+    _export_ui(export, page, chart_id, spec, title)
     if on_pick is None:
         st.vega_lite_chart(spec, width="stretch")
     else:
@@ -67,12 +67,13 @@ def chart_ui(page: str, chart_id: str, title: str, caption: str, chart, pointer:
     st.caption(caption)
 
 
-def _export_ui(where, page: str, chart_id: str, spec: dict) -> None:
-    keys = state.keys(page)
+def _export_ui(where, page: str, chart_id: str, spec: dict, title: str) -> None:
+    """PNG / SVG of the chart as it is pasted: its title, the page's settings and headline, no cursor."""
+    keys, note = state.keys(page), export_note(page)
     with where.popover("Export", width="stretch"):
-        st.download_button("PNG", lambda: chart_image(json.dumps(spec), "png"),
+        st.download_button("PNG", lambda: chart_image(json.dumps(spec), "png", title, note),
                            file_name=f"{page}-{chart_id}.png", mime="image/png",
                            key=keys.chart_widget(chart_id, "png"), on_click="ignore")
-        st.download_button("SVG", lambda: chart_image(json.dumps(spec), "svg"),
+        st.download_button("SVG", lambda: chart_image(json.dumps(spec), "svg", title, note),
                            file_name=f"{page}-{chart_id}.svg", mime="image/svg+xml",
                            key=keys.chart_widget(chart_id, "svg"), on_click="ignore")

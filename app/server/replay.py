@@ -1,0 +1,138 @@
+"""A server log replayed in the model: the log's settings and the requests its Prefill lines imply
+(engine_model.scenario_from_log), plus the requests already streaming when the log begins, and, if asked,
+the story switches (mixed chunk, chunk size, prefill-decode interval) on top. Pure functions: no Streamlit.
+
+Why the requests already streaming: a log usually starts mid-traffic. Its first lines report requests
+running that no Prefill line in the log introduces; without them a log showing the chunked-prefill stall
+(forty replies running when a long prompt arrives) replays with nobody to stall, and every Decode line's
+tokens are charged to the few requests seen, stretching a 22 s log into minutes of simulated decode.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import re
+
+from pydantic import ValidationError
+
+from app.server.controls import AS_LOGGED
+from engine_model import (
+    ASSUMED_OUTPUT_LEN,
+    InputError,
+    ParsedLog,
+    Scenario,
+    Timeline,
+    scenario_from_log,
+    validate,
+)
+from engine_model import log_settings as settings
+
+MAX_REQUESTS = 2000  # requests a replay reads from the Prefill lines (the first ones)
+MID_REPLY_PROMPT = 2000  # prompt of a request already streaming, when the KV pool is unknown (assumption)
+TYPE_TAG = re.compile(r"^(int|float|str|bool|none|literal\[.*\]|function-.*|constrained-.*)$")  # union arms
+SWITCHES = {"mixed": "enable_mixed_chunk", "chunk": "chunked_prefill_size",
+            "interval": "prefill_decode_interval"}
+
+
+def running_at_start(timeline: Timeline) -> int:
+    """Requests the first scheduler line reports running (a Prefill line counts the batch before its own)."""
+    first = next((s for s in timeline.samples if s.num_running_reqs is not None), None)
+    return first.num_running_reqs if first is not None else 0
+
+
+def finish_steps(timeline: Timeline, arrivals: list[float], num: int) -> list[int]:
+    """Decode steps each of the `num` requests already streaming at the log's start still runs (an estimate).
+
+    The i-th of them finishes at the first line by which i + 1 requests have left the batch: a request has
+    left for every one that arrived (and is not queued) while the running batch did not grow. Until then it
+    gets a token every decode step the Decode lines stand for. None finishing: they stream to the log's end.
+    """
+    decodes = sorted((d.end_at, d.num_steps) for d in timeline.decodes)
+    ends: list[float] = []
+    for sample in sorted(timeline.samples, key=lambda s: s.at):
+        if sample.kind != "decode" or sample.num_running_reqs is None or len(ends) >= num:
+            continue  # a Prefill line's #running-req leaves out requests still being prefilled
+        gone = (bisect.bisect_left(arrivals, sample.at) - (sample.num_queue_reqs or 0)
+                - (sample.num_running_reqs - num))
+        ends += [sample.at] * max(0, min(gone, num) - len(ends))
+    total = sum(steps for _, steps in decodes)
+    ends += [math.inf] * (num - len(ends))
+    return [max(1, total if t == math.inf else sum(steps for end, steps in decodes if end <= t))
+            for t in ends]
+
+
+def streaming_requests(parsed: ParsedLog, timeline: Timeline,
+                       arrivals: list[float]) -> tuple[list[dict], int, str | None]:
+    """The requests already streaming at the log's first line, as explicit mid-reply requests; the tokens
+    they account for in the Decode lines; and a note saying what was assumed (None if there are none)."""
+    num = running_at_start(timeline)
+    if num <= 0:
+        return [], 0, None
+    first = next(s for s in timeline.samples if s.num_running_reqs is not None)
+    pool = settings(parsed).get("max_total_tokens")
+    prompt = (max(1, round(first.token_usage * pool / num)) if isinstance(pool, int) and first.token_usage
+              else MID_REPLY_PROMPT)
+    steps = finish_steps(timeline, sorted(arrivals), num)
+    requests = [{"rid": f"streaming-{i:04d}", "group": "streaming", "arrival_at": 0.0, "prompt_len": prompt,
+                 "output_len": n + 1, "already_generated": 1} for i, n in enumerate(steps)]
+    span = f"{min(steps):,}" if min(steps) == max(steps) else f"{min(steps):,} to {max(steps):,}"
+    how = ("the first line's token usage × the KV pool, shared among them" if prompt != MID_REPLY_PROMPT
+           else "an assumption: the log does not say the KV pool's size")
+    note = (f"{num} requests already streaming when the log begins (its first line reports them running): "
+            f"prompt {prompt:,} tokens each ({how}); they stream {span} more tokens, one per "
+            "decode step the Decode lines stand for, each until the batch's counts say it left")
+    return requests, sum(steps), note
+
+
+def reply_length(timeline: Timeline, arrivals: list[float], accounted: int) -> int | None:
+    """Mean reply of the requests the Prefill lines introduce: the Decode lines' tokens (steps × running)
+    less those the already-streaming requests account for, over the requests seen. When the replay keeps
+    only the first MAX_REQUESTS, only the Decode lines up to the last of them count."""
+    until = max(arrivals) if len(arrivals) >= MAX_REQUESTS else math.inf
+    generated = sum(d.num_steps * d.num_running_reqs for d in timeline.decodes if d.end_at <= until)
+    generated -= accounted
+    return max(1, round(generated / len(arrivals))) if generated > 0 and arrivals else None
+
+
+def replay_scenario(parsed: ParsedLog, timeline: Timeline, base: Scenario, output_len: int | None,
+                    switches: dict | None = None) -> tuple[Scenario, list[str]]:
+    """The log as a scenario, with the requests already streaming and any switch not left AS_LOGGED.
+    Raises InputError naming the field for anything the model cannot run."""
+    try:
+        # reply lengths are set below, once the requests already streaming are known
+        scenario, notes = scenario_from_log(parsed, base, output_len=1, max_requests=MAX_REQUESTS)
+    except ValidationError as err:
+        raise named(err) from None
+    data = scenario.model_dump(mode="json", exclude_none=True)
+    seen = data["workload"]["requests"]
+    streaming, accounted, note = streaming_requests(parsed, timeline, [r["arrival_at"] for r in seen])
+    arrivals = [r["arrival_at"] for r in seen]
+    estimated = reply_length(timeline, arrivals, accounted) if output_len is None else None
+    reply = output_len or estimated or ASSUMED_OUTPUT_LEN
+    for request in seen:
+        request["output_len"] = reply
+    said = (f"each reply assumed {reply} tokens" if output_len or not estimated else
+            f"each reply {reply} tokens: the Decode lines' tokens not accounted for by the requests already "
+            "streaming, over the requests seen (an estimate)")
+    notes = [n.replace("each reply assumed 1 tokens", said) for n in notes]
+    data["workload"]["requests"] = streaming + seen
+    for key, value in (switches or {}).items():
+        if value != AS_LOGGED:
+            data["engine"][SWITCHES[key]] = switch_value(key, value)
+    return validate(data), notes + ([note] if note else [])
+
+
+def switch_value(key: str, value):
+    if key == "mixed":
+        return value == "on"
+    if key == "chunk":
+        return -1 if value == "off" else value
+    return value
+
+
+def named(err: ValidationError) -> InputError:
+    """A pydantic error as the one line the page shows: the field, what is allowed, what it got."""
+    first = err.errors()[0]
+    where = ".".join(str(p) for p in first["loc"] if not TYPE_TAG.match(str(p))) or "the log's settings"
+    return InputError(where, f"{first['msg']} (got {repr(first.get('input'))[:80]})")

@@ -1,0 +1,59 @@
+"""Exports from the running app, in headless Chromium: what a person downloads is what they can paste.
+
+A chart's SVG carries its title, the page's settings and headline and no cursor; "Export → standalone page"
+gives one self-contained HTML file; Compare gives one side-by-side PNG. Reuses tests/test_browser.py's
+fixtures. Run: pytest -m browser tests/test_browser_exports.py
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from PIL import Image
+from test_browser import browser, page, server, settle  # noqa: F401  (fixtures)
+
+pytestmark = pytest.mark.browser
+
+
+def download(page, click, timeout_s: float = 120) -> tuple[str, bytes]:  # noqa: F811
+    with page.expect_download(timeout=timeout_s * 1000) as info:
+        click()
+    return info.value.suggested_filename, Path(info.value.path()).read_bytes()
+
+
+def test_a_story_chart_exports_as_svg_with_title_and_settings_and_no_cursor(server, page):  # noqa: F811
+    page.goto(server + "/forty_replies?mixed=1&t=2.0")
+    settle(page)
+    row = page.locator('[data-testid="stHorizontalBlock"]',
+                       has=page.get_by_text("Token streams: who got a token, and when", exact=True)).last
+    row.get_by_role("button", name="Export").click()
+    dialog = page.get_by_role("dialog", name="Export")
+    name, data = download(page, lambda: dialog.get_by_role("button", name="SVG").click())
+    svg = data.decode()
+    assert name == "forty_replies-tokens.svg"
+    assert "Token streams: who got a token, and when" in svg
+    assert "SGLang flags: Mixed chunk: on · Chunk size: 8,192 (auto, from GPU memory)" in svg
+    assert "Longest pause, the 40 streams: 1.6 s (SGLang" in svg
+    assert "cursor" not in svg
+
+
+def test_the_standalone_page_button_gives_one_self_contained_file(server, page):  # noqa: F811
+    page.goto(server + "/forty_replies")
+    settle(page)
+    page.get_by_text("Export this run").click()
+    button = page.get_by_role("button", name="Export → standalone page (HTML)")
+    name, data = download(page, button.click)
+    assert name == "forty_replies.html" and len(data) < 3_000_000
+    assert data.startswith(b"<?xml") and b"vegaEmbed(" in data and b'"name":"mixed"' in data
+
+
+def test_compare_exports_before_and_after_side_by_side(server, page):  # noqa: F811
+    page.goto(server + "/compare")
+    settle(page, timeout_s=120)
+    button = page.get_by_role("button", name="Export A | B side by side (PNG)")
+    name, data = download(page, button.click)
+    image = Image.open(io.BytesIO(data))
+    assert name == "forty_replies-a-vs-b.png" and image.format == "PNG"
+    assert image.size[0] > 1.5 * image.size[1]

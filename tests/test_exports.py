@@ -1,0 +1,120 @@
+"""Exports a person can paste as is (app/ui/exports.py): a chart's PNG/SVG carries its title, the settings
+that produced it and its headline number, and no cursor; Compare's two sides make one image; the sweep
+speaks in words and marks SGLang's defaults. The browser half is tests/test_browser_exports.py.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pandas as pd
+import pytest
+import vl_convert as vlc
+from PIL import Image
+
+from app.charts import timelines
+from app.charts.frames import build
+from app.compare import charts as compare_charts
+from app.compare.pair import pair_chart_json, pair_note, side_words
+from app.compare.sweep import defaults_point
+from app.story.exports import story_note
+from app.ui.exports import export_spec, render, side_by_side_spec
+from app.ui.fmt import fmt_seconds
+from engine_model import STORIES, simulate
+
+FORTY = STORIES["forty_replies"]
+TITLE = "Token streams: who got a token, and when"
+
+
+@pytest.fixture(scope="module")
+def runs():
+    before = build(simulate(FORTY.scenario(FORTY.defaults)))
+    after = build(simulate(FORTY.scenario({**FORTY.defaults, "mixed": True})))
+    return before, after
+
+
+def tokens_spec(run, cursor_at: float | None) -> dict:
+    chart = timelines.token_streams(run.tokens, run.stalls, run.chunks, run.waits, run.request_order,
+                                    cursor_at, run.end_at, run.stall_threshold_s)
+    return chart.to_dict(validate=False)
+
+
+def gap(run) -> str:
+    """The streams' longest pause as the page writes it."""
+    return fmt_seconds(run.summary.metrics.value("streams", "max_itl_s", "max"))
+
+
+def svg_text(spec: dict) -> str:
+    return vlc.vegalite_to_svg(spec)
+
+
+def test_the_story_note_names_flags_workload_and_headline_in_words(runs):
+    before, after = runs
+    flags, workload, number = story_note(FORTY, {**FORTY.defaults, "mixed": True}, after, before)
+    assert flags == ("SGLang flags: Mixed chunk: on · Chunk size: 8,192 (auto, from GPU memory) · "
+                     "Decode rounds between prefills: 0")
+    assert workload.startswith("Workload: Streams: 40 · Log length (tokens): 100,000 · Logprobs on 1 "
+                               "stream: off")
+    assert number == f"Longest pause, the 40 streams: {gap(after)} (SGLang's defaults, same requests: {gap(before)})"
+    assert story_note(FORTY, FORTY.defaults, before, before)[2] == (
+        f"Longest pause, the 40 streams: {gap(before)} (SGLang's defaults)")
+
+
+def test_an_exported_chart_carries_title_and_settings_and_no_cursor(runs):
+    before, _ = runs
+    live = tokens_spec(before, cursor_at=2.0)
+    assert "cursor 2.00 s" in svg_text({**live, "width": 600})  # the app's chart has the cursor ...
+    note = story_note(FORTY, FORTY.defaults, before, before)
+    spec = export_spec(live, TITLE, note)
+    svg = svg_text(spec)
+    assert "cursor" not in svg  # ... the export does not
+    for text in (TITLE, "SGLang flags: Mixed chunk: off", f"Longest pause, the 40 streams: {gap(before)}"):
+        assert text.replace("'", "&#39;") in svg or text in svg
+    assert "on the lane" not in svg and "params" not in spec
+    png = Image.open(io.BytesIO(render(spec, "png")))
+    assert png.format == "PNG" and png.size[0] >= 1900  # 960 px wide at scale 2, plus padding
+
+
+def test_the_pass_timeline_export_drops_the_cursor_outline_and_the_click_selection(runs):
+    before, _ = runs
+    live = timelines.pass_timeline(before.passes, 3.0, before.end_at, 20).to_dict(validate=False)
+    assert live["params"] and json.dumps(live).count('"name": "cursor') == 2
+    spec = export_spec(live, "Pass timeline", ("a line",))
+    assert '"name": "cursor' not in json.dumps(spec) and "params" not in spec
+    vlc.vegalite_to_vega(spec)  # still a valid spec
+
+
+def test_compare_exports_one_side_by_side_image_with_both_titles(runs):
+    before, after = runs
+    flags = [c.key for c in FORTY.controls if c.is_flag]
+    a = {k: FORTY.defaults[k] for k in flags}
+    b = {**a, "mixed": True}
+    shared = {c.key: c.default for c in FORTY.controls if not c.is_flag}
+    assert side_words(FORTY, a, b) == ("SGLang defaults (mixed chunk off)", "mixed chunk on")
+    titles, lines = pair_note(FORTY, before, after, a, b, shared)
+    end = max(before.end_at, after.end_at)
+    left, right = (json.loads(pair_chart_json(run, end)) for run in (before, after))
+    spec = side_by_side_spec(left, right, titles, "The forty replies: A against B", lines)
+    assert len(spec["hconcat"]) == 2
+    svg = svg_text(spec)
+    for text in ("A: SGLang defaults (mixed chunk off)", "B: mixed chunk on",
+                 f"Longest pause, the 40 streams: {gap(before)} (A) → {gap(after)} (B)"):
+        assert text in svg
+    image = Image.open(io.BytesIO(render(spec, "png")))
+    assert image.size[0] > 1.5 * image.size[1]  # side by side, not stacked
+
+
+def test_the_sweep_speaks_in_words_and_marks_sglang_defaults(runs):
+    values = {**FORTY.defaults, "mixed": True}
+    point = defaults_point(FORTY, values)
+    assert point["label"].tolist() == [f"SGLang defaults: {gap(runs[0])}"]
+
+    curve = pd.DataFrame({"x_s": [0.1, 1.6], "y_s": [12.0, 11.4], "label": ["512", "8,192"], "order": [0, 1],
+                          "is_current": [False, True]})
+    spec = compare_charts.tradeoff_curve(curve, "x", "y", point).to_dict()
+    assert f"SGLang defaults: {gap(runs[0])}" in svg_text({**spec, "width": 500})
+    sweep = pd.DataFrame({"setting": [512.0, 1024.0], "label": ["512", "1,024"], "metric": ["m", "m"],
+                          "seconds": [0.1, 0.2]})
+    svg = svg_text({**compare_charts.sweep_lines(sweep, "chunk size", 1024.0).to_dict(), "width": 500})
+    assert "1,024" in svg and "1.024k" not in svg and "seconds (log scale)" in svg
