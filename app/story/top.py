@@ -9,6 +9,7 @@ import streamlit as st
 
 from app import compute, state
 from app.charts.frames import RunFrames
+from app.story.cost_panel import cost_panel_ui
 from app.story.headline import headline_ui
 from app.story.tour import tour_ui
 from app.ui.controls import control_ui
@@ -22,6 +23,7 @@ def story_ui(story: Story) -> tuple[dict, RunFrames]:
     page_header(story)
     tour_ui(story)
     values = settings_ui(story)
+    cost_panel_ui(story)
     current, baseline = runs_or_stop(story, values)
     resolved_ui(current)
     headline_ui(story, current, baseline)
