@@ -18,7 +18,6 @@ from engine_model.hardware import GPUS, MODELS
 from engine_model.pass_cost import cost_figures
 from engine_model.scenario_io import read_toml, validate
 
-
 # -- settings a person changes -----------------------------------------------------------------------
 EMPTY = "default"  # a number control left empty, in the URL: the figure it stands for (cost_controls)
 
@@ -145,12 +144,12 @@ def cost_controls() -> tuple[Control, ...]:
         return Control(key, label, "number", None, roofline_setter(name), (0.01, 1.0, 0.01), is_flag=False,
                        where="cost", fmt=number_label, help=f"cost.roofline.{name}: {say} Empty: the GPU preset's.")
     return (
-        figure("gemm_mfu", "gemm_mfu", "GEMM compute (MFU)", "share of the tensor cores' peak large GEMMs reach."),
-        figure("gemm_mbu", "gemm_mbu", "GEMM bandwidth (MBU)", "share of memory bandwidth small GEMMs reach."),
-        figure("ew_mbu", "elementwise_mbu", "Element-wise bandwidth (MBU)",
+        figure("gemm_mfu", "gemm_mfu", "GEMM MFU", "share of the tensor cores' peak large GEMMs reach."),
+        figure("gemm_mbu", "gemm_mbu", "GEMM MBU", "share of memory bandwidth small GEMMs reach."),
+        figure("ew_mbu", "elementwise_mbu", "Element-wise MBU",
                "share of memory bandwidth norms, rope, SiLU and adds reach."),
-        figure("attn_mfu", "attention_mfu", "Attention compute (MFU)", "share of the BF16 peak prefill attention reaches."),
-        figure("attn_mbu", "attention_mbu", "Attention bandwidth (MBU)", "share of bandwidth decode attention reaches."),
+        figure("attn_mfu", "attention_mfu", "Attention MFU", "share of the BF16 peak prefill attention reaches."),
+        figure("attn_mbu", "attention_mbu", "Attention MBU", "share of bandwidth decode attention reaches."),
         Control("cpu_pass_ms", "CPU per pass (ms)", "number", None, scaled_setter("per_pass_s", 1e-3),
                 (0.0, 1000.0, 0.01), is_flag=False, where="cost", fmt=number_label,
                 help="cost.per_pass_s: scheduling, input preparation, sampling and output, once per pass. "
@@ -177,7 +176,7 @@ COST_FIGURES = {"gemm_mfu": ("gemm_mfu", 1.0), "gemm_mbu": ("gemm_mbu", 1.0), "e
 
 
 def number_label(value) -> str:
-    return "the default figure" if value is None else f"{value:g}"
+    return "default" if value is None else f"{value:g}"
 
 
 def optional_setter(*path: str) -> Callable[[dict, object], None]:

@@ -20,6 +20,8 @@ TERM_COLOURS = {
     "per running request": "#CC79A7", "a, per pass": "#999999", "b × new tokens": "#0072B2",
     "c × past tokens": "#56B4E9",
 }
+ROW_PX = 30
+ROWS = ("GPU", "CPU", "pass")  # top to bottom
 SCHEDULER = ("scheduler per pass", "per running request")  # the CPU work that waits without overlap
 
 
@@ -46,8 +48,8 @@ def cost_bar(frame: pd.DataFrame, total_ms: float) -> alt.Chart:
     """The terms as stacked bars per row, and a rule where the pass ends."""
     terms = list(dict.fromkeys(frame["term"]))
     scale = alt.Scale(domain=terms, range=[TERM_COLOURS.get(t, "#000000") for t in terms])
-    rows = list(dict.fromkeys(frame["row"]))
-    bars = alt.Chart(frame).mark_bar(height=18).encode(
+    rows = [row for row in ROWS if row in set(frame["row"])]
+    bars = alt.Chart(frame).mark_bar().encode(
         x=alt.X("start_ms:Q", title="time within the pass (ms)"),
         x2="end_ms:Q",
         y=alt.Y("row:N", title=None, sort=rows),
@@ -58,4 +60,5 @@ def cost_bar(frame: pd.DataFrame, total_ms: float) -> alt.Chart:
     rule = alt.Chart(end).mark_rule(color=CURSOR_COLOUR, strokeDash=[4, 2], strokeWidth=2).encode(x="at:Q")
     text = alt.Chart(end).mark_text(align="right", dx=-4, dy=-2, baseline="bottom", fontWeight="bold").encode(
         x="at:Q", y=alt.value(0), text="label:N")
-    return alt.layer(bars, rule, text).properties(width=WIDTH, height=40 * len(rows) + 10)
+    # a discrete y axis sizes by step, not by height (as the pass timeline does)
+    return alt.layer(bars, rule, text).properties(width=WIDTH, height=alt.Step(ROW_PX))

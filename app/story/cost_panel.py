@@ -24,8 +24,8 @@ def cost_panel_ui(story: Story) -> None:
     values = state.values(story.key, story.controls)
     defaults = _defaults(story, values)
     edited = sum(values[c.key] != c.default for c in controls)
-    title = "Cost model: what a forward pass costs" + (f" — {edited} figure(s) edited" if edited else "")
-    with st.expander(title, icon=":material/speed:"):
+    title = "Cost model: what a forward pass costs" + (f" — {edited} setting(s) edited" if edited else "")
+    with st.expander(title, icon=":material/speed:", key=state.keys(story.key).widget("cost.panel")):  # stays open
         st.caption("Every pass is priced from its kernels up on this GPU's figures, plus the CPU's work beside "
                    "them (docs/cost-model.md). Edit a figure and every chart and headline reruns with it. An "
                    "empty field is the GPU preset's figure (greyed). The baseline keeps your figures, so the "
@@ -42,7 +42,8 @@ def _row(story: Story, controls: list[Control], defaults: dict) -> None:
     for col, control in zip(st.columns(len(controls)), controls, strict=True):
         with col:
             hint = defaults.get(control.key)
-            control_ui(story.key, control, placeholder=None if hint is None else f"{hint:g} (preset)")
+            source = "preset" if control.key in GPU_KEYS else "default"
+            control_ui(story.key, control, placeholder=None if hint is None else f"{hint:g} ({source})")
 
 
 def _defaults(story: Story, values: dict) -> dict:
