@@ -137,9 +137,10 @@ def common_controls() -> tuple[Control, ...]:
 
 def cost_controls() -> tuple[Control, ...]:
     """The cost panel's figures (docs/cost-model.md): the GPU's efficiency, the CPU's time per pass and per
-    running request, and two SGLang flags. A figure left empty (None) keeps the GPU preset's or the
-    documented default. The figures are not flags: the baseline keeps them, so "before -> after" compares
-    scheduler flags on the same cost model; overlap and CUDA graphs are flags and reset to SGLang's defaults."""
+    running request, and two SGLang flags about how a pass runs. A figure left empty (None) keeps the GPU
+    preset's or the documented default. None is `is_flag`: everything here describes the machine the story
+    runs on, like the GPU, so the baseline keeps it and "before -> after" compares the story's settings on
+    one cost model (docs/cost-model.md, "In the app")."""
     def figure(key: str, name: str, label: str, say: str) -> Control:
         return Control(key, label, "number", None, roofline_setter(name), (0.01, 1.0, 0.01), is_flag=False,
                        where="cost", fmt=number_label, help=f"cost.roofline.{name}: {say} Empty: the GPU preset's.")
@@ -158,12 +159,12 @@ def cost_controls() -> tuple[Control, ...]:
                 (0.0, 100_000.0, 1.0), is_flag=False, where="cost", fmt=number_label,
                 help="cost.per_request_s: the same work, per request in the pass. Empty: 43 µs (same profile)."),
         Control("overlap", "Overlap schedule", "toggle", True,
-                lambda d, v: setter("engine", "disable_overlap_schedule")(d, not v), where="cost",
-                help="--disable-overlap-schedule turns it off: the CPU schedules the next batch while the GPU runs "
+                lambda d, v: setter("engine", "disable_overlap_schedule")(d, not v), is_flag=False, where="cost",
+                help="SGLang's --disable-overlap-schedule turns it off: the CPU schedules the next batch while the GPU runs "
                      "this one, hiding the CPU time. SGLang default: on."),
         Control("graph_bs", "CUDA graphs up to batch", "number", None, optional_setter("engine", "cuda_graph_max_bs"),
-                (0, 4096, 1), where="cost", fmt=number_label,
-                help="--cuda-graph-max-bs: decode batches up to this replay one captured graph instead of launching "
+                (0, 4096, 1), is_flag=False, where="cost", fmt=number_label,
+                help="SGLang's --cuda-graph-max-bs: decode batches up to this replay one captured graph instead of launching "
                      "every kernel. 0: no graphs. Empty: SGLang's default by GPU memory."),
     )
 

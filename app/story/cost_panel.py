@@ -1,9 +1,8 @@
 """The "cost model" panel of a story page: the figures that price every pass (docs/cost-model.md), each
 editable, each in the URL like any other setting. Changing one reruns the story, so every chart and
 headline moves. An empty field stands for the GPU preset's figure (or the documented default), shown
-greyed in it. The figures are not SGLang flags: the baseline keeps them, so the headline's "SGLang
-defaults -> your settings" still compares scheduler flags on the same cost model. Overlap and CUDA graphs
-are SGLang flags (⚑): the baseline keeps SGLang's defaults for them."""
+greyed in it. Everything here describes the machine, like the GPU: the headline's "before" runs on it
+too, so before -> after still compares the story's settings on one cost model."""
 
 from __future__ import annotations
 
@@ -28,8 +27,8 @@ def cost_panel_ui(story: Story) -> None:
     with st.expander(title, icon=":material/speed:", key=state.keys(story.key).widget("cost.panel")):  # stays open
         st.caption("Every pass is priced from its kernels up on this GPU's figures, plus the CPU's work beside "
                    "them (docs/cost-model.md). Edit a figure and every chart and headline reruns with it. An "
-                   "empty field is the GPU preset's figure (greyed). The baseline keeps your figures, so the "
-                   "headline still compares scheduler flags; ⚑ overlap and CUDA graphs are SGLang flags.")
+                   "empty field is the GPU preset's figure (greyed). \"Before\" runs on these figures too, so "
+                   "the cards still compare the settings above on one machine.")
         st.markdown("**GPU efficiency** — share of the GPU's peak each kind of kernel reaches")
         _row(story, [c for c in controls if c.key in GPU_KEYS], defaults)
         st.markdown("**CPU and launches** — time outside the kernels, and what hides it")
