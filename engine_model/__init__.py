@@ -9,6 +9,7 @@ This file is the public face: the app, notebooks and users import from here and 
 
 from engine_model.config import Scenario
 from engine_model.core import Iteration, PassKind, Request, RequestState, Retraction, Row
+from engine_model.cost import PassShape
 from engine_model.errors import InputError
 from engine_model.figure import figure_html, slides_zip
 from engine_model.hardware import GPUS, LINKS, MODELS
@@ -17,6 +18,7 @@ from engine_model.logs import settings as log_settings
 from engine_model.logs.diagnose import longest_chunk_run
 from engine_model.logs.replay import ASSUMED_OUTPUT_LEN, scenario_from_log
 from engine_model.metrics import GroupMetrics, Metrics, Stats, e2e, gaps, max_itl, queue, tpot, ttft
+from engine_model.pass_cost import CostTerm, PassCost, cost_figures, pass_cost, pass_shape
 from engine_model.report import Summary, summary
 from engine_model.rules import Rule, rules_of
 from engine_model.scenario_io import apply_sets, load_scenario, read_toml, scenario_names, validate
@@ -29,6 +31,7 @@ from engine_model.stories import (
     TourStep,
     chunk_control,
     common_controls,
+    cost_controls,
     interval_control,
     mixed_control,
 )
@@ -46,10 +49,13 @@ __all__ = [
     "GroupMetrics", "Metrics", "Stats", "Summary", "summary",
     # the SGLang rules the model mirrors, and what changed between releases
     "CHANGES", "Rule", "rules_of",
+    # what one pass cost, term by term (docs/cost-model.md)
+    "CostTerm", "PassCost", "PassShape", "cost_figures", "pass_cost", "pass_shape",
     # metrics of one request (docs/metrics.md)
     "e2e", "gaps", "max_itl", "queue", "tpot", "ttft",
     # the stories as data: settings, headline numbers, guided tours
-    "STORIES", "Control", "Headline", "Story", "TourStep", "chunk_control", "common_controls", "interval_control",
+    "STORIES", "Control", "Headline", "Story", "TourStep", "chunk_control", "common_controls", "cost_controls",
+    "interval_control",
     "mixed_control",
     # server logs
     "ASSUMED_OUTPUT_LEN", "Diagnosis", "ParsedLog", "Timeline", "build_timeline", "diagnose", "log_settings",

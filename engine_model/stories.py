@@ -23,21 +23,24 @@ from dataclasses import dataclass, field
 
 from engine_model.config import Scenario
 from engine_model.hardware import GPUS, MODELS
+from engine_model.pass_cost import cost_figures
 from engine_model.scenario_io import read_toml, validate
 
-
 # -- settings a person changes -----------------------------------------------------------------------
+EMPTY = "default"  # a number control left empty, in the URL: the figure it stands for (cost_controls)
+
+
 @dataclass(frozen=True)
 class Control:
     key: str  # URL parameter; the widget key is "<page>.<key>"
     label: str
-    widget: str  # "toggle" | "select" | "slider"
+    widget: str  # "toggle" | "select" | "slider" | "number" (None: the default figure; see cost_controls)
     default: object
     apply: Callable[[dict, object], None]
-    options: tuple = ()  # select: the values; slider: (min, max, step)
+    options: tuple = ()  # select: the values; slider, number: (min, max, step); an int step: whole numbers
     is_flag: bool = True
     help: str = ""
-    where: str = "main"  # "main": the settings row; "more": the hardware/model/seed expander
+    where: str = "main"  # "main": the settings row; "more": the hardware/model/seed expander; "cost": the cost panel
     fmt: Callable[[object], str] = str
 
     def parse(self, text: str):
@@ -54,19 +57,25 @@ class Control:
                 if text == str(option):
                     return option
             raise ValueError(f"expected one of {', '.join(map(str, self.options))}")
-        low, high, _ = self.options
+        if self.default is None and text == EMPTY:
+            return None
+        low, high, step = self.options
+        whole = self.widget == "slider" or isinstance(step, int)
+        allowed = f"expected a {'whole ' if whole else ''}number from {low:g} to {high:g}"
         try:
-            value = int(text)
+            value = int(text) if whole else float(text)
         except ValueError:
-            raise ValueError(f"expected a whole number from {low} to {high}") from None
-        if not low <= value <= high:
-            raise ValueError(f"expected a whole number from {low} to {high}")
+            raise ValueError(allowed) from None
+        if not low <= value <= high:  # also refuses nan
+            raise ValueError(allowed)
         return value
 
     def to_url(self, value) -> str:
         if self.widget == "toggle":
             return "1" if value else "0"
-        return str(value)
+        if self.widget != "number":
+            return str(value)
+        return EMPTY if value is None else f"{value:g}"
 
 
 def group(data: dict, name: str) -> dict:
@@ -134,6 +143,70 @@ def common_controls() -> tuple[Control, ...]:
     )
 
 
+def cost_controls() -> tuple[Control, ...]:
+    """The cost panel's figures (docs/cost-model.md): the GPU's efficiency, the CPU's time per pass and per
+    running request, and two SGLang flags about how a pass runs. A figure left empty (None) keeps the GPU
+    preset's or the documented default. None is `is_flag`: everything here describes the machine the story
+    runs on, like the GPU, so the baseline keeps it and "before -> after" compares the story's settings on
+    one cost model (docs/cost-model.md, "In the app")."""
+    def figure(key: str, name: str, label: str, say: str) -> Control:
+        return Control(key, label, "number", None, roofline_setter(name), (0.01, 1.0, 0.01), is_flag=False,
+                       where="cost", fmt=number_label, help=f"cost.roofline.{name}: {say} Empty: the GPU preset's.")
+    return (
+        figure("gemm_mfu", "gemm_mfu", "GEMM MFU", "share of the tensor cores' peak large GEMMs reach."),
+        figure("gemm_mbu", "gemm_mbu", "GEMM MBU", "share of memory bandwidth small GEMMs reach."),
+        figure("ew_mbu", "elementwise_mbu", "Element-wise MBU",
+               "share of memory bandwidth norms, rope, SiLU and adds reach."),
+        figure("attn_mfu", "attention_mfu", "Attention MFU", "share of the BF16 peak prefill attention reaches."),
+        figure("attn_mbu", "attention_mbu", "Attention MBU", "share of bandwidth decode attention reaches."),
+        Control("cpu_pass_ms", "CPU per pass (ms)", "number", None, scaled_setter("per_pass_s", 1e-3),
+                (0.0, 1000.0, 0.01), is_flag=False, where="cost", fmt=number_label,
+                help="cost.per_pass_s: scheduling, input preparation, sampling and output, once per pass. "
+                     "Empty: 0.79 ms (Vidur's A100 CPU profile)."),
+        Control("cpu_req_us", "CPU per running request (µs)", "number", None, scaled_setter("per_request_s", 1e-6),
+                (0.0, 100_000.0, 1.0), is_flag=False, where="cost", fmt=number_label,
+                help="cost.per_request_s: the same work, per request in the pass. Empty: 43 µs (same profile)."),
+        Control("overlap", "Overlap schedule", "toggle", True,
+                lambda d, v: setter("engine", "disable_overlap_schedule")(d, not v), is_flag=False, where="cost",
+                help="SGLang's --disable-overlap-schedule turns it off: the CPU schedules the next batch while the GPU runs "
+                     "this one, hiding the CPU time. SGLang default: on."),
+        Control("graph_bs", "CUDA graphs up to batch", "number", None, optional_setter("engine", "cuda_graph_max_bs"),
+                (0, 4096, 1), is_flag=False, where="cost", fmt=number_label,
+                help="SGLang's --cuda-graph-max-bs: decode batches up to this replay one captured graph instead of launching "
+                     "every kernel. 0: no graphs. Empty: SGLang's default by GPU memory."),
+    )
+
+
+# a cost control's key -> the figure of pass_cost.cost_figures it sets, and the control's unit (in that figure's)
+COST_FIGURES = {"gemm_mfu": ("gemm_mfu", 1.0), "gemm_mbu": ("gemm_mbu", 1.0), "ew_mbu": ("elementwise_mbu", 1.0),
+                "attn_mfu": ("attention_mfu", 1.0), "attn_mbu": ("attention_mbu", 1.0),
+                "cpu_pass_ms": ("per_pass_s", 1e-3), "cpu_req_us": ("per_request_s", 1e-6),
+                "graph_bs": ("cuda_graph_max_bs", 1)}
+
+
+def number_label(value) -> str:
+    return "default" if value is None else f"{value:g}"
+
+
+def optional_setter(*path: str) -> Callable[[dict, object], None]:
+    """Writes the value unless it is None (the default figure stays)."""
+    def apply(data: dict, value) -> None:
+        if value is not None:
+            setter(*path)(data, value)
+    return apply
+
+
+def roofline_setter(name: str) -> Callable[[dict, object], None]:
+    return optional_setter("cost", "roofline", name)
+
+
+def scaled_setter(name: str, unit_s: float) -> Callable[[dict, object], None]:
+    """A figure shown in ms or µs, written to cost.<name> in seconds."""
+    def apply(data: dict, value) -> None:
+        optional_setter("cost", name)(data, None if value is None else value * unit_s)
+    return apply
+
+
 # -- headline numbers --------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Headline:
@@ -183,6 +256,15 @@ class Story:
         return [(c, c.default, values[c.key]) for c in self.controls
                 if c.where == "main" and values.get(c.key, c.default) != c.default]
 
+    def cost_defaults(self, values: dict) -> dict:
+        """What each cost control stands for when left at its default, under these settings (the GPU
+        preset's figures, the documented CPU figures, SGLang's flags), in the control's unit; {} on the
+        linear predictor. Raises InputError when the settings cannot run."""
+        empty = {c.key: c.default for c in self.controls if c.where == "cost"}
+        figures = cost_figures(self.scenario({**values, **empty}))
+        return {key: round(figures[name] / unit, 9) if isinstance(unit, float) else figures[name]
+                for key, (name, unit) in COST_FIGURES.items() if key in empty and name in figures}
+
     def scenario(self, values: dict) -> Scenario:
         """The validated scenario for these control values (raises InputError on an impossible combination)."""
         data = copy.deepcopy(read_toml(self.key))
@@ -208,6 +290,7 @@ FORTY = Story(
                 help="Any request asking for log probabilities turns mixing off for the pass it is in."),
         interval_control(),
         *common_controls(),
+        *cost_controls(),
     ),
     headlines=(
         Headline("Longest pause, the {group_count} streams", "streams", "max_itl_s", "max",
@@ -266,6 +349,7 @@ OTHER_STALL = Story(
                 is_flag=False),
         Control("chats", "Chat requests", "slider", 64, group_setter("chats", "count"), (8, 160, 8), is_flag=False),
         *common_controls(),
+        *cost_controls(),
     ),
     headlines=(
         Headline("Requests pushed back (retracted)", None, "num_retracted", unit="count",
@@ -316,6 +400,7 @@ RUSH_CONTROLS = (
             lambda d, v: group(d, "questions")["arrival"].__setitem__("rate_per_s", v), (1.0, 2.0, 4.0, 6.0, 8.0),
             is_flag=False),
     *common_controls(),
+    *cost_controls(),
 )
 
 RUSH = Story(
@@ -376,6 +461,7 @@ REAL = Story(
         Control("requests", "Requests", "select", 120, setter("workload", "trace", "max_requests"),
                 (60, 120, 200, 300), is_flag=False, help="The first N requests of the bundled 300-request head."),
         *common_controls(),
+        *cost_controls(),
     ),
     headlines=(
         Headline("Longest pause, any reply", "requests", "max_itl_s", "max"),

@@ -32,7 +32,7 @@ from app.charts.request_frames import (
     waits_frame,
 )
 from app.pd.frames import spans_frame
-from engine_model import Result, Summary, summary
+from engine_model import Result, Summary, pass_shape, summary
 
 
 @dataclass
@@ -111,6 +111,8 @@ def iterations_frame(result: Result) -> pd.DataFrame:
                 "num_prefill_tokens": sum(r.extend for r in it.prefill_rows),
                 "num_prefill_rows": len(it.prefill_rows),
                 "num_decode_rows": len(it.decode_rids),
+                "past_kv_sum": it.past_kv_sum,  # with attn_pairs, what the pass cost breakdown needs
+                "attn_pairs": pass_shape(it).attn_pairs,
                 "prefill_rids": " ".join(r.rid for r in it.prefill_rows),
                 "batch": hash(it.decode_rids),
                 "reason": it.reason,

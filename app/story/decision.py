@@ -1,16 +1,17 @@
 """The decision under the cursor: what the iteration did, why, the SGLang function it mirrors, and the
-model's own code for that rule ("show the rule")."""
+model's own code for that rule ("show the rule"), and what the pass cost (app/story/pass_cost.py)."""
 
 from __future__ import annotations
 
 import streamlit as st
 
+from app.story.pass_cost import pass_cost_ui
 from app.ui.fmt import fmt_seconds
-from engine_model import rules_of
+from engine_model import Scenario, rules_of
 
 
-def decision_ui(row) -> None:
-    """The decision under the cursor (a row of the iterations frame)."""
+def decision_ui(row, scenario: Scenario | None = None) -> None:
+    """The decision under the cursor (a row of the iterations frame), and what its pass cost."""
     with st.container(border=True):
         left, right = st.columns([1, 2.2])
         with left:
@@ -19,6 +20,7 @@ def decision_ui(row) -> None:
             st.markdown(f"**Why:** {row['reason'] or '—'}")
             st.markdown(f"**SGLang rule:** `{row['mirrors'] or '—'}`")
             rule_ui(row["mirrors"] or "")
+        pass_cost_ui(scenario, row)
 
 
 def _what_ran(row) -> str:

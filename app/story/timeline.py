@@ -72,7 +72,7 @@ def _timeline(story: Story, run: RunFrames) -> None:
 
     st.markdown("#### Step through the scheduler's decisions")
     stepper_ui(story, run)
-    decision_ui(row)
+    decision_ui(row, st.session_state.get(keys.scenario))
     _timelines_ui(story, run, row, (run_key(story.key), pos))
 
 

@@ -9,6 +9,7 @@ import streamlit as st
 
 from app import compute, state
 from app.charts.frames import RunFrames
+from app.story.cost_panel import cost_panel_ui
 from app.story.exports import remember_note
 from app.story.headline import headline_ui
 from app.story.tour import narration_ui, tour_ui
@@ -23,6 +24,7 @@ def story_ui(story: Story) -> tuple[dict, RunFrames]:
     page_header(story)
     narration = tour_ui(story)
     values = settings_ui(story)
+    cost_panel_ui(story)
     current, baseline = runs_or_stop(story, values)
     narration_ui(story, narration, current, baseline)
     resolved_ui(current)

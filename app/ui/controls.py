@@ -8,8 +8,9 @@ from app import state
 from engine_model import Control
 
 
-def control_ui(page: str, control: Control, radio: bool = False) -> object:
-    """One control's widget under the page's key for it (a radio row when `radio`). Returns its value."""
+def control_ui(page: str, control: Control, radio: bool = False, placeholder: str | None = None) -> object:
+    """One control's widget under the page's key for it (a radio row when `radio`). Returns its value.
+    `placeholder`: what an empty number field stands for (its default figure; else "default")."""
     key = state.keys(page).widget(control.key)
     label = ("⚑ " if control.is_flag else "") + control.label
     if radio:
@@ -19,4 +20,7 @@ def control_ui(page: str, control: Control, radio: bool = False) -> object:
     if control.widget == "select":
         return st.selectbox(label, control.options, key=key, format_func=control.fmt, help=control.help)
     low, high, step = control.options
+    if control.widget == "number":  # empty (None) is allowed: the default figure
+        return st.number_input(label, low, high, step=step, key=key, help=control.help, placeholder=placeholder or control.fmt(None),
+                               format=None if isinstance(step, int) else "%g")
     return st.slider(label, low, high, step=step, key=key, help=control.help)

@@ -1,0 +1,80 @@
+"""What the pass under the cursor cost, term by term: in words a trainer can read aloud, and a small
+stacked bar of the GPU's kernels beside the CPU's work (engine_model.pass_cost, docs/cost-model.md)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app.charts.pass_cost import cost_bar, cost_frame
+from engine_model import InputError, PassCost, PassShape, Scenario, pass_cost
+
+GPU_TERMS = ("GEMMs", "attention", "element-wise", "all-reduce", "floors")
+
+
+def pass_cost_ui(scenario: Scenario | None, row) -> None:
+    """The breakdown of the pass in `row` (a row of the iterations frame) under the run's cost model."""
+    if scenario is None:
+        return
+    st.markdown("**What this pass cost**")
+    if int(row["num_prefill_rows"]) + int(row["num_decode_rows"]) == 0:
+        st.caption("Nothing ran in this iteration: no forward pass, no cost.")
+        return
+    try:
+        cost = pass_cost(scenario, shape_of(row))
+    except InputError as err:
+        st.caption(f"No breakdown here: `{err.where}`: {err.problem}.")
+        return
+    st.markdown(say(cost))
+    st.vega_lite_chart(cost_bar(cost_frame(cost), cost.total_s * 1e3).to_dict(validate=False), width="stretch")
+
+
+def shape_of(row) -> PassShape:
+    """The pass's aggregates from the iterations frame (the columns engine_model.pass_shape fills)."""
+    num_decode = int(row["num_decode_rows"])
+    return PassShape(num_rows=int(row["num_prefill_rows"]) + num_decode, num_decode_rows=num_decode,
+                     new_tokens=int(row["num_new_tokens"]), past_kv_sum=int(row["past_kv_sum"]),
+                     attn_pairs=int(row["attn_pairs"]))
+
+
+def say(cost: PassCost) -> str:
+    """The breakdown in sentences."""
+    if cost.kind == "linear":
+        a, b, c = cost.terms
+        return (f"This run uses the **reference predictor** (a + b·new + c·past), the one that timed the SGLang "
+                f"reference traces — a teaching device, not a GPU. **{ms(cost.total_s)}** = {ms(a.seconds)} per "
+                f"pass + {ms(b.seconds)} for {b.detail} + {ms(c.seconds)} for {c.detail}.")
+    return "  \n".join((_gpu_line(cost), _cpu_line(cost), _total_line(cost)))
+
+
+def _gpu_line(cost: PassCost) -> str:
+    parts = ", ".join(f"{t.name} {ms(t.seconds)}" for t in cost.terms if t.name in GPU_TERMS and t.seconds > 0)
+    return f"**GPU {ms(cost.gpu_s)}** ({cost.bound}-bound): {parts}."
+
+
+def _cpu_line(cost: PassCost) -> str:
+    launch, per_pass, per_request = (t for t in cost.terms if t.side == "CPU")
+    return (f"**CPU {ms(cost.cpu_s)}**: {launch.detail} = {ms(launch.seconds)}; scheduler {ms(per_pass.seconds)} "
+            f"per pass; {per_request.detail} = {ms(per_request.seconds)}.")
+
+
+def _total_line(cost: PassCost) -> str:
+    total = f"**The pass took {ms(cost.total_s)}.** "
+    if not cost.overlap:
+        return total + ("Overlap schedule **off**: the scheduler's CPU work ran first and the GPU waited for it "
+                        "(CPU + GPU).")
+    if cost.hidden_s >= cost.cpu_s - 1e-12:
+        return total + f"Overlap schedule on: all {ms(cost.cpu_s)} of CPU work hid behind the GPU."
+    return total + (f"Overlap schedule on, but the CPU took longer than the GPU: only {ms(cost.hidden_s)} of it "
+                    f"hid, and the GPU waited {ms(cost.cpu_s - cost.gpu_s)}.")
+
+
+def ms(seconds: float) -> str:
+    """A duration at the precision a pass needs: 0.043 ms, 1.72 ms, 13.4 ms, 253 ms, 1.25 s."""
+    value = seconds * 1e3
+    if value >= 1000:
+        return f"{seconds:.2f} s"
+    if value >= 100:
+        return f"{value:.0f} ms"
+    if value >= 10:
+        return f"{value:.1f} ms"
+    return f"{value:.2f} ms" if value >= 0.1 else f"{value:.3f} ms"
