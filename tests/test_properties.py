@@ -14,6 +14,8 @@ from engine_model.config import (
 from engine_model.core import RequestState
 from engine_model.simulation import Run, simulate
 
+from conftest import examples
+
 requests = st.lists(
     st.builds(
         dict,
@@ -58,40 +60,55 @@ def build(reqs, engine, seed=0) -> Scenario:
                     workload=WorkloadConfig(requests=configs), limits=LimitsConfig(max_iterations=200_000))
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def crashed_where_sglang_does(result, engine) -> bool:
+    """A run may end early only as SGLang's server does: its allocator out of KV memory, which needs the
+    running requests to grow between chunks (decode rounds under prefill_decode_interval, or mixed chunk)."""
+    crash = result.cut_off is not None and result.cut_off.startswith("out of KV memory")
+    return crash and (engine["prefill_decode_interval"] > 0 or engine["enable_mixed_chunk"])
+
+
+def tokens_from_decode_rows(iterations) -> dict[str, int]:
+    produced = {}
+    for it in iterations:
+        for rid in it.decode_rids:
+            produced[rid] = produced.get(rid, 0) + 1
+    return produced
+
+
+def assert_time_is_monotone(iterations):
+    assert all(it.start_at <= it.end_at for it in iterations)
+    assert all(a.end_at <= b.start_at + 1e-12 for a, b in zip(iterations, iterations[1:], strict=False))
+
+
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(requests, engines)
 def test_invariants_hold_for_any_workload(reqs, engine):
     sim = Run(build(reqs, engine))
     result = sim.run()
-    assert result.cut_off is None
-    assert sim.topology.scheduler.kv_used == 0  # every slot comes back (shared prefixes stay only as free cache)
+    crashed = result.cut_off is not None
+    assert not crashed or crashed_where_sglang_does(result, engine), result.cut_off
     its = result.iterations
-    # KV used never exceeds capacity
-    assert all(it.kv_used <= it.kv_capacity for it in its)
-    # times never go backwards
-    assert all(it.start_at <= it.end_at for it in its)
-    assert all(a.end_at <= b.start_at + 1e-12 for a, b in zip(its, its[1:], strict=False))
+    assert all(it.kv_used <= it.kv_capacity for it in its)  # KV in use never exceeds the pool
+    assert_time_is_monotone(its)
+    produced = tokens_from_decode_rows(its)
     for req in result.requests:
-        # every request finishes with exactly its tokens, each produced once, or is rejected with a reason
-        if req.state is RequestState.REJECTED:
+        assert req.token_times == sorted(req.token_times)
+        if req.state is RequestState.REJECTED:  # refused, or aborted out of KV, always with a reason
             assert req.reject_reason
             continue
-        assert req.state is RequestState.FINISHED
-        assert req.num_generated == req.output_len
-        assert req.token_times == sorted(req.token_times)
-        assert req.kv_len == 0
-    # every token of every request comes from exactly one pass row
-    produced = {}
-    for it in its:
-        for rid in it.decode_rids:
-            produced[rid] = produced.get(rid, 0) + 1
-    for req in result.requests:
-        if req.state is RequestState.FINISHED:
-            prefill_tokens = len(req.token_times) - produced.get(req.rid, 0)
-            assert prefill_tokens == 1 + req.num_retractions - (1 if req.is_mid_reply else 0)
+        assert req.num_generated <= req.output_len
+        if crashed:
+            continue
+        # every request finishes with exactly its tokens and returns its KV
+        assert req.state is RequestState.FINISHED and req.num_generated == req.output_len and req.kv_len == 0
+        # every token comes from exactly one pass row: a decode row, or the last chunk of each (re-)prefill
+        prefill_tokens = len(req.token_times) - produced.get(req.rid, 0)
+        assert prefill_tokens == 1 + req.num_retractions - (1 if req.is_mid_reply else 0)
+    if not crashed:
+        assert sim.topology.scheduler.kv_used == 0  # every slot comes back (shared prefixes stay as free cache)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(requests, engines, st.integers(0, 2**31))
 def test_the_same_seed_gives_an_identical_trace(reqs, engine, seed):
     first, second = simulate(build(reqs, engine, seed)), simulate(build(reqs, engine, seed))
