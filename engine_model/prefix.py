@@ -84,5 +84,5 @@ class PrefixCache:
         return tokens // self.page_size * self.page_size
 
     def _private(self, kv_len: int, num_prompt: int) -> int:
-        """Slots of a request holding `kv_len` tokens not in the shared chain: its pages past the locked prompt."""
+        """Slots of a request holding `kv_len` tokens not in the chain: its pages past the locked prompt."""
         return -(-kv_len // self.page_size) * self.page_size - num_prompt

@@ -100,8 +100,8 @@ class Scheduler:
         checked its whole prompt; `add_chunked_req` then allocates each chunk without a memory check)."""
         kv = ceil_page(req.fill_len - 1, self.cfg.page_size)
         if kv + self._owed_to_chunked() > self.kv_free or len(self.running) >= self.cfg.max_running_requests:
-            return self._reject(req, "a mid-reply request does not fit the KV pool (less the chunked request's "
-                                     "remaining prompt) or the running-request cap")
+            return self._reject(req, "a mid-reply request does not fit the KV pool (less the chunked "
+                                     "request's remaining prompt) or the running-request cap")
         req.state, req.kv_len, req.first_scheduled_at = RequestState.RUNNING, req.fill_len - 1, self.now
         self.kv_used += kv
         self.running.append(req)
@@ -297,9 +297,9 @@ class Scheduler:
         prefill_decode_interval or mixed chunk), or, before 0.5.22, when mixing skips `check_decode_mem`."""
         need, free = self.kv_used - kv_before, self.cfg.max_total_tokens - kv_before
         self.kv_used = kv_before  # the pass never runs
-        self.crash = (f"out of KV memory at t={self.now:.3f}s: the next {kind.lower()} pass needs {need} new KV "
-                      f"slots and {free} are free; SGLang's {where.split(' -> ')[-1]} raises RuntimeError "
-                      "(out of memory) there and the server stops")
+        self.crash = (f"out of KV memory at t={self.now:.3f}s: the next {kind.lower()} pass needs {need} "
+                      f"new KV slots and {free} are free; SGLang's {where.split(' -> ')[-1]} raises "
+                      "RuntimeError (out of memory) there and the server stops")
         return Plan(PassKind.IDLE, reason=f"crash: {self.crash}", mirrors=f"ScheduleBatch.{where}")
 
     @mirrors("mix_with_running")

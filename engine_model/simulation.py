@@ -4,9 +4,10 @@
     advance the topology to `at` -> deliver arrivals up to its clock -> step it -> feed closed-loop clients
 
 A topology is one SGLang server (`server.Server`) or a PD cluster (`pd.cluster.Cluster`); both answer
-`next_at()`, `advance(at)`, `arrive(req)`, `step()`, `now`, `done`, `crash` and `lanes`. The limits, the "stuck"
-check and the length checks at intake live here, once. The clock, the id counter and the
-`random.Random(seed)` live on the run, so the same scenario and seed always give the same trace.
+`next_at()`, `advance(at)`, `arrive(req)`, `step()`, `now`, `done`, `crash` and `lanes`. The limits, the
+"stuck" check, a server's crash and the length checks at intake live here, once. The clock, the id
+counter and the `random.Random(seed)` live on the run, so the same scenario and seed always give the same
+trace.
 """
 
 from __future__ import annotations

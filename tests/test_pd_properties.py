@@ -64,7 +64,8 @@ def build(reqs, c, seed=0):
         "pd": {"decode_allocation_policy": c["policy"], "router": c["router"],
                "decode_kv_cap_per_rank": c["decode_cap"], "num_reserved_decode_tokens": c["reserved"],
                "prefill": {"num_workers": c["prefill_workers"]},
-               "decode": {"num_workers": c["decode_workers"], "tp_size": c["decode_dp"], "dp_size": c["decode_dp"]}},
+               "decode": {"num_workers": c["decode_workers"], "tp_size": c["decode_dp"],
+                          "dp_size": c["decode_dp"]}},
     })
 
 
@@ -89,9 +90,10 @@ def test_pd_invariants_hold_for_any_small_cluster(reqs, cluster):
     delivered = {t.rid for t in result.pd.transfers if t.delivered_at is not None}
     prefilled = Counter()
     decoded = Counter()
-    for lane, its in result.pd.rank_lanes.items():
+    for its in result.pd.rank_lanes.values():
         for it in its:
-            prefilled.update({row.rid: row.extend for row in it.prefill_rows})
+            for row in it.prefill_rows:
+                prefilled[row.rid] += row.extend
             decoded.update(it.decode_rids)
     for req in result.requests:
         if req.state is RequestState.REJECTED:
@@ -109,8 +111,9 @@ def test_pd_invariants_hold_for_any_small_cluster(reqs, cluster):
 
 
 def trace(result):
-    return ({lane: [(it.kind, it.start_at, it.end_at, it.prefill_rows, it.decode_rids, it.kv_used, it.kv_reserved)
-                    for it in its] for lane, its in result.pd.rank_lanes.items()},
+    passes = {lane: [(it.kind, it.start_at, it.end_at, it.prefill_rows, it.decode_rids, it.kv_used,
+                      it.kv_reserved) for it in its] for lane, its in result.pd.rank_lanes.items()}
+    return (passes,
             [(r.rid, r.state, r.token_times, r.spans) for r in result.requests],
             [(t.rid, t.src, t.dst, t.started_at, t.delivered_at) for t in result.pd.transfers])
 

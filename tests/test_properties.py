@@ -105,7 +105,7 @@ def test_invariants_hold_for_any_workload(reqs, engine):
         prefill_tokens = len(req.token_times) - produced.get(req.rid, 0)
         assert prefill_tokens == 1 + req.num_retractions - (1 if req.is_mid_reply else 0)
     if not crashed:
-        assert sim.topology.scheduler.kv_used == 0  # every slot comes back (shared prefixes stay as free cache)
+        assert sim.topology.scheduler.kv_used == 0  # every slot comes back (shared prefixes stay free cache)
 
 
 @settings(max_examples=examples(25), deadline=None)

@@ -158,7 +158,8 @@ class Cluster:
     @property
     def crash(self) -> str | None:
         """Why a worker stopped (its allocator ran out of KV memory), or None."""
-        return next((f"{rank.name}: {rank.crash}" for w in self.workers for rank in w.ranks if rank.crash), None)
+        crashed = (f"{rank.name}: {rank.crash}" for w in self.workers for rank in w.ranks if rank.crash)
+        return next(crashed, None)
 
     @property
     def num_iterations(self) -> int:
