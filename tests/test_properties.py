@@ -1,6 +1,6 @@
 """Properties that hold for any workload and configuration (hypothesis)."""
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from engine_model.config import (
@@ -60,6 +60,49 @@ def build(reqs, engine, seed=0) -> Scenario:
                     workload=WorkloadConfig(requests=configs), limits=LimitsConfig(max_iterations=200_000))
 
 
+def one(**fields) -> dict:
+    """A request of the strategy above: one prompt token, one output token, at t=0, unless told."""
+    return {"prompt_len": 1, "output_len": 1, "arrival_at": 0.0, "return_logprob": False, "ignore_eos": False,
+            "slack": 0, "mid_reply": 0, "prefix_group": None, **fields}
+
+
+def engine_of(**fields) -> dict:
+    return {"version": "0.5.23", "page_size": 1, "chunk_pages": 32, "enable_mixed_chunk": False,
+            "max_total_tokens": 3000, "max_running_requests": 2, "prefill_decode_interval": 0,
+            "schedule_policy": "fcfs", **fields}
+
+
+# Found at 10,000 examples: a mid-reply request (r4) joined while r6 was being chunked and took the KV
+# r6's admission had counted on; r6's last chunks then went past the pool (3,002 of 3,000 slots).
+MID_REPLY_TAKES_THE_CHUNKS_KV = (
+    [one() for _ in range(4)] + [one(prompt_len=183, output_len=2, arrival_at=0.5, slack=15, mid_reply=1),
+                                 one(prompt_len=394, output_len=3, slack=3, mid_reply=10, prefix_group="b"),
+                                 one(prompt_len=2424)],
+    engine_of())
+# Found at 3,000 examples: under prefill_decode_interval 3 the running requests decode between r10's chunks
+# and outgrow their new_token_ratio reservation; SGLang's allocator raises out of memory (3,001 of 3,000).
+INTERVAL_STARVES_THE_CHUNK = (
+    [one() for _ in range(7)] + [one(output_len=132, arrival_at=1.188, mid_reply=31),
+                                 one(prompt_len=18, output_len=49, arrival_at=2.25, mid_reply=1),
+                                 one(prompt_len=874, output_len=70, arrival_at=2.0, mid_reply=1),
+                                 one(prompt_len=1996, arrival_at=2.0)],
+    engine_of(version="0.5.20", chunk_pages=128, prefill_decode_interval=3))
+
+
+def test_a_mid_reply_request_may_not_take_the_kv_a_chunked_request_was_admitted_with():
+    result = simulate(build(*MID_REPLY_TAKES_THE_CHUNKS_KV))
+    assert result.cut_off is None and max(it.kv_used for it in result.iterations) <= 3000
+    refused = [(r.rid, r.reject_reason) for r in result.requests if r.state is RequestState.REJECTED]
+    assert refused == [("r4", "a mid-reply request does not fit the KV pool (less the chunked request's "
+                                "remaining prompt) or the running-request cap")]
+
+
+def test_a_chunk_forced_past_the_pool_stops_the_run_as_sglang_does():
+    result = simulate(build(*INTERVAL_STARVES_THE_CHUNK))
+    assert result.cut_off.startswith("out of KV memory at t=") and "needs 1 new KV slots and 0 are free" in result.cut_off
+    assert max(it.kv_used for it in result.iterations) == 3000
+
+
 def crashed_where_sglang_does(result, engine) -> bool:
     """A run may end early only as SGLang's server does: its allocator out of KV memory, which needs the
     running requests to grow between chunks (decode rounds under prefill_decode_interval, or mixed chunk)."""
@@ -82,6 +125,8 @@ def assert_time_is_monotone(iterations):
 
 @settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(requests, engines)
+@example(*MID_REPLY_TAKES_THE_CHUNKS_KV)
+@example(*INTERVAL_STARVES_THE_CHUNK)
 def test_invariants_hold_for_any_workload(reqs, engine):
     sim = Run(build(reqs, engine))
     result = sim.run()
