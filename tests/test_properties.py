@@ -99,7 +99,8 @@ def test_a_mid_reply_request_may_not_take_the_kv_a_chunked_request_was_admitted_
 
 def test_a_chunk_forced_past_the_pool_stops_the_run_as_sglang_does():
     result = simulate(build(*INTERVAL_STARVES_THE_CHUNK))
-    assert result.cut_off.startswith("out of KV memory at t=") and "needs 1 new KV slots and 0 are free" in result.cut_off
+    assert result.cut_off.startswith("out of KV memory at t=")
+    assert "needs 1 new KV slots and 0 are free" in result.cut_off
     assert max(it.kv_used for it in result.iterations) == 3000
 
 
