@@ -7,7 +7,7 @@ seed gives the same trace. WHO_WAITS_SOAK=1 runs them at 10,000 examples (tests/
 
 from collections import Counter
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from engine_model.core import RequestState
@@ -69,12 +69,29 @@ def build(reqs, c, seed=0):
     })
 
 
+# Found by the soak: with one request row on decode, r0 finished as it joined (one output token) and freed
+# the row, but the decode worker parked and nothing woke it to preallocate r1: "stuck" at t=0.010 s.
+ONE_ROW_TWO_ONE_TOKEN_REPLIES = (
+    [{"prompt_len": 1, "output_len": 1, "arrival_at": 0.0, "slack": 0, "ignore_eos": False}] * 2,
+    {"policy": "early", "version": "0.5.22", "chunk": 512, "page_size": 1, "prefill_pool": 14000,
+     "decode_cap": 2000, "reserved": 0, "max_running": 1, "prefill_workers": 1, "decode_workers": 1,
+     "decode_dp": 1, "router": "round_robin"})
+
+
+def test_a_decode_worker_polls_again_when_a_request_finishes_as_it_joins():
+    result = simulate(build(*ONE_ROW_TWO_ONE_TOKEN_REPLIES))
+    assert result.cut_off is None
+    assert [(r.rid, r.state, len(r.token_times)) for r in result.requests] == \
+        [("r0", RequestState.FINISHED, 1), ("r1", RequestState.FINISHED, 1)]
+
+
 def is_decode(lane: str) -> bool:
     return lane.startswith("decode")
 
 
 @settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(requests, clusters)
+@example(*ONE_ROW_TWO_ONE_TOKEN_REPLIES)
 def test_pd_invariants_hold_for_any_small_cluster(reqs, cluster):
     result = simulate(build(reqs, cluster))
     assert result.cut_off is None, result.cut_off
