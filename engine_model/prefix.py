@@ -49,17 +49,25 @@ class PrefixCache:
         chain = self.chains.get(req.prefix_group) if req.prefix_group else None
         return 0 if chain is None else max(num_matched - chain.num_locked, 0)
 
+    def growth(self, req: Request, kv_len: int) -> int:
+        """The change in slots in use if the request held `kv_len` tokens now: its new private slots plus
+        the growth of the group's locked chain (a matched prefix taken out of the evictable cache counts
+        here; a shared one does not). Changes nothing."""
+        chain = self.chains.get(req.prefix_group) or Chain()
+        num_prompt = self._floor(min(kv_len, req.prompt_len))  # the tree keeps whole pages
+        others = max((n for rid, n in chain.holders.items() if rid != req.rid), default=0)
+        locked_growth = max(others, num_prompt) - chain.num_locked
+        return self._private(kv_len, num_prompt) - chain.private.get(req.rid, 0) + locked_growth
+
     def hold(self, req: Request) -> int:
         """The request now has `kv_len` tokens in KV after a prefill pass: it locks its prompt part.
-        Returns the change in slots in use: its new private slots plus the growth of the group's locked
-        chain (a matched prefix taken out of the evictable cache counts here; a shared one does not)."""
+        Returns the change in slots in use (`growth`)."""
+        delta = self.growth(req, req.kv_len)
         chain = self.chains.setdefault(req.prefix_group, Chain())
-        before = chain.num_locked
-        old_private = chain.private.get(req.rid, 0)
-        num_prompt = self._floor(min(req.kv_len, req.prompt_len))  # the tree keeps whole pages
-        chain.holders[req.rid], chain.private[req.rid] = num_prompt, self._private(req, num_prompt)
+        num_prompt = self._floor(min(req.kv_len, req.prompt_len))
+        chain.holders[req.rid], chain.private[req.rid] = num_prompt, self._private(req.kv_len, num_prompt)
         chain.num_cached = max(chain.num_cached, num_prompt)
-        return chain.private[req.rid] - old_private + (chain.num_locked - before)
+        return delta
 
     def release(self, req: Request) -> int:
         """`release_kv_cache`: slots freed when the request leaves KV (its private slots, and the prompt
@@ -70,11 +78,11 @@ class PrefixCache:
         before = chain.num_locked
         num_prompt = chain.holders.pop(req.rid, 0)
         chain.private.pop(req.rid, None)
-        return self._private(req, num_prompt) + (before - chain.num_locked)
+        return self._private(req.kv_len, num_prompt) + (before - chain.num_locked)
 
     def _floor(self, tokens: int) -> int:
         return tokens // self.page_size * self.page_size
 
-    def _private(self, req: Request, num_prompt: int) -> int:
-        """Slots of the request not in the shared chain: its pages past the locked prompt."""
-        return -(-req.kv_len // self.page_size) * self.page_size - num_prompt
+    def _private(self, kv_len: int, num_prompt: int) -> int:
+        """Slots of a request holding `kv_len` tokens not in the chain: its pages past the locked prompt."""
+        return -(-kv_len // self.page_size) * self.page_size - num_prompt

@@ -84,6 +84,7 @@ class Scheduler:
         self.finished: list[Request] = []  # in finishing order
         self.rejected: list[Request] = []
         self.done: list[Request] = []  # finished or rejected, in that order of events
+        self.crash: str | None = None  # why the server stopped: SGLang's allocator raised out of memory
 
     # -- arrivals ---------------------------------------------------------------------------------
     def arrive(self, req: Request) -> None:
@@ -94,12 +95,23 @@ class Scheduler:
         self.waiting.append(req)
 
     def _start_mid_reply(self, req: Request) -> None:
+        """Our construct, not SGLang's: a request admitted before the run began joins the running batch.
+        It may not take the KV that the chunked request's admission already counted on (`add_one_req`
+        checked its whole prompt; `add_chunked_req` then allocates each chunk without a memory check)."""
         kv = ceil_page(req.fill_len - 1, self.cfg.page_size)
-        if self.kv_used + kv > self.cfg.max_total_tokens or len(self.running) >= self.cfg.max_running_requests:
-            return self._reject(req, "a mid-reply request does not fit the KV pool or the running-request cap")
+        if kv + self._owed_to_chunked() > self.kv_free or len(self.running) >= self.cfg.max_running_requests:
+            return self._reject(req, "a mid-reply request does not fit the KV pool (less the chunked "
+                                     "request's remaining prompt) or the running-request cap")
         req.state, req.kv_len, req.first_scheduled_at = RequestState.RUNNING, req.fill_len - 1, self.now
         self.kv_used += kv
         self.running.append(req)
+
+    def _owed_to_chunked(self) -> int:
+        """KV slots the chunked request's remaining chunks will allocate."""
+        if self.chunked is None:
+            return 0
+        page = self.cfg.page_size
+        return ceil_page(self.chunked.fill_len, page) - ceil_page(self.chunked.kv_len, page)
 
     def _reject(self, req: Request, reason: str) -> None:
         req.reject(reason, self.now)
@@ -108,7 +120,7 @@ class Scheduler:
 
     @property
     def has_work(self) -> bool:
-        return bool(self.waiting or self.running or self.chunked or self.last_extend)
+        return self.crash is None and bool(self.waiting or self.running or self.chunked or self.last_extend)
 
     @property
     def kv_free(self) -> int:
@@ -248,23 +260,47 @@ class Scheduler:
     def _build_prefill(self, adder: PrefillAdder, still_chunked: bool, stop: str) -> Plan:
         continuing = self.chunked
         self.chunked = adder.new_chunked or (continuing if still_chunked else None)
+        kv_before = self.kv_used
         for req, extend in adder.admitted:  # prepare_for_extend allocates the KV now
-            if req.prefix_group:
-                req.kv_len += extend
-                self.kv_used += self.prefix.hold(req)
-            else:
-                self.kv_used += ceil_page(req.kv_len + extend, self.cfg.page_size) - ceil_page(req.kv_len, self.cfg.page_size)
-                req.kv_len += extend
-            req.state = RequestState.PREFILLING
-            if req.first_scheduled_at is None:
-                req.first_scheduled_at = self.now
+            self._allocate_prefill(req, extend)
+        if self.kv_used > self.cfg.max_total_tokens:
+            return self._out_of_memory("Prefill", "prepare_for_extend -> alloc_for_extend", kv_before)
         plan = Plan(PassKind.PREFILL, prefill=list(adder.admitted), num_running=len(self.running))
         mix_note = self._maybe_mix(plan)
+        if self.kv_used > self.cfg.max_total_tokens:
+            return self._out_of_memory("Decode", "mix_with_running -> alloc_for_decode", kv_before)
         plan.reason = self._prefill_reason(adder, continuing, stop, mix_note)
         plan.mirrors = "Scheduler.get_next_batch_to_run -> get_new_batch_prefill -> PrefillAdder"
         if plan.kind is PassKind.MIXED:
             plan.mirrors += " -> ScheduleBatch.mix_with_running"
         return plan
+
+    def _allocate_prefill(self, req: Request, extend: int) -> None:
+        if req.prefix_group:
+            req.kv_len += extend
+            self.kv_used += self.prefix.hold(req)
+        else:
+            page = self.cfg.page_size
+            self.kv_used += ceil_page(req.kv_len + extend, page) - ceil_page(req.kv_len, page)
+            req.kv_len += extend
+        req.state = RequestState.PREFILLING
+        if req.first_scheduled_at is None:
+            req.first_scheduled_at = self.now
+
+    @mirrors("alloc_for_extend", "alloc_for_decode")
+    def _out_of_memory(self, kind: str, where: str, kv_before: int) -> Plan:
+        """The pool cannot hold what the pass must allocate: SGLang's allocator raises RuntimeError
+        ("{kind} out of memory. Try to lower your batch size.") and the server stops; so does the run.
+
+        It happens when `add_chunked_req` forces a chunk through with the memory budget spent (the running
+        requests outgrew their new_token_ratio reservation in decode rounds between chunks, under
+        prefill_decode_interval or mixed chunk), or, before 0.5.22, when mixing skips `check_decode_mem`."""
+        need, free = self.kv_used - kv_before, self.cfg.max_total_tokens - kv_before
+        self.kv_used = kv_before  # the pass never runs
+        self.crash = (f"out of KV memory at t={self.now:.3f}s: the next {kind.lower()} pass needs {need} "
+                      f"new KV slots and {free} are free; SGLang's {where.split(' -> ')[-1]} raises "
+                      "RuntimeError (out of memory) there and the server stops")
+        return Plan(PassKind.IDLE, reason=f"crash: {self.crash}", mirrors=f"ScheduleBatch.{where}")
 
     @mirrors("mix_with_running")
     def _maybe_mix(self, plan: Plan) -> str:
@@ -277,7 +313,7 @@ class Scheduler:
         needed = num_decode_slots_needed(self.running, self.cfg.page_size)
         if self.cfg.caps.mixed_checks_decode_mem and self.kv_free < needed:
             return "mixing skipped: not enough KV for the decode rows (check_decode_mem)"
-        self._allocate_decode(self.running)
+        self._allocate_decode(self.running)  # before 0.5.22 unchecked: _build_prefill sees if it overflows
         plan.kind, plan.decode, self.running = PassKind.MIXED, self.running, []
         return f"mixed chunk: the {len(plan.decode)} running requests each decode one token in this pass"
 

@@ -1,7 +1,7 @@
 """One SGLang server as a topology of the run: a single scheduler on a single clock, one lane.
 
 The run loop (simulation.py) asks every topology the same things: `next_at()`, `advance(at)`, `arrive`,
-`step()`, `now`, `done` and its `lanes`. A PD cluster (pd/cluster.py) answers them for many workers.
+`step()`, `now`, `done`, `crash` and its `lanes`. A PD cluster (pd/cluster.py) answers them for many workers.
 """
 
 from __future__ import annotations
@@ -31,6 +31,11 @@ class Server:
     @property
     def done(self) -> list[Request]:
         return self.scheduler.done
+
+    @property
+    def crash(self) -> str | None:
+        """Why the server stopped (SGLang's allocator ran out of KV memory), or None."""
+        return self.scheduler.crash
 
     @property
     def lanes(self) -> dict[str, list[Iteration]]:

@@ -4,9 +4,10 @@
     advance the topology to `at` -> deliver arrivals up to its clock -> step it -> feed closed-loop clients
 
 A topology is one SGLang server (`server.Server`) or a PD cluster (`pd.cluster.Cluster`); both answer
-`next_at()`, `advance(at)`, `arrive(req)`, `step()`, `now`, `done` and `lanes`. The limits, the "stuck"
-check and the length checks at intake live here, once. The clock, the id counter and the
-`random.Random(seed)` live on the run, so the same scenario and seed always give the same trace.
+`next_at()`, `advance(at)`, `arrive(req)`, `step()`, `now`, `done`, `crash` and `lanes`. The limits, the
+"stuck" check, a server's crash and the length checks at intake live here, once. The clock, the id
+counter and the `random.Random(seed)` live on the run, so the same scenario and seed always give the same
+trace.
 """
 
 from __future__ import annotations
@@ -160,7 +161,9 @@ class Run:
             for it in recorded:  # zero-time idle iterations in a row: prefill_decode_interval's countdown
                 num_still = num_still + 1 if it.kind is PassKind.IDLE and it.duration_s == 0 else 0
             num_turns += 1
-            if num_still > self.topology.resolved.prefill_decode_interval + 2:
+            if self.topology.crash:
+                cut_off = self.topology.crash
+            elif num_still > self.topology.resolved.prefill_decode_interval + 2:
                 cut_off = f"stuck: no pass could run at t={self.topology.now:.3f}s with work waiting"
             elif self.topology.num_iterations >= limits.max_iterations:
                 cut_off = f"limits.max_iterations ({limits.max_iterations}) reached"

@@ -3,11 +3,14 @@
 The SGLang logs and reference traces are vendored whole. The four public request traces are vendored as
 their first 1,000 requests (heads); the whole files are read too when a copy of shared/ is found, beside
 the checkout (../shared) or where WHO_WAITS_SHARED points. Provenance and licences: tests/data/*/SOURCE.md.
+The property tests run small in CI; WHO_WAITS_SOAK=1 runs them as a soak (10,000 examples each).
 """
 
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from hypothesis import HealthCheck, settings
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"
@@ -48,3 +51,16 @@ def trace_copies(name: str) -> list[RealTrace]:
     shared = find_shared()
     full = shared / "data" / "traces" / name if shared else None
     return [trace_head(name)] + ([RealTrace(name, full, is_full=True)] if full and full.is_file() else [])
+
+
+# The soak: WHO_WAITS_SOAK=1 runs the model's invariant properties (tests/test_properties.py,
+# tests/test_pd_properties.py) with 10,000 examples each (WHO_WAITS_SOAK_EXAMPLES=N for another count).
+# CI leaves it unset and keeps each test's own small count.
+settings.register_profile(
+    "soak", max_examples=int(os.environ.get("WHO_WAITS_SOAK_EXAMPLES", "10000")), deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large], print_blob=True)
+
+
+def examples(ci: int) -> int:
+    """How many examples a property test runs: its CI count, or the soak profile's under WHO_WAITS_SOAK=1."""
+    return settings.get_profile("soak").max_examples if os.environ.get("WHO_WAITS_SOAK") == "1" else ci

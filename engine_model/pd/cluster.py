@@ -156,6 +156,12 @@ class Cluster:
         return {w.name: w.iterations for w in self.workers}
 
     @property
+    def crash(self) -> str | None:
+        """Why a worker stopped (its allocator ran out of KV memory), or None."""
+        crashed = (f"{rank.name}: {rank.crash}" for w in self.workers for rank in w.ranks if rank.crash)
+        return next(crashed, None)
+
+    @property
     def num_iterations(self) -> int:
         return sum(len(w.iterations) for w in self.workers)
 

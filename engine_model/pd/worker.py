@@ -41,13 +41,18 @@ class Worker:
         self.now, self.parked_at = max(at, self.parked_at), None
 
     def step(self) -> Iteration | None:
-        """poll -> schedule -> cost -> apply -> record, every rank in lockstep. None: nothing ran (parked)."""
+        """poll -> schedule -> cost -> apply -> record, every rank in lockstep. None: nothing ran.
+
+        An idle turn that changed nothing parks the worker until a message wakes it; one that changed
+        something (a request that finished as it joined frees its row) is followed by another poll at
+        once, as SGLang's event loop polls again on its next turn."""
         for rank in self.ranks:
             rank.now = self.now
             rank.poll()
         plans = [rank.schedule() for rank in self.ranks]
         if all(p.kind is PassKind.IDLE for p in plans):
-            self.parked_at, self.parked_plans = self.now, plans
+            if not any(rank.outbox for rank in self.ranks):
+                self.parked_at, self.parked_plans = self.now, plans
             return None
         end = self.now + self.cost.seconds([p.shape() for p in plans])
         return self._record(plans, end, apply=True)
