@@ -23,7 +23,8 @@ CHROMIUM_ARGS = ["--no-sandbox", "--headless=new", "--disable-gpu", "--disable-b
 CHART_STATE = """() => {
   const charts = [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')];
   const drawn = charts.filter(c => c.querySelector('canvas, svg')).length;
-  const running = !!document.querySelector('[data-testid="stStatusWidget"]');
+  const loading = document.querySelector('[data-testid="stSkeleton"], [data-testid="stSkeletonElement"]');
+  const running = !!document.querySelector('[data-testid="stStatusWidget"]') || !!loading;
   return [charts.length, drawn, running];
 }"""
 
@@ -35,11 +36,12 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def streamlit_server(port: int | None = None, start_timeout_s: float = 60):
-    """`streamlit run app/main.py` on a free port; yields its URL once /_stcore/health answers."""
+def streamlit_server(port: int | None = None, start_timeout_s: float = 60, script: str = "app/serve.py"):
+    """`streamlit run app/serve.py` (the app, warming its caches at start-up) on a free port; yields its URL
+    once /_stcore/health answers."""
     port = port or free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app/main.py", "--server.headless", "true", "--server.port", str(port),
+        [sys.executable, "-m", "streamlit", "run", script, "--server.headless", "true", "--server.port", str(port),
          "--browser.gatherUsageStats", "false"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -60,7 +62,7 @@ def streamlit_server(port: int | None = None, start_timeout_s: float = 60):
 
 def wait_idle(page, timeout_ms: int = 60_000, settle_polls: int = 4) -> None:
     """Until the app has finished running and every chart has drawn, unchanged for `settle_polls` polls."""
-    page.wait_for_selector('[data-testid="stMain"] h1', timeout=timeout_ms)
+    page.wait_for_selector('[data-testid="stMain"] h1, .st-key-present_bar', timeout=timeout_ms)  # presenter: no h1
     deadline, last, same = time.time() + timeout_ms / 1000, None, 0
     while time.time() < deadline:
         page.wait_for_timeout(400)

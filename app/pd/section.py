@@ -88,7 +88,8 @@ def deferred_allocation_ui(rush_values: dict | None = None, single=None) -> dict
     cap_key = _param(state.PD_CAP, 0, _cap)
     pw_key = _param(state.PD_PREFILL_WORKERS, 1, _workers)
     dw_key = _param(state.PD_DECODE_WORKERS, 1, _workers)
-    cols = st.columns(4)
+    with st.container(horizontal=True, gap="medium", vertical_alignment="bottom"):  # a row that wraps
+        cols = [st.container(width=w) for w in (270, 360, 230, 230)]  # each label and value whole
     preset = cols[0].selectbox("Preset", list(PRESETS), key=preset_key, format_func=PRESETS.get)
     cap = cols[1].selectbox("Decode KV cap per rank (tokens)", CAPS, key=cap_key,
                             format_func=lambda v: f"{v:,}" if v else "the preset's (upstream 163,840; ten o'clock none)",

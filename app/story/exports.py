@@ -1,4 +1,4 @@
-"""The foot of a story page: the run as CSV and TOML, and the link that reopens this view."""
+"""The foot of a story page: the run as CSV and TOML (the link that reopens the view: app.story.link)."""
 
 from __future__ import annotations
 
@@ -24,13 +24,3 @@ def export_ui(story: Story, run: RunFrames) -> None:
         cols[3].download_button("Retractions (CSV)", lambda: csv_bytes(run.retractions),
                                 file_name=f"{story.key}-retractions.csv", mime="text/csv", on_click="ignore")
         st.caption("Run it yourself: `python -m engine_model run " + f"{story.key}.toml` (the same model, no app).")
-
-
-def url_state(story: Story, values: dict, more: dict | None = None) -> None:
-    """Put this view into the address bar so a copied link reopens it, and show that link."""
-    cursor_t = st.session_state.get(state.keys(story.key).cursor_t)
-    extra = {**(more or {}), state.CURSOR_T: None if cursor_t is None else f"{cursor_t:.3f}",
-             **state.present_param()}
-    state.write_url(story.controls, values, extra)
-    st.caption(":material/link: Link to this view: copy the address bar — every setting and the cursor are in it (`"
-               + state.url_for(story.key, story.controls, values, extra) + "`).")

@@ -13,13 +13,16 @@ from app.ui.chart import chart_ui
 from engine_model import Story
 
 
+def itl_chart(run: RunFrames):
+    """The gaps histogram of a run, one panel per group (app.warm builds it at start-up too)."""
+    return latency.itl_distribution(run.itl_hist, run.itl_stats, list(run.summary.metrics.groups))
+
+
 def itl_ui(story: Story, run: RunFrames) -> None:
-    groups = list(run.summary.metrics.groups)
     chart_ui(story.key, "itl", "Gaps between tokens, per group",
              "How long readers waited between two tokens. Most gaps are one decode pass; a stall shows up as a "
              "lonely bar far to the right. Dashed lines: p50, p95, p99. Note the log scale.",
-             lambda: latency.itl_distribution(run.itl_hist, run.itl_stats, groups),
-             tour.pointer(story, "itl"), cache_key=run_key(story.key))
+             lambda: itl_chart(run), tour.pointer(story, "itl"), cache_key=run_key(story.key))
 
 
 def stalls_apart_ui(run: RunFrames, expanded: bool = False) -> None:
