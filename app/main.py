@@ -1,5 +1,5 @@
-"""Who Waits: the Streamlit entry point. `streamlit run app/main.py` (or app/serve.py, which also warms the
-caches at start-up).
+"""Who Waits: the Streamlit entry point. `streamlit run app/main.py`, or `streamlit run app/serve.py` (what
+scripts/serve.sh runs): the same pages, with the caches warmed at start-up (app/warm.py).
 
 Builds the navigation over app/app_pages/ and applies presenter mode; each page draws itself.
 """
@@ -13,7 +13,6 @@ if str(REPO) not in sys.path:  # `streamlit run app/main.py` puts app/ on the pa
 
 import streamlit as st  # noqa: E402
 
-from app import warm  # noqa: E402
 from app.state import is_presenting  # noqa: E402
 from app.ui.css import no_cut_ui  # noqa: E402
 from app.ui.presenter import presenter_ui  # noqa: E402
@@ -35,7 +34,6 @@ PAGES = [
     st.Page("app_pages/your_server.py", title="Your server", icon=":material/dns:", url_path="your_server"),
 ]
 
-warm.start()  # a no-op when app/serve.py started it with the server
 no_cut_ui()
 page = st.navigation(PAGES, position="hidden" if is_presenting() else "sidebar")
 presenter_ui(PAGES)

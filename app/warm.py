@@ -3,12 +3,13 @@ background thread, so a person never waits for a cold default.
 
 The jobs fill the same server-wide caches the pages read (app.compute's runs, app.ui.chart's specs, the
 sweep's summaries) under the same keys, in the order a visitor meets them: each page's first view, then
-the tour steps, then the upstream PD preset (the slowest runs). `app/serve.py` starts it with the server;
-`app/main.py` starts it on the first page view otherwise. `/warmup` (app/serve.py) reports progress.
+the tour steps, then the upstream PD preset (the slowest runs). `app/serve.py` starts it with the server
+and reports its progress at /warmup; `streamlit run app/main.py` (and AppTest) serve the pages without it.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -43,6 +44,13 @@ class Progress:
 
 PROGRESS = Progress()
 _LOCK = threading.Lock()
+THREAD = "who-waits-warm-up"
+# Streamlit warns once per cached call made outside a page's script run; in the warm-up that is the point.
+QUIET = ("streamlit.runtime.scriptrunner_utils.script_run_context", "streamlit.runtime.caching.cache_data_api")
+
+
+def _not_from_warm_up(record: logging.LogRecord) -> bool:
+    return record.threadName != THREAD
 
 
 def start() -> bool:
@@ -51,7 +59,9 @@ def start() -> bool:
         if PROGRESS.started_at is not None:
             return False
         PROGRESS.started_at = time.monotonic()
-    threading.Thread(target=run_jobs, args=(jobs(),), name="who-waits-warm-up", daemon=True).start()
+    for name in QUIET:
+        logging.getLogger(name).addFilter(_not_from_warm_up)
+    threading.Thread(target=run_jobs, args=(jobs(),), name=THREAD, daemon=True).start()
     return True
 
 

@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from bench.browser import CHROMIUM, CHROMIUM_ARGS, streamlit_server
+from bench.browser import CHROMIUM, CHROMIUM_ARGS, pick, streamlit_server
 from tests.test_browser import _need_chromium, settle
 
 pytestmark = pytest.mark.browser
@@ -57,11 +57,10 @@ CHART_TEXT = """() => {
       if (t.endsWith('…')) problems.push(`chart ${i}: "${t}" is shortened`);
       if (legend && (box.left < left || box.right > right)) problems.push(`chart ${i}: legend entry "${t}" is cut`);
     }
-    const marks = texts.filter(x => !x.legend || true);
-    for (let a = 0; a < marks.length; a++) for (let b = a + 1; b < marks.length; b++) {
-      const p = marks[a].box, q = marks[b].box;
+    for (let a = 0; a < texts.length; a++) for (let b = a + 1; b < texts.length; b++) {
+      const p = texts[a].box, q = texts[b].box;
       const w = Math.min(p.right, q.right) - Math.max(p.left, q.left), h = Math.min(p.bottom, q.bottom) - Math.max(p.top, q.top);
-      if (w > 1 && h > 1) problems.push(`chart ${i}: "${marks[a].t}" overlaps "${marks[b].t}"`);
+      if (w > 1 && h > 1) problems.push(`chart ${i}: "${texts[a].t}" overlaps "${texts[b].t}"`);
     }
   });
   return problems;
@@ -127,6 +126,11 @@ def in_first_screen(page, locator, height: int = 1080) -> bool:
     return box is not None and box["y"] >= -2 and box["y"] + box["height"] <= height
 
 
+def overlap(a: dict, b: dict) -> bool:
+    return (min(a["x"] + a["width"], b["x"] + b["width"]) > max(a["x"], b["x"])
+            and min(a["y"] + a["height"], b["y"] + b["height"]) > max(a["y"], b["y"]))
+
+
 def test_presenter_mode_fits_the_cards_and_the_token_streams_on_one_1080p_screen(server, browser):
     page = offline_page(browser, server, 1920, 1080)
     try:
@@ -139,6 +143,10 @@ def test_presenter_mode_fits_the_cards_and_the_token_streams_on_one_1080p_screen
         assert in_first_screen(page, tokens)
         assert whole(page) == [] and page.outside == []
         assert not page.locator('[data-testid="stSidebar"]').is_visible()
+        tokens.hover()  # the chart's hover toolbar must leave its export button free
+        toolbar = page.locator('[data-testid="stElementToolbar"]:visible').first.bounding_box()
+        export = page.get_by_role("button", name=re.compile("Export")).first.bounding_box()
+        assert toolbar is not None and not overlap(toolbar, export)
         page.locator('[data-testid="stPageLink"]').filter(has_text="The other stall").click()  # no sidebar needed
         page.wait_for_url(re.compile(r".*/other_stall.*present=1.*"), timeout=60_000)
         settle(page, timeout_s=120)
@@ -203,8 +211,7 @@ def test_the_address_bar_follows_every_change(server, browser):
         page.wait_for_url(re.compile(r".*step=3.*"), timeout=60_000)
         settle(page, timeout_s=120)
         assert "mixed" not in parse_qs(urlparse(page.url).query)  # step 3 puts mixed chunk back off
-        page.locator('[data-testid="stSelectbox"]').filter(has_text="Preset").locator("input").click()
-        page.get_by_role("option", name=re.compile("Upstream")).click()
+        pick(page, "Preset", "Upstream")
         page.wait_for_url(re.compile(r".*preset=upstream.*"), timeout=120_000)
         settle(page, timeout_s=180)
         assert page.locator('[data-testid="stException"]').count() == 0

@@ -35,7 +35,9 @@ def _param(param: str, default, parse) -> str:
 
 
 def _on(text: str) -> bool:
-    return text not in ("0", "false")
+    if text not in ("0", "1", "false", "true"):
+        raise ValueError("expected 1 (shown) or 0 (hidden)")
+    return text in ("1", "true")
 
 
 def _preset(text: str) -> str:
@@ -53,9 +55,10 @@ def _cap(text: str) -> int:
 
 
 def _workers(text: str) -> int:
-    if not text.strip().lstrip("-").isdigit():
+    """A worker count from 1 to MAX_WORKERS; anything else is refused with a note (never clamped silently)."""
+    if not text.isdigit() or not 1 <= int(text) <= MAX_WORKERS:
         raise ValueError(f"expected a whole number from 1 to {MAX_WORKERS}")
-    return max(1, min(int(text), MAX_WORKERS))
+    return int(text)
 
 
 def pd_scenario(preset: str, rush_values: dict, policy: str, cap, num_prefill: int, num_decode: int):
