@@ -36,7 +36,8 @@ STATE = """() => {
   const charts = [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')];
   const busy = !!document.querySelector('[data-testid="stStatusWidget"], [data-testid="stSkeleton"], '
     + '[data-testid="stSkeletonElement"], [data-stale="true"]');
-  const ready = !!document.querySelector('[data-testid="stMain"] h1, .st-key-present_bar');
+  const ready = !!document.querySelector('[data-testid="stMain"] h1, .st-key-present_bar')
+    && document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state') === 'notRunning';
   return [ready && !busy && charts.every(c => c.querySelector('svg, canvas')), charts.length,
           location.href];
 }"""

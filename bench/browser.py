@@ -25,7 +25,8 @@ CHART_STATE = """() => {
   const charts = [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')];
   const drawn = charts.filter(c => c.querySelector('canvas, svg')).length;
   const loading = document.querySelector('[data-testid="stSkeleton"], [data-testid="stSkeletonElement"]');
-  const running = !!document.querySelector('[data-testid="stStatusWidget"]') || !!loading;
+  const script = document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state');
+  const running = !!document.querySelector('[data-testid="stStatusWidget"]') || !!loading || script !== 'notRunning';
   return [charts.length, drawn, running];
 }"""
 

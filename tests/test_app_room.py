@@ -106,9 +106,8 @@ SPEC = {"layer": [{"mark": {"type": "text", "fontSize": 11}, "encoding": {"y": {
         "height": {"step": 12}, "datasets": {"d": [{"fontSize": 3}]}, "config": {"legend": {"orient": "top"}}}
 
 
-def test_the_browser_gets_svg_and_legends_that_keep_every_entry():
+def test_the_browser_gets_legends_that_keep_every_entry():
     sent = chart.room_spec(SPEC)
-    assert sent["usermeta"]["embedOptions"]["renderer"] == "svg"
     assert sent["config"]["legend"]["orient"] == "top" and sent["config"]["legend"]["labelLimit"] == 0
     assert "containerSize()" in sent["config"]["legend"]["columns"]["expr"]
     assert sent["layer"] == SPEC["layer"] and sent["height"] == {"step": 12}

@@ -23,7 +23,8 @@ SETTLED = """() => {
   const charts = [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')];
   const drawn = charts.filter(c => c.querySelector('canvas, svg')).length;
   const loading = document.querySelector('[data-testid="stSkeleton"], [data-testid="stSkeletonElement"]');
-  return [charts.length, drawn, !!document.querySelector('[data-testid="stStatusWidget"]') || !!loading,
+  const script = document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state');
+  return [charts.length, drawn, !!document.querySelector('[data-testid="stStatusWidget"]') || !!loading || script !== 'notRunning',
           [...document.querySelectorAll('[data-testid="stMetricValue"]')].map(m => m.innerText).join('|')];
 }"""
 

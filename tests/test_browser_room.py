@@ -41,14 +41,14 @@ CUT_TEXT = """() => {
   return cut;
 }"""
 
-# In every chart: legend entries that fall outside the drawing (lost or cut), labels Vega shortened with an
+# In every chart drawn as SVG: legend entries that fall outside the drawing (lost or cut), labels Vega shortened with an
 # ellipsis, and pieces of text that overlap each other (p50/p95/p99 labels, legend entries).
 CHART_TEXT = """() => {
   const problems = [];
   const charts = [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')];
   charts.forEach((chart, i) => {
     const svg = chart.querySelector('svg.marks');
-    if (!svg) { problems.push(`chart ${i}: not drawn as SVG`); return; }
+    if (!svg) return;  // drawn on a canvas (Streamlit's choice past 2,000 rows): no text to read
     const frame = chart.getBoundingClientRect(), own = svg.getBoundingClientRect();
     const left = Math.max(frame.left, own.left) - 1, right = Math.min(frame.right, own.right) + 1;
     const texts = [...svg.querySelectorAll('text')].filter(t => t.textContent.trim() && t.getAttribute('opacity') !== '0')
@@ -100,7 +100,10 @@ def offline_page(browser, server, width: int, height: int, **context_args):
 
 
 def whole(page) -> list[str]:
-    return page.evaluate(CUT_TEXT) + page.evaluate(CHART_TEXT)
+    charts = page.locator('[data-testid="stVegaLiteChart"]')
+    svg = page.locator('[data-testid="stVegaLiteChart"] svg.marks')
+    unread = ["no chart drawn as SVG to check"] if charts.count() and not svg.count() else []
+    return page.evaluate(CUT_TEXT) + page.evaluate(CHART_TEXT) + unread
 
 
 @pytest.mark.parametrize("path", PAGES)
@@ -138,7 +141,7 @@ def test_presenter_mode_fits_the_cards_and_the_token_streams_on_one_1080p_screen
         settle(page, timeout_s=120)
         cards = page.locator('[data-testid="stMetric"]')
         tokens = page.locator('[data-testid="stVegaLiteChart"]').first  # presenter mode draws the streams first
-        assert "request" in tokens.text_content() and "on the lane" in tokens.text_content()
+        assert page.locator('[data-testid="stMain"] h5').first.inner_text().startswith("Token streams")
         assert cards.count() >= 3 and all(in_first_screen(page, cards.nth(i)) for i in range(cards.count()))
         assert in_first_screen(page, tokens)
         assert whole(page) == [] and page.outside == []
