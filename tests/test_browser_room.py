@@ -41,8 +41,9 @@ CUT_TEXT = """() => {
   return cut;
 }"""
 
-# In every chart drawn as SVG: legend entries that fall outside the drawing (lost or cut), labels Vega shortened with an
-# ellipsis, and pieces of text that overlap each other (p50/p95/p99 labels, legend entries).
+# In every chart drawn as SVG: legend entries that fall outside the drawing (lost or cut), labels Vega shortened
+# with an ellipsis, and pieces of text that overlap (p50/p95/p99 labels, legend entries). (Stacked charts that are
+# wider than their column, axis and all, are the chart builders' to fix: issue 9, section 1.)
 CHART_TEXT = """() => {
   const problems = [];
   const charts = [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')];

@@ -19,7 +19,7 @@ from app.charts.timelines import PICK
 from app.ui.exports import chart_image
 
 SPEC_CACHE_SIZE = 192  # specs of a story page run 30-300 KB each
-LEGEND_COLUMN_PX = 200  # a legend entry's room: symbol and the longest label ("waiting for decode KV")
+LEGEND_COLUMN_PX = 170  # a legend entry's room: symbol and the longest label ("waiting for decode KV")
 AXIS_PX = 80  # the y axis to the legend's left
 PRESENTER_FONT = 1.45  # chart text grows with presenter mode's type
 PRESENTER_LANE = 0.68  # ...and lanes shrink, so the token streams fit one 1080p screen under the cards
