@@ -252,7 +252,8 @@ def step_param(num_steps: int) -> tuple[int | None, str | None]:
         return None, None
     if text.isdigit() and 1 <= int(text) <= num_steps:
         return int(text) - 1, None
-    return None, f"URL parameter `{STEP}={text}`: expected a tour step from 1 to {num_steps}; no step is active."
+    return None, (f"URL parameter `{STEP}={text}`: expected a tour step from 1 to {num_steps}; "
+                  "no step is active.")
 
 
 # -- presenter mode ------------------------------------------------------------------------------------

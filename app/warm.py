@@ -46,7 +46,8 @@ PROGRESS = Progress()
 _LOCK = threading.Lock()
 THREAD = "who-waits-warm-up"
 # Streamlit warns once per cached call made outside a page's script run; in the warm-up that is the point.
-QUIET = ("streamlit.runtime.scriptrunner_utils.script_run_context", "streamlit.runtime.caching.cache_data_api")
+QUIET = ("streamlit.runtime.scriptrunner_utils.script_run_context",
+         "streamlit.runtime.caching.cache_data_api")
 
 
 def _not_from_warm_up(record: logging.LogRecord) -> bool:

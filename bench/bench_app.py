@@ -1,4 +1,4 @@
-"""Is every view ready in a breath? Measured in a real browser (headless Chromium), on a freshly started server.
+"""Is every view ready in a breath? Measured in headless Chromium, on a freshly started server.
 
     .venv/bin/python bench/bench_app.py [--flips 8] [--steps 6] [--json FILE]
     .venv/bin/python bench/bench_app.py --repo ../other-checkout --script app/main.py   # e.g. an older commit
@@ -31,13 +31,15 @@ from playwright.sync_api import sync_playwright
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from browser import CHROMIUM, CHROMIUM_ARGS, pick, streamlit_server  # noqa: E402
 
-PAGES = ["/", "/forty_replies", "/other_stall", "/ten_oclock_rush", "/real_traffic", "/compare", "/your_server"]
+PAGES = ["/", "/forty_replies", "/other_stall", "/ten_oclock_rush", "/real_traffic", "/compare",
+         "/your_server"]
 STATE = """() => {
   const charts = [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')];
   const busy = !!document.querySelector('[data-testid="stStatusWidget"], [data-testid="stSkeleton"], '
     + '[data-testid="stSkeletonElement"], [data-stale="true"]');
   const ready = !!document.querySelector('[data-testid="stMain"] h1, .st-key-present_bar')
-    && document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state') === 'notRunning';
+    && document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state')
+      === 'notRunning';
   return [ready && !busy && charts.every(c => c.querySelector('svg, canvas')), charts.length,
           location.href];
 }"""
@@ -176,8 +178,8 @@ def main() -> None:
         browser.close()
     for what in ("tour step", "flip", "step"):
         values = figures[what]
-        print(f"{what:10s} n={len(values):2d}  median {statistics.median(values):.2f} s  p95 {p95(values):.2f} s  "
-              f"max {max(values):.2f} s")
+        print(f"{what:10s} n={len(values):2d}  median {statistics.median(values):.2f} s  "
+              f"p95 {p95(values):.2f} s  max {max(values):.2f} s")
     print(f"upstream PD preset: {figures['pd_preset_s']:.2f} s")
     followed = figures["address bar followed"]
     print(f"address bar followed {sum(followed)} of {len(followed)} changes")

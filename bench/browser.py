@@ -26,7 +26,8 @@ CHART_STATE = """() => {
   const drawn = charts.filter(c => c.querySelector('canvas, svg')).length;
   const loading = document.querySelector('[data-testid="stSkeleton"], [data-testid="stSkeletonElement"]');
   const script = document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state');
-  const running = !!document.querySelector('[data-testid="stStatusWidget"]') || !!loading || script !== 'notRunning';
+  const running = !!document.querySelector('[data-testid="stStatusWidget"]') || !!loading
+    || script !== 'notRunning';
   return [charts.length, drawn, running];
 }"""
 
@@ -44,8 +45,9 @@ def streamlit_server(port: int | None = None, start_timeout_s: float = 60, scrip
     once /_stcore/health answers. `repo`: another checkout to serve instead (bench_app.py compares)."""
     port = port or free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", script, "--server.headless", "true", "--server.port", str(port),
-         "--browser.gatherUsageStats", "false"], cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [sys.executable, "-m", "streamlit", "run", script, "--server.headless", "true", "--server.port",
+         str(port), "--browser.gatherUsageStats", "false"],
+        cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + start_timeout_s
@@ -65,7 +67,7 @@ def streamlit_server(port: int | None = None, start_timeout_s: float = 60, scrip
 
 def wait_idle(page, timeout_ms: int = 60_000, settle_polls: int = 4) -> None:
     """Until the app has finished running and every chart has drawn, unchanged for `settle_polls` polls."""
-    page.wait_for_selector('[data-testid="stMain"] h1, .st-key-present_bar', timeout=timeout_ms)  # presenter: no h1
+    page.wait_for_selector('[data-testid="stMain"] h1, .st-key-present_bar', timeout=timeout_ms)  # presenter
     deadline, last, same = time.time() + timeout_ms / 1000, None, 0
     while time.time() < deadline:
         page.wait_for_timeout(400)

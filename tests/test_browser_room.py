@@ -8,18 +8,20 @@ Run: pytest -m browser tests/test_browser_room.py
 
 from __future__ import annotations
 
+import contextlib
 import re
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from test_browser import browser, server, settle  # noqa: F401  (fixtures)
 
-from bench.browser import CHROMIUM, CHROMIUM_ARGS, pick, streamlit_server
-from tests.test_browser import _need_chromium, settle
+from bench.browser import pick
 
 pytestmark = pytest.mark.browser
 
 WIDTHS = [(1280, 800), (1440, 900), (1920, 1080)]
-PAGES = ["/", "/forty_replies", "/other_stall", "/ten_oclock_rush", "/real_traffic", "/compare", "/your_server"]
+PAGES = ["/", "/forty_replies", "/other_stall", "/ten_oclock_rush", "/real_traffic", "/compare",
+         "/your_server"]
 
 # Text a person reads that is wider than the box that shows it, where that box clips (an ellipsis, hidden
 # overflow): widget labels and values, card labels and values, buttons, page links.
@@ -32,18 +34,20 @@ CUT_TEXT = """() => {
       const box = el.getBoundingClientRect();
       if (!box.width || !box.height || el.closest('svg')) continue;
       const style = getComputedStyle(el);
-      const clips = style.overflowX !== 'visible' || style.textOverflow === 'ellipsis' || el.tagName === 'INPUT';
+      const clips = style.overflowX !== 'visible' || style.textOverflow === 'ellipsis'
+        || el.tagName === 'INPUT';
       if (clips && el.scrollWidth > el.clientWidth + 1) {
-        cut.push((el.value || el.innerText || '').trim().slice(0, 60) + ` (${el.scrollWidth} > ${el.clientWidth} px)`);
+        const text = (el.value || el.innerText || '').trim().slice(0, 60);
+        cut.push(`${text} (${el.scrollWidth} > ${el.clientWidth} px)`);
       }
     }
   }
   return cut;
 }"""
 
-# In every chart drawn as SVG: legend entries that fall outside the drawing (lost or cut), labels Vega shortened
-# with an ellipsis, and pieces of text that overlap (p50/p95/p99 labels, legend entries). (Stacked charts that are
-# wider than their column, axis and all, are the chart builders' to fix: issue 9, section 1.)
+# In every chart drawn as SVG: legend entries that fall outside the drawing (lost or cut), labels Vega
+# shortened with an ellipsis, and pieces of text that overlap (p50/p95/p99 labels, legend entries).
+# (Stacked charts wider than their column, axis and all, are the chart builders' to fix: issue 9, section 1.)
 CHART_TEXT = """() => {
   const problems = [];
   const charts = [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')];
@@ -52,15 +56,20 @@ CHART_TEXT = """() => {
     if (!svg) return;  // drawn on a canvas (Streamlit's choice past 2,000 rows): no text to read
     const frame = chart.getBoundingClientRect(), own = svg.getBoundingClientRect();
     const left = Math.max(frame.left, own.left) - 1, right = Math.min(frame.right, own.right) + 1;
-    const texts = [...svg.querySelectorAll('text')].filter(t => t.textContent.trim() && t.getAttribute('opacity') !== '0')
-      .map(t => ({t: t.textContent.trim(), box: t.getBoundingClientRect(), legend: !!t.closest('.role-legend')}));
+    const texts = [...svg.querySelectorAll('text')]
+      .filter(t => t.textContent.trim() && t.getAttribute('opacity') !== '0')
+      .map(t => ({t: t.textContent.trim(), box: t.getBoundingClientRect(),
+                  legend: !!t.closest('.role-legend')}));
     for (const {t, box, legend} of texts) {
       if (t.endsWith('…')) problems.push(`chart ${i}: "${t}" is shortened`);
-      if (legend && (box.left < left || box.right > right)) problems.push(`chart ${i}: legend entry "${t}" is cut`);
+      if (legend && (box.left < left || box.right > right)) {
+        problems.push(`chart ${i}: legend entry "${t}" is cut`);
+      }
     }
     for (let a = 0; a < texts.length; a++) for (let b = a + 1; b < texts.length; b++) {
       const p = texts[a].box, q = texts[b].box;
-      const w = Math.min(p.right, q.right) - Math.max(p.left, q.left), h = Math.min(p.bottom, q.bottom) - Math.max(p.top, q.top);
+      const w = Math.min(p.right, q.right) - Math.max(p.left, q.left);
+      const h = Math.min(p.bottom, q.bottom) - Math.max(p.top, q.top);
       if (w > 1 && h > 1) problems.push(`chart ${i}: "${texts[a].t}" overlaps "${texts[b].t}"`);
     }
   });
@@ -68,36 +77,27 @@ CHART_TEXT = """() => {
 }"""
 
 
-@pytest.fixture(scope="module")
-def server():
-    _need_chromium()
-    with streamlit_server() as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser(server):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
-def offline_page(browser, server, width: int, height: int, **context_args):
-    """A page whose requests to anything but the app's own server are blocked and recorded."""
-    context = browser.new_context(viewport={"width": width, "height": height}, **context_args)
+@contextlib.contextmanager
+def offline(chromium, url: str, width: int, height: int, **context_args):
+    """A fresh session on `url`, settled, whose requests to anything but the app's own server are blocked
+    and recorded (`page.outside`)."""
+    context = chromium.new_context(viewport={"width": width, "height": height}, **context_args)
+    origin = re.match(r"https?://[^/]+", url).group(0)
     outside = []
 
     def block(route):
         outside.append(route.request.url)
         route.abort()
 
-    context.route(re.compile(r"^(?!" + re.escape(server) + r"|data:|blob:).*"), block)
-    page = context.new_page()
-    page.outside = outside
-    return page
+    context.route(re.compile(r"^(?!" + re.escape(origin) + r"|data:|blob:).*"), block)
+    try:
+        page = context.new_page()
+        page.outside = outside
+        page.goto(url)
+        settle(page, timeout_s=120)
+        yield page
+    finally:
+        context.close()
 
 
 def whole(page) -> list[str]:
@@ -108,11 +108,9 @@ def whole(page) -> list[str]:
 
 
 @pytest.mark.parametrize("path", PAGES)
-def test_every_page_is_whole_at_each_width_and_asks_nothing_of_the_internet(server, browser, path):
-    page = offline_page(browser, server, *WIDTHS[0])
-    try:
-        page.goto(server + path)
-        settle(page, timeout_s=120)
+def test_every_page_is_whole_at_each_width_and_asks_nothing_of_the_internet(  # noqa: F811
+        server, browser, path):  # noqa: F811
+    with offline(browser, server + path, *WIDTHS[0]) as page:
         problems = {}
         for width, height in WIDTHS:
             page.set_viewport_size({"width": width, "height": height})
@@ -121,8 +119,6 @@ def test_every_page_is_whole_at_each_width_and_asks_nothing_of_the_internet(serv
         assert problems == {w: [] for w, _ in WIDTHS}
         assert page.outside == []
         assert page.locator('[data-testid="stException"]').count() == 0
-    finally:
-        page.context.close()
 
 
 def in_first_screen(page, locator, height: int = 1080) -> bool:
@@ -135,13 +131,11 @@ def overlap(a: dict, b: dict) -> bool:
             and min(a["y"] + a["height"], b["y"] + b["height"]) > max(a["y"], b["y"]))
 
 
-def test_presenter_mode_fits_the_cards_and_the_token_streams_on_one_1080p_screen(server, browser):
-    page = offline_page(browser, server, 1920, 1080)
-    try:
-        page.goto(server + "/forty_replies?present=1")
-        settle(page, timeout_s=120)
+def test_presenter_mode_fits_the_cards_and_the_token_streams_on_a_1080p_screen(  # noqa: F811
+        server, browser):  # noqa: F811
+    with offline(browser, server + "/forty_replies?present=1", 1920, 1080) as page:
         cards = page.locator('[data-testid="stMetric"]')
-        tokens = page.locator('[data-testid="stVegaLiteChart"]').first  # presenter mode draws the streams first
+        tokens = page.locator('[data-testid="stVegaLiteChart"]').first  # presenter mode: the streams first
         assert page.locator('[data-testid="stMain"] h5').first.inner_text().startswith("Token streams")
         assert cards.count() >= 3 and all(in_first_screen(page, cards.nth(i)) for i in range(cards.count()))
         assert in_first_screen(page, tokens)
@@ -151,20 +145,15 @@ def test_presenter_mode_fits_the_cards_and_the_token_streams_on_one_1080p_screen
         toolbar = page.locator('[data-testid="stElementToolbar"]:visible').first.bounding_box()
         export = page.get_by_role("button", name=re.compile("Export")).first.bounding_box()
         assert toolbar is not None and not overlap(toolbar, export)
-        page.locator('[data-testid="stPageLink"]').filter(has_text="The other stall").click()  # no sidebar needed
+        page.locator('[data-testid="stPageLink"]').filter(has_text="The other stall").click()  # no sidebar
         page.wait_for_url(re.compile(r".*/other_stall.*present=1.*"), timeout=60_000)
         settle(page, timeout_s=120)
         assert page.locator('[data-testid="stSidebar"]').count() == 0 or not page.locator(
             '[data-testid="stSidebar"]').is_visible()
-    finally:
-        page.context.close()
 
 
-def test_a_tour_step_scrolls_to_the_chart_it_talks_about(server, browser):
-    page = offline_page(browser, server, 1920, 1080)
-    try:
-        page.goto(server + "/forty_replies?present=1")
-        settle(page, timeout_s=120)
+def test_a_tour_step_scrolls_to_the_chart_it_talks_about(server, browser):  # noqa: F811
+    with offline(browser, server + "/forty_replies?present=1", 1920, 1080) as page:
         page.get_by_role("button", name=re.compile(r"^5\. Chunk size")).click()  # about the gaps histogram
         settle(page, timeout_s=120)
         page.wait_for_timeout(2500)  # the page scrolls again once the charts above have drawn
@@ -172,23 +161,19 @@ def test_a_tour_step_scrolls_to_the_chart_it_talks_about(server, browser):
         assert pointer.count() == 1 and in_first_screen(page, pointer)
         below = page.locator('[data-testid="stVegaLiteChart"]').filter(has_text="gap between two tokens")
         assert below.bounding_box()["y"] < 1080  # the histogram starts on the screen, under the pointer
-    finally:
-        page.context.close()
 
 
-def test_copy_link_gives_the_full_address_of_the_view_with_the_tour_step(server, browser):
-    page = offline_page(browser, server, 1440, 900, permissions=["clipboard-read", "clipboard-write"])
-    try:
-        page.goto(server + "/forty_replies")
-        settle(page, timeout_s=120)
+def test_copy_link_gives_the_full_address_of_the_view_with_the_tour_step(server, browser):  # noqa: F811
+    clipboard = ["clipboard-read", "clipboard-write"]
+    with offline(browser, server + "/forty_replies", 1440, 900, permissions=clipboard) as page:
         page.get_by_role("button", name=re.compile(r"^4\. Flip mixed chunk")).click()
         settle(page, timeout_s=120)
         before = parse_qs(urlparse(page.url).query)["t"]
-        page.get_by_role("button", name="Step", exact=True).last.click()  # step-through: redraws only its part
+        page.get_by_role("button", name="Step", exact=True).last.click()  # redraws only the step-through
         page.wait_for_function(f"() => !location.search.includes('t={before[0]}')", timeout=60_000)
         settle(page, timeout_s=120)
         page.get_by_test_id("wwCopyLink").click()
-        page.wait_for_function("() => document.querySelector('[data-testid=wwCopiedLink]').innerText.length > 0")
+        page.wait_for_function("() => document.querySelector('[data-testid=wwCopiedLink]').innerText")
         copied = page.evaluate("() => navigator.clipboard.readText()")
         assert copied == page.url and copied.startswith("http")
         query = parse_qs(urlparse(copied).query)
@@ -197,17 +182,13 @@ def test_copy_link_gives_the_full_address_of_the_view_with_the_tour_step(server,
         other.goto(copied)
         settle(other, timeout_s=120)
         assert "Step 4 of 6" in other.locator('[data-testid="stAlert"]').all_inner_texts()[0]
-        assert other.locator('[data-testid="stCheckbox"]').filter(has_text="Mixed chunk").locator("input").is_checked()
+        mixed = other.locator('[data-testid="stCheckbox"]').filter(has_text="Mixed chunk")
+        assert mixed.locator("input").is_checked()
         assert parse_qs(urlparse(other.url).query)["t"] == query["t"]
-    finally:
-        page.context.close()
 
 
-def test_the_address_bar_follows_every_change(server, browser):
-    page = offline_page(browser, server, 1440, 900)
-    try:
-        page.goto(server + "/ten_oclock_rush")
-        settle(page, timeout_s=120)
+def test_the_address_bar_follows_every_change(server, browser):  # noqa: F811
+    with offline(browser, server + "/ten_oclock_rush", 1440, 900) as page:
         page.locator('[data-testid="stCheckbox"]').filter(has_text="Mixed chunk").locator("label").click()
         page.wait_for_url(re.compile(r".*mixed=1.*"), timeout=60_000)
         settle(page, timeout_s=120)
@@ -219,5 +200,3 @@ def test_the_address_bar_follows_every_change(server, browser):
         page.wait_for_url(re.compile(r".*preset=upstream.*"), timeout=120_000)
         settle(page, timeout_s=180)
         assert page.locator('[data-testid="stException"]').count() == 0
-    finally:
-        page.context.close()

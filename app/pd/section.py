@@ -99,11 +99,11 @@ def deferred_allocation_ui(rush_values: dict | None = None, single=None) -> dict
                             help="--max-total-tokens on decode ranks, as the upstream test capped it to create pressure.")
     num_prefill = cols[2].slider("Prefill workers", 1, MAX_WORKERS, key=pw_key, disabled=preset == "upstream")
     num_decode = cols[3].slider("Decode workers", 1, MAX_WORKERS, key=dw_key, disabled=preset == "upstream")
-    runs = {}
+    runs, run_keys = {}, {}
     try:
         for policy in ("early", "prefill_complete"):
             scenario = pd_scenario(preset, rush_values or STORIES["ten_oclock_rush"].defaults, policy, cap, num_prefill, num_decode)
-            runs[policy] = compute.run_scenario(scenario)
+            runs[policy], run_keys[policy] = compute.run_scenario(scenario), compute.run_key(scenario)
     except InputError as err:
         st.error(f"**This PD combination cannot run.** `{err.where}`: {err.problem}", icon=":material/block:")
         return _params(on, preset, cap, num_prefill, num_decode)
@@ -114,19 +114,20 @@ def deferred_allocation_ui(rush_values: dict | None = None, single=None) -> dict
     left, right = st.columns(2)
     end = max(r.end_at for r in runs.values())
     for col, (policy, run) in zip((left, right), runs.items(), strict=True):
-        with col:
+        with col:  # specs shared by every session under (run, end): app.ui.chart
+            key = (run_keys[policy], end)
             chart_ui(state.PD_PAGE, f"{policy}-passes", f"{policy}: one lane per worker",
                      "Each worker's forward passes. Prefill workers run prefill chunks; decode workers decode.",
-                     timelines.pass_timeline(run.passes, None, end))
+                     lambda r=run: timelines.pass_timeline(r.passes, None, end), cache_key=key)
             chart_ui(state.PD_PAGE, f"{policy}-kv", f"{policy}: KV per worker",
                      "Orange: decode KV reserved for requests still in prefill or transfer — held, not yet used. "
                      "With prefill_complete it stays near zero.",
-                     timelines.kv_occupancy(run.kv, run.retractions, None, end))
+                     lambda r=run: timelines.kv_occupancy(r.kv, r.retractions, None, end), cache_key=key)
             chart_ui(state.PD_PAGE, f"{policy}-phases", f"{policy}: where each request's time went",
                      "One lane per request: grey waiting at prefill, purple waiting for decode KV, orange prefill "
                      "chunks, thin blue the KV transfer, dark blue decoding. Under early, decode KV is reserved "
                      "before prefill may start; under prefill_complete, after it ends.",
-                     request_phases(run.spans, end))
+                     lambda r=run: request_phases(r.spans, end), cache_key=key)
     _phase_table_ui(runs)
     return _params(on, preset, cap, num_prefill, num_decode)
 

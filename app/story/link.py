@@ -11,7 +11,7 @@ from engine_model import Story
 
 
 def view_params(story: Story, more: dict | None = None) -> dict:
-    """The URL parameters beside the controls: the section's (`more`), the cursor, the tour step, presenter."""
+    """The URL parameters beside the controls: the section's (`more`), cursor, tour step, presenter mode."""
     keys = state.keys(story.key)
     cursor_t = st.session_state.get(keys.cursor_t)
     step = st.session_state.get(keys.tour_step)

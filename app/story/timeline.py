@@ -95,30 +95,35 @@ class TimelineChart(NamedTuple):
 
 def timeline_charts(run: RunFrames, row) -> list[TimelineChart]:
     """The four timelines, each with the cursor at `row`'s start: passes, tokens, KV, queue."""
-    cursor_at, end_at = float(row["start_at"]), run.end_at
+    at, end = float(row["start_at"]), run.end_at
     index = int(row["index"]) if len(run.lanes) == 1 else None
+    stall_s = run.stall_threshold_s
     return [
-        TimelineChart("passes", "Pass timeline: what the GPU ran",
-                      "One bar per forward pass (runs of identical decode passes merged), width = how long it took. "
-                      "Orange: a prefill chunk; blue: decode; green: a mixed pass (chunk + one decode token for each "
-                      "running request). The black outline is the pass under the cursor. Click a bar to move the "
-                      "cursor there.",
-                      lambda: timelines.pass_timeline(run.passes, cursor_at, end_at, index)),
-        TimelineChart("tokens", "Token streams: who got a token, and when",
-                      f"One lane per request, a tick per token (thinned where nothing happens). Purple: no token for "
-                      f"{run.stall_threshold_s:g} s or more — a stall. Orange/green blocks: this request's prompt "
-                      "being prefilled, chunk by chunk. Grey: waiting in the queue.",
-                      lambda: timelines.token_streams(run.tokens, run.stalls, run.chunks, run.waits, run.request_order,
-                                                      cursor_at, end_at, run.stall_threshold_s)),
-        TimelineChart("kv", "KV cache slots",
-                      "How much of the KV pool holds tokens (blue), is reserved for requests not yet running (orange, "
-                      "PD decode only) or is free. Purple rules: retractions — the pool could not give every running "
-                      "request its next token.",
-                      lambda: timelines.kv_occupancy(run.kv, run.retractions, cursor_at, end_at)),
-        TimelineChart("queue", "Queue depth",
-                      "Requests waiting for a prefill, and requests in the running (decode) batch, as the scheduler "
-                      "saw them.",
-                      lambda: timelines.queue_depth(run.queue, cursor_at, end_at)),
+        TimelineChart(
+            "passes", "Pass timeline: what the GPU ran",
+            "One bar per forward pass (runs of identical decode passes merged), width = how long it took. "
+            "Orange: a prefill chunk; blue: decode; green: a mixed pass (chunk + one decode token for each "
+            "running request). The black outline is the pass under the cursor. Click a bar to move the "
+            "cursor there.",
+            lambda: timelines.pass_timeline(run.passes, at, end, index)),
+        TimelineChart(
+            "tokens", "Token streams: who got a token, and when",
+            f"One lane per request, a tick per token (thinned where nothing happens). Purple: no token for "
+            f"{stall_s:g} s or more — a stall. Orange/green blocks: this request's prompt being prefilled, "
+            "chunk by chunk. Grey: waiting in the queue.",
+            lambda: timelines.token_streams(run.tokens, run.stalls, run.chunks, run.waits,
+                                            run.request_order, at, end, stall_s)),
+        TimelineChart(
+            "kv", "KV cache slots",
+            "How much of the KV pool holds tokens (blue), is reserved for requests not yet running "
+            "(orange, PD decode only) or is free. Purple rules: retractions — the pool could not give "
+            "every running request its next token.",
+            lambda: timelines.kv_occupancy(run.kv, run.retractions, at, end)),
+        TimelineChart(
+            "queue", "Queue depth",
+            "Requests waiting for a prefill, and requests in the running (decode) batch, as the scheduler "
+            "saw them.",
+            lambda: timelines.queue_depth(run.queue, at, end)),
     ]
 
 

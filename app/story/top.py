@@ -59,7 +59,7 @@ def _tour_step_from_url(story: Story) -> None:
             st.session_state[keys.pending_cursor] = story.tour[step].cursor
 
 
-CONTROL_WIDTH = {"toggle": 190, "select": 230, "slider": 230}  # px: every label and value whole, wrapping rows
+CONTROL_WIDTH = {"toggle": 190, "select": 230, "slider": 230}  # px: each label and value whole; rows wrap
 
 
 def settings_ui(story: Story):

@@ -67,8 +67,9 @@ def room_spec(spec: dict, presenting: bool = False) -> dict:
 
 
 FONT_KEYS = ("fontSize", "labelFontSize", "titleFontSize")
-DEFAULT_FONTS = {"axis": {"labelFontSize": 12, "titleFontSize": 14}, "legend": {"labelFontSize": 12, "titleFontSize": 14},
-                 "title": {"fontSize": 16}, "text": {"fontSize": 11}}  # Streamlit's chart theme, in px
+DEFAULT_FONTS = {  # Streamlit's chart theme, in px
+    "axis": {"labelFontSize": 12, "titleFontSize": 14}, "legend": {"labelFontSize": 12, "titleFontSize": 14},
+    "title": {"fontSize": 16}, "text": {"fontSize": 11}}
 
 
 def _larger_text(spec: dict, scale: float) -> dict:

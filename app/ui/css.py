@@ -1,7 +1,8 @@
 """The app's own CSS: nothing a person reads is cut off, at any width a room uses (1280 to 1920 px wide).
 
-Streamlit cuts long widget labels, metric values and button text with an ellipsis ("Mixe…", "398 m", "E…");
-here they wrap instead. tests/test_browser_room.py checks every label, value and button at three widths.
+Streamlit cuts long widget labels, metric values and button text with an ellipsis ("Mixe…", "398 m",
+"E…"); here they wrap instead. tests/test_browser_room.py checks every label, value and button at three
+widths.
 """
 
 from __future__ import annotations

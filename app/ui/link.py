@@ -11,8 +11,9 @@ import streamlit as st
 
 COPY_LINK = """
 <div class="ww-copy-link" style="display:flex;align-items:center;gap:0.75rem;flex-wrap:wrap">
-  <button type="button" data-testid="wwCopyLink" style="font:inherit;padding:0.35rem 0.9rem;border-radius:0.5rem;
-    border:1px solid rgba(49,51,63,0.25);background:#fff;cursor:pointer">🔗 Copy link to this view</button>
+  <button type="button" data-testid="wwCopyLink" style="font:inherit;padding:0.35rem 0.9rem;
+    border-radius:0.5rem;border:1px solid rgba(49,51,63,0.25);background:#fff;cursor:pointer">
+    🔗 Copy link to this view</button>
   <code data-testid="wwCopiedLink" style="overflow-wrap:anywhere"></code>
 </div>
 <script>
