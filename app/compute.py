@@ -1,10 +1,13 @@
 """Cached runs. Pages call these; they never simulate themselves.
 
 Every cache is keyed by the validated scenario's JSON (`scenario.model_dump_json()`), so the same
-settings — a flip back, a shared link, the baseline beside the current run — are computed once.
+settings — a flip back, a shared link, the baseline beside the current run — are computed once for the
+whole server. app/warm.py fills these caches with the stories' first views at start-up.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 import streamlit as st
 
@@ -20,3 +23,8 @@ def run(scenario_json: str) -> frames.RunFrames:
 
 def run_scenario(scenario: Scenario) -> frames.RunFrames:
     return run(scenario.model_dump_json())
+
+
+def run_key(scenario: Scenario | None) -> str:
+    """A short key for a run (its validated scenario): charts share their specs under it."""
+    return "" if scenario is None else hashlib.sha1(scenario.model_dump_json().encode()).hexdigest()

@@ -1,4 +1,5 @@
-"""Who Waits: the Streamlit entry point. `streamlit run app/main.py`
+"""Who Waits: the Streamlit entry point. `streamlit run app/main.py`, or `streamlit run app/serve.py` (what
+scripts/serve.sh runs): the same pages, with the caches warmed at start-up (app/warm.py).
 
 Builds the navigation over app/app_pages/ and applies presenter mode; each page draws itself.
 """
@@ -12,23 +13,28 @@ if str(REPO) not in sys.path:  # `streamlit run app/main.py` puts app/ on the pa
 
 import streamlit as st  # noqa: E402
 
+from app.state import is_presenting  # noqa: E402
+from app.ui.css import no_cut_ui  # noqa: E402
 from app.ui.presenter import presenter_ui  # noqa: E402
 
-st.set_page_config(page_title="Who Waits", page_icon=":material/hourglass_top:", layout="wide")
+# An emoji icon becomes an inline SVG; a `:material/...:` page icon is fetched from Google's font host,
+# which a meeting room without internet cannot reach (tests/test_browser_room.py counts such requests).
+st.set_page_config(page_title="Who Waits", page_icon="⌛", layout="wide")
 
 PAGES = [
     st.Page("app_pages/home.py", title="Home", icon=":material/hourglass_top:", default=True),
-    st.Page("app_pages/forty_replies.py", title="The forty replies", icon=":material/forum:", url_path="forty_replies"),
+    st.Page("app_pages/forty_replies.py", title="The forty replies", icon=":material/forum:",
+            url_path="forty_replies"),
     st.Page("app_pages/other_stall.py", title="The other stall", icon=":material/memory:", url_path="other_stall"),
-    st.Page("app_pages/ten_oclock_rush.py", title="Ten o'clock rush", icon=":material/schedule:", url_path="ten_oclock_rush"),
+    st.Page("app_pages/ten_oclock_rush.py", title="Ten o'clock rush", icon=":material/schedule:",
+            url_path="ten_oclock_rush"),
     st.Page("app_pages/real_traffic.py", title="Real traffic", icon=":material/public:", url_path="real_traffic"),
-    st.Page("app_pages/compare.py", title="Compare and sweep", icon=":material/compare_arrows:", url_path="compare"),
+    st.Page("app_pages/compare.py", title="Compare and sweep", icon=":material/compare_arrows:",
+            url_path="compare"),
     st.Page("app_pages/your_server.py", title="Your server", icon=":material/dns:", url_path="your_server"),
 ]
 
-# Headline cards carry "before -> after" values and long labels: let them wrap instead of cutting them off.
-st.html("<style>[data-testid='stMetricValue'] div, [data-testid='stMetricLabel'] p "
-        "{ white-space: normal !important; overflow: visible !important; text-overflow: clip !important; }</style>")
-presenting = presenter_ui()
-page = st.navigation(PAGES, position="hidden" if presenting else "sidebar")
+no_cut_ui()
+page = st.navigation(PAGES, position="hidden" if is_presenting() else "sidebar")
+presenter_ui(PAGES)
 page.run()

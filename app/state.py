@@ -13,6 +13,7 @@ Settings live in three places, read in this order: the URL, this session's saved
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -25,6 +26,7 @@ if TYPE_CHECKING:  # app.ui.controls draws widgets under these keys, so it impor
 
 # -- URL parameters that are not a story's controls (a control's own parameter is its `Control.key`) --------
 CURSOR_T = "t"  # the step-through cursor, in seconds
+STEP = "step"  # the guided tour's active step, from 1
 PRESENT = "present"  # presenter mode: ?present=1
 STORY = "story"  # Compare: which story
 SWEEP = "sweep"  # Compare: what the sweep varies
@@ -32,7 +34,7 @@ PD_ON, PD_PRESET, PD_CAP = "pd", "preset", "cap"  # the PD section: shown or not
 PD_PREFILL_WORKERS, PD_DECODE_WORKERS = "pworkers", "dworkers"
 PD_PARAMS = (PD_ON, PD_PRESET, PD_CAP, PD_PREFILL_WORKERS, PD_DECODE_WORKERS)
 EXTRA_PARAMS = {"ten_oclock_rush": PD_PARAMS}  # page -> URL parameters its sections read beside the controls
-PAGE_PARAMS = (CURSOR_T, PRESENT)  # every page may carry these
+PAGE_PARAMS = (CURSOR_T, STEP, PRESENT)  # every page may carry these
 STREAMLIT_PARAMS = ("embed", "embed_options")  # Streamlit's own; never touched
 
 
@@ -45,6 +47,10 @@ def side_param(side: str, key: str) -> str:
 PRESENTING = "present"  # presenter mode is on
 PRESENT_TOGGLE = "present_toggle"  # the sidebar switch that turns it on
 LEAVE_PRESENT = "leave_present"  # the button that turns it off
+PRESENT_BAR = "present_bar"  # presenter mode's bar: every page and the way back (a container's key)
+HEADLINE = "headline"  # the headline cards' block (a container's key)
+LOOK_HERE = "look_here"  # the tour's pointer (a container's key: the page scrolls to it)
+SCROLLED_TO = "scrolled_to"  # the pointer the page last scrolled to
 SAVED = "saved"  # {page: {control key: value}}: a page's settings kept across pages
 SPECS = "_specs"  # chart specs already built this session (app.ui.chart)
 PD_PAGE, COMPARE_PAGE, SERVER_PAGE = "pd", "compare", "your_server"  # key prefixes of the non-story sections
@@ -86,6 +92,10 @@ class Keys:
     @property
     def tour_step(self) -> str:  # the active tour step (0-based)
         return self.widget("tour_step")
+
+    @property
+    def step_seeded(self) -> str:  # the link's tour step has been read
+        return self.widget("step_seeded")
 
     @property
     def pending_cursor(self) -> str:  # a tour step's cursor spec, applied on the next draw
@@ -153,10 +163,18 @@ def seed_widgets(page: str, controls: tuple[Control, ...], extra: tuple[str, ...
                              f"using {control.fmt(control.default)}.")
         st.session_state[wkey] = value
     if fresh:
+        notes += _duplicate_notes()
         unknown = sorted(set(params.keys()) - known)
         if unknown:
             notes.append(f"Ignored unknown URL parameter(s): {', '.join(f'`{u}`' for u in unknown)}.")
         st.session_state[page_keys.notes] = notes
+
+
+def _duplicate_notes() -> list[str]:
+    """A parameter given more than once: the last one counts (`write_url` then keeps only it)."""
+    params = st.query_params
+    return [f"URL parameter `{key}` is given {len(params.get_all(key))} times; using the last, "
+            f"`{key}={params[key]}`." for key in params.keys() if len(params.get_all(key)) > 1]
 
 
 def seed_param(state_key: str, param: str, default, parse: Callable[[str], object]) -> str | None:
@@ -192,7 +210,7 @@ def write_url(controls: tuple[Control, ...], current: dict, extra: dict | None =
         if key not in wanted and key not in STREAMLIT_PARAMS:
             del params[key]
     for key, value in wanted.items():
-        if params.get(key) != value:
+        if params.get_all(key) != [value]:  # a duplicate is rewritten as one
             params[key] = value
 
 
@@ -212,8 +230,34 @@ def set_cursor_param(t: float) -> None:
     st.query_params[CURSOR_T] = f"{t:.3f}"
 
 
-def cursor_param() -> str | None:
-    return st.query_params.get(CURSOR_T)
+def cursor_param(end_at: float) -> tuple[float | None, str | None]:
+    """The URL's cursor time `t` (None when absent or bad) and a note when it is bad or past the run's end."""
+    text = st.query_params.get(CURSOR_T)
+    if text is None:
+        return None, None
+    try:
+        t = float(text)
+    except ValueError:
+        t = math.nan
+    if not 0 <= t <= end_at:  # NaN fails both
+        return None, (f"URL parameter `{CURSOR_T}={text}`: expected seconds from 0 to the run's end "
+                      f"({end_at:.3f}); using the story's default cursor.")
+    return t, None
+
+
+def has_cursor_param() -> bool:
+    return CURSOR_T in st.query_params
+
+
+def step_param(num_steps: int) -> tuple[int | None, str | None]:
+    """The URL's tour step `step` (1-based in the URL, 0-based here) and a note when it is not a step."""
+    text = st.query_params.get(STEP)
+    if text is None:
+        return None, None
+    if text.isdigit() and 1 <= int(text) <= num_steps:
+        return int(text) - 1, None
+    return None, (f"URL parameter `{STEP}={text}`: expected a tour step from 1 to {num_steps}; "
+                  "no step is active.")
 
 
 # -- presenter mode ------------------------------------------------------------------------------------

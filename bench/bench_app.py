@@ -1,82 +1,190 @@
-"""How fast does the forty-replies page redraw when mixed chunk is flipped? Measured in a real browser.
+"""Is every view ready in a breath? Measured in headless Chromium, on a freshly started server.
 
-    .venv/bin/python bench/bench_app.py [--flips 8]
+    .venv/bin/python bench/bench_app.py [--flips 8] [--steps 6] [--json FILE]
+    .venv/bin/python bench/bench_app.py --repo ../other-checkout --script app/main.py   # e.g. an older commit
 
-Starts `streamlit run app/main.py` on a free port, opens /forty_replies in headless Chromium
-(/usr/bin/chromium), then flips the mixed-chunk toggle repeatedly. For each flip it records:
-  headline_s  click -> the headline card shows the new numbers
-  redraw_s    click -> the script run has finished and every chart on the page has drawn again
-The first flip to each setting is uncached (simulate + frames); later flips hit st.cache_data.
+Starts `streamlit run app/serve.py` on a free port and waits for its health check; then, if the app reports a
+warm-up (/warmup), waits for it (at most --warm-limit s) and says how long it took. Then, each in a fresh
+browser session (a new person):
+  first view   every page: navigation -> the page has drawn (cards, charts, no placeholder, script over)
+  tour step    each guided-tour step of the forty replies: click -> redrawn
+  flip         the mixed-chunk toggle, --flips times
+  step         step-through "Step" and "Event" clicks, --steps of each: click -> the fragment has redrawn
+  PD preset    the ten o'clock page's upstream replica preset: pick -> both policies drawn
+A time runs from the navigation or click to the first moment the page is idle and fully drawn (confirmed by
+later polls, which are not counted). After every action it checks that the address bar changed to match.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import statistics
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from browser import CHROMIUM, CHROMIUM_ARGS, streamlit_server, wait_idle  # noqa: E402
+from browser import CHROMIUM, CHROMIUM_ARGS, pick, streamlit_server  # noqa: E402
 
+PAGES = ["/", "/forty_replies", "/other_stall", "/ten_oclock_rush", "/real_traffic", "/compare",
+         "/your_server"]
 STATE = """() => {
   const charts = [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')];
-  const drawn = charts.filter(c => c.querySelector('canvas, svg')).length;
-  const running = !!document.querySelector('[data-testid="stStatusWidget"]');
-  const stale = document.querySelectorAll('[data-stale="true"]').length;
-  const value = document.querySelector('[data-testid="stMetricValue"]');
-  return [charts.length, drawn, running, stale, value ? value.innerText : ''];
+  const busy = !!document.querySelector('[data-testid="stStatusWidget"], [data-testid="stSkeleton"], '
+    + '[data-testid="stSkeletonElement"], [data-stale="true"]');
+  const ready = !!document.querySelector('[data-testid="stMain"] h1, .st-key-present_bar')
+    && document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state')
+      === 'notRunning';
+  return [ready && !busy && charts.every(c => c.querySelector('svg, canvas')), charts.length,
+          location.href];
 }"""
 
 
-def flip_once(page, toggle) -> tuple[float, float, str]:
-    before = page.evaluate(STATE)[4]
+def until_idle(page, start: float, timeout_s: float = 120, confirm: int = 3, poll_ms: int = 30) -> float:
+    """Seconds from `start` to the first moment the page was idle and drawn, held for `confirm` polls."""
+    first, last = None, None
+    while time.perf_counter() - start < timeout_s:
+        idle, num, _ = page.evaluate(STATE)
+        now = time.perf_counter()
+        if idle and (first is None or num != last):
+            first, streak = now, 0
+        if idle:
+            streak += 1
+            if streak > confirm:
+                return first - start
+        else:
+            first = None
+        last = num
+        page.wait_for_timeout(poll_ms)
+    raise TimeoutError(f"not idle within {timeout_s:g} s")
+
+
+def act(page, click, url_changes: str | None = None) -> tuple[float, bool]:
+    """Click, wait for the address bar to change (the rerun has happened), then until idle.
+    Returns (seconds, whether the address bar followed)."""
+    before = page.url
     start = time.perf_counter()
-    toggle.click()
-    headline = None
-    seen_running = False
-    while True:
-        num, drawn, running, stale, value = page.evaluate(STATE)
-        now = time.perf_counter() - start
-        seen_running = seen_running or running or stale > 0
-        if headline is None and value != before:
-            headline = now
-        if headline is not None and not running and stale == 0 and num == drawn and num > 0:
-            return headline, now, value
-        if now > 60:
-            raise TimeoutError("no redraw within 60 s")
-        page.wait_for_timeout(15)
+    click()
+    followed = True
+    try:
+        page.wait_for_function(f"() => location.href !== {json.dumps(before)}", timeout=60_000, polling=20)
+    except Exception:  # noqa: BLE001 - a URL that never changes is what we report
+        followed = False
+    seconds = until_idle(page, start)
+    if url_changes is not None:  # the URL is written in parts (the cursor first): read it once idle
+        followed = followed and re.search(url_changes, page.url) is not None
+    return seconds, followed
+
+
+def warm_up(url: str, limit_s: float) -> float | None:
+    """Seconds the app's warm-up took (None when the app has none), waiting at most limit_s."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < limit_s:
+        try:
+            with urllib.request.urlopen(f"{url}/warmup", timeout=2) as reply:
+                status = json.loads(reply.read())
+        except (OSError, ValueError):
+            return None
+        if status["finished"]:
+            return status["seconds"]
+        time.sleep(0.25)
+    return limit_s
+
+
+def first_views(browser, url: str) -> dict[str, float]:
+    out = {}
+    for path in PAGES:
+        context = browser.new_context(viewport={"width": 1440, "height": 900})
+        page = context.new_page()
+        start = time.perf_counter()
+        page.goto(url + path)
+        out[path] = until_idle(page, start)
+        context.close()
+    return out
+
+
+def story_actions(browser, url: str, flips: int, steps: int) -> dict[str, list]:
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    page.goto(url + "/forty_replies")
+    until_idle(page, time.perf_counter())
+    out = {"tour step": [], "flip": [], "step": [], "address bar followed": []}
+    for i in range(6):
+        button = page.get_by_role("button", name=re.compile(rf"^{i + 1}\. "))
+        seconds, followed = act(page, button.click, rf"step={i + 1}")
+        out["tour step"].append(seconds)
+        out["address bar followed"].append(followed)
+    page.get_by_role("button", name=re.compile(r"^1\. ")).click()
+    until_idle(page, time.perf_counter())
+    toggle = page.locator('[data-testid="stCheckbox"]').filter(has_text="Mixed chunk").locator("label")
+    for i in range(flips):
+        seconds, followed = act(page, toggle.click, "mixed=1" if i % 2 == 0 else None)
+        out["flip"].append(seconds)
+        out["address bar followed"].append(followed)
+    for name in ("Step", "Event"):
+        for _ in range(steps):
+            button = page.get_by_role("button", name=name, exact=True).last
+            seconds, followed = act(page, button.click, r"t=")
+            out["step"].append(seconds)
+            out["address bar followed"].append(followed)
+    context.close()
+    return out
+
+
+def upstream_preset(browser, url: str) -> tuple[float, bool]:
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    page.goto(url + "/ten_oclock_rush")
+    until_idle(page, time.perf_counter())
+    result = act(page, lambda: pick(page, "Preset", "Upstream"), "preset=upstream")
+    context.close()
+    return result
+
+
+def p95(values: list[float]) -> float:
+    """Nearest-rank 95th percentile."""
+    ordered = sorted(values)
+    return ordered[max(0, -(-95 * len(ordered) // 100) - 1)]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--flips", type=int, default=8)
+    parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--warm-limit", type=float, default=120)
+    parser.add_argument("--repo", type=Path, default=None, help="another checkout to serve (its own app)")
+    parser.add_argument("--script", default="app/serve.py")
+    parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
-    with streamlit_server() as url, sync_playwright() as p:
+    serve = {"script": args.script} | ({"repo": args.repo.resolve()} if args.repo else {})
+    started = time.perf_counter()
+    with streamlit_server(**serve) as url, sync_playwright() as p:
+        health = time.perf_counter() - started
+        warm = warm_up(url, args.warm_limit)
+        print(f"health check answered after {health:.1f} s; warm-up: "
+              + ("none" if warm is None else f"{warm:.1f} s"))
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        t0 = time.perf_counter()
-        page.goto(url + "/forty_replies")
-        wait_idle(page, settle_polls=2)
-        print(f"first load (cold server, includes imports and two runs): {time.perf_counter() - t0:.2f} s")
-        toggle = page.locator('[data-testid="stCheckbox"]').filter(has_text="Mixed chunk").first.locator("label")
-        rows = []
-        for i in range(args.flips):
-            page.wait_for_timeout(800)
-            headline, redraw, value = flip_once(page, toggle)
-            kind = "uncached" if i < 2 else "cached"
-            rows.append((kind, headline, redraw))
-            print(f"flip {i + 1} ({kind:8s}, mixed {'on ' if i % 2 == 0 else 'off'}): headline {headline:.2f} s, "
-                  f"full redraw {redraw:.2f} s  [{value}]")
-        for kind in ("uncached", "cached"):
-            picked = [r for r in rows if r[0] == kind]
-            if picked:
-                print(f"{kind}: median headline {statistics.median(r[1] for r in picked):.2f} s, "
-                      f"median full redraw {statistics.median(r[2] for r in picked):.2f} s (n={len(picked)})")
+        figures = {"health_s": health, "warm_up_s": warm, "first_view_s": first_views(browser, url)}
+        for path, seconds in figures["first_view_s"].items():
+            print(f"first view {path:18s} {seconds:5.2f} s")
+        figures |= story_actions(browser, url, args.flips, args.steps)
+        figures["pd_preset_s"], followed = upstream_preset(browser, url)
+        figures["address bar followed"].append(followed)
         browser.close()
+    for what in ("tour step", "flip", "step"):
+        values = figures[what]
+        print(f"{what:10s} n={len(values):2d}  median {statistics.median(values):.2f} s  "
+              f"p95 {p95(values):.2f} s  max {max(values):.2f} s")
+    print(f"upstream PD preset: {figures['pd_preset_s']:.2f} s")
+    followed = figures["address bar followed"]
+    print(f"address bar followed {sum(followed)} of {len(followed)} changes")
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=1))
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import re
 import socket
 import subprocess
 import sys
@@ -23,7 +24,10 @@ CHROMIUM_ARGS = ["--no-sandbox", "--headless=new", "--disable-gpu", "--disable-b
 CHART_STATE = """() => {
   const charts = [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')];
   const drawn = charts.filter(c => c.querySelector('canvas, svg')).length;
-  const running = !!document.querySelector('[data-testid="stStatusWidget"]');
+  const loading = document.querySelector('[data-testid="stSkeleton"], [data-testid="stSkeletonElement"]');
+  const script = document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state');
+  const running = !!document.querySelector('[data-testid="stStatusWidget"]') || !!loading
+    || script !== 'notRunning';
   return [charts.length, drawn, running];
 }"""
 
@@ -35,12 +39,15 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def streamlit_server(port: int | None = None, start_timeout_s: float = 60):
-    """`streamlit run app/main.py` on a free port; yields its URL once /_stcore/health answers."""
+def streamlit_server(port: int | None = None, start_timeout_s: float = 60, script: str = "app/serve.py",
+                     repo: Path = REPO):
+    """`streamlit run app/serve.py` (the app, warming its caches at start-up) on a free port; yields its URL
+    once /_stcore/health answers. `repo`: another checkout to serve instead (bench_app.py compares)."""
     port = port or free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app/main.py", "--server.headless", "true", "--server.port", str(port),
-         "--browser.gatherUsageStats", "false"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [sys.executable, "-m", "streamlit", "run", script, "--server.headless", "true", "--server.port",
+         str(port), "--browser.gatherUsageStats", "false"],
+        cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + start_timeout_s
@@ -60,7 +67,7 @@ def streamlit_server(port: int | None = None, start_timeout_s: float = 60):
 
 def wait_idle(page, timeout_ms: int = 60_000, settle_polls: int = 4) -> None:
     """Until the app has finished running and every chart has drawn, unchanged for `settle_polls` polls."""
-    page.wait_for_selector('[data-testid="stMain"] h1', timeout=timeout_ms)
+    page.wait_for_selector('[data-testid="stMain"] h1, .st-key-present_bar', timeout=timeout_ms)  # presenter
     deadline, last, same = time.time() + timeout_ms / 1000, None, 0
     while time.time() < deadline:
         page.wait_for_timeout(400)
@@ -71,6 +78,19 @@ def wait_idle(page, timeout_ms: int = 60_000, settle_polls: int = 4) -> None:
         if same >= settle_polls:
             return
     raise TimeoutError(f"page did not settle: {last}")
+
+
+def pick(page, label: str, option: str) -> None:
+    """Choose `option` in the selectbox labelled `label` (a combobox: the input, or else its Open button,
+    shows the list)."""
+    box = page.locator('[data-testid="stSelectbox"]').filter(has_text=label)
+    choice = page.get_by_role("option", name=re.compile(option))
+    box.locator("input").click()
+    try:
+        choice.first.wait_for(timeout=3000)
+    except Exception:  # noqa: BLE001 - the list did not open from the input
+        box.get_by_role("button", name="Open").click()
+    choice.first.click()
 
 
 def cli(shoot: Callable[[str, list[str] | None], object]) -> None:

@@ -3,4 +3,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/env.sh
-exec .venv/bin/streamlit run app/main.py "$@"
+exec .venv/bin/streamlit run app/serve.py "$@"  # the pages of app/main.py; warms the caches at start-up

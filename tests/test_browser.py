@@ -22,7 +22,11 @@ pytestmark = pytest.mark.browser
 SETTLED = """() => {
   const charts = [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')];
   const drawn = charts.filter(c => c.querySelector('canvas, svg')).length;
-  return [charts.length, drawn, !!document.querySelector('[data-testid="stStatusWidget"]'),
+  const loading = document.querySelector('[data-testid="stSkeleton"], [data-testid="stSkeletonElement"]');
+  const script = document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state');
+  const busy = !!document.querySelector('[data-testid="stStatusWidget"]') || !!loading
+    || script !== 'notRunning';
+  return [charts.length, drawn, busy,
           [...document.querySelectorAll('[data-testid="stMetricValue"]')].map(m => m.innerText).join('|')];
 }"""
 
@@ -62,7 +66,8 @@ def page(browser):
 
 def settle(page, timeout_s: float = 60, polls: int = 3) -> str:
     """Wait until the run is over and every chart has drawn; returns the headline values."""
-    page.wait_for_selector('[data-testid="stMain"] h1', timeout=timeout_s * 1000)
+    # presenter mode has no h1: its bar of pages stands for it
+    page.wait_for_selector('[data-testid="stMain"] h1, .st-key-present_bar', timeout=timeout_s * 1000)
     deadline, last, same = time.time() + timeout_s, None, 0
     while time.time() < deadline:
         page.wait_for_timeout(300)

@@ -1,6 +1,7 @@
 """The other stall: the KV pool fills, running requests are retracted and re-prefilled later."""
 
-from app.story.exports import export_ui, url_state
+from app.story.exports import export_ui
+from app.story.link import url_state
 from app.story.sections import itl_ui, stalls_apart_ui
 from app.story.timeline import timeline_ui
 from app.story.top import story_ui

@@ -1,6 +1,7 @@
 """Real traffic: production request lengths from Mooncake's public trace, under the story toggles."""
 
-from app.story.exports import export_ui, url_state
+from app.story.exports import export_ui
+from app.story.link import url_state
 from app.story.sections import itl_ui, stalls_apart_ui
 from app.story.timeline import timeline_ui
 from app.story.top import story_ui

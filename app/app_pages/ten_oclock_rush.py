@@ -5,7 +5,8 @@ preset (app.pd).
 """
 
 from app.pd.section import deferred_allocation_ui
-from app.story.exports import export_ui, url_state
+from app.story.exports import export_ui
+from app.story.link import url_state
 from app.story.sections import itl_ui, stalls_apart_ui
 from app.story.timeline import timeline_ui
 from app.story.top import story_ui

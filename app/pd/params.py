@@ -16,7 +16,9 @@ DEFAULTS = {state.PD_ON: True, state.PD_PRESET: "rush", state.PD_CAP: 0, state.P
 
 
 def parse_on(text: str) -> bool:
-    return text not in ("0", "false")
+    if text not in ("0", "1", "false", "true"):
+        raise ValueError("expected 1 (shown) or 0 (hidden)")
+    return text in ("1", "true")
 
 
 def parse_preset(text: str) -> str:
@@ -34,9 +36,10 @@ def parse_cap(text: str) -> int:
 
 
 def parse_workers(text: str) -> int:
-    if not text.strip().lstrip("-").isdigit():
+    """A worker count from 1 to MAX_WORKERS; anything else is refused with a note (never clamped silently)."""
+    if not text.isdigit() or not 1 <= int(text) <= MAX_WORKERS:
         raise ValueError(f"expected a whole number from 1 to {MAX_WORKERS}")
-    return max(1, min(int(text), MAX_WORKERS))
+    return int(text)
 
 
 PARSERS = {state.PD_ON: parse_on, state.PD_PRESET: parse_preset, state.PD_CAP: parse_cap,

@@ -83,12 +83,12 @@ def deferred_allocation_ui(rush_values: dict | None = None, single=None) -> dict
         return {}
     preset, cap, num_prefill, num_decode = _settings_ui()
     url = _params(on, preset, cap, num_prefill, num_decode)
-    runs = {}
+    runs, run_keys = {}, {}
     try:
         for policy in POLICIES:
             scenario = pd_scenario(preset, rush_values or STORIES["ten_oclock_rush"].defaults, policy, cap,
                                    num_prefill, num_decode)
-            runs[policy] = compute.run_scenario(scenario)
+            runs[policy], run_keys[policy] = compute.run_scenario(scenario), compute.run_key(scenario)
     except InputError as err:
         st.error(f"**This PD combination cannot run.** `{err.where}`: {err.problem}", icon=":material/block:")
         return url
@@ -97,7 +97,7 @@ def deferred_allocation_ui(rush_values: dict | None = None, single=None) -> dict
         return url
     _tradeoff_ui(runs, preset)
     _policy_table_ui(runs, single if preset == "rush" else None, cap)
-    _charts_ui(runs)
+    _charts_ui(runs, run_keys)
     _phase_table_ui(runs)
     return url
 
@@ -117,26 +117,27 @@ def _tradeoff_ui(runs: dict, preset: str) -> None:
         st.info(why, icon=":material/info:")
 
 
-def _charts_ui(runs: dict) -> None:
+def _charts_ui(runs: dict, run_keys: dict) -> None:
     """Each policy's workers, KV per worker and where each request's time went, side by side on one time axis."""
     end = max(r.end_at for r in runs.values())
     left, right = st.columns(2)
     for col, (policy, run) in zip((left, right), runs.items(), strict=True):
-        with col:
+        with col:  # specs shared by every session under (run, end): app.ui.chart
+            key = (run_keys[policy], end)
             chart_ui(state.PD_PAGE, f"{policy}-passes", f"{policy}: one lane per worker",
                      "Each worker's forward passes. Prefill workers run prefill chunks; decode workers decode.",
-                     timelines.pass_timeline(run.passes, None, end))
+                     lambda r=run: timelines.pass_timeline(r.passes, None, end), cache_key=key)
             for lane, chart, pool in timelines.kv_panels(run.kv, run.retractions, None, end):
                 what = ("Orange: decode KV reserved for requests still in prefill or transfer — held, not yet "
                         "used. With prefill_complete it stays near zero." if lane.startswith("decode") else
                         "A prefill worker holds a prompt's KV only until it is sent to decode.")
                 chart_ui(state.PD_PAGE, f"{policy}-kv-{lane}", f"{policy}: KV on {lane}",
-                         f"{pool[0].upper()}{pool[1:]}. {what}", chart)
+                         f"{pool[0].upper()}{pool[1:]}. {what}", chart, cache_key=key)
             chart_ui(state.PD_PAGE, f"{policy}-phases", f"{policy}: where each request's time went",
                      "One lane per request: grey waiting at prefill, purple waiting for decode KV, orange prefill "
                      "chunks, thin blue the KV transfer, dark blue decoding. Under early, decode KV is reserved "
                      "before prefill may start; under prefill_complete, after it ends.",
-                     request_phases(run.spans, end))
+                     lambda r=run: request_phases(r.spans, end), cache_key=key)
 
 
 def _params(on, preset, cap, num_prefill, num_decode) -> dict:

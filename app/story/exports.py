@@ -1,5 +1,5 @@
-"""The foot of a story page: the run as CSV and TOML, the story as a standalone page or its tour as slides,
-and the link that reopens this view. Also the note every exported chart of the page carries."""
+"""The foot of a story page: the run as CSV and TOML, the story as a standalone page or its tour as slides.
+Also the note every exported chart of the page carries. (The link that reopens the view: app.story.link.)"""
 
 from __future__ import annotations
 
@@ -76,13 +76,3 @@ def shown_value(control: Control, value, resolved_chunk=None) -> str:
     if control.key == "chunk" and value == "auto":
         return f"{resolved_chunk:,} (auto, from GPU memory)" if isinstance(resolved_chunk, int) else "auto"
     return control.fmt(value)
-
-
-def url_state(story: Story, values: dict, more: dict | None = None) -> None:
-    """Put this view into the address bar so a copied link reopens it, and show that link."""
-    cursor_t = st.session_state.get(state.keys(story.key).cursor_t)
-    extra = {**(more or {}), state.CURSOR_T: None if cursor_t is None else f"{cursor_t:.3f}",
-             **state.present_param()}
-    state.write_url(story.controls, values, extra)
-    st.caption(":material/link: Link to this view: copy the address bar — every setting and the cursor are in it (`"
-               + state.url_for(story.key, story.controls, values, extra) + "`).")

@@ -3,8 +3,6 @@ numbers against SGLang's defaults. `story_ui` draws it all and returns the contr
 
 from __future__ import annotations
 
-import hashlib
-
 import streamlit as st
 
 from app import compute, state
@@ -23,12 +21,17 @@ def story_ui(story: Story) -> tuple[dict, RunFrames]:
     numbers against SGLang's defaults (the baseline run). Returns the control values and the current run."""
     page_header(story)
     narration = tour_ui(story)
-    values = settings_ui(story)
+    values, row = settings_ui(story)
     cost_panel_ui(story)
     current, baseline = runs_or_stop(story, values)
     narration_ui(story, narration, current, baseline)
-    resolved_ui(current)
-    headline_ui(story, current, baseline, values)
+    if state.is_presenting():  # one screen: what runs is one click away, beside the settings
+        with row, st.popover("What runs", icon=":material/memory:"):
+            resolved_ui(current)
+    else:
+        resolved_ui(current)
+    with st.container(key=state.HEADLINE):  # presenter mode's CSS keeps only the cards of it
+        headline_ui(story, current, baseline, values)
     remember_note(story, values, current, baseline)
     return values, current
 
@@ -36,29 +39,71 @@ def story_ui(story: Story) -> tuple[dict, RunFrames]:
 def page_header(story: Story) -> None:
     """Title, teaser and any notes about the link that opened the page (bad or unknown URL parameters)."""
     state.seed_widgets(story.key, story.controls, state.EXTRA_PARAMS.get(story.key, ()))
-    st.title(f"{story.icon} {story.title}")
+    _tour_step_from_url(story)
+    if not state.is_presenting():  # presenter mode's bar names the page already
+        st.title(f"{story.icon} {story.title}")
     st.markdown(story.teaser)
     for note in state.notes(story.key):
         st.warning(note, icon=":material/link:")
 
 
-def settings_ui(story: Story) -> dict:
-    """The story's controls (main row, then GPU / model / seed in an expander). Returns {key: value}."""
+def _tour_step_from_url(story: Story) -> None:
+    """A link's `step` makes that tour step the active one (once per session): its text, its pointer and, when
+    the link has no cursor time, its cursor. The controls come from the link itself."""
+    keys = state.keys(story.key)
+    if keys.step_seeded in st.session_state:
+        return
+    st.session_state[keys.step_seeded] = True
+    step, note = state.step_param(len(story.tour))
+    if note is not None:
+        st.session_state[keys.notes] = [*state.notes(story.key), note]
+    if step is not None:
+        st.session_state[keys.tour_step] = step
+        st.session_state[keys.focus] = story.tour[step].focus
+        if not state.has_cursor_param():
+            st.session_state[keys.pending_cursor] = story.tour[step].cursor
+
+
+CONTROL_WIDTH = {"toggle": 190, "select": 230, "slider": 230}  # px: each label and value whole; rows wrap
+
+
+def settings_ui(story: Story):
+    """The story's controls: the main row, then GPU / model / seed in an expander. In presenter mode they sit
+    in a popover behind one line that says what is set (the tour sets them), so the cards and the key chart
+    fit the first screen. Controls sit in rows that wrap, each wide enough for its label and value.
+    Returns ({key: value}, the row that later takes the "What runs" popover)."""
     state.seed_widgets(story.key, story.controls)
     main = [c for c in story.controls if c.where == "main"]
     more = [c for c in story.controls if c.where == "more"]
+    if state.is_presenting():
+        row = st.container(horizontal=True, vertical_alignment="center", gap="medium")
+        with row.popover("Settings", icon=":material/tune:"):
+            _controls_row(story, main)
+            _controls_row(story, more)
+        values = state.values(story.key, story.controls)
+        row.markdown(" · ".join(f"{c.label} **{_shown(c, values[c.key])}**" for c in main), width="content")
+        return values, row
     with st.container(border=True):
         st.markdown("**Settings** — flags marked ⚑ are SGLang server flags; \"before\" is this row at its defaults.")
-        cols = st.columns([0.9 if c.widget == "toggle" else 1.1 for c in main])
-        for col, control in zip(cols, main, strict=True):
-            with col:
-                control_ui(story.key, control)
+        row = _controls_row(story, main)
         with st.expander("GPU, model and seed"):
-            cols = st.columns(len(more))
-            for col, control in zip(cols, more, strict=True):
-                with col:
-                    control_ui(story.key, control)
-    return state.values(story.key, story.controls)
+            _controls_row(story, more)
+    return state.values(story.key, story.controls), row
+
+
+def _shown(control, value) -> str:
+    if control.widget == "toggle":
+        return "on" if value else "off"
+    return control.fmt(value)
+
+
+def _controls_row(story: Story, controls: list):
+    row = st.container(horizontal=True, gap="medium", vertical_alignment="bottom")
+    with row:
+        for control in controls:
+            with st.container(width=CONTROL_WIDTH[control.widget]):
+                control_ui(story.key, control)
+    return row
 
 
 def runs_or_stop(story: Story, values: dict) -> tuple[RunFrames, RunFrames]:
@@ -82,5 +127,4 @@ def runs_or_stop(story: Story, values: dict) -> tuple[RunFrames, RunFrames]:
 
 def run_key(page: str) -> str:
     """A short key for the run a page shows (its validated scenario): charts cache their specs under it."""
-    scenario = st.session_state.get(state.keys(page).scenario)
-    return "" if scenario is None else hashlib.sha1(scenario.model_dump_json().encode()).hexdigest()
+    return compute.run_key(st.session_state.get(state.keys(page).scenario))

@@ -1,7 +1,9 @@
 """A chart on a page: its title, an optional "Look here" pointer, PNG / SVG export and its caption.
 
-Specs are kept per session (most recently used last), so a flip back to a view already drawn reuses its
-spec instead of building and serialising the chart again.
+Specs are kept for the whole server, not per session: a chart keyed by (page, chart, run, cursor) is the
+same for every person who views it, so the second person, a flip back and a shared link reuse the spec
+instead of building and serialising the chart again (building is most of a warm page view's server time;
+docs/performance.md). app/warm.py builds the stories' first views at start-up.
 """
 
 from __future__ import annotations
@@ -16,30 +18,96 @@ from app import state
 from app.charts.timelines import PICK
 from app.ui.exports import chart_image, export_note
 
-SPEC_CACHE_SIZE = 48
+SPEC_CACHE_SIZE = 192  # specs of a story page run 30-300 KB each
+LEGEND_COLUMN_PX = 170  # a legend entry's room: symbol and the longest label ("waiting for decode KV")
+AXIS_PX = 80  # the y axis to the legend's left
+PRESENTER_FONT = 1.45  # chart text grows with presenter mode's type
+PRESENTER_LANE = 0.68  # ...and lanes shrink, so the token streams fit one 1080p screen under the cards
 
 
 def chart_spec(chart, cache_key=None) -> dict:
-    """The Vega-Lite spec of a chart (or of a zero-argument builder), kept per session under cache_key.
+    """The Vega-Lite spec of a chart (or of a zero-argument builder), shared by every session under
+    cache_key. Never mutate the result: other sessions hold the same dict.
 
     Builders are validated against the schema by the tests (tests/test_charts.py), so the app serialises
-    without validating again, and a flip back to a view already drawn reuses its spec.
+    without validating again.
     """
-    cache = st.session_state.setdefault(state.SPECS, {})
-    if cache_key is not None and cache_key in cache:
-        cache[cache_key] = cache.pop(cache_key)  # most recently used last
-        return cache[cache_key]
-    spec = (chart() if callable(chart) else chart).to_dict(validate=False)
-    if cache_key is not None:
-        cache[cache_key] = spec
-        while len(cache) > SPEC_CACHE_SIZE:
-            cache.pop(next(iter(cache)))
-    return spec
+    if cache_key is None:
+        return _build(chart)
+    return _shared_spec(cache_key, chart)
+
+
+@st.cache_resource(max_entries=SPEC_CACHE_SIZE, show_spinner=False)
+def _shared_spec(cache_key, _chart) -> dict:
+    """One spec per key for the whole server (`_chart` is not hashed: the key names the chart)."""
+    return _build(_chart)
+
+
+def _build(chart) -> dict:
+    return (chart() if callable(chart) else chart).to_dict(validate=False)
+
+
+def room_spec(spec: dict, presenting: bool = False) -> dict:
+    """The spec as sent to the browser: legends never cut an entry (labels unlimited, as many columns as the
+    chart's width holds) and, in presenter mode, every text larger. A shallow copy; `spec` is unchanged.
+    Streamlit draws it as SVG, or on a canvas past 2,000 rows (forcing SVG there made first views about a
+    third slower here)."""
+    scale = PRESENTER_FONT if presenting else 1.0
+    columns = f"max(1, floor(((containerSize()[0] || 900) - {AXIS_PX}) / {LEGEND_COLUMN_PX * scale:.0f}))"
+    legend = {"labelLimit": 0, "titleLimit": 0, "columns": {"expr": columns}}
+    config = dict(spec.get("config", {}))
+    config["legend"] = {**config.get("legend", {}), **legend}
+    config["axis"] = {**config.get("axis", {}), "labelLimit": 0, "titleLimit": 0}
+    out = {**spec, "config": config}
+    if presenting:
+        out = _larger_text(out, scale)
+        if isinstance(out.get("height"), dict) and "step" in out["height"]:  # lanes: a discrete y axis
+            out["height"] = {"step": max(6, round(out["height"]["step"] * PRESENTER_LANE))}
+    return out
+
+
+FONT_KEYS = ("fontSize", "labelFontSize", "titleFontSize")
+DEFAULT_FONTS = {  # Streamlit's chart theme, in px
+    "axis": {"labelFontSize": 12, "titleFontSize": 14}, "legend": {"labelFontSize": 12, "titleFontSize": 14},
+    "title": {"fontSize": 16}, "text": {"fontSize": 11}}
+
+
+def _larger_text(spec: dict, scale: float) -> dict:
+    """Every font size in the spec (config defaults and sizes set on an axis, a legend or a text mark) times
+    `scale`. Data is not walked: only the chart's structure."""
+    config = dict(spec["config"])
+    for part, sizes in DEFAULT_FONTS.items():
+        config[part] = {**config.get(part, {}), **{k: round(v * scale, 1) for k, v in sizes.items()}}
+    return {**_scaled_fonts({k: v for k, v in spec.items() if k not in ("datasets", "config")}, scale),
+            "config": config, **({"datasets": spec["datasets"]} if "datasets" in spec else {})}
+
+
+def _scaled_fonts(node, scale: float):
+    if isinstance(node, dict):
+        return {k: (round(v * scale, 1) if k in FONT_KEYS and isinstance(v, int | float) else
+                    node[k] if k in ("values", "data") else _scaled_fonts(v, scale)) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_scaled_fonts(v, scale) for v in node]
+    return node
 
 
 def look_here(title: str) -> None:
-    """The guided tour's pointer: a callout above the chart (or section) a step is about."""
-    st.markdown(f":orange-background[:material/arrow_downward: **Look here** — {title}]")
+    """The guided tour's pointer: a callout above the chart (or section) a step is about. The first time a
+    step is drawn, the page scrolls to it."""
+    with st.container(key=state.LOOK_HERE):
+        st.markdown(f":orange-background[:material/arrow_downward: **Look here** — {title}]")
+    if st.session_state.get(state.SCROLLED_TO) != title:
+        st.session_state[state.SCROLLED_TO] = title
+        st.html(SCROLL_JS.replace("{target}", f".st-key-{state.LOOK_HERE}").replace("{nonce}", title),
+                unsafe_allow_javascript=True)
+
+
+# Charts above the pointer may still be drawing (and growing): scroll again once they have.
+SCROLL_JS = """<script>/* {nonce} */
+(() => { const go = () => { const el = document.querySelector("{target}");
+  if (el) el.scrollIntoView({block: "start"}); };
+  setTimeout(go, 150); setTimeout(go, 900); setTimeout(go, 2000); })();
+</script>"""
 
 
 def chart_ui(page: str, chart_id: str, title: str, caption: str, chart, pointer: str | None = None,
@@ -48,29 +116,32 @@ def chart_ui(page: str, chart_id: str, title: str, caption: str, chart, pointer:
 
     `pointer`: a tour step's title, shown as "Look here" above the chart.
     `on_pick(point)`: called with the clicked mark's fields when the chart has a `PICK` selection."""
-    head, export = st.columns([6, 1])
-    head.markdown(f"##### {title}")
+    spec = chart_spec(chart, None if cache_key is None else (page, chart_id, cache_key))
+    # The title and the export button share a row, the button right after the title: the chart's own hover
+    # toolbar (top right) never covers it, and at any width the button keeps its whole label.
+    with st.container(horizontal=True, vertical_alignment="center", gap="medium"):
+        st.markdown(f"##### {title}", width="content")
+        _export_ui(page, chart_id, spec, title)
     if pointer is not None:
         look_here(pointer)
-    spec = chart_spec(chart, None if cache_key is None else (page, chart_id, cache_key))
-    _export_ui(export, page, chart_id, spec, title)
+    sent = room_spec(spec, state.is_presenting())
     if on_pick is None:
-        st.vega_lite_chart(spec, width="stretch")
+        st.vega_lite_chart(sent, width="stretch")
     else:
         # one widget per view: a chart redrawn for a new cursor starts with no selection, so each click counts once
         view = hashlib.sha1(repr(cache_key).encode()).hexdigest()[:12]
         key = state.keys(page).chart_widget(chart_id, f"pick.{view}")
-        event = st.vega_lite_chart(spec, width="stretch", key=key, on_select="rerun", selection_mode=[PICK])
+        event = st.vega_lite_chart(sent, width="stretch", key=key, on_select="rerun", selection_mode=[PICK])
         points = (event.selection or {}).get(PICK) or []
         if points:
             on_pick(points[0])
     st.caption(caption)
 
 
-def _export_ui(where, page: str, chart_id: str, spec: dict, title: str) -> None:
+def _export_ui(page: str, chart_id: str, spec: dict, title: str) -> None:
     """PNG / SVG of the chart as it is pasted: its title, the page's settings and headline, no cursor."""
     keys, note = state.keys(page), export_note(page)
-    with where.popover("Export", width="stretch"):
+    with st.popover("Export", icon=":material/download:", width="content"):
         st.download_button("PNG", lambda: chart_image(json.dumps(spec), "png", title, note),
                            file_name=f"{page}-{chart_id}.png", mime="image/png",
                            key=keys.chart_widget(chart_id, "png"), on_click="ignore")

@@ -1,0 +1,26 @@
+"""The app's own CSS: nothing a person reads is cut off, at any width a room uses (1280 to 1920 px wide).
+
+Streamlit cuts long widget labels, metric values and button text with an ellipsis ("Mixe…", "398 m",
+"E…"); here they wrap instead. tests/test_browser_room.py checks every label, value and button at three
+widths.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+NO_CUT = """
+<style>
+[data-testid="stWidgetLabel"] *, [data-testid="stMetric"] *, button .stMarkdownEllipsis,
+button .stMarkdownEllipsis p, [data-testid="stPageLink"] * {
+  white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
+}
+[data-testid="stMetricValue"] { height: auto !important; line-height: 1.25 !important; }
+[data-testid="stWidgetLabel"] { height: auto !important; min-height: 1.5rem; }
+</style>
+"""
+
+
+def no_cut_ui() -> None:
+    """Let labels, card values and button text wrap rather than end in an ellipsis."""
+    st.html(NO_CUT)

@@ -1,0 +1,132 @@
+"""Warm-up: every page's first view, every tour step and the PD presets are computed once at start-up, in a
+background thread, so a person never waits for a cold default.
+
+The jobs fill the same server-wide caches the pages read (app.compute's runs, app.ui.chart's specs, the
+sweep's summaries) under the same keys, in the order a visitor meets them: each page's first view, then
+the tour steps, then the upstream PD preset (the slowest runs). `app/serve.py` starts it with the server
+and reports its progress at /warmup; `streamlit run app/main.py` (and AppTest) serve the pages without it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from app import compute
+from app.compare.pair import B_DEFAULTS, DEFAULT_STORY, shared_controls
+from app.compare.sweep import CHUNK_SWEEP, _summary
+from app.pd.section import pd_scenario
+from app.story import cursor
+from app.story.sections import itl_charts
+from app.story.timeline import timeline_charts
+from app.ui.chart import chart_spec
+from engine_model import STORIES, Story
+
+
+@dataclass
+class Progress:
+    """What the warm-up has done so far (read by /warmup and the bench)."""
+
+    total: int = 0
+    done: int = 0
+    failed: list[str] = field(default_factory=list)
+    started_at: float | None = None
+    finished_at: float | None = None
+
+    def as_dict(self) -> dict:
+        took = None if self.started_at is None else (self.finished_at or time.monotonic()) - self.started_at
+        return {"total": self.total, "done": self.done, "failed": self.failed,
+                "finished": self.finished_at is not None, "seconds": None if took is None else round(took, 2)}
+
+
+PROGRESS = Progress()
+_LOCK = threading.Lock()
+THREAD = "who-waits-warm-up"
+# Streamlit warns once per cached call made outside a page's script run; in the warm-up that is the point.
+QUIET = ("streamlit.runtime.scriptrunner_utils.script_run_context",
+         "streamlit.runtime.caching.cache_data_api")
+
+
+def _not_from_warm_up(record: logging.LogRecord) -> bool:
+    return record.threadName != THREAD
+
+
+def start() -> bool:
+    """Start the warm-up once per process (later calls do nothing). Returns whether this call started it."""
+    with _LOCK:
+        if PROGRESS.started_at is not None:
+            return False
+        PROGRESS.started_at = time.monotonic()
+    for name in QUIET:
+        logging.getLogger(name).addFilter(_not_from_warm_up)
+    threading.Thread(target=run_jobs, args=(jobs(),), name=THREAD, daemon=True).start()
+    return True
+
+
+def run_jobs(todo: list[tuple[str, Callable[[], None]]]) -> None:
+    """Each job in order; a job that fails is named in the progress and the rest go on."""
+    PROGRESS.total = len(todo)
+    for name, job in todo:
+        try:
+            job()
+        except Exception as err:  # a warm-up must never take the server down; the page shows the error itself
+            PROGRESS.failed.append(f"{name}: {type(err).__name__}: {err}")
+        PROGRESS.done += 1
+    PROGRESS.finished_at = time.monotonic()
+
+
+def jobs() -> list[tuple[str, Callable[[], None]]]:
+    """(name, job) in the order a visitor meets them."""
+    first = [(f"{s.key} first view", _view_job(s, s.defaults, s.default_cursor)) for s in STORIES.values()]
+    first += [("ten o'clock PD section", _pd_job("rush")), ("compare first view", _compare_job)]
+    tours = [(f"{s.key} tour step {i + 1}", _view_job(s, _step_values(s, i), s.tour[i].cursor))
+             for s in STORIES.values() for i in range(len(s.tour))]
+    return first + tours + [("upstream PD preset", _pd_job("upstream"))]
+
+
+def _step_values(story: Story, i: int) -> dict:
+    """The control values a tour step sets when clicked from the story's defaults (app.story.tour)."""
+    return {c.key: story.tour[i].settings.get(c.key, c.default) for c in story.controls}
+
+
+def _view_job(story: Story, values: dict, cursor_spec: tuple) -> Callable[[], None]:
+    """A story page's view: its run and baseline, and the specs of its charts at the cursor."""
+
+    def job() -> None:
+        scenario = story.scenario(values)
+        compute.run_scenario(story.scenario(story.baseline_values(values)))
+        run = compute.run_scenario(scenario)
+        key = compute.run_key(scenario)
+        pos = cursor.resolve(run.iterations, cursor_spec)
+        row = run.iterations.iloc[pos]
+        for chart in timeline_charts(run, row):
+            chart_spec(chart.build, (story.key, chart.chart_id, (key, pos)))
+        for chart_id, build in itl_charts(run).items():
+            chart_spec(build, (story.key, chart_id, key))
+
+    return job
+
+
+def _pd_job(preset: str) -> Callable[[], None]:
+    rush = STORIES["ten_oclock_rush"]
+
+    def job() -> None:
+        for policy in ("early", "prefill_complete"):
+            compute.run_scenario(pd_scenario(preset, rush.defaults, policy, 0, 1, 1))
+
+    return job
+
+
+def _compare_job() -> None:
+    """Compare's first view: A at SGLang defaults, B with mixed chunk on, and B's chunk-size sweep."""
+    story = STORIES[DEFAULT_STORY]
+    shared = {c.key: c.default for c in shared_controls(story)}
+    flags = {c.key: c.default for c in story.controls if c.is_flag}
+    b = {**shared, **flags, **B_DEFAULTS}
+    compute.run_scenario(story.scenario({**shared, **flags}))
+    compute.run_scenario(story.scenario(b))
+    for chunk in CHUNK_SWEEP:
+        _summary(story.scenario({**b, "chunk": chunk}).model_dump_json())
