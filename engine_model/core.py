@@ -141,6 +141,7 @@ class Iteration:
     new_token_ratio: float
     retraction: Retraction | None = None
     kv_reserved: int = 0  # PD decode: slots reserved for requests still in prefill or transfer
+    wasted_rids: tuple[str, ...] = ()  # overlap: decode rows of requests that had already finished (no token)
 
     @property
     def duration_s(self) -> float:

@@ -64,7 +64,7 @@ def scenario_from_workload(path: Path) -> Scenario:
     return Scenario(
         name=data.get("name") or Path(path).parent.name,
         description=data.get("description", ""),
-        engine=EngineConfig(context_length=REFERENCE_CONTEXT_LEN, **args),
+        engine=EngineConfig(context_length=REFERENCE_CONTEXT_LEN, disable_overlap_schedule=True, **args),
         cost=CostConfig(kind="linear", **predictor),
         workload=WorkloadConfig(requests=requests),
     )

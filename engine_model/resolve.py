@@ -50,6 +50,7 @@ class Resolved:
     prefill_max_requests: int | None
     gpu_memory_gib: float
     tp_size: int
+    overlap_schedule: bool = False  # event_loop_overlap: a pass's results land after the next is launched
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -153,4 +154,5 @@ def resolve(scenario: Scenario) -> Resolved:
         prefill_max_requests=engine.prefill_max_requests,
         gpu_memory_gib=gpu.memory_gib,
         tp_size=tp_size,
+        overlap_schedule=not engine.disable_overlap_schedule,
     )

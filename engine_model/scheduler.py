@@ -1,6 +1,9 @@
 """One SGLang server, one iteration at a time: schedule -> cost -> apply -> record.
 
-`Scheduler.step()` mirrors one turn of `event_loop_normal` (overlap off): `get_next_batch_to_run` picks
+`Scheduler.step()` mirrors one turn of `event_loop_normal`, or of `event_loop_overlap` when the overlap
+schedule is on (SGLang's default): there a pass's results land only after the next pass was scheduled and
+launched, so its finished requests still hold their KV and their batch row one iteration longer.
+`get_next_batch_to_run` picks
 a prefill, mixed or decode batch (or nothing), the cost model prices the forward pass, and the result
 is applied (tokens stamped at the end of the pass, finished requests release their KV).
 """
@@ -84,6 +87,8 @@ class Scheduler:
         self.finished: list[Request] = []  # in finishing order
         self.rejected: list[Request] = []
         self.done: list[Request] = []  # finished or rejected, in that order of events
+        self.in_flight: list[Request] = []  # overlap: finished by the last pass, its result not yet landed
+        self.landed: list[Request] = []  # overlap: the requests whose result landed in this iteration
         self.crash: str | None = None  # why the server stopped: SGLang's allocator raised out of memory
 
     # -- arrivals ---------------------------------------------------------------------------------
@@ -128,14 +133,18 @@ class Scheduler:
 
     # -- one iteration ----------------------------------------------------------------------------
     def step(self) -> Iteration:
-        """schedule -> cost -> apply -> record."""
+        """schedule -> cost -> apply -> record (with the overlap schedule, the last pass's results land
+        between this pass's launch and its end)."""
         plan = self.schedule()
         if plan.kind is PassKind.IDLE:
+            view = self.launch_view(plan)
+            self._land()
             if not self.has_work:
                 self.ratio.reset()  # Scheduler.on_idle, is_fully_idle
-            return self.record(plan, self.launch_view(plan), self.now)
+            return self.record(plan, view, self.now)
         end = self.now + self.cost.seconds(plan.shape())
         view = self.launch_view(plan)
+        self._land()
         self.apply(plan, end)
         record = self.record(plan, view, end)
         self.now = end
@@ -310,12 +319,14 @@ class Scheduler:
         asking = [r.rid for r in self.running if r.return_logprob] + [r.rid for r, _ in plan.prefill if r.return_logprob]
         if asking:
             return f"mixing skipped: {asking[0]} asks for logprobs, so the {len(self.running)} running requests wait"
-        needed = num_decode_slots_needed(self.running, self.cfg.page_size)
+        rows = self._decode_rows()
+        needed = num_decode_slots_needed(rows, self.cfg.page_size)
         if self.cfg.caps.mixed_checks_decode_mem and self.kv_free < needed:
             return "mixing skipped: not enough KV for the decode rows (check_decode_mem)"
-        self._allocate_decode(self.running)  # before 0.5.22 unchecked: _build_prefill sees if it overflows
-        plan.kind, plan.decode, self.running = PassKind.MIXED, self.running, []
-        return f"mixed chunk: the {len(plan.decode)} running requests each decode one token in this pass"
+        self._allocate_decode(rows)  # before 0.5.22 unchecked: _build_prefill sees if it overflows
+        plan.kind, plan.decode = PassKind.MIXED, rows
+        self.running = [r for r in self.running if r not in rows]  # only in-flight finishes stay behind
+        return f"mixed chunk: the {len(rows)} running requests each decode one token in this pass"
 
     def _prefill_reason(self, adder: PrefillAdder, continuing: Request | None, stop: str, mix_note: str) -> str:
         parts = []
@@ -338,29 +349,55 @@ class Scheduler:
     @mirrors("update_running_batch")
     def _decode_plan(self, why_not_prefill: str) -> Plan:
         """`update_running_batch`: check decode memory, retract or decay the ratio, then decode everyone."""
-        if not self.running:
+        rows = self._decode_rows()
+        if not rows:
             why = why_not_prefill or "nothing to run"
+            if self.running:
+                why = f"the {len(self.running)} running request(s) finished in the last pass (their result lands now)"
             return Plan(PassKind.IDLE, reason=f"idle: {why}", mirrors="Scheduler.on_idle")
         num_before = len(self.running)
         retraction = None
-        if self.kv_free < num_decode_slots_needed(self.running, self.cfg.page_size):
+        if self.kv_free < num_decode_slots_needed(rows, self.cfg.page_size):
+            if self.in_flight and self.cfg.caps.sees_inflight_finishes:
+                self.batch_is_full = False
+                return Plan(PassKind.IDLE, mirrors="Scheduler.get_next_batch_to_run -> update_running_batch",
+                            reason=f"decode skipped: KV is short, but {len(self.in_flight)} request(s) finished in "
+                                   "the last pass free theirs when its result lands")
             retraction = self._retract()
         else:
             self.ratio.decay_step()
         if len(self.running) < num_before:
             self.batch_is_full = False
-        if not self.running:
+        rows = self._decode_rows()
+        if not rows:
             return Plan(PassKind.IDLE, reason="idle: the last running request was aborted", mirrors="retract_decode",
                         retraction=retraction)
-        self._allocate_decode(self.running)
+        self._allocate_decode(rows)
         reason = f"decode: every running request gets one token; no prefill because {why_not_prefill or 'none could be formed'}"
         if retraction is not None:
             reason = f"KV pool full: retracted {', '.join(retraction.rids)} (fewest tokens generated first); " + reason
         mirrors = "Scheduler.get_next_batch_to_run -> update_running_batch"
         if retraction is not None:
             mirrors += " -> ScheduleBatch.retract_decode"
-        return Plan(PassKind.DECODE, decode=list(self.running), reason=reason, mirrors=mirrors,
+        if len(rows) < len(self.running) or self.in_flight:
+            reason += "; " + self._in_flight_note(rows)
+        return Plan(PassKind.DECODE, decode=rows, reason=reason, mirrors=mirrors,
                     num_running=num_before, retraction=retraction)
+
+    def _decode_rows(self) -> list[Request]:
+        """The running requests that get a decode row. With the overlap schedule a request finished by the
+        last pass is still in the batch: from 0.5.22 one finished by length leaves it (`_reqs_finishing_inflight`);
+        one that stopped on EOS, or any before 0.5.22, takes a row whose token is thrown away."""
+        if not self.in_flight or not self.cfg.caps.sees_inflight_finishes:
+            return list(self.running)
+        return [r for r in self.running if not (r in self.in_flight and r.num_generated >= r.max_new_tokens)]
+
+    def _in_flight_note(self, rows: list[Request]) -> str:
+        wasted = sum(r in self.in_flight for r in rows)
+        left = len(self.in_flight) - wasted
+        parts = [f"{wasted} finished last pass (EOS) still take a row, its token thrown away"] if wasted else []
+        parts += [f"{left} finished by length leave the batch (_reqs_finishing_inflight)"] if left else []
+        return "overlap schedule: " + ", ".join(parts) if parts else ""
 
     def _allocate_decode(self, reqs: list[Request]) -> None:
         """`prepare_for_decode`: one new KV slot per request."""
@@ -376,11 +413,11 @@ class Scheduler:
     def _retract(self) -> Retraction:
         """`ScheduleBatch.retract_decode`: at least one, fewest generated first, never the last one."""
         before_ratio, before_free, num_before = self.ratio.value, self.kv_free, len(self.running)
-        order = retraction_order(self.running)
+        order = [r for r in retraction_order(self.running) if r not in self.in_flight]  # those leave anyway
         survivors = list(self.running)
         retracted: list[Request] = []
         while not retracted or self.kv_free < num_decode_slots_needed(survivors, self.cfg.page_size):
-            if len(survivors) == 1:
+            if len(survivors) == 1 or not order:
                 break
             req = order.pop(0)
             survivors.remove(req)
@@ -413,31 +450,53 @@ class Scheduler:
 
     # -- apply and record -------------------------------------------------------------------------
     def apply(self, plan: Plan, end: float) -> None:
-        """`process_batch_result`: stamp tokens at the end of the pass, release finished requests."""
+        """`process_batch_result`: stamp tokens at the end of the pass, release finished requests (with the
+        overlap schedule, a finished request waits in `in_flight` until the next pass is launched)."""
         dropped = False
         for req, _ in plan.prefill:
             if req is self.chunked:
                 dropped = True  # a truncated chunk yields no token and is kept out of the merge
                 continue
             req.add_token(end)
-            if req.is_done:
+            if req.is_done and not self.cfg.overlap_schedule:
                 self._finish(req, end)
                 dropped = True
             else:
                 req.state = RequestState.RUNNING
                 self.last_extend.append(req)
+                self._hold_if_done(req)
         for req in plan.decode:
+            if req.state is RequestState.FINISHED:  # its result landed at this pass's launch: a wasted row
+                continue
             req.add_token(end)
-            if req.is_done:
+            if req.is_done and not self.cfg.overlap_schedule:
                 self._finish(req, end)
                 dropped = True
-            elif plan.kind is PassKind.MIXED:
+                continue
+            self._hold_if_done(req)
+            if plan.kind is PassKind.MIXED:
                 self.last_extend.append(req)
         if plan.kind is PassKind.DECODE:
             num_before = len(self.running)
             self.running = [r for r in self.running if r.state is RequestState.RUNNING]
             dropped = dropped or len(self.running) < num_before
         if dropped:
+            self.batch_is_full = False  # filter_batch shrank the batch
+
+    def _hold_if_done(self, req: Request) -> None:
+        if req.is_done:
+            self.in_flight.append(req)
+
+    @mirrors("pop_and_process")
+    def _land(self) -> None:
+        """Overlap schedule (`event_loop_overlap`): the last pass's results are processed only now, after the
+        next pass was scheduled and launched; its finished requests leave the batch and free their KV."""
+        self.landed, self.in_flight = self.in_flight, []
+        for req in self.landed:
+            for batch in (self.running, self.last_extend):
+                if req in batch:
+                    batch.remove(req)
+            self._finish(req, req.token_times[-1])
             self.batch_is_full = False  # filter_batch shrank the batch
 
     def _finish(self, req: Request, end: float) -> None:
@@ -457,7 +516,8 @@ class Scheduler:
         }
 
     def record(self, plan: Plan, view: dict, end: float) -> Iteration:
-        done = [r for r, _ in plan.prefill] + plan.decode
+        done = [r for r, _ in plan.prefill] + [r for r in plan.decode if r not in self.landed]
+        finished = [r.rid for r in done if r.state is RequestState.FINISHED] + [r.rid for r in self.landed]
         it = Iteration(
             index=len(self.iterations),
             kind=plan.kind,
@@ -466,7 +526,8 @@ class Scheduler:
             reason=plan.reason,
             mirrors=plan.mirrors,
             chunked_rid=self.chunked.rid if self.chunked else None,
-            finished_rids=tuple(r.rid for r in done if r.state is RequestState.FINISHED),
+            finished_rids=tuple(finished),
+            wasted_rids=tuple(r.rid for r in plan.decode if r in self.landed),
             kv_capacity=self.cfg.max_total_tokens,
             num_running=plan.num_running,
             new_token_ratio=self.ratio.value,

@@ -29,6 +29,9 @@ CHANGES = (
            "mixed chunk first checks there is KV for the decode rows (check_decode_mem); 0.5.20 mixes unchecked"),
     Change("ignore_eos_reserves_all", "0.5.22",
            "an ignore_eos request reserves its whole remaining budget (new_token_ratio 1.0) in the admission offset"),
+    Change("sees_inflight_finishes", "0.5.22",
+           "overlap schedule: a request whose in-flight result finishes it by length leaves the next batch "
+           "(_reqs_finishing_inflight), and decode waits for them instead of retracting when KV is short"),
     Change("has_prefill_complete", "0.5.22",
            "PD's decode_allocation_policy 'prefill_complete' exists (0.5.20 only reserves decode KV early)"),
     Change("chunk_holds_row", "0.5.23",
@@ -47,6 +50,7 @@ class Capabilities:
     latches_full_only_when_busy: bool
     mixed_checks_decode_mem: bool
     ignore_eos_reserves_all: bool
+    sees_inflight_finishes: bool
     has_prefill_complete: bool
     chunk_holds_row: bool
     defer_has_min_bs: bool

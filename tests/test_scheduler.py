@@ -217,3 +217,43 @@ def test_a_shared_prefix_is_computed_once_and_counted_once():
     assert three.kv_used == three.decode_past_kv + 3 - 800  # every row's KV, with the shared 800 counted once
     assert sim.topology.scheduler.kv_used == 0  # all released; the prefix stays cached as evictable (free) slots
     assert sim.topology.scheduler.prefix.chains["sys"].num_cached == 900
+
+
+# -- the overlap schedule (sglang-scheduler-facts.md 1.3) ---------------------------------------------
+def rows_after_finish(version: str, output: int, max_new: int, overlap: bool) -> list[tuple]:
+    """(kind, decode rows, wasted rows, finished) of each pass after the one that wrote the last token."""
+    result = run([req("a", 100, output, max_new_tokens=max_new)], version=version,
+                 disable_overlap_schedule=not overlap)
+    its = result.iterations
+    last = max(i for i, it in enumerate(its) if it.kind is not PassKind.IDLE and "a" in it.decode_rids
+               and not it.wasted_rids)
+    return [(it.kind.value, it.decode_rids, it.wasted_rids, it.finished_rids) for it in its[last:]]
+
+
+def test_without_overlap_a_request_leaves_in_the_pass_that_finishes_it():
+    for version in ("0.5.20", "0.5.23"):
+        assert rows_after_finish(version, 3, 8, overlap=False) == [("decode", ("a",), (), ("a",))]
+
+
+def test_with_overlap_a_finished_request_is_one_iteration_late_to_leave():
+    """The result of pass N lands after pass N+1 was launched: an EOS finish (output < max_new_tokens) takes
+    one more decode row whose token is thrown away; a finish by length leaves first from 0.5.22
+    (`_reqs_finishing_inflight`), not in 0.5.20."""
+    eos = [("decode", ("a",), (), ()), ("decode", ("a",), ("a",), ("a",))]
+    assert rows_after_finish("0.5.23", 3, 8, overlap=True) == eos
+    assert rows_after_finish("0.5.20", 3, 8, overlap=True) == eos
+    assert rows_after_finish("0.5.20", 3, 3, overlap=True) == eos
+    assert rows_after_finish("0.5.23", 3, 3, overlap=True) == [("decode", ("a",), (), ()), ("idle", (), (), ("a",))]
+
+
+def test_with_overlap_the_kv_of_a_finished_request_frees_one_pass_later():
+    """A waiting request that needs the finished request's KV is admitted one pass later with overlap."""
+    workload = [req("a", 6000, 3, max_new_tokens=3), req("b", 6000, 2, at=0.001)]
+
+    def admitted_after(overlap: bool) -> int:
+        its = run(workload, pool=10_000, disable_overlap_schedule=not overlap).iterations
+        last_a = max(i for i, it in enumerate(its) if "a" in it.decode_rids and "a" not in it.wasted_rids)
+        first_b = next(i for i, it in enumerate(its) if any(r.rid == "b" for r in it.prefill_rows))
+        return first_b - last_a
+
+    assert (admitted_after(False), admitted_after(True)) == (1, 2)

@@ -129,6 +129,7 @@ def _per_rank(scenario: Scenario, base: Resolved, tp: int, dp: int, cap: int | N
         chunked_prefill_size_source=base.chunked_prefill_size_source + (f"; / {dp} DP ranks" if dp > 1 and chunk else ""),
         ratio_init=ratio_init, ratio_min=ratio_min, ratio_decay=(ratio_init - ratio_min) / NEW_TOKEN_RATIO_DECAY_STEPS,
         tp_size=tp // dp,
+        overlap_schedule=False,  # PD ranks run the normal loop in the model (docs/design.md, Simplifications)
     )
 
 
