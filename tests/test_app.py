@@ -162,7 +162,7 @@ def test_the_baseline_is_the_story_as_it_opened_on_the_same_gpu_model_and_seed()
 def test_simplifications_are_read_from_the_design_doc():
     text = simplifications_text()
     assert text.startswith("What the model leaves out or simplifies")
-    assert "**Overlap scheduling is off.**" in text
+    assert "**The overlap schedule on one server only.**" in text
 
 
 def test_simplifications_end_at_the_next_heading_of_their_level_and_are_none_when_missing(tmp_path):
