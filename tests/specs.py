@@ -10,7 +10,8 @@ def req(rid, prompt, output, at=0.0, **kw) -> RequestConfig:
 
 
 def scenario(requests, *, pool=200_000, chunk=8192, max_running=64, **engine) -> Scenario:
-    """The normal loop by default, as the reference tool runs SGLang (overlap=False: `disable_overlap_schedule`)."""
+    """The normal loop by default, as the reference tool runs SGLang (overlap=False:
+    `disable_overlap_schedule`)."""
     engine.setdefault("disable_overlap_schedule", True)
     return Scenario(
         engine=EngineConfig(context_length=131072, max_total_tokens=pool, chunked_prefill_size=chunk,

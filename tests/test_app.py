@@ -1,4 +1,5 @@
-"""Every page runs in Streamlit's AppTest without an exception, and the headline numbers move the right way."""
+"""Every page runs in Streamlit's AppTest without an exception, and the headline numbers move the right
+way."""
 
 import re
 from pathlib import Path
@@ -105,7 +106,8 @@ def test_step_through_moves_the_cursor_to_the_next_event():
 
 
 def test_a_link_restores_the_settings_and_notes_bad_or_unknown_parameters():
-    at = open_page("app_pages/forty_replies.py", {"mixed": "1", "chunk": "2048", "streams": "abc", "zzz": "1"})
+    at = open_page("app_pages/forty_replies.py",
+                   {"mixed": "1", "chunk": "2048", "streams": "abc", "zzz": "1"})
     assert at.toggle(key="forty_replies.mixed").value is True
     assert at.selectbox(key="forty_replies.chunk").value == 2048
     assert at.slider(key="forty_replies.streams").value == 40
@@ -138,7 +140,8 @@ def test_compare_shows_a_to_b_and_the_sweep():
     assert list(sweep["chunk size"]) == ["512", "1,024", "2,048", "4,096", "8,192", "16,384"]
     assert list(sweep.columns) == ["chunk size", "streams: p99 gap between tokens", "streams: longest pause",
                                    "log: p95 first token"]
-    pauses = [seconds(v) for v in sweep["streams: longest pause"]]  # with mixing on, a smaller chunk is a shorter pause
+    # with mixing on, a smaller chunk is a shorter pause
+    pauses = [seconds(v) for v in sweep["streams: longest pause"]]
     assert pauses == sorted(pauses)
 
 
@@ -184,7 +187,8 @@ def test_the_rush_page_compares_the_single_engine_with_pd_under_both_policies():
     at = open_page("app_pages/ten_oclock_rush.py")
     table = next(df.value for df in at.dataframe if "deployment" in df.value.columns)
     assert list(dict.fromkeys(table["deployment"])) == ["single engine", "PD, early", "PD, prefill_complete"]
-    longest = dict(zip(table["deployment"] + " " + table["prompt length (tokens)"], table["longest gap"], strict=True))
+    longest = dict(zip(table["deployment"] + " " + table["prompt length (tokens)"], table["longest gap"],
+                       strict=True))
     # the questions' longest pause: a stall of seconds on one engine, one decode pass with PD
     assert seconds(longest["single engine under 8,192"]) > 10 > 1 > seconds(longest["PD, early under 8,192"])
 

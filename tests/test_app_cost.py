@@ -21,8 +21,8 @@ def cost_text(at) -> str:
 def test_the_panel_starts_empty_with_the_gpu_presets_figures_as_hints():
     at = open_page(PAGE)
     fields = {n.key.split(".")[-1]: n for n in at.number_input if n.key.startswith("forty_replies.")}
-    assert set(fields) == {"gemm_mfu", "gemm_mbu", "ew_mbu", "attn_mfu", "attn_mbu", "cpu_pass_ms", "cpu_req_us",
-                           "graph_bs"}
+    assert set(fields) == {"gemm_mfu", "gemm_mbu", "ew_mbu", "attn_mfu", "attn_mbu", "cpu_pass_ms",
+                           "cpu_req_us", "graph_bs"}
     assert [fields[k].value for k in ("gemm_mfu", "graph_bs")] == [None, None]
     assert at.toggle(key="forty_replies.overlap").value is True
 
@@ -76,7 +76,8 @@ def test_the_step_through_says_what_the_pass_under_the_cursor_cost():
     at = open_page(PAGE)
     text = cost_text(at)
     took = seconds(re.search(r"The pass took ([\d.]+ m?s)", text).group(1))
-    duration = seconds(re.search(r"prefill chunk · ([\d.]+ m?s)", " ".join(m.value for m in at.markdown)).group(1))
+    duration = seconds(re.search(r"prefill chunk · ([\d.]+ m?s)",
+                                 " ".join(m.value for m in at.markdown)).group(1))
     assert took == duration
     for words in ("GEMMs", "attention", "element-wise", "kernels launched one by one", "1 request ×",
                   "compute-bound", "hid behind the GPU"):
@@ -98,6 +99,7 @@ def test_the_cost_bar_lays_the_cpu_beside_the_gpu_or_before_it_and_validates():
         assert first == {"GPU": 0.0 if overlap else pytest.approx(sched), "CPU": 0.0}
         assert frame["end_ms"].max() == pytest.approx(cost.total_s * 1e3)
         cost_bar(frame, cost.total_s * 1e3).to_dict()
-    linear = pass_cost(story.scenario(story.defaults).model_copy(update={"cost": CostConfig(kind="linear")}), it)
+    linear = pass_cost(
+        story.scenario(story.defaults).model_copy(update={"cost": CostConfig(kind="linear")}), it)
     assert list(cost_frame(linear)["row"].unique()) == ["pass"]
     cost_bar(cost_frame(linear), linear.total_s * 1e3).to_dict()

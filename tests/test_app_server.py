@@ -1,4 +1,5 @@
-"""The "Your server" page: each bundled sample runs and says the right thing; bad input gets a message, never a traceback."""
+"""The "Your server" page: each bundled sample runs and says the right thing; bad input gets a message,
+never a traceback."""
 
 import gzip
 import random
@@ -55,8 +56,8 @@ def test_each_log_sample_runs_and_shows_settings_timeline_diagnosis_and_a_simula
     at = open_page(log=sample)
     assert not at.error, texts(at.error)
     headings = texts(at.markdown)
-    for part in ("What did your server actually resolve?", "The log's timeline", "Diagnosis", "Simulate this server",
-                 "Your log beside the model"):
+    for part in ("What did your server actually resolve?", "The log's timeline", "Diagnosis",
+                 "Simulate this server", "Your log beside the model"):
         assert part in headings
     assert [m.label for m in at.metric] == ["p95 first token (TTFT)", "p99 gap between tokens",
                                             "Longest pause, any reply", "Requests retracted"]
@@ -119,7 +120,8 @@ def test_trace_options_change_what_runs_and_live_in_the_link():
 
 
 # -- bad input ---------------------------------------------------------------------------------------
-BINARY = bytes([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D]) + bytes(range(256)) * 4
+BINARY = (bytes([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D])
+          + bytes(range(256)) * 4)
 
 
 @pytest.mark.parametrize(("data", "says"), [
@@ -176,7 +178,8 @@ def test_bad_url_values_become_notes():
 def test_decode_upload_refuses_files_over_the_limit_before_reading_them():
     with pytest.raises(InputError, match="the limit here is 1 MB"):
         decode_upload(b"x" * 1_000_001, "big.log", 1)
-    text, notes = decode_upload("ok\nbad \udcff".encode("utf-8", "surrogateescape"), "a.log", 1)  # one bad byte: text
+    # one bad byte: text
+    text, notes = decode_upload("ok\nbad \udcff".encode("utf-8", "surrogateescape"), "a.log", 1)
     assert text.startswith("ok\n") and notes == ["line 2: bytes that are not UTF-8 were replaced by �"]
 
 
@@ -189,7 +192,8 @@ def test_every_log_chart_builds_a_valid_spec(sample):
     passes = sf.log_passes(timeline, is_mixed=False)
     assert set(passes["lane"]) <= {sf.PREFILL_LANE, sf.DECODE_LANE}
     assert (passes["end_at"] > passes["start_at"]).all()
-    for chart in (server_charts.prefill_tokens(sf.log_prefills(timeline, False), retractions, timeline.chunk_size, 50),
+    for chart in (server_charts.prefill_tokens(sf.log_prefills(timeline, False), retractions,
+                                               timeline.chunk_size, 50),
                   timelines.pass_timeline(passes, end_at=50),
                   timelines.kv_occupancy(sf.log_kv(timeline, 20480), retractions),
                   server_charts.token_usage(sf.log_kv(timeline, None), retractions),

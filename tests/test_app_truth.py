@@ -24,7 +24,8 @@ def tables_read_as_words(at) -> None:
 
 
 def retracted(story: str, pool: int) -> int:
-    return summary(simulate(load_scenario(story, [f"engine.max_total_tokens={pool}"]))).metrics.overall.num_retracted
+    return (summary(simulate(load_scenario(story, [f"engine.max_total_tokens={pool}"])))
+            .metrics.overall.num_retracted)
 
 
 def test_the_more_kv_step_shows_before_to_after_and_says_what_changed():
@@ -41,10 +42,12 @@ def test_flipping_mixed_chunk_says_the_percentile_trap_and_shows_the_price():
     trap = [i.value for i in at.info if i.value.startswith("Read p99 with care")]
     off, on = (summary(simulate(load_scenario("forty_replies", sets))).metrics
                for sets in ([], ["engine.enable_mixed_chunk=true"]))
-    p99 = f"{fmt_seconds(off.value('streams', 'itl_s', 'p99'))} → {fmt_seconds(on.value('streams', 'itl_s', 'p99'))}"
+    p99 = (f"{fmt_seconds(off.value('streams', 'itl_s', 'p99'))} → "
+           f"{fmt_seconds(on.value('streams', 'itl_s', 'p99'))}")
     longest = " → ".join(fmt_seconds(m.value("streams", "max_itl_s", "max")) for m in (off, on))
     assert len(trap) == 1 and p99 in trap[0] and longest in trap[0]
-    for label in ("Output, tokens/s", "Run length", "Reply time, streams (median)", "Reply time, log (median)"):
+    for label in ("Output, tokens/s", "Run length", "Reply time, streams (median)",
+                  "Reply time, log (median)"):
         assert "→" in metric(at, label).value
     tables_read_as_words(at)
 
@@ -71,7 +74,8 @@ def test_the_pd_step_lands_on_the_upstream_preset_with_its_own_worker_counts():
     workers = [s for s in at.slider if s.label == "Prefill workers"]
     assert [(s.value, s.disabled) for s in workers] == [(params.upstream_workers()[0], True)]
     assert "→" in metric(at, "p99 gap between tokens").value
-    at.button(key="ten_oclock_rush.tour.4").click().run()  # the step before goes back to the ten o'clock split
+    # the step before goes back to the ten o'clock split
+    at.button(key="ten_oclock_rush.tour.4").click().run()
     assert at.selectbox(key=params.widget_key("preset")).value == "rush"
     assert any(i.value.startswith("Here the two policies barely differ") for i in at.info)
 

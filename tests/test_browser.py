@@ -15,7 +15,8 @@ import pytest
 from bench.browser import CHROMIUM, CHROMIUM_ARGS, streamlit_server
 
 PAGES = [("/", "Who Waits"), ("/forty_replies", "The forty replies"), ("/other_stall", "The other stall"),
-         ("/ten_oclock_rush", "Ten o'clock rush"), ("/real_traffic", "Real traffic"), ("/compare", "Compare and sweep")]
+         ("/ten_oclock_rush", "Ten o'clock rush"), ("/real_traffic", "Real traffic"),
+         ("/compare", "Compare and sweep")]
 
 pytestmark = pytest.mark.browser
 
@@ -36,7 +37,8 @@ def _need_chromium() -> None:
         return
     if os.environ.get("CI", "").lower() in ("1", "true"):
         pytest.fail(f"{CHROMIUM} is missing and CI is set: the browser tests must run in CI")
-    pytest.skip(f"{CHROMIUM} not found (install Debian's chromium; `playwright install` cannot download here)")
+    pytest.skip(f"{CHROMIUM} not found (install Debian's chromium; "
+                "`playwright install` cannot download here)")
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +104,8 @@ def test_flipping_mixed_chunk_changes_the_headline_and_a_copied_link_restores_it
     settle(page)
     before = headline(page, "Longest pause")
     toggle(page, "Mixed chunk").locator("label").click()
-    page.wait_for_function("() => document.querySelector('[data-testid=\"stMetricValue\"]').innerText.includes('→')")
+    page.wait_for_function("() => document.querySelector('[data-testid=\"stMetricValue\"]')"
+                           ".innerText.includes('→')")
     settle(page)
     after = headline(page, "Longest pause")
     assert before != after and "→" in after
@@ -140,7 +143,8 @@ def test_bad_url_parameters_get_a_note_not_a_traceback(server, page):
 def test_embed_mode_and_presenter_mode_open(server, page):
     page.goto(server + "/forty_replies?embed=true&present=1")
     settle(page)
-    assert page.locator('[data-testid="stSidebar"]').count() == 0 or not page.locator('[data-testid="stSidebar"]').is_visible()
+    assert (page.locator('[data-testid="stSidebar"]').count() == 0
+            or not page.locator('[data-testid="stSidebar"]').is_visible())
     assert page.locator('[data-testid="stException"]').count() == 0
 
 
@@ -149,7 +153,8 @@ def test_clicking_a_pass_moves_the_cursor_there(server, page):
     settle(page)
     assert "t=0.509" in page.url  # the story opens on the log's first chunk
     box = page.locator('[data-testid="stVegaLiteChart"]').first.bounding_box()  # the pass timeline
-    page.mouse.click(box["x"] + box["width"] * 0.8, box["y"] + box["height"] * 0.55)  # a decode bar after the log
+    # a decode bar after the log
+    page.mouse.click(box["x"] + box["width"] * 0.8, box["y"] + box["height"] * 0.55)
     page.wait_for_function("() => !location.search.includes('t=0.509')", timeout=30_000)
     settle(page)
     t = float(page.url.split("t=")[1].split("&")[0])

@@ -17,7 +17,8 @@ def cost_panel(pg):
 
 
 def pass_took(pg) -> str:
-    return pg.locator('[data-testid="stMarkdownContainer"]').filter(has_text="The pass took").first.inner_text()
+    return (pg.locator('[data-testid="stMarkdownContainer"]').filter(has_text="The pass took")
+            .first.inner_text())
 
 
 def test_a_lower_gemm_efficiency_moves_the_headline_and_the_pass_under_the_cursor(server, page, browser):  # noqa: F811
@@ -51,7 +52,8 @@ def test_turning_overlap_off_shows_the_cpu_time_before_the_kernels(server, page)
     before = headline(page, "Streams' p99 gap")
     assert "hid behind the GPU" in pass_took(page)
     page.get_by_text(PANEL).click()
-    cost_panel(page).locator('[data-testid="stCheckbox"]').filter(has_text="Overlap schedule").locator("label").click()
+    (cost_panel(page).locator('[data-testid="stCheckbox"]').filter(has_text="Overlap schedule")
+     .locator("label").click())
     page.wait_for_url("**overlap=0**", timeout=60_000)
     settle(page)
     assert "Overlap schedule off" in pass_took(page)

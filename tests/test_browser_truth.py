@@ -34,7 +34,8 @@ def open_drawn(page, url: str, num_charts: int) -> None:
     settle(page, timeout_s=180)
 
 
-@pytest.mark.parametrize(("path", "num_charts"), [("/forty_replies", 5), ("/ten_oclock_rush", 12), ("/compare", 6)])
+@pytest.mark.parametrize(("path", "num_charts"),
+                         [("/forty_replies", 5), ("/ten_oclock_rush", 12), ("/compare", 6)])
 def test_every_chart_fits_its_column(server, page, path, num_charts):  # noqa: F811
     open_drawn(page, server + path, num_charts)
     found = page.evaluate(OVERFLOW)

@@ -55,18 +55,23 @@ def test_the_gap_histograms_cover_the_longest_gap_and_are_single_views():
     assert domain[0] <= f.itl_hist["bin_start"].min() and domain[1] > f.itl_stats["gap_s"].max() * 1.5
     for group in dict.fromkeys(f.itl_hist["group"]):
         spec = latency.itl_distribution(f.itl_hist, f.itl_stats, group, domain=domain).to_dict()
-        assert "vconcat" not in spec and spec["width"] == "container"  # a single view takes its column's width
+        # a single view takes its column's width
+        assert "vconcat" not in spec and spec["width"] == "container"
         assert spec["layer"][0]["encoding"]["x"]["scale"]["domain"] == domain
 
 
 def test_a_barely_used_pool_gets_an_axis_that_shows_its_use_and_says_the_pool_size():
     its = pd.DataFrame({"lane": ["prefill-0"] * 3 + ["decode-0"] * 3, "start_at": [0.0, 1.0, 2.0] * 2,
-                        "kv_used": [0, 90_000, 0, 0, 300_000, 100_000], "kv_reserved": [0, 0, 0, 0, 50_000, 0],
+                        "kv_used": [0, 90_000, 0, 0, 300_000, 100_000],
+                        "kv_reserved": [0, 0, 0, 0, 50_000, 0],
                         "kv_capacity": [4_500_000] * 3 + [443_473] * 3})
-    panels = {lane: (chart.to_dict(), words) for lane, chart, words in timelines.kv_panels(frames.kv_frame(its))}
+    panels = {lane: (chart.to_dict(), words)
+              for lane, chart, words in timelines.kv_panels(frames.kv_frame(its))}
     (prefill, prefill_words), (decode, decode_words) = panels["prefill-0"], panels["decode-0"]
-    assert prefill_words == "pool 4,500,000 tokens; at most 90,000 in use (2%); the axis shows the part in use"
-    assert {row["series"] for row in prefill["datasets"][prefill["data"]["name"]]} == {"used", "reserved, not yet used"}
+    assert prefill_words == ("pool 4,500,000 tokens; at most 90,000 in use (2%); "
+                             "the axis shows the part in use")
+    assert ({row["series"] for row in prefill["datasets"][prefill["data"]["name"]]}
+            == {"used", "reserved, not yet used"})
     assert decode_words == "pool 443,473 tokens; at most 350,000 in use (79%)"
     assert "free" in {row["series"] for row in decode["datasets"][decode["data"]["name"]]}
 
@@ -80,7 +85,8 @@ def test_stalls_are_shaded_by_length_on_fixed_bands():
     assert set(off.stalls["band"]) == {"5–20 s"}  # one long stall per stream
     assert set(on.stalls["band"]) <= {"0.25–1 s", "1–5 s"}  # one chunk pass at a time
     spec = timelines.token_streams(on.tokens, on.stalls, on.chunks, on.waits, on.request_order,
-                                   stall_threshold_s=on.stall_threshold_s, chunk_pass_s=on.chunk_pass_s).to_dict()
+                                   stall_threshold_s=on.stall_threshold_s,
+                                   chunk_pass_s=on.chunk_pass_s).to_dict()
     legend_titles = [layer["encoding"]["color"]["title"] for layer in spec["layer"]
                      if "color" in layer.get("encoding", {})]
     lo, hi = on.chunk_pass_s  # the shortest and longest full-chunk pass of the run

@@ -33,7 +33,8 @@ def builders(f: frames.RunFrames):
         "kv_occupancy": timelines.kv_occupancy(f.kv, f.retractions, t, f.end_at),
         "queue_depth": timelines.queue_depth(f.queue, t, f.end_at),
         "request_phases": pd_charts.request_phases(f.spans, f.end_at),
-        **{f"kv_panel {lane}": chart for lane, chart, _ in timelines.kv_panels(f.kv, f.retractions, t, f.end_at)},
+        **{f"kv_panel {lane}": chart
+           for lane, chart, _ in timelines.kv_panels(f.kv, f.retractions, t, f.end_at)},
         **{f"itl_distribution {group}": latency.itl_distribution(f.itl_hist, f.itl_stats, group)
            for group in dict.fromkeys(f.itl_hist["group"])},
     }
@@ -80,7 +81,8 @@ def test_the_cursor_rule_stands_where_the_cursor_is_and_nowhere_without_one(run)
 
 
 def test_the_sweep_marks_the_current_setting_and_the_tradeoff_curve_joins_settings_in_order():
-    sweep = pd.DataFrame({"setting": [512, 1024, 512, 1024], "metric": ["a", "a", "b", "b"], "seconds": [0.1, 0.2, 3.0, 2.0]})
+    sweep = pd.DataFrame({"setting": [512, 1024, 512, 1024], "metric": ["a", "a", "b", "b"],
+                          "seconds": [0.1, 0.2, 3.0, 2.0]})
     spec = compare_charts.sweep_lines(sweep, "chunk size (tokens)", current=1024).to_dict()
     marks = [rows for rows in spec["datasets"].values() if rows and "label" in rows[0]]
     assert marks == [[{"setting": 1024, "label": "current setting"}]]
@@ -99,7 +101,8 @@ def test_the_sweep_marks_the_current_setting_and_the_tradeoff_curve_joins_settin
 
 
 def test_request_phases_show_where_pd_time_went():
-    """Under early, short questions wait for decode KV behind the contracts; under prefill_complete they don't."""
+    """Under early, short questions wait for decode KV behind the contracts; under prefill_complete they
+    don't."""
     waits = {}
     for policy in ("early", "prefill_complete"):
         result = simulate(load_scenario("ten_oclock_rush_pd", [f"pd.decode_allocation_policy={policy}"]))
@@ -120,7 +123,8 @@ def test_one_colour_per_phase_everywhere(run):
 def test_aggregation_never_hides_a_stall(run):
     result, f = run
     # every prefill and mixed pass keeps its own bar
-    kinds = f.iterations[(f.iterations["duration_s"] > 0) & f.iterations["kind"].isin(["prefill chunk", "mixed"])]
+    kinds = f.iterations[(f.iterations["duration_s"] > 0)
+                         & f.iterations["kind"].isin(["prefill chunk", "mixed"])]
     bars = f.passes[f.passes["kind"].isin(["prefill chunk", "mixed"])]
     assert len(bars) == len(kinds)
     assert (bars["num_passes"] == 1).all()

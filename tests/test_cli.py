@@ -27,7 +27,8 @@ def test_json_has_the_contracted_shape(doc):
     assert doc["scenario"] == "forty_replies"
     assert (doc["config"]["engine"]["chunked_prefill_size"], doc["config"]["engine"]["enable_mixed_chunk"],
             doc["config"]["seed"]) == (4096, True, 7)
-    sections = [doc["metrics"]["overall"], *doc["metrics"]["groups"].values(), *doc["metrics"]["buckets"].values()]
+    sections = [doc["metrics"]["overall"], *doc["metrics"]["groups"].values(),
+                *doc["metrics"]["buckets"].values()]
     assert set(doc["metrics"]["groups"]) == {"streams", "log"}
     assert set(doc["metrics"]["buckets"]) == {"0-8191", ">=32768"}
     for section in sections:
@@ -48,7 +49,8 @@ def test_auto_chunk_size_is_resolved_in_the_output():
     (["--set", "engine.enable_turbo=true"], ["engine.enable_turbo", "unknown key", "enable_mixed_chunk"]),
     (["--set", "engine.schedule_policy=lpmx"], ["engine.schedule_policy", "fcfs"]),
     (["--set", "hardware.gpu=h1000"], ["hardware.gpu", "h100-sxm"]),
-    (["--set", "engine.chunked_prefill_size=1000", "--set", "engine.page_size=64"], ["divisible by page_size"]),
+    (["--set", "engine.chunked_prefill_size=1000", "--set", "engine.page_size=64"],
+     ["divisible by page_size"]),
     (["--set", "nonsense"], ["dotted.key=value"]),
 ])
 def test_bad_input_exits_2_with_one_line_naming_the_key(args, names):
@@ -128,7 +130,8 @@ def test_diagnose_a_chunked_prefill_log(capsys):
 
 
 def test_diagnose_a_retraction_log_as_json_with_its_settings(capsys):
-    status, out, _ = run_main(capsys, "diagnose", f"{SAMPLES}/01_docsci_2025-04-30_qwen05b_batch_retract_decode_oom.log",
+    status, out, _ = run_main(capsys, "diagnose",
+                              f"{SAMPLES}/01_docsci_2025-04-30_qwen05b_batch_retract_decode_oom.log",
                               "--json")
     doc = json.loads(out)
     assert (status, doc["verdict"], doc["settings"]["max_total_tokens"]) == (0, "kv_retraction", 20480)
@@ -145,7 +148,8 @@ def test_diagnose_a_partial_log_says_what_was_skipped(tmp_path, capsys):
 
 
 def test_trace_prints_the_mix_by_bucket(capsys):
-    status, out, _ = run_main(capsys, "trace", f"{SAMPLES}/mooncake_conversation_trace_head300.jsonl", "--json")
+    status, out, _ = run_main(capsys, "trace", f"{SAMPLES}/mooncake_conversation_trace_head300.jsonl",
+                              "--json")
     doc = json.loads(out)
     assert (status, doc["fmt"], doc["num_requests"], doc["num_skipped"]) == (0, "mooncake", 300, 0)
     assert sum(b["num_requests"] for b in doc["buckets"].values()) == 300

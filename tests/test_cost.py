@@ -53,7 +53,8 @@ def test_linear_cost_reproduces_the_reference_clock(trace):
         latency = cost.seconds(shape)
         if step["t_start"] > round(clock, 9):  # idle scheduler: the clock jumps to the next arrival
             clock = step["t_start"]
-        got = (shape.new_tokens, shape.past_kv_sum, round(latency, 9), round(clock, 9), round(clock + latency, 9))
+        got = (shape.new_tokens, shape.past_kv_sum, round(latency, 9), round(clock, 9),
+               round(clock + latency, 9))
         want = (step["new_tokens"], step["past_kv_sum"], step["latency"], step["t_start"], step["t_end"])
         if got != want:
             mismatches.append((step["iter"], got, want))
@@ -63,7 +64,8 @@ def test_linear_cost_reproduces_the_reference_clock(trace):
 
 def test_linear_cost_first_fcfs_hol_passes():
     cost = LinearCost()
-    assert [cost.seconds(PassShape(2, 0, 8192, 0, 0)), round(cost.seconds(PassShape(3, 0, 8192, 3192, 0)), 9)] == [
+    assert [cost.seconds(PassShape(2, 0, 8192, 0, 0)),
+            round(cost.seconds(PassShape(3, 0, 8192, 3192, 0)), 9)] == [
         0.010 + 5e-5 * 8192, 0.4199192]
 
 
@@ -84,7 +86,8 @@ def test_absolute_times_on_h100_are_plausible():
 def test_breakdown_adds_up_to_seconds():
     """total = gpu + launch + cpu - hidden, and the GPU's busy time is its kernel terms."""
     kernel_terms = ("linear_s", "attention_s", "elementwise_s", "allreduce_s", "floor_s")
-    for shape in (decode(40, 2300), prefill(8192), PassShape(41, 40, 8192, 92000, 40 * 2301 + 8192 * 8193 // 2)):
+    for shape in (decode(40, 2300), prefill(8192),
+                  PassShape(41, 40, 8192, 92000, 40 * 2301 + 8192 * 8193 // 2)):
         parts = LLAMA_H100.breakdown(shape)
         total = parts["gpu_s"] + parts["launch_s"] + parts["cpu_s"] - parts["hidden_cpu_s"]
         assert (parts["total_s"], total) == pytest.approx((LLAMA_H100.seconds(shape),) * 2)
@@ -143,13 +146,15 @@ def test_vidur_extract_covers_three_gpus_and_1_to_32768_tokens():
 
 def test_bad_settings_name_the_field():
     for kwargs, where in (({"per_request_s": -1.0}, "per_request_s"), ({"tp_size": 0}, "tp_size"),
-                          ({"kv_dtype": "nvfp4"}, "kv_dtype"), ({"cuda_graph_max_bs": -1}, "cuda_graph_max_bs")):
+                          ({"kv_dtype": "nvfp4"}, "kv_dtype"),
+                          ({"cuda_graph_max_bs": -1}, "cuda_graph_max_bs")):
         with pytest.raises(InputError) as error:
             RooflineCost(gpu("h100-sxm"), model("llama-3.1-8b"), **kwargs)
         assert error.value.where == where
 
 
-@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])  # a loaded CI machine is slow, not wrong
+# a loaded CI machine is slow, not wrong
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(1, 64), st.integers(0, 20000), st.integers(1, 8192), st.integers(0, 20000))
 def test_more_work_never_takes_less_time(num_rows, past_kv_sum, more_tokens, more_past):
     base = PassShape(num_rows, 0, num_rows, past_kv_sum, num_rows + past_kv_sum)

@@ -24,7 +24,8 @@ def test_linear_and_elementwise_operators_stay_near_vidur(gpu_name):
     linear, elementwise = points("linear", gpu_name), points("elementwise", gpu_name)
     linear_worst, linear_share, elementwise_worst, elementwise_share = REACHED[gpu_name]
     assert (worst(linear) <= linear_worst, within(linear, 15) >= linear_share) == (True, True)
-    assert (worst(elementwise) <= elementwise_worst, within(elementwise, 15) >= elementwise_share) == (True, True)
+    assert (worst(elementwise) <= elementwise_worst,
+            within(elementwise, 15) >= elementwise_share) == (True, True)
 
 
 def test_llama3_8b_on_a100_within_16_percent_from_1_to_32768_tokens():

@@ -32,7 +32,8 @@ def test_element_wise_kernels_flatten_below_a_wave_of_row_blocks():
         return round(sum(elementwise_layer_time(H100, LLAMA, n, names=rows)[:2]), 12)
     def layer(n):
         return sum(elementwise_layer_time(H100, LLAMA, n)[:2])
-    assert (len({row_kernels(n) for n in (1, 16, 64, 128, 264)}), row_kernels(265) > row_kernels(264)) == (1, True)
+    assert (len({row_kernels(n) for n in (1, 16, 64, 128, 264)}),
+            row_kernels(265) > row_kernels(264)) == (1, True)
     assert layer(256) / layer(1) < 1.5
 
 
@@ -57,7 +58,8 @@ def test_efficiency_is_editable_through_gpu_overrides_or_cost_roofline():
     base = Scenario()
     via_gpu = Scenario(hardware={"gpu_overrides": {"gemm_mfu": 0.4}})
     via_cost = Scenario(cost={"roofline": {"gemm_mfu": 0.4}})
-    seconds = [roofline_cost(s, H100.model_copy(update=s.hardware.gpu_overrides), LLAMA).seconds(prefill(8192))
+    seconds = [roofline_cost(s, H100.model_copy(update=s.hardware.gpu_overrides), LLAMA)
+               .seconds(prefill(8192))
                for s in (base, via_gpu, via_cost)]
     assert seconds[1] == pytest.approx(seconds[2]) and seconds[1] > 1.3 * seconds[0]
 
@@ -96,12 +98,14 @@ def test_overlap_cannot_hide_more_cpu_than_the_gpu_works():
 def test_cuda_graphs_cut_the_launch_cost_of_small_decode_batches_only():
     """At TP 8 the kernels of a decode step are short: launching ~450 kernels eagerly costs more than
     running them. A graph replays them all at once, up to cuda_graph_max_bs rows; prefill is eager."""
-    graphs, eager = RooflineCost(H100, LLAMA, tp_size=8), RooflineCost(H100, LLAMA, tp_size=8, cuda_graph_max_bs=0)
+    graphs, eager = (RooflineCost(H100, LLAMA, tp_size=8),
+                     RooflineCost(H100, LLAMA, tp_size=8, cuda_graph_max_bs=0))
     assert eager.seconds(decode(8)) > 2 * graphs.seconds(decode(8))
     below, above = (graphs.breakdown(decode(n))["cuda_graph"] for n in (512, 513))
     assert (graphs.cuda_graph_max_bs, below, above, graphs.breakdown(prefill(64))["cuda_graph"]) == (
         512, True, False, False)
-    assert graphs.breakdown(decode(513))["launch_s"] == pytest.approx(graphs.num_kernels * graphs.kernel_launch_s)
+    assert graphs.breakdown(decode(513))["launch_s"] == pytest.approx(
+        graphs.num_kernels * graphs.kernel_launch_s)
 
 
 def test_default_cuda_graph_max_bs_follows_sglang_by_gpu_memory_and_tp():
@@ -113,8 +117,8 @@ def test_default_cuda_graph_max_bs_follows_sglang_by_gpu_memory_and_tp():
 def test_engine_switches_reach_the_cost_model():
     scenario = Scenario(engine={"disable_overlap_schedule": True, "cuda_graph_max_bs": 16})
     built = roofline_cost(scenario, H100, LLAMA)
-    assert (built.overlap, built.cuda_graph_max_bs, roofline_cost(Scenario(), H100, LLAMA).cuda_graph_max_bs) == (
-        False, 16, 256)
+    assert (built.overlap, built.cuda_graph_max_bs,
+            roofline_cost(Scenario(), H100, LLAMA).cuda_graph_max_bs) == (False, 16, 256)
 
 
 def test_frontend_time_grows_with_the_prompt():

@@ -56,7 +56,8 @@ def test_the_story_note_names_flags_workload_and_headline_in_words(runs):
                      "Decode rounds between prefills: 0")
     assert workload.startswith("Workload: Streams: 40 · Log length (tokens): 100,000 · Logprobs on 1 "
                                "stream: off")
-    assert number == f"Longest pause, the 40 streams: {gap(after)} (SGLang's defaults, same requests: {gap(before)})"
+    assert number == (f"Longest pause, the 40 streams: {gap(after)} "
+                      f"(SGLang's defaults, same requests: {gap(before)})")
     assert story_note(FORTY, FORTY.defaults, before, before)[2] == (
         f"Longest pause, the 40 streams: {gap(before)} (SGLang's defaults)")
 

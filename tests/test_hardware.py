@@ -84,7 +84,8 @@ def test_weights_that_do_not_fit_name_the_field():
 
 def test_weight_bytes_by_dtype():
     llama = model("llama-3.1-8b")
-    assert [weight_bytes(llama, d) / GIB for d in ("bf16", "fp8", "nvfp4")] == pytest.approx([14.96, 7.48, 3.74], abs=0.01)
+    assert [weight_bytes(llama, d) / GIB for d in ("bf16", "fp8", "nvfp4")] == pytest.approx(
+        [14.96, 7.48, 3.74], abs=0.01)
     with pytest.raises(InputError, match="weight_dtype: unknown dtype 'int4'"):
         weight_bytes(llama, "int4")
 

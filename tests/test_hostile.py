@@ -41,7 +41,8 @@ from tests.hostile.make_corpus import CASES, big_trace, write
 SECONDS = 10.0
 MAX_LINE = 600
 BY_NAME = {case.name: case for case in CASES}
-COMMANDS = {"log": ["diagnose"], "trace": ["trace"], "scenario": ["run"], "path": ["diagnose", "trace", "run"]}
+COMMANDS = {"log": ["diagnose"], "trace": ["trace"], "scenario": ["run"],
+            "path": ["diagnose", "trace", "run"]}
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +90,8 @@ def test_cli_answers_with_a_result_or_one_line(name, corpus, capsys):
             assert time.perf_counter() - started < SECONDS
             assert status in (0, 2) and "Traceback" not in out + err
             if status == 2:
-                assert out == "" and err.startswith("error: ") and err.count("\n") == 1 and len(err) <= MAX_LINE
+                assert (out == "" and err.startswith("error: ") and err.count("\n") == 1
+                        and len(err) <= MAX_LINE)
             elif extra:
                 json.loads(out)
             if not extra:
@@ -120,7 +122,8 @@ def test_log_functions_answer_cleanly(name, corpus):
 @pytest.mark.parametrize("name", sorted(n for n, c in BY_NAME.items() if c.kind in ("trace", "path")))
 def test_trace_functions_answer_cleanly(name, corpus):
     case, (_, paths) = BY_NAME[name], corpus
-    sources = [paths[name]] + ([case.data, case.data.decode("utf-8", "replace")] if case.kind == "trace" else [])
+    sources = [paths[name]] + ([case.data, case.data.decode("utf-8", "replace")]
+                               if case.kind == "trace" else [])
     for source in sources:
         trace = clean(lambda source=source: load_trace(source))
         if not isinstance(trace, InputError):
@@ -128,7 +131,8 @@ def test_trace_functions_answer_cleanly(name, corpus):
             clean(lambda trace=trace: request_mix(trace))
 
 
-@pytest.mark.parametrize("name", sorted(n for n, c in BY_NAME.items() if c.kind in ("scenario", "sets", "path")))
+@pytest.mark.parametrize("name", sorted(n for n, c in BY_NAME.items()
+                                        if c.kind in ("scenario", "sets", "path")))
 def test_scenario_functions_answer_cleanly(name, corpus):
     case, (folder, paths) = BY_NAME[name], corpus
     if case.kind == "sets":
@@ -153,7 +157,8 @@ def test_a_prompt_larger_than_the_pool_is_rejected_with_its_reason(corpus):
 
 def test_a_log_whose_settings_no_scenario_accepts_names_the_setting(corpus):
     _, paths = corpus
-    with pytest.raises(InputError, match=r"^the log's engine\.chunked_prefill_size: .*'auto' \(got 'banana'\)$"):
+    with pytest.raises(InputError,
+                       match=r"^the log's engine\.chunked_prefill_size: .*'auto' \(got 'banana'\)$"):
         scenario_from_log(parse_log_file(paths["log-bad-server-args"]), Scenario())
 
 
@@ -208,7 +213,8 @@ sys.exit(status)
 """
 
 
-@pytest.mark.parametrize("name", ["log-ten-million-seqs", "toml-ten-million", "set-deep-nesting", "path-proc-mem"])
+@pytest.mark.parametrize("name", ["log-ten-million-seqs", "toml-ten-million", "set-deep-nesting",
+                                  "path-proc-mem"])
 def test_in_a_subprocess_memory_stays_bounded(name, corpus):
     case, (folder, paths) = BY_NAME[name], corpus
     argv = argvs(case, folder, paths)[-1]

@@ -87,11 +87,13 @@ def test_the_cycle_finder_finds_a_cycle():
 @pytest.mark.slow
 def test_every_engine_module_imports_alone_in_a_fresh_interpreter():
     def load(name: str) -> tuple[str, int, str]:
-        done = subprocess.run([sys.executable, "-c", f"import {name}"], cwd=REPO, capture_output=True, text=True)
+        done = subprocess.run([sys.executable, "-c", f"import {name}"], cwd=REPO, capture_output=True,
+                              text=True)
         return name, done.returncode, done.stderr[-400:]
 
     with ThreadPoolExecutor(4) as pool:
-        failed = [(n, err) for n, code, err in pool.map(load, set(ENGINE_MODULES) - {"engine_model.__main__"}) if code]
+        failed = [(n, err) for n, code, err in pool.map(load, set(ENGINE_MODULES) - {"engine_model.__main__"})
+                  if code]
     assert failed == []
 
 
@@ -138,5 +140,6 @@ def test_the_app_imports_only_the_public_face():
 def test_scheduling_code_names_capabilities_not_release_strings():
     offenders = [f"{p.relative_to(REPO)}:{i}" for p in ENGINE.rglob("*.py") if "logs" not in p.parts
                  for i, line in enumerate(p.read_text().splitlines(), 1)
-                 if "version ==" in line or "version !=" in line or "version <" in line or "version >" in line]
+                 if ("version ==" in line or "version !=" in line
+                     or "version <" in line or "version >" in line)]
     assert offenders == []

@@ -1,4 +1,5 @@
-"""Specification of the stall diagnosis: which stall a log shows, the evidence, and the flag that changes it."""
+"""Specification of the stall diagnosis: which stall a log shows, the evidence, and the flag that changes
+it."""
 
 import pytest
 
@@ -11,9 +12,9 @@ def prefill(
     second: int, new_tokens: int, running: int, queue: int = 0, pending: int = 0, usage: float = 0.1
 ) -> str:
     return (
-        f"[2026-01-01 12:00:{second:02d}] Prefill batch, #new-seq: 1, #new-token: {new_tokens}, #cached-token: 0, "
-        f"token usage: {usage:.2f}, #running-req: {running}, #queue-req: {queue}, #pending-token: {pending}, "
-        "cuda graph: False, input throughput (token/s): 1000.00"
+        f"[2026-01-01 12:00:{second:02d}] Prefill batch, #new-seq: 1, #new-token: {new_tokens}, "
+        f"#cached-token: 0, token usage: {usage:.2f}, #running-req: {running}, #queue-req: {queue}, "
+        f"#pending-token: {pending}, cuda graph: False, input throughput (token/s): 1000.00"
     )
 
 
@@ -131,7 +132,8 @@ def test_several_findings_are_ranked_retraction_first():
         + "\n".join(
             [
                 decode(10, 64, usage=0.99, queue=5),
-                "[2026-01-01 12:00:11] Decode out of memory happened. #retracted_reqs: 3, #new_token_ratio: 0.3 -> 0.9",
+                "[2026-01-01 12:00:11] Decode out of memory happened. #retracted_reqs: 3, "
+                "#new_token_ratio: 0.3 -> 0.9",
             ]
         )
     )
@@ -230,8 +232,10 @@ def test_observed_requests_join_the_chunks_of_one_long_prompt():
 def test_observed_requests_split_shared_passes_evenly():
     text = "\n".join(
         [
-            "[2026-01-01 12:00:00] Prefill batch, #new-seq: 3, #new-token: 8192, #cached-token: 0, #queue-req: 5",
-            "[2026-01-01 12:00:01] Prefill batch, #new-seq: 2, #new-token: 1000, #cached-token: 0, #queue-req: 0",
+            "[2026-01-01 12:00:00] Prefill batch, #new-seq: 3, #new-token: 8192, #cached-token: 0, "
+            "#queue-req: 5",
+            "[2026-01-01 12:00:01] Prefill batch, #new-seq: 2, #new-token: 1000, #cached-token: 0, "
+            "#queue-req: 0",
         ]
     )
     parsed = parse_log(args(chunked_prefill_size=8192) + "\n" + text)

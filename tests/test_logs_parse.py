@@ -24,7 +24,8 @@ OLD_PREFILL = (
     "token usage: 0.06, #running-req: 41, #queue-req: 490"
 )
 NEW_PREFILL = (
-    "[2026-01-01 12:00:00] Prefill batch, #new-seq: 2, #new-token: 8192, #cached-token: 5, token usage: 0.40, "
+    "[2026-01-01 12:00:00] Prefill batch, #new-seq: 2, #new-token: 8192, #cached-token: 5, "
+    "token usage: 0.40, "
     "#running-req: 40, #queue-req: 1, #pending-token: 91808, #replay-token: 7, cuda graph: False, "
     "input throughput (token/s): 12345.67, est. prefill TFLOPS/s (per GPU): 123.4, "
 )
@@ -70,7 +71,8 @@ def test_pd_prefill_hybrid_pools_and_iteration_numbers():
     text = (
         "[2026-01-01 12:00:00 DP0 TP0] Prefill batch [17], #new-seq: 1, #new-token: 64, #cached-token: 0, "
         "full token usage: 0.10, mamba usage: 0.20, #running-req: 0, #queue-req: 0, #pending-token: 0, "
-        "#bootstrap-req: 3, #inflight-req: 2, #optimistic-req: 1, npu graph: True, input throughput (token/s): 1.00"
+        "#bootstrap-req: 3, #inflight-req: 2, #optimistic-req: 1, npu graph: True, "
+        "input throughput (token/s): 1.00"
     )
     record = parse_log(text).prefills[0]
     assert (record.rank, record.iteration, record.token_usage, record.mamba_usage) == (
@@ -114,12 +116,12 @@ def test_decode_lines_old_speculative_and_pd_decode():
         [
             "[2025-04-30 23:19:09 TP0] Decode batch. #running-req: 1, #token: 70, token usage: 0.00, "
             "gen throughput (token/s): 6.35, #queue-req: 0",
-            "[2026-08-23 09:06:22 TP0 EP0] Decode batch, #running-req: 1, #full token: 166400, full token usage: "
-            "0.02, #swa token: 768, swa token usage: 0.00, accept len: 4.42, accept rate: 0.69, cuda graph: True, "
-            "gen throughput (token/s): 140.78, #queue-req: 0",
-            "[2026-08-23 09:06:23] Decode batch, #running-req: 8, #token: 900, token usage: 0.50, pre-allocated "
-            "usage: 0.25, #prealloc-req: 4, #transfer-req: 2, #retracted-req: 1, cuda graph: True, "
-            "gen throughput (token/s): 1.00, #queue-req: 5",
+            "[2026-08-23 09:06:22 TP0 EP0] Decode batch, #running-req: 1, #full token: 166400, "
+            "full token usage: 0.02, #swa token: 768, swa token usage: 0.00, accept len: 4.42, "
+            "accept rate: 0.69, cuda graph: True, gen throughput (token/s): 140.78, #queue-req: 0",
+            "[2026-08-23 09:06:23] Decode batch, #running-req: 8, #token: 900, token usage: 0.50, "
+            "pre-allocated usage: 0.25, #prealloc-req: 4, #transfer-req: 2, #retracted-req: 1, "
+            "cuda graph: True, gen throughput (token/s): 1.00, #queue-req: 5",
         ]
     )
     fields = [
@@ -163,8 +165,9 @@ def test_retraction_warnings_in_every_wording():
 
 def test_server_args_repr_with_nested_values_is_read_without_eval():
     text = (
-        "[2025-01-01 00:00:00] server_args=ServerArgs(model_path='org/m, with comma', chunked_prefill_size=4096, "
-        "enable_mixed_chunk=True, lora_paths=[LoRARef(lora_id='a', pinned=False)], json_model_override_args='{}', "
+        "[2025-01-01 00:00:00] server_args=ServerArgs(model_path='org/m, with comma', "
+        "chunked_prefill_size=4096, enable_mixed_chunk=True, "
+        "lora_paths=[LoRARef(lora_id='a', pinned=False)], json_model_override_args='{}', "
         "mm_process_config={'a': [1, 2]}, max_running_requests=None, schedule_conservativeness=1.3, "
         "dp_size=2, weird=__import__('os').system('echo hi'))"
     )
@@ -200,8 +203,8 @@ def test_server_args_dict_form_and_a_cut_off_line():
 def test_scheduler_startup_line_wins_over_server_args():
     text = (
         "[2025-01-01 00:00:00] server_args=ServerArgs(max_total_tokens=None, chunked_prefill_size=None)\n"
-        "[2025-01-01 00:00:05 TP0] max_total_num_tokens=20480, chunked_prefill_size=8192, max_prefill_tokens=16384, "
-        "max_running_requests=200, context_len=32768, available_gpu_mem=59.01 GB"
+        "[2025-01-01 00:00:05 TP0] max_total_num_tokens=20480, chunked_prefill_size=8192, "
+        "max_prefill_tokens=16384, max_running_requests=200, context_len=32768, available_gpu_mem=59.01 GB"
     )
     parsed = parse_log(text)
     assert parsed.startup == {
@@ -338,10 +341,14 @@ def test_real_server_args_give_the_key_settings():
 def test_lines_in_the_same_second_are_spread_over_it_in_order():
     text = "\n".join(
         [
-            "[2026-01-01 12:00:00] Prefill batch, #new-seq: 1, #new-token: 10, #running-req: 0, #queue-req: 0",
-            "[2026-01-01 12:00:00] Prefill batch, #new-seq: 1, #new-token: 10, #running-req: 1, #queue-req: 0",
-            "[2026-01-01 12:00:00] Prefill batch, #new-seq: 1, #new-token: 10, #running-req: 2, #queue-req: 0",
-            "[2026-01-01 12:00:00] Prefill batch, #new-seq: 1, #new-token: 10, #running-req: 3, #queue-req: 0",
+            "[2026-01-01 12:00:00] Prefill batch, #new-seq: 1, #new-token: 10, #running-req: 0, "
+            "#queue-req: 0",
+            "[2026-01-01 12:00:00] Prefill batch, #new-seq: 1, #new-token: 10, #running-req: 1, "
+            "#queue-req: 0",
+            "[2026-01-01 12:00:00] Prefill batch, #new-seq: 1, #new-token: 10, #running-req: 2, "
+            "#queue-req: 0",
+            "[2026-01-01 12:00:00] Prefill batch, #new-seq: 1, #new-token: 10, #running-req: 3, "
+            "#queue-req: 0",
             "[2026-01-01 12:00:02] Decode batch, #running-req: 4, #token: 200, token usage: 0.01",
         ]
     )
@@ -357,7 +364,8 @@ def test_lines_in_the_same_second_are_spread_over_it_in_order():
 
 
 def decode_line(second: int, running: int, tokens: int) -> str:
-    return f"[2026-01-01 12:00:{second:02d}] Decode batch, #running-req: {running}, #token: {tokens}, token usage: 0.1"
+    return (f"[2026-01-01 12:00:{second:02d}] Decode batch, #running-req: {running}, #token: {tokens}, "
+            "token usage: 0.1")
 
 
 def test_decode_segments_use_the_log_interval_and_check_it_against_token_growth():

@@ -13,10 +13,11 @@ from conftest import LOGS
 def test_a_retraction_log_becomes_a_runnable_scenario_with_its_settings():
     parsed = parse_log_file(LOGS / "01_docsci_2025-04-30_qwen05b_batch_retract_decode_oom.log")
     scenario, notes = scenario_from_log(parsed, load_scenario("forty_replies"))
-    assert (scenario.engine.max_total_tokens, scenario.engine.chunked_prefill_size, scenario.engine.max_running_requests) == (
-        20480, 8192, 200)
+    assert (scenario.engine.max_total_tokens, scenario.engine.chunked_prefill_size,
+            scenario.engine.max_running_requests) == (20480, 8192, 200)
     assert len(scenario.workload.requests) > 100 and "each reply 103 tokens" in notes[1]
-    assert {r.output_len for r in scenario.workload.requests} == {103}  # 113,680 decode tokens / 1,108 requests
+    # 113,680 decode tokens / 1,108 requests
+    assert {r.output_len for r in scenario.workload.requests} == {103}
     result = simulate(scenario)
     assert all(r.state in (RequestState.FINISHED, RequestState.REJECTED) for r in result.requests)
 
@@ -33,8 +34,8 @@ def test_a_cache_aware_policy_from_the_log_runs_as_fcfs_with_a_note():
     from engine_model.logs.parse import parse_log
 
     text = ("[2026-01-01 00:00:00] server_args={'schedule_policy': 'lpm', 'chunked_prefill_size': 4096}\n"
-            "[2026-01-01 00:00:01] Prefill batch, #new-seq: 1, #new-token: 100, #cached-token: 0, token usage: 0.00, "
-            "#running-req: 0, #queue-req: 0, \n")
+            "[2026-01-01 00:00:01] Prefill batch, #new-seq: 1, #new-token: 100, #cached-token: 0, "
+            "token usage: 0.00, #running-req: 0, #queue-req: 0, \n")
     scenario, notes = scenario_from_log(parse_log(text), load_scenario("forty_replies"))
     assert (scenario.engine.schedule_policy, scenario.engine.chunked_prefill_size) == ("fcfs", 4096)
     assert any("'lpm' runs as fcfs" in note for note in notes)

@@ -24,13 +24,15 @@ def test_a_mid_reply_stream_has_no_ttft_and_its_first_gap_counts_from_the_start(
 
 
 def test_summary_statistics():
-    assert summarize([1, 2, 3, 4]).model_dump() == {"mean": 2.5, "p50": 2.5, "p90": 3.7, "p95": pytest.approx(3.85),
+    assert summarize([1, 2, 3, 4]).model_dump() == {"mean": 2.5, "p50": 2.5, "p90": 3.7,
+                                                    "p95": pytest.approx(3.85),
                                                     "p99": pytest.approx(3.97), "max": 4.0}
     assert summarize([]).model_dump() == dict.fromkeys(("mean", "p50", "p90", "p95", "p99", "max"))
 
 
 def test_buckets_by_prompt_length():
-    assert [bucket_label(n, [8192, 32768]) for n in (1, 8191, 8192, 40000)] == ["0-8191", "0-8191", "8192-32767", ">=32768"]
+    assert [bucket_label(n, [8192, 32768]) for n in (1, 8191, 8192, 40000)] == [
+        "0-8191", "0-8191", "8192-32767", ">=32768"]
     m = all_metrics([finished("a", 100, [1.0, 2.0]), finished("b", 50000, [3.0, 3.5])], [8192, 32768])
     assert list(m.buckets) == ["0-8191", ">=32768"]
     assert m.overall.output_throughput_tok_s == 4 / 3.5

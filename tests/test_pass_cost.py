@@ -57,7 +57,8 @@ def test_every_pass_of_a_story_is_rebuilt_exactly(mixed):
 
 def test_overlap_hides_cpu_and_turning_it_off_shows_it():
     on = validate(batch_scenario())
-    off = validate({**batch_scenario(), "engine": {"max_running_requests": 512, "disable_overlap_schedule": True}})
+    off = validate({**batch_scenario(),
+                    "engine": {"max_running_requests": 512, "disable_overlap_schedule": True}})
     it = full_decode(simulate(on))
     hidden, shown = pass_cost(on, it), pass_cost(off, it)
     assert (hidden.overlap, shown.overlap) == (True, False)
@@ -78,7 +79,8 @@ def test_the_linear_predictor_is_three_terms():
 
 def test_a_pd_scenario_is_refused_with_a_message():
     with pytest.raises(InputError) as err:
-        pass_cost(load_scenario("ten_oclock_rush_pd"), pass_shape(simulate(load_scenario("forty_replies")).iterations[0]))
+        pass_cost(load_scenario("ten_oclock_rush_pd"),
+                  pass_shape(simulate(load_scenario("forty_replies")).iterations[0]))
     assert err.value.where == "pd"
 
 

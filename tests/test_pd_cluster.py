@@ -25,7 +25,8 @@ def scenario(policy="early", requests=(), groups=(), clients=(), **pd):
 
 def long_and_shorts():
     return [{"rid": "long", "prompt_len": 32768, "output_len": 16},
-            *({"rid": f"s{i}", "arrival_at": 0.01 * i, "prompt_len": 500, "output_len": 40} for i in range(6))]
+            *({"rid": f"s{i}", "arrival_at": 0.01 * i, "prompt_len": 500, "output_len": 40}
+              for i in range(6))]
 
 
 def test_every_request_finishes_and_decode_kv_stays_under_its_cap():
@@ -78,15 +79,18 @@ def test_prefill_holds_kv_until_the_transfer_succeeds():
     transfer = result.pd.transfers[0]
     held = [it.kv_used for it in result.lanes["prefill-0"] if it.start_at < transfer.delivered_at]
     assert held[-1] == 8000  # still held by the last prefill-lane record before delivery
-    assert transfer.delivered_at - transfer.final_at == pytest.approx(8000 * result.pd.kv_bytes_per_token * 8 / 1e9 + 50e-6)
+    assert transfer.delivered_at - transfer.final_at == pytest.approx(
+        8000 * result.pd.kv_bytes_per_token * 8 / 1e9 + 50e-6)
 
 
 def test_a_prompt_larger_than_the_decode_pool_is_rejected_with_a_reason_and_the_rest_finish():
-    reqs = [{"rid": "huge", "prompt_len": 50000, "output_len": 8}, {"rid": "ok", "prompt_len": 1000, "output_len": 8}]
+    reqs = [{"rid": "huge", "prompt_len": 50000, "output_len": 8},
+            {"rid": "ok", "prompt_len": 1000, "output_len": 8}]
     for policy in POLICIES:
         result = simulate(scenario(policy, reqs, decode_kv_cap_per_rank=40000))
         huge, ok = result.requests
-        assert huge.state is RequestState.REJECTED and "decode KV" in huge.reject_reason and "40000" in huge.reject_reason
+        assert (huge.state is RequestState.REJECTED and "decode KV" in huge.reject_reason
+                and "40000" in huge.reject_reason)
         assert ok.state is RequestState.FINISHED and result.cut_off is None
 
 
@@ -98,7 +102,8 @@ def test_decode_retraction_backs_up_to_host_and_resumes_without_recompute():
     retracted = {rid for event in result.retractions for rid in event.rids}
     for req in result.requests:
         phases = [phase for phase, _, _ in req.spans]
-        prefilled = sum(row.extend for it in result.lanes["prefill-0"] for row in it.prefill_rows if row.rid == req.rid)
+        prefilled = sum(row.extend for it in result.lanes["prefill-0"] for row in it.prefill_rows
+                        if row.rid == req.rid)
         assert prefilled == req.prompt_len  # never re-prefilled
         assert ("retracted" in phases) == (req.rid in retracted)
         assert len(req.token_times) == 900
@@ -107,7 +112,8 @@ def test_decode_retraction_backs_up_to_host_and_resumes_without_recompute():
 def test_decode_admits_fifo_with_head_of_line_blocking():
     reqs = [{"rid": "a", "prompt_len": 30000, "output_len": 100},
             {"rid": "b", "arrival_at": 0.001, "prompt_len": 30000, "output_len": 8},
-            {"rid": "c", "arrival_at": 0.030, "prompt_len": 100, "output_len": 8}]  # after b's tokenizing (~17 ms)
+            # after b's tokenizing (~17 ms)
+            {"rid": "c", "arrival_at": 0.030, "prompt_len": 100, "output_len": 8}]
     result = simulate(scenario("early", reqs, decode_kv_cap_per_rank=40000))
     a, b, c = result.requests
     # b cannot be reserved beside a; c could, but waits behind b until a finishes and frees its KV.
@@ -116,14 +122,16 @@ def test_decode_admits_fifo_with_head_of_line_blocking():
 
 
 def test_same_seed_same_trace():
-    crowd = [{"name": "q", "count": 30, "prompt_len": {"dist": "lognormal", "median": 3000, "sigma": 1.0, "high": 30000},
+    crowd = [{"name": "q", "count": 30,
+              "prompt_len": {"dist": "lognormal", "median": 3000, "sigma": 1.0, "high": 30000},
               "output_len": 32, "arrival": {"kind": "poisson", "rate_per_s": 10.0}}]
 
     def trace():
         result = simulate(scenario("early", groups=crowd, router="random", num_reserved_decode_tokens=256,
                                    prefill={"num_workers": 2}, decode={"num_workers": 2}))
         return ({lane: [(it.kind, it.start_at, it.prefill_rows, it.decode_rids) for it in its]
-                 for lane, its in result.lanes.items()}, [(r.rid, r.token_times, r.spans) for r in result.requests])
+                 for lane, its in result.lanes.items()},
+                [(r.rid, r.token_times, r.spans) for r in result.requests])
 
     first = trace()
     assert first == trace()
@@ -177,13 +185,15 @@ def test_limits_stop_a_pd_run_and_say_so():
 
 
 def test_json_summary_keeps_metrics_and_adds_per_role_figures(capsys):
-    assert main(["run", "ten_oclock_rush_pd", "--json", "--set", "pd.decode_allocation_policy=prefill_complete"]) == 0
+    assert main(["run", "ten_oclock_rush_pd", "--json", "--set",
+                 "pd.decode_allocation_policy=prefill_complete"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert set(doc["metrics"]) == {"overall", "groups", "buckets"}
     assert set(doc["pd"]["workers"]) == {"prefill-0", "decode-0"}
     assert doc["pd"]["decode_allocation_policy"] == "prefill_complete"
     overall = doc["metrics"]["overall"]
     served = overall["num_requests"] - overall["num_rejected"]
-    assert doc["pd"]["transfer"]["num_transfers"] == served == overall["num_finished"]  # one transfer per request
+    # one transfer per request
+    assert doc["pd"]["transfer"]["num_transfers"] == served == overall["num_finished"]
     assert set(doc["pd"]["workers"]["decode-0"]) >= {"kv_capacity", "kv_reserved_token_s", "mean_running"}
     assert "num_prefill_tokens" in doc["pd"]["workers"]["prefill-0"]

@@ -23,8 +23,10 @@ def test_least_loaded_picks_the_emptiest_and_breaks_ties_low():
 
 
 def test_random_router_is_seeded():
-    picks = [[Router(kind, random.Random(7)).pick("p", [0, 5, 1, 2]) for _ in range(5)] for kind in ("random", "power_of_two")]
-    again = [[Router(kind, random.Random(7)).pick("p", [0, 5, 1, 2]) for _ in range(5)] for kind in ("random", "power_of_two")]
+    picks = [[Router(kind, random.Random(7)).pick("p", [0, 5, 1, 2]) for _ in range(5)]
+             for kind in ("random", "power_of_two")]
+    again = [[Router(kind, random.Random(7)).pick("p", [0, 5, 1, 2]) for _ in range(5)]
+             for kind in ("random", "power_of_two")]
     assert picks == again
 
 
@@ -34,7 +36,8 @@ def test_dp_ranks_are_taken_in_turn():
 
 
 def test_two_transfers_from_one_nic_share_it_and_the_survivor_speeds_up():
-    net = Network(link("mooncake").model_copy(update={"bandwidth_gbps": 8.0, "latency_s": 0.0}))  # 1e9 bytes/s
+    # 1e9 bytes/s
+    net = Network(link("mooncake").model_copy(update={"bandwidth_gbps": 8.0, "latency_s": 0.0}))
     a, b = net.open("a", "p0", "d0"), net.open("b", "p0", "d1")
     net.add(a, 1e9, True, 0.0)
     net.add(b, 3e9, True, 0.0)
@@ -86,7 +89,8 @@ def test_dp_attention_rank_gets_a_quarter_of_the_chunk_and_the_decode_cap():
 
 def test_lockstep_attention_is_the_roofline_attention_of_one_rank():
     cost = resolve_role(glm_scenario(), "decode").cost
-    shape = PassShape(num_rows=3, num_decode_rows=0, new_tokens=4096, past_kv_sum=50_000, attn_pairs=180_000_000)
+    shape = PassShape(num_rows=3, num_decode_rows=0, new_tokens=4096, past_kv_sum=50_000,
+                      attn_pairs=180_000_000)
     assert cost.rank_attention_s(shape) == pytest.approx(cost.rank.breakdown(shape)["attention_s"])
     idle = PassShape(0, 0, 0, 0, 0)
     slowest = cost.seconds([shape, idle, idle, idle])

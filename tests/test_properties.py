@@ -57,7 +57,8 @@ def build(reqs, engine, seed=0) -> Scenario:
             max_new_tokens=r["output_len"] + (0 if r["ignore_eos"] else r["slack"]),
             return_logprob=r["return_logprob"], ignore_eos=r["ignore_eos"], already_generated=mid,
             prefix_group=r["prefix_group"]))
-    return Scenario(seed=seed, engine=EngineConfig(context_length=32768, **engine), cost=CostConfig(kind="linear"),
+    return Scenario(seed=seed, engine=EngineConfig(context_length=32768, **engine),
+                    cost=CostConfig(kind="linear"),
                     workload=WorkloadConfig(requests=configs), limits=LimitsConfig(max_iterations=200_000))
 
 
@@ -70,7 +71,8 @@ def one(**fields) -> dict:
 def engine_of(**fields) -> dict:
     return {"version": "0.5.23", "page_size": 1, "chunk_pages": 32, "enable_mixed_chunk": False,
             "max_total_tokens": 3000, "max_running_requests": 2, "prefill_decode_interval": 0,
-            "schedule_policy": "fcfs", "disable_overlap_schedule": True, **fields}  # the reference tool's loop
+            "schedule_policy": "fcfs", "disable_overlap_schedule": True,  # the reference tool's loop
+            **fields}
 
 
 # Found at 10,000 examples: a mid-reply request (r4) joined while r6 was being chunked and took the KV
@@ -113,7 +115,8 @@ def crashed_where_sglang_does(result, engine) -> bool:
 
 
 def tokens_from_decode_rows(iterations) -> dict[str, int]:
-    """Tokens each request got from decode rows; a wasted row (overlap: the request had finished) gives none."""
+    """Tokens each request got from decode rows; a wasted row (overlap: the request had finished) gives
+    none."""
     produced = {}
     for it in iterations:
         for rid in it.decode_rids:

@@ -7,13 +7,15 @@ from engine_model.resolve import default_chunked_prefill_size, default_max_runni
 
 
 @pytest.mark.parametrize(("gib", "chunk"), [
-    (15.0, 2048), (23.6, 4096), (44.99, 4096), (79.65, 8192), (140.4, 8192), (179.06, 16384), (191.69, 16384)])
+    (15.0, 2048), (23.6, 4096), (44.99, 4096), (79.65, 8192), (140.4, 8192), (179.06, 16384),
+    (191.69, 16384)])
 def test_default_chunk_size_follows_gpu_memory(gib, chunk):
     assert default_chunked_prefill_size(gib) == chunk
 
 
 @pytest.mark.parametrize(("gpu", "chunk"), [
-    ("l40s", 4096), ("a100-80gb", 8192), ("h100-sxm", 8192), ("h200", 8192), ("b200", 16384), ("mi300x", 16384)])
+    ("l40s", 4096), ("a100-80gb", 8192), ("h100-sxm", 8192), ("h200", 8192), ("b200", 16384),
+    ("mi300x", 16384)])
 def test_gpu_presets_land_in_sglang_buckets(gpu, chunk):
     assert resolve(Scenario.model_validate({"hardware": {"gpu": gpu}})).chunked_prefill_size == chunk
 
@@ -29,11 +31,13 @@ def test_other_defaults_match_sglang():
 
 def test_max_running_requests_formula():
     """min(clamp(int(pool / context * 512), 2048, 4096), pool // 2)."""
-    assert [default_max_running_requests(pool, 131072) for pool in (2000, 443473, 2_000_000)] == [1000, 2048, 4096]
+    assert [default_max_running_requests(pool, 131072) for pool in (2000, 443473, 2_000_000)] == [
+        1000, 2048, 4096]
 
 
 def test_chunking_disabled_turns_mixed_chunk_off():
-    res = resolve(Scenario.model_validate({"engine": {"chunked_prefill_size": -1, "enable_mixed_chunk": True}}))
+    res = resolve(Scenario.model_validate(
+        {"engine": {"chunked_prefill_size": -1, "enable_mixed_chunk": True}}))
     assert (res.chunked_prefill_size, res.is_mixed_chunk) == (None, False)
 
 

@@ -18,7 +18,8 @@ def test_every_chain_a_story_records_names_a_rule_the_model_has():
 
 
 def test_a_rule_is_the_functions_own_code_found_by_object():
-    found = rules_of("Scheduler.get_next_batch_to_run -> update_running_batch -> ScheduleBatch.retract_decode")
+    found = rules_of("Scheduler.get_next_batch_to_run -> update_running_batch -> "
+                     "ScheduleBatch.retract_decode")
     assert [r.qualname for r in found] == ["engine_model.scheduler.Scheduler.schedule",
                                            "engine_model.scheduler.Scheduler._decode_plan",
                                            "engine_model.scheduler.Scheduler._retract"]

@@ -24,7 +24,8 @@ def test_prefill_wins_a_long_prompt_runs_back_to_back_and_decode_waits():
 
 
 def test_a_pending_chunk_bypasses_the_empty_queue_and_batch_full_exits():
-    """Implication 3: the chunk continuation runs although the queue is empty and the batch is latched full."""
+    """Implication 3: the chunk continuation runs although the queue is empty and the batch is latched
+    full."""
     result = run([*STREAMS, req("long", 32768, 4, at=0.1)])
     chunks = [it for it in result.iterations if it.prefill_rows]
     assert [it.num_waiting for it in chunks] == [0, 0, 0, 0]
@@ -68,7 +69,8 @@ def test_head_of_line_blocking_and_the_batch_is_full_latch():
 
     from specs import scenario
 
-    workload = [req("running", 5000, 2100, already_generated=100), req("big", 8000, 100), req("small", 100, 10)]
+    workload = [req("running", 5000, 2100, already_generated=100), req("big", 8000, 100),
+                req("small", 100, 10)]
     sim = Run(scenario(workload, pool=14000))
     sim.step()
     assert sim.topology.scheduler.batch_is_full
@@ -85,11 +87,13 @@ def test_memory_admission_rule_at_its_boundary():
 
     sched = scheduler(pool=10000)
     running = request("r", 100, 1000, num_generated_before=500)  # reserves min(500, 4096) x 0.7 = 350
-    for pool, verdict in ((350 + 5000 + 4096 + 1 + 1, Verdict.CONTINUE), (350 + 5000 + 4096 + 1, Verdict.NO_TOKEN)):
+    for pool, verdict in ((350 + 5000 + 4096 + 1 + 1, Verdict.CONTINUE),
+                          (350 + 5000 + 4096 + 1, Verdict.NO_TOKEN)):
         adder = PrefillAdder(sched.cfg, pool=pool, running=[running], ratio=0.7, num_mixed=0)
         new = request("new", 5000, 9000)  # max_new 9000 is clipped to 4096 in the estimate
         assert adder.add_one(new) is verdict
-        assert [(r.rid, extend) for r, extend in adder.admitted] == ([("new", 5000)] if verdict is Verdict.CONTINUE else [])
+        assert [(r.rid, extend) for r, extend in adder.admitted] == (
+            [("new", 5000)] if verdict is Verdict.CONTINUE else [])
 
 
 def test_new_token_ratio_decays_per_decode_step_to_its_floor():
@@ -101,7 +105,8 @@ def test_new_token_ratio_decays_per_decode_step_to_its_floor():
 
 
 def test_new_token_ratio_is_untouched_by_prefill_and_mixed_passes_and_resets_when_idle():
-    result = run([*STREAMS, req("long", 20000, 4, at=0.1), req("later", 100, 3, at=60.0)], enable_mixed_chunk=True)
+    result = run([*STREAMS, req("long", 20000, 4, at=0.1), req("later", 100, 3, at=60.0)],
+                 enable_mixed_chunk=True)
     its = result.iterations
     for prev, it in zip(its, its[1:], strict=False):
         if it.kind in (PassKind.PREFILL, PassKind.MIXED):
@@ -117,7 +122,8 @@ def test_retraction_order_fewest_generated_first_ties_to_longest_prompt():
 
 
 def test_ratio_after_retraction_counts_the_survivors():
-    survivors = [request("a", 10, 1500, num_generated_before=1000), request("b", 10, 1500, num_generated_before=500)]
+    survivors = [request("a", 10, 1500, num_generated_before=1000),
+                 request("b", 10, 1500, num_generated_before=500)]
     assert ratio_after_retraction(survivors) == (1500 + 20 * 2) / (3000 + 1)
 
 
@@ -166,7 +172,8 @@ def test_a_logprob_request_blocks_mixing_but_the_budget_still_shrinks():
     streams = [req("s0", 1000, 60, already_generated=10, return_logprob=True), *STREAMS[1:]]
     result = run([*streams, req("long", 20000, 4, at=0.1)], enable_mixed_chunk=True)
     long_passes = [p for p in passes(result) if "long" in p[1] and p[1]["long"] > 1]
-    assert long_passes == [("prefill", {"long": 8184}), ("prefill", {"long": 8184}), ("prefill", {"long": 3632})]
+    assert long_passes == [("prefill", {"long": 8184}), ("prefill", {"long": 8184}),
+                           ("prefill", {"long": 3632})]
     reason = next(it.reason for it in result.iterations if it.prefill_rows)
     assert "s0 asks for logprobs" in reason
 
@@ -195,8 +202,10 @@ def test_a_prompt_beyond_the_context_is_rejected_at_arrival():
 
 
 def test_a_chunked_request_holds_one_of_the_request_slots():
-    """`get_num_allocatable_reqs`: running + the chunked request + new ones stay within max_running_requests."""
-    result = run([req("a", 1000, 60, already_generated=10), req("long", 20000, 400), req("s", 100, 5)], max_running=2)
+    """`get_num_allocatable_reqs`: running + the chunked request + new ones stay within
+    max_running_requests."""
+    result = run([req("a", 1000, 60, already_generated=10), req("long", 20000, 400), req("s", 100, 5)],
+                 max_running=2)
     reqs = by_rid(result)
     assert prefill_extends(result)[:3] == [[("long", 8192)], [("long", 8192)], [("long", 3616)]]
     assert reqs["s"].first_scheduled_at >= reqs["a"].finished_at  # then a and long fill both slots
@@ -208,14 +217,16 @@ def test_a_shared_prefix_is_computed_once_and_counted_once():
 
     from specs import scenario
 
-    sim = Run(scenario([req("first", 800, 100, prefix_group="sys"), req("second", 900, 20, at=0.3, prefix_group="sys"),
+    sim = Run(scenario([req("first", 800, 100, prefix_group="sys"),
+                        req("second", 900, 20, at=0.3, prefix_group="sys"),
                         req("other", 900, 20, at=0.3)]))
     result = sim.run()
     rows = {r.rid: (r.extend, r.past_kv) for it in result.iterations for r in it.prefill_rows}
     assert rows == {"first": (800, 0), "second": (100, 800), "other": (900, 0)}
     three = next(it for it in result.iterations if set(it.decode_rids) == {"first", "second", "other"})
     assert three.kv_used == three.decode_past_kv + 3 - 800  # every row's KV, with the shared 800 counted once
-    assert sim.topology.scheduler.kv_used == 0  # all released; the prefix stays cached as evictable (free) slots
+    # all released; the prefix stays cached as evictable (free) slots
+    assert sim.topology.scheduler.kv_used == 0
     assert sim.topology.scheduler.prefix.chains["sys"].num_cached == 900
 
 
@@ -243,7 +254,8 @@ def test_with_overlap_a_finished_request_is_one_iteration_late_to_leave():
     assert rows_after_finish("0.5.23", 3, 8, overlap=True) == eos
     assert rows_after_finish("0.5.20", 3, 8, overlap=True) == eos
     assert rows_after_finish("0.5.20", 3, 3, overlap=True) == eos
-    assert rows_after_finish("0.5.23", 3, 3, overlap=True) == [("decode", ("a",), (), ()), ("idle", (), (), ("a",))]
+    assert rows_after_finish("0.5.23", 3, 3, overlap=True) == [
+        ("decode", ("a",), (), ()), ("idle", (), (), ("a",))]
 
 
 def test_with_overlap_the_kv_of_a_finished_request_frees_one_pass_later():

@@ -122,7 +122,8 @@ def test_the_page_replays_a_pasted_log_under_the_switches():
     assert "chunked-prefill" in table.loc["which stall", "the model"]
     pause = [m.value for m in at.metric if m.label == "Longest pause, any reply"]
     was, now = (float(text.split(" ")[0]) for text in pause[1].split(" → "))
-    assert len(pause) == 2 and pause[0] == pause[1].split(" → ")[0] and was > 5 * now  # mixed chunk: the stall shrinks
+    # mixed chunk: the stall shrinks
+    assert len(pause) == 2 and pause[0] == pause[1].split(" → ")[0] and was > 5 * now
     assert at.query_params.get("rmixed") in ("on", ["on"])
 
 

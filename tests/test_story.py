@@ -1,4 +1,5 @@
-"""Seed 003 holds, with numbers, on the built-in `forty_replies` scenario (roofline cost, H100, Llama-3.1-8B)."""
+"""Seed 003 holds, with numbers, on the built-in `forty_replies` scenario (roofline cost, H100,
+Llama-3.1-8B)."""
 
 import pytest
 
@@ -56,4 +57,5 @@ def test_one_logprob_request_brings_the_stall_back():
 def test_smaller_chunks_shorten_the_gap_and_delay_the_log(on):
     small = forty("engine.enable_mixed_chunk=true", "engine.chunked_prefill_size=2048")
     assert streams_longest_gap(small) < streams_longest_gap(on)
-    assert ttft(next(r for r in small.requests if r.rid == "log")) > ttft(next(r for r in on.requests if r.rid == "log"))
+    assert (ttft(next(r for r in small.requests if r.rid == "log"))
+            > ttft(next(r for r in on.requests if r.rid == "log")))

@@ -48,11 +48,13 @@ def test_more_kv_reads_before_to_after_and_conservativeness_alone_still_retracts
     was, got = (r.summary.metrics for r in (before, now))
     assert f"drop from {was.value(None, 'num_retracted')} to {got.value(None, 'num_retracted')}" in text
     assert got.value(None, "num_retracted") < was.value(None, "num_retracted")  # "more KV is the fix"
-    pause = f"from {fmt_seconds(was.value('chats', 'max_itl_s', 'max'))} to {fmt_seconds(got.value('chats', 'max_itl_s', 'max'))}"
+    pause = (f"from {fmt_seconds(was.value('chats', 'max_itl_s', 'max'))} "
+             f"to {fmt_seconds(got.value('chats', 'max_itl_s', 'max'))}")
     assert pause in text
     alone = run("other_stall", (("conservativeness", 3.0),)).summary.metrics
     assert alone.value(None, "num_retracted") == 7  # "still pushes 7 back here"
-    halved = alone.value("chats", "max_itl_s", "max") / before.summary.metrics.value("chats", "max_itl_s", "max")
+    halved = (alone.value("chats", "max_itl_s", "max")
+              / before.summary.metrics.value("chats", "max_itl_s", "max"))
     assert 0.4 < halved < 0.6  # "it halves the longest pause"
 
 
@@ -106,9 +108,10 @@ def test_the_percentile_trap_is_said_only_where_p99_and_the_longest_pause_disagr
     trap = percentile_trap("streams", off, on)
     p99, longest = ([fmt_seconds(r.summary.metrics.value("streams", m, s)) for r in (off, on)]
                     for m, s in (("itl_s", "p99"), ("max_itl_s", "max")))
-    assert trap.startswith(f"Read p99 with care: the streams' p99 gap went {p99[0]} → {p99[1]} while their longest "
-                           f"pause went {longest[0]} → {longest[1]}.")
-    assert on.summary.metrics.value("streams", "itl_s", "p99") > 10 * off.summary.metrics.value("streams", "itl_s", "p99")
+    assert trap.startswith(f"Read p99 with care: the streams' p99 gap went {p99[0]} → {p99[1]} "
+                           f"while their longest pause went {longest[0]} → {longest[1]}.")
+    assert (on.summary.metrics.value("streams", "itl_s", "p99")
+            > 10 * off.summary.metrics.value("streams", "itl_s", "p99"))
     assert re.search(r"Before, 40 of [\d,]+ gaps .* too few for p99 to see; now \d+ of", trap)
     small = run("forty_replies", (("chunk", 2048), ("mixed", True)))
     assert percentile_trap("streams", small, small) is None  # p99 0.38 s, longest 0.40 s: they agree

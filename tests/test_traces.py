@@ -92,7 +92,8 @@ def test_burstgpt_failures_are_counted_not_loaded():
 
 
 def test_plain_jsonl_takes_arrival_at_or_arrival_s():
-    text = '{"arrival_at": 2.5, "prompt_len": 100, "output_len": 10}\n{"arrival_s": 1.0, "prompt_len": 9, "output_len": 1}\n'
+    text = ('{"arrival_at": 2.5, "prompt_len": 100, "output_len": 10}\n'
+            '{"arrival_s": 1.0, "prompt_len": 9, "output_len": 1}\n')
     trace = load_trace(text)
     assert (trace.fmt, trace.requests) == ("jsonl", [TraceRequest(0.0, 9, 1), TraceRequest(1.5, 100, 10)])
 
@@ -329,11 +330,14 @@ def test_stopping_early_gives_what_reading_everything_gives(times, in_order, win
         return
     read = rows if in_order else rows[: trace.num_rows]
     assert trace.requests == reference_shape(read, window, sample, max_requests, seed=3)
-    assert trace.num_rows == len(rows) or trace.stopped.startswith(f"reading stopped after line {trace.num_rows}:")
+    assert (trace.num_rows == len(rows)
+            or trace.stopped.startswith(f"reading stopped after line {trace.num_rows}:"))
 
 
 def test_an_unordered_file_is_read_to_the_end(tmp_path):
     path = tmp_path / "t.jsonl"
-    path.write_text("".join(json.dumps({"arrival_at": t, "prompt_len": 5, "output_len": 1}) + "\n" for t in [5, 1, 9, 0]))
+    path.write_text("".join(json.dumps({"arrival_at": t, "prompt_len": 5, "output_len": 1}) + "\n"
+                            for t in [5, 1, 9, 0]))
     trace = load_trace(path, max_requests=2)
-    assert (trace.requests, trace.num_rows, trace.stopped) == ([TraceRequest(0.0, 5, 1), TraceRequest(1.0, 5, 1)], 4, None)
+    assert (trace.requests, trace.num_rows, trace.stopped) == (
+        [TraceRequest(0.0, 5, 1), TraceRequest(1.0, 5, 1)], 4, None)

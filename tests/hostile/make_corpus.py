@@ -23,7 +23,8 @@ from pathlib import Path
 STAMP = "[2026-01-01 12:00:{:02d}]"
 PREFILL = ("{} Prefill batch, #new-seq: {}, #new-token: {}, #cached-token: 0, token usage: 0.10, "
            "#running-req: {}, #queue-req: 0")
-DECODE = "{} Decode batch, #running-req: {}, #token: 5000, token usage: 0.10, gen throughput (token/s): 900.00"
+DECODE = ("{} Decode batch, #running-req: {}, #token: 5000, token usage: 0.10, "
+          "gen throughput (token/s): 900.00")
 
 
 def prefill(second: int, new_seq="1", new_token="8192", running="40") -> str:
@@ -103,9 +104,11 @@ LOGS = [
          "verdict"),
     Case("log-bad-server-args", "log", (server_args("page_size=0, chunked_prefill_size='banana'")
                                         + GOOD_LOG).encode(), "page_size=0"),
-    Case("log-huge-server-args", "log", (server_args("chunked_prefill_size=" + "9" * 400 + ", page_size=1e999")
-                                         + GOOD_LOG).encode(), "verdict"),
-    Case("log-impossible-date", "log", GOOD_LOG.replace("2026-01-01", "2026-13-40").encode(), "not a real date"),
+    Case("log-huge-server-args", "log",
+         (server_args("chunked_prefill_size=" + "9" * 400 + ", page_size=1e999")
+          + GOOD_LOG).encode(), "verdict"),
+    Case("log-impossible-date", "log", GOOD_LOG.replace("2026-01-01", "2026-13-40").encode(),
+         "not a real date"),
 ]
 
 
@@ -121,13 +124,15 @@ TRACES = [
     Case("trace-empty", "trace", b"", "is empty"),
     Case("trace-binary", "trace", binary(), "NUL bytes"),
     Case("trace-utf16", "trace", GOOD_TRACE.encode("utf-16"), "UTF-16"),
-    Case("trace-latin1", "trace", GOOD_TRACE.encode() + b'{"arrival_at": 9, "prompt_len": 1\xe9, "output_len": 1}\n',
+    Case("trace-latin1", "trace",
+         GOOD_TRACE.encode() + b'{"arrival_at": 9, "prompt_len": 1\xe9, "output_len": 1}\n',
          "not UTF-8"),
     Case("trace-gzip", "trace", gz(GOOD_TRACE.encode()), "gzip"),
     Case("trace-zip", "trace", zipped(GOOD_TRACE.encode()), "zip"),
     Case("trace-bz2", "trace", bz2.compress(GOOD_TRACE.encode()), "bzip2"),
     Case("trace-crlf", "trace", GOOD_TRACE.replace("\n", "\r\n").encode(), "6 requests"),
-    Case("trace-giant-line", "trace", GOOD_TRACE.encode() + b'{"arrival_at": 9, "x": "' + b"x" * 1_200_000 + b'"}\n',
+    Case("trace-giant-line", "trace",
+         GOOD_TRACE.encode() + b'{"arrival_at": 9, "x": "' + b"x" * 1_200_000 + b'"}\n',
          "line_too_long"),
     Case("trace-truncated", "trace", GOOD_TRACE.encode()[:-20], "truncated_last_line"),
     Case("trace-is-a-log", "trace", GOOD_LOG.encode(), "header"),
@@ -166,17 +171,22 @@ SCENARIOS = [
          "workload.groups.0.count"),
     Case("toml-inf-arrival", "scenario", toml(TINY_TOML + 'arrival = { kind = "at", start_at = inf }\n'),
          "start_at"),
-    Case("toml-nan-limit", "scenario", toml(TINY_TOML + "[limits]\nmax_sim_seconds = nan\n"), "max_sim_seconds"),
-    Case("toml-negative", "scenario", toml(TINY_TOML.replace("output_len = 4", "output_len = -4")), "output_len"),
+    Case("toml-nan-limit", "scenario", toml(TINY_TOML + "[limits]\nmax_sim_seconds = nan\n"),
+         "max_sim_seconds"),
+    Case("toml-negative", "scenario", toml(TINY_TOML.replace("output_len = 4", "output_len = -4")),
+         "output_len"),
 ]
 
 SETS = [
     Case("set-deep-nesting", "sets", ["seed=" + "[" * 5000], "seed"),
-    Case("set-inf-limit", "sets", ["limits.max_sim_seconds=inf", 'workload.groups.0.arrival={kind="at", start_at=inf}'],
+    Case("set-inf-limit", "sets",
+         ["limits.max_sim_seconds=inf", 'workload.groups.0.arrival={kind="at", start_at=inf}'],
          "finite number"),
     Case("set-pd-inf", "sets", ["pd.link_overrides.bandwidth_gbps=inf"], "pd.link_overrides.bandwidth_gbps"),
-    Case("set-arrival-without-kind", "sets", ["workload.groups.0.arrival.start_at=5"], "needs a kind, one of at"),
-    Case("set-tiny-speedup", "sets", ["workload.trace.path=TRACE", "workload.trace.speedup=1e-300"], "speedup"),
+    Case("set-arrival-without-kind", "sets", ["workload.groups.0.arrival.start_at=5"],
+         "needs a kind, one of at"),
+    Case("set-tiny-speedup", "sets", ["workload.trace.path=TRACE", "workload.trace.speedup=1e-300"],
+         "speedup"),
     Case("set-far-arrivals", "sets", ["workload.trace.path=FAR"], r"within 1e\+07 s"),
     Case("set-poisson-forever", "sets", ['workload.groups.0.arrival={kind="poisson", rate_per_s=1e-9}'],
          "rate_per_s"),
@@ -185,7 +195,8 @@ SETS = [
     Case("set-device", "sets", ["workload.trace.path=/dev/zero"], "not a readable file"),
     Case("set-huge-index", "sets", ["workload.groups.99999999999999999999.count=1"], "not an index"),
     Case("set-long-key", "sets", [".".join(["a"] * 100_000) + "=1"], "dotted parts"),
-    Case("set-ten-million", "sets", ["workload.groups.0.count=100000", "limits.max_requests=10"], "limits.max_requests"),
+    Case("set-ten-million", "sets", ["workload.groups.0.count=100000", "limits.max_requests=10"],
+         "limits.max_requests"),
     Case("set-prompt-over-pool", "sets", ["engine.max_total_tokens=100", "workload.groups.0.prompt_len=5000"],
          "rejected: prompt of 5000 tokens"),
     Case("set-seed-huge", "sets", ["seed=" + "9" * 400], "seed"),
@@ -222,7 +233,8 @@ def write(folder: Path) -> dict[str, Path]:
 
 
 def big_trace(path: Path, num_rows: int) -> Path:
-    """A Mooncake-style trace in time order, about 90 bytes a row: the stand-in for a 200 MB production file."""
+    """A Mooncake-style trace in time order, about 90 bytes a row: the stand-in for a 200 MB production
+    file."""
     rng = random.Random(0)
     with path.open("w") as out:
         for i in range(num_rows):
