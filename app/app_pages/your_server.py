@@ -1,4 +1,5 @@
-"""Your server: paste a log and see its timeline and which stall it shows, simulate it; or load a request trace."""
+"""Your server: paste a log and see its timeline and which stall it shows, simulate it; or load a request
+trace."""
 
 from app.server import log_ui, page, trace_ui
 from app.server.simulate_ui import simulate_log_ui

@@ -38,7 +38,8 @@ def itl_distribution(hist: pd.DataFrame, stats: pd.DataFrame, group: str, groups
         y2=alt.datum(0),
         color=alt.Color("group:N", scale=group_scale(groups), legend=None),
         tooltip=[alt.Tooltip("group:N"), alt.Tooltip("bin_start:Q", title="from (s)", format=".3f"),
-                 alt.Tooltip("bin_end:Q", title="to (s)", format=".3f"), alt.Tooltip("count:Q", title="gaps")],
+                 alt.Tooltip("bin_end:Q", title="to (s)", format=".3f"),
+                 alt.Tooltip("count:Q", title="gaps")],
     )
     rules = alt.Chart(marks).mark_rule(color="#000000", strokeDash=[4, 2]).encode(
         x="gap_s:Q", tooltip=[alt.Tooltip("stat:N"), alt.Tooltip("gap_s:Q", title="gap (s)", format=".3f")])

@@ -26,7 +26,8 @@ SCHEDULER = ("scheduler per pass", "per running request")  # the CPU work that w
 
 
 def cost_frame(cost: PassCost) -> pd.DataFrame:
-    """One row per non-zero term: its row (GPU / CPU / pass), where it starts and ends within the pass (ms)."""
+    """One row per non-zero term: its row (GPU / CPU / pass), where it starts and ends within the pass
+    (ms)."""
     starts = {"GPU": 0.0, "CPU": 0.0, "pass": 0.0}
     if not cost.overlap and cost.kind == "roofline":
         starts["GPU"] = 1e3 * sum(cost.seconds(name) for name in SCHEDULER)

@@ -34,7 +34,8 @@ def gap_band(gap_s: float, threshold_s: float) -> str:
 
 # -- tokens ------------------------------------------------------------------------------------------
 def stall_threshold(result: Result) -> float:
-    """STALL_MIN_S, or ten typical decode passes if passes are slow (so normal decoding never reads as a stall)."""
+    """STALL_MIN_S, or ten typical decode passes if passes are slow (so normal decoding never reads as a
+    stall)."""
     decode = [it.duration_s for it in result.iterations if it.kind is PassKind.DECODE]
     typical = float(np.median(decode)) if decode else 0.0
     return max(STALL_MIN_S, 10 * typical)
@@ -48,7 +49,8 @@ def token_frames(result: Result, max_rows: int = MAX_TOKEN_MARKS) -> tuple[pd.Da
     marks, stalls = [], []
     for req in result.requests:
         times = np.asarray(req.token_times, dtype=float)
-        starts = np.concatenate([[req.arrival_at], times[:-1]]) if req.is_mid_reply else np.concatenate([[np.nan], times[:-1]])
+        starts = (np.concatenate([[req.arrival_at], times[:-1]]) if req.is_mid_reply
+                  else np.concatenate([[np.nan], times[:-1]]))
         gaps = times - starts
         is_stall = np.nan_to_num(gaps, nan=0.0) >= threshold
         for i in np.flatnonzero(is_stall):
@@ -84,14 +86,17 @@ def chunks_frame(result: Result) -> pd.DataFrame:
                 rows.append({"lane": lane, "index": it.index, "rid": row.rid, "kind": PHASE_OF[it.kind],
                              "start_at": it.start_at, "end_at": it.end_at, "extend": row.extend,
                              "past_kv": row.past_kv})
-    frame = pd.DataFrame(rows, columns=["lane", "index", "rid", "kind", "start_at", "end_at", "extend", "past_kv"])
+    frame = pd.DataFrame(rows, columns=["lane", "index", "rid", "kind", "start_at", "end_at", "extend",
+                                        "past_kv"])
     group_of = {r.rid: r.group for r in result.requests}
     frame["group"] = frame["rid"].map(group_of)
     if len(frame) > MAX_CHART_ROWS:  # merge consecutive chunks of one request only when back to back
         frame = frame.sort_values(["rid", "start_at"]).groupby(
-            ["rid", (frame.sort_values(["rid", "start_at"])["start_at"].diff().abs() > 1e-9).cumsum()], as_index=False
-        ).agg(lane=("lane", "first"), index=("index", "first"), kind=("kind", "first"), start_at=("start_at", "min"),
-              end_at=("end_at", "max"), extend=("extend", "sum"), past_kv=("past_kv", "min"), group=("group", "first"))
+            ["rid", (frame.sort_values(["rid", "start_at"])["start_at"].diff().abs() > 1e-9).cumsum()],
+            as_index=False
+        ).agg(lane=("lane", "first"), index=("index", "first"), kind=("kind", "first"),
+              start_at=("start_at", "min"), end_at=("end_at", "max"), extend=("extend", "sum"),
+              past_kv=("past_kv", "min"), group=("group", "first"))
     return frame
 
 
@@ -163,18 +168,19 @@ def requests_frame(result: Result) -> pd.DataFrame:
     return pd.DataFrame([{
         "rid": r.rid, "group": r.group, "prompt_len": r.prompt_len, "output_len": r.output_len,
         "max_new_tokens": r.max_new_tokens, "arrival_at": r.arrival_at, "state": r.state.value,
-        "num_tokens_in_run": len(r.token_times), "ttft_s": ttft(r), "max_itl_s": max_itl(r), "tpot_s": tpot(r),
-        "e2e_s": e2e(r), "queue_s": queue(r), "num_retractions": r.num_retractions,
+        "num_tokens_in_run": len(r.token_times), "ttft_s": ttft(r), "max_itl_s": max_itl(r),
+        "tpot_s": tpot(r), "e2e_s": e2e(r), "queue_s": queue(r), "num_retractions": r.num_retractions,
         "finished_at": r.finished_at, "reject_reason": r.reject_reason or "",
     } for r in result.requests])
 
 
 def retractions_frame(result: Result) -> pd.DataFrame:
     return pd.DataFrame([{
-        "at": e.at, "before_iteration": e.before_iteration, "rids": " ".join(e.rids), "num_retracted": len(e.rids),
+        "at": e.at, "before_iteration": e.before_iteration, "rids": " ".join(e.rids),
+        "num_retracted": len(e.rids),
         "num_running_before": e.num_running_before, "num_running_after": e.num_running_after,
         "kv_free_before": e.kv_free_before, "kv_free_after": e.kv_free_after,
         "ratio_before": e.ratio_before, "ratio_after": e.ratio_after,
-    } for e in result.retractions], columns=["at", "before_iteration", "rids", "num_retracted", "num_running_before",
-                                             "num_running_after", "kv_free_before", "kv_free_after", "ratio_before",
-                                             "ratio_after"])
+    } for e in result.retractions], columns=["at", "before_iteration", "rids", "num_retracted",
+                                             "num_running_before", "num_running_after", "kv_free_before",
+                                             "kv_free_after", "ratio_before", "ratio_after"])

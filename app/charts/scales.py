@@ -41,13 +41,15 @@ def timeline_scale(present: set[str] | None = None) -> alt.Scale:
     have their own scale of shades by length). `present`: only the states a chart draws, so its legend lists
     nothing absent; each state keeps its colour."""
     pairs = [(state, colour) for state, colour in zip((PHASES[0], PHASES[2], QUEUED[0], RETRACTED[0]),
-                                                      (PHASE_COLOURS[0], PHASE_COLOURS[2], QUEUED[1], RETRACTED[1]),
+                                                      (PHASE_COLOURS[0], PHASE_COLOURS[2], QUEUED[1],
+                                                       RETRACTED[1]),
                                                       strict=True) if present is None or state in present]
     return alt.Scale(domain=[s for s, _ in pairs], range=[c for _, c in pairs])
 
 
 def group_scale(groups: list[str]) -> alt.Scale:
-    return alt.Scale(domain=list(groups), range=[GROUP_COLOURS[i % len(GROUP_COLOURS)] for i in range(len(groups))])
+    return alt.Scale(domain=list(groups),
+                     range=[GROUP_COLOURS[i % len(GROUP_COLOURS)] for i in range(len(groups))])
 
 
 def cursor_layer(cursor_at: float | None, label: bool = True) -> alt.Chart | None:

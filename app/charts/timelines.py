@@ -86,18 +86,21 @@ def _stall_colour(stall_threshold_s: float, chunk_pass_s: tuple[float, float] | 
     bands = gap_bands(stall_threshold_s)
     title = ["no token for", f"({chunk_pass_words(chunk_pass_s)})"] if chunk_pass_s else "no token for"
     return alt.Color("band:N", title=title, legend=alt.Legend(orient="top", columns=2),
-                     scale=alt.Scale(domain=[label for *_, label in bands], range=list(GAP_SHADES[-len(bands):])))
+                     scale=alt.Scale(domain=[label for *_, label in bands],
+                                     range=list(GAP_SHADES[-len(bands):])))
 
 
 def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFrame, waits: pd.DataFrame,
                   request_order: list[str], cursor_at: float | None = None, end_at: float | None = None,
-                  stall_threshold_s: float = 0.25, chunk_pass_s: tuple[float, float] | None = None) -> alt.Chart:
+                  stall_threshold_s: float = 0.25,
+                  chunk_pass_s: tuple[float, float] | None = None) -> alt.Chart:
     """One lane per request: a tick per token, prefill chunks as coloured blocks, stalls shaded by length,
     and queue waits (first wait, and after a retraction) drawn over the stall they cause."""
     num = len(request_order)
     show_labels = num <= 60
     height = alt.Step(12 if show_labels else max(2, min(6, 600 // max(num, 1))))  # px per request lane
-    y = alt.Y("rid:N", sort=request_order, title="request" if show_labels else f"{num} requests (one lane each)",
+    y = alt.Y("rid:N", sort=request_order,
+              title="request" if show_labels else f"{num} requests (one lane each)",
               axis=alt.Axis(labels=show_labels, ticks=show_labels, labelFontSize=9),
               scale=alt.Scale(domain=request_order))
     x = alt.X("start_at:Q", title="time (s)", scale=x_domain(end_at))
@@ -114,7 +117,8 @@ def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFra
     if len(tokens):
         lane_layers.append(alt.Chart(tokens).mark_tick(color="#222222", thickness=1, opacity=0.8).encode(
             x=alt.X("at:Q", title="time (s)", scale=x_domain(end_at)), y=y,
-            tooltip=[alt.Tooltip("rid:N", title="request"), alt.Tooltip("at:Q", title="token at (s)", format=".3f"),
+            tooltip=[alt.Tooltip("rid:N", title="request"),
+                     alt.Tooltip("at:Q", title="token at (s)", format=".3f"),
                      alt.Tooltip("gap_before_s:Q", title="gap before (s)", format=".3f")]))
     if len(chunks):
         lane_layers.append(alt.Chart(chunks.rename(columns={"kind": "state"})).mark_bar(
@@ -129,7 +133,8 @@ def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFra
         lane_layers.append(alt.Chart(pd.DataFrame({"rid": [], "at": []})).mark_tick().encode(x="at:Q", y=y))
     layers = [alt.layer(*lane_layers)]
     if len(stalls):  # its own colour scale, under the lane's other marks
-        layers.insert(0, alt.Chart(stalls).mark_bar(stroke="white", strokeWidth=1 if show_labels else 0).encode(
+        layers.insert(0, alt.Chart(stalls).mark_bar(stroke="white",
+                                                    strokeWidth=1 if show_labels else 0).encode(
             x=x, x2="end_at:Q", y=y, color=_stall_colour(stall_threshold_s, chunk_pass_s),
             tooltip=[alt.Tooltip("rid:N", title="request"), alt.Tooltip("group:N"),
                      alt.Tooltip("gap_s:Q", title="no token for (s)", format=".3f"),
@@ -164,7 +169,8 @@ def pool_words(part: pd.DataFrame) -> tuple[str, bool]:
 def kv_panel(part: pd.DataFrame, retractions: pd.DataFrame | None = None, cursor_at: float | None = None,
              end_at: float | None = None, zoom: bool = False, height: int = 280) -> alt.Chart:
     """One worker's KV slots: used / reserved-not-yet-used / free, stacked to the pool size; retractions as
-    rules. `zoom`: a pool barely used (see `pool_words`) drops the free area, so the axis fits what is used."""
+    rules. `zoom`: a pool barely used (see `pool_words`) drops the free area, so the axis fits what is
+    used."""
     drawn = part[part["series"] != "free"] if zoom and pool_words(part)[1] else part
     area = alt.Chart(drawn).mark_area(interpolate="step-after").encode(
         x=alt.X("at:Q", title="time (s)", scale=x_domain(end_at)),
@@ -199,7 +205,8 @@ def kv_panels(kv: pd.DataFrame, retractions: pd.DataFrame | None = None, cursor_
     out = []
     for lane in lanes:
         part = kv[kv["lane"] == lane] if len(kv) else kv
-        chart = kv_panel(part, retractions if lane == retracting else None, cursor_at, end_at, zoom=True, height=240)
+        chart = kv_panel(part, retractions if lane == retracting else None, cursor_at, end_at, zoom=True,
+                         height=240)
         out.append((lane, chart, pool_words(part)[0]))
     return out
 
@@ -212,13 +219,16 @@ def kv_occupancy(kv: pd.DataFrame, retractions: pd.DataFrame | None = None, curs
     return alt.vconcat(*(chart for _, chart, _ in kv_panels(kv, retractions, cursor_at, end_at)))
 
 
-def queue_depth(queue: pd.DataFrame, cursor_at: float | None = None, end_at: float | None = None) -> alt.Chart:
+def queue_depth(queue: pd.DataFrame, cursor_at: float | None = None,
+                end_at: float | None = None) -> alt.Chart:
     lanes = list(dict.fromkeys(queue["lane"])) if len(queue) else ["engine"]
-    dash = alt.StrokeDash("lane:N", title="worker", legend=None if len(lanes) == 1 else alt.Legend(orient="top"))
+    dash = alt.StrokeDash("lane:N", title="worker",
+                          legend=None if len(lanes) == 1 else alt.Legend(orient="top"))
     lines = alt.Chart(queue).mark_line(interpolate="step-after").encode(
         x=alt.X("at:Q", title="time (s)", scale=x_domain(end_at)),
         y=alt.Y("requests:Q", title="requests"),
-        color=alt.Color("series:N", title="queue", scale=alt.Scale(domain=list(QUEUE_SERIES), range=list(QUEUE_COLOURS)),
+        color=alt.Color("series:N", title="queue",
+                        scale=alt.Scale(domain=list(QUEUE_SERIES), range=list(QUEUE_COLOURS)),
                         legend=alt.Legend(orient="top")),
         strokeDash=dash,
         tooltip=[alt.Tooltip("at:Q", title="time (s)", format=".3f"), alt.Tooltip("series:N"),

@@ -7,7 +7,8 @@ import re
 
 import pandas as pd
 
-NO_TOKEN = "no token"  # the cell of a seconds column for requests that never got a token (a sentence says why)
+# the cell of a seconds column for requests that never got a token (a sentence says why)
+NO_TOKEN = "no token"
 
 
 def bucket_words(label: str) -> str:

@@ -8,9 +8,11 @@ import pandas as pd
 from app.charts.scales import CURSOR_COLOUR, GROUP_COLOURS, PHASE_COLOURS, WIDTH
 
 
-def sweep_lines(sweep: pd.DataFrame, x_title: str, current: float | None = None, log_x: bool = True) -> alt.Chart:
+def sweep_lines(sweep: pd.DataFrame, x_title: str, current: float | None = None,
+                log_x: bool = True) -> alt.Chart:
     """A metric per setting (long form: setting, metric, seconds); the current setting as a rule."""
-    x = alt.X("setting:Q", title=x_title, scale=alt.Scale(type="log", base=2) if log_x else alt.Scale(zero=False),
+    x = alt.X("setting:Q", title=x_title,
+              scale=alt.Scale(type="log", base=2) if log_x else alt.Scale(zero=False),
               axis=alt.Axis(values=sorted(sweep["setting"].unique().tolist()) if len(sweep) else None,
                             labelExpr="format(datum.value, ',')"))
     base = alt.Chart(sweep).encode(
@@ -40,7 +42,8 @@ def tradeoff_curve(curve: pd.DataFrame, x_title: str, y_title: str,
     line = base.mark_line(color="#888888").encode(order="order:Q")
     points = base.mark_point(filled=True, size=70, color=PHASE_COLOURS[2])
     labels = base.mark_text(align="left", dx=7, dy=-7).encode(text="label:N")
-    current = base.transform_filter("datum.is_current").mark_point(size=380, color=CURSOR_COLOUR, strokeWidth=2.5)
+    current = base.transform_filter("datum.is_current").mark_point(size=380, color=CURSOR_COLOUR,
+                                                                   strokeWidth=2.5)
     current_label = base.transform_filter("datum.is_current").mark_text(
         align="left", dx=10, dy=10, fontWeight="bold").encode(text=alt.value("current"))
     layers = [line, points, labels, current, current_label]

@@ -63,7 +63,8 @@ def story_ui() -> Story:
 
 
 def configurations_ui(story: Story) -> tuple[dict, dict, dict]:
-    """A's flags, B's flags, and the shared workload / GPU / model / seed. Returns three {key: value} dicts."""
+    """A's flags, B's flags, and the shared workload / GPU / model / seed. Returns three {key: value}
+    dicts."""
     page = _story_page(story)
     controls = all_controls(story)
     state.seed_widgets(page, controls, extra=(state.STORY, state.SWEEP))
@@ -71,7 +72,8 @@ def configurations_ui(story: Story) -> tuple[dict, dict, dict]:
         st.warning(note, icon=":material/link:")
     for col, side in zip(st.columns(2), SIDES, strict=True):
         with col.container(border=True):
-            st.markdown(f"**Configuration {side.upper()}**" + (" — starts at SGLang defaults" if side == "a" else ""))
+            st.markdown(f"**Configuration {side.upper()}**"
+                        + (" — starts at SGLang defaults" if side == "a" else ""))
             for control in side_controls(story, side):
                 control_ui(page, control)
     with st.expander("Shared by A and B: workload, GPU, model, seed"):
@@ -131,12 +133,14 @@ def delta_table(ra: RunFrames, rb: RunFrames) -> pd.DataFrame:
     """Every group's statistics A and B in words and units; a value a run lacks reads 'no token'."""
     rows = []
     for group, mb in rb.summary.metrics.groups.items():
-        for metric, title in (("ttft_s", "first token"), ("itl_s", "gap between tokens"), ("max_itl_s", "longest pause")):
+        for metric, title in (("ttft_s", "first token"), ("itl_s", "gap between tokens"),
+                              ("max_itl_s", "longest pause")):
             for stat in ("p50", "p95", "p99", "max"):
                 a, b = ra.summary.metrics.value(group, metric, stat), mb.value(metric, stat)
                 if a is None and b is None:
                     continue
-                rows.append({"group": group, "measure": title, "statistic": stat, "A": _cell(a), "B": _cell(b),
+                rows.append({"group": group, "measure": title, "statistic": stat,
+                             "A": _cell(a), "B": _cell(b),
                              "B − A": "" if a is None or b is None else signed_seconds(b - a),
                              "change": "" if not a or b is None else f"{(b - a) / a:+.0%}"})
         was = ra.summary.metrics.value(group, "num_retracted")
@@ -161,7 +165,8 @@ def side_by_side_ui(story: Story, ra: RunFrames, rb: RunFrames, a: dict, b: dict
         with left:
             chart_ui(PAGE, f"a-{chart_id}", f"A: {title}", "Configuration A.", build(ra))
         with right:
-            chart_ui(PAGE, f"b-{chart_id}", f"B: {title}", "Configuration B, same seed and x-axis.", build(rb))
+            chart_ui(PAGE, f"b-{chart_id}", f"B: {title}", "Configuration B, same seed and x-axis.",
+                     build(rb))
     pair_export_ui(story, ra, rb, end, titles, lines)
 
 

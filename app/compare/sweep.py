@@ -46,7 +46,8 @@ def sweep(story: Story, values: dict, what: str) -> tuple[pd.DataFrame, str, flo
             s = _summary(story.scenario({**values, key: setting}).model_dump_json())
         except InputError:
             continue
-        rows.append({"setting": float(setting), "label": f"{setting:,}" if isinstance(setting, int) else f"{setting:g}",
+        rows.append({"setting": float(setting),
+                     "label": f"{setting:,}" if isinstance(setting, int) else f"{setting:g}",
                      "streams_p99_itl_s": _stat(s, story.stream_group, "itl_s", "p99"),
                      "streams_max_gap_s": _stat(s, story.stream_group, "max_itl_s", "max"),
                      "long_ttft_s": _stat(s, story.long_group, "ttft_s", "p95")})
@@ -81,7 +82,8 @@ def sweep_ui(story: Story, b: dict, shared: dict, rb: RunFrames) -> None:
     left, right = st.columns(2)
     with left:
         chart_ui(PAGE, "sweep", f"{what.capitalize()} against the waits",
-                 f"Each point is one run with configuration B's flags. The dashed rule is B's current {what}.",
+                 "Each point is one run with configuration B's flags. "
+                 f"The dashed rule is B's current {what}.",
                  charts.sweep_lines(_long_form(story, frame), title, current, log_x=what == "chunk size"))
     curve = frame.assign(x_s=frame["streams_max_gap_s"], y_s=frame["long_ttft_s"], order=range(len(frame)),
                          is_current=(frame["setting"] == current) if current is not None else False
@@ -90,16 +92,17 @@ def sweep_ui(story: Story, b: dict, shared: dict, rb: RunFrames) -> None:
     defaults = defaults_point(story, {**shared, **b})
     with right:
         chart_ui(PAGE, "tradeoff", "The trade-off curve",
-                 f"Left is better for the {stream} (shorter longest pause); down is better for the {long} (earlier first "
-                 "token). No point is best at both: anyone who quotes you a universal chunk size is "
-                 "guessing. The diamond is SGLang's defaults (mixed chunk off) on the same requests, for "
-                 "contrast.",
+                 f"Left is better for the {stream} (shorter longest pause); down is better for the {long} "
+                 "(earlier first token). No point is best at both: anyone who quotes you a universal chunk "
+                 "size is guessing. The diamond is SGLang's defaults (mixed chunk off) on the same requests, "
+                 "for contrast.",
                  charts.tradeoff_curve(curve, f"{possessive(stream)} longest pause (s)",
                                        f"{possessive(long)} p95 first token (s)", defaults))
     st.dataframe(sweep_table(story, frame, what), hide_index=True)
 
 
-METRIC_WORDS = {"streams_p99_itl_s": "{stream}: p99 gap between tokens", "streams_max_gap_s": "{stream}: longest pause",
+METRIC_WORDS = {"streams_p99_itl_s": "{stream}: p99 gap between tokens",
+                "streams_max_gap_s": "{stream}: longest pause",
                 "long_ttft_s": "{long}: p95 first token"}
 
 

@@ -10,7 +10,8 @@ from app.charts.scales import PHASE_COLOURS, WIDTH, x_domain
 SPAN_COLOURS = {"waiting": "#BBBBBB", "waiting_for_decode_kv": "#CC79A7", "prefill": PHASE_COLOURS[0],
                 "transfer": "#56B4E9", "decode": PHASE_COLOURS[1], "retracted": "#000000"}
 SPAN_LABELS = {"waiting": "waiting at prefill", "waiting_for_decode_kv": "waiting for decode KV",
-               "prefill": "prefill chunks", "transfer": "KV transfer", "decode": "decoding", "retracted": "retracted"}
+               "prefill": "prefill chunks", "transfer": "KV transfer", "decode": "decoding",
+               "retracted": "retracted"}
 
 
 def request_phases(spans: pd.DataFrame, end_at: float | None = None) -> alt.Chart:
@@ -25,7 +26,8 @@ def request_phases(spans: pd.DataFrame, end_at: float | None = None) -> alt.Char
                 axis=alt.Axis(labels=len(order) <= 24)),
         color=alt.Color("label:N", scale=scale, title="phase",
                         legend=alt.Legend(orient="top", columns=3, labelLimit=200)),
-        tooltip=[alt.Tooltip("rid:N", title="request"), alt.Tooltip("group:N"), alt.Tooltip("label:N", title="phase"),
+        tooltip=[alt.Tooltip("rid:N", title="request"), alt.Tooltip("group:N"),
+                 alt.Tooltip("label:N", title="phase"),
                  alt.Tooltip("start_at:Q", title="from (s)", format=".3f"),
                  alt.Tooltip("duration_s:Q", title="for (s)", format=".3f")])
     main = base.transform_filter("datum.phase != 'transfer'").mark_bar(height={"band": 0.8})

@@ -59,8 +59,10 @@ def _settings_ui() -> tuple[str, int, int, int]:
     preset = cols[0].selectbox("Preset", list(params.PRESETS), key=_param(state.PD_PRESET),
                                format_func=params.PRESETS.get)
     cap = cols[1].selectbox("Decode KV cap per rank (tokens)", params.CAPS, key=_param(state.PD_CAP),
-                            format_func=lambda v: f"{v:,}" if v else "the preset's (upstream 163,840; ten o'clock none)",
-                            help="--max-total-tokens on decode ranks, as the upstream test capped it to create pressure.")
+                            format_func=lambda v: (
+                                f"{v:,}" if v else "the preset's (upstream 163,840; ten o'clock none)"),
+                            help="--max-total-tokens on decode ranks, as the upstream test capped it to "
+                                 "create pressure.")
     keys = (_param(state.PD_PREFILL_WORKERS), _param(state.PD_DECODE_WORKERS))
     counts = []
     for col, label, key, fixed in zip(cols[2:], ("Prefill workers", "Decode workers"), keys,
@@ -78,7 +80,8 @@ def deferred_allocation_ui(rush_values: dict | None = None, single=None) -> dict
     Returns its URL parameters (non-default only)."""
     st.markdown("### Split prefill from decode (PD disaggregation)")
     focus_marker(STORIES["ten_oclock_rush"], "pd")
-    on = st.toggle("Show PD disaggregation: early vs prefill_complete decode allocation", key=_param(state.PD_ON))
+    on = st.toggle("Show PD disaggregation: early vs prefill_complete decode allocation",
+                   key=_param(state.PD_ON))
     if not on:
         return {}
     preset, cap, num_prefill, num_decode = _settings_ui()
@@ -103,7 +106,8 @@ def deferred_allocation_ui(rush_values: dict | None = None, single=None) -> dict
 
 
 def _tradeoff_ui(runs: dict, preset: str) -> None:
-    """early -> prefill_complete on the three numbers the maintainers measured, and why a preset shows little."""
+    """early -> prefill_complete on the three numbers the maintainers measured, and why a preset shows
+    little."""
     st.markdown("#### early → prefill_complete")
     for col, row in zip(st.columns(3), tables.tradeoff(runs["early"], runs["prefill_complete"]), strict=True):
         a, b = row["early"], row["prefill_complete"]
@@ -118,25 +122,27 @@ def _tradeoff_ui(runs: dict, preset: str) -> None:
 
 
 def _charts_ui(runs: dict, run_keys: dict) -> None:
-    """Each policy's workers, KV per worker and where each request's time went, side by side on one time axis."""
+    """Each policy's workers, KV per worker and where each request's time went, side by side on one time
+    axis."""
     end = max(r.end_at for r in runs.values())
     left, right = st.columns(2)
     for col, (policy, run) in zip((left, right), runs.items(), strict=True):
         with col:  # specs shared by every session under (run, end): app.ui.chart
             key = (run_keys[policy], end)
             chart_ui(state.PD_PAGE, f"{policy}-passes", f"{policy}: one lane per worker",
-                     "Each worker's forward passes. Prefill workers run prefill chunks; decode workers decode.",
+                     "Each worker's forward passes. Prefill workers run prefill chunks; decode workers "
+                     "decode.",
                      lambda r=run: timelines.pass_timeline(r.passes, None, end), cache_key=key)
             for lane, chart, pool in timelines.kv_panels(run.kv, run.retractions, None, end):
-                what = ("Orange: decode KV reserved for requests still in prefill or transfer — held, not yet "
-                        "used. With prefill_complete it stays near zero." if lane.startswith("decode") else
-                        "A prefill worker holds a prompt's KV only until it is sent to decode.")
+                what = ("Orange: decode KV reserved for requests still in prefill or transfer — held, not "
+                        "yet used. With prefill_complete it stays near zero." if lane.startswith("decode")
+                        else "A prefill worker holds a prompt's KV only until it is sent to decode.")
                 chart_ui(state.PD_PAGE, f"{policy}-kv-{lane}", f"{policy}: KV on {lane}",
                          f"{pool[0].upper()}{pool[1:]}. {what}", chart, cache_key=key)
             chart_ui(state.PD_PAGE, f"{policy}-phases", f"{policy}: where each request's time went",
-                     "One lane per request: grey waiting at prefill, purple waiting for decode KV, orange prefill "
-                     "chunks, thin blue the KV transfer, dark blue decoding. Under early, decode KV is reserved "
-                     "before prefill may start; under prefill_complete, after it ends.",
+                     "One lane per request: grey waiting at prefill, purple waiting for decode KV, orange "
+                     "prefill chunks, thin blue the KV transfer, dark blue decoding. Under early, decode KV "
+                     "is reserved before prefill may start; under prefill_complete, after it ends.",
                      lambda r=run: request_phases(r.spans, end), cache_key=key)
 
 
@@ -159,11 +165,12 @@ def _phase_table_ui(runs: dict) -> None:
 
 def _policy_table_ui(runs: dict, single=None, cap: int = 0) -> None:
     """TTFT and ITL by prompt-length bucket, and throughput: single engine, then PD under each policy."""
-    arms = ({"single engine": single} if single is not None else {}) | {f"PD, {p}": run for p, run in runs.items()}
+    arms = (({"single engine": single} if single is not None else {})
+            | {f"PD, {p}": run for p, run in runs.items()})
     st.dataframe(tables.policy_table(arms), hide_index=True, width="stretch")
     extra = f" — it never fit the {cap:,}-token decode cap" if cap else ""
     for sentence in dict.fromkeys(s for run in runs.values() for s in never_got_a_token(run.requests, extra)):
         st.caption(sentence)
-    st.caption("The maintainers' measurement on the real test: about +27% output throughput and −49% p95 TTFT, but "
-               "+93% p99 inter-token latency with prefill_complete (mean of two runs; seed 000). These rows are the "
-               "model's, on this preset.")
+    st.caption("The maintainers' measurement on the real test: about +27% output throughput and −49% p95 "
+               "TTFT, but +93% p99 inter-token latency with prefill_complete (mean of two runs; seed 000). "
+               "These rows are the model's, on this preset.")

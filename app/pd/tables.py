@@ -29,7 +29,8 @@ def policy_table(arms: dict[str, RunFrames]) -> pd.DataFrame:
                 "first token, p95": _seconds(m.ttft_s.p95, got),
                 "gap between tokens, p99": _seconds(m.itl_s.p99, got),
                 "longest gap": _seconds(m.max_itl_s.max, got),
-                "output (tokens/s)": f"{m.output_throughput_tok_s:,.0f}" if m.output_throughput_tok_s else "0"})
+                "output (tokens/s)": (f"{m.output_throughput_tok_s:,.0f}" if m.output_throughput_tok_s
+                                      else "0")})
     return pd.DataFrame(rows)
 
 
@@ -70,7 +71,8 @@ def little_difference(early: RunFrames, late: RunFrames, group: str) -> str | No
     wait_e = pe.get("waiting", 0.0) + pe.get("waiting_for_decode_kv", 0.0)
     wait_l = pl.get("waiting", 0.0) + pl.get("waiting_for_decode_kv", 0.0)
     return (f"Here the two policies barely differ (p95 first token {fmt_seconds(a)} and {fmt_seconds(b)}): "
-            f"prefill is the bottleneck, so the policy moves where the {group} wait, not how long. On average "
-            f"they wait {fmt_seconds(wait_e)} under early ({fmt_seconds(pe.get('waiting_for_decode_kv', 0.0))} "
-            f"of it for decode KV) and {fmt_seconds(wait_l)} under prefill_complete (at prefill). "
-            "The upstream replica, whose decode KV is capped, shows the trade-off.")
+            f"prefill is the bottleneck, so the policy moves where the {group} wait, not how long. On "
+            f"average they wait {fmt_seconds(wait_e)} under early "
+            f"({fmt_seconds(pe.get('waiting_for_decode_kv', 0.0))} of it for decode KV) and "
+            f"{fmt_seconds(wait_l)} under prefill_complete (at prefill). The upstream replica, whose decode "
+            "KV is capped, shows the trade-off.")

@@ -26,7 +26,8 @@ def prefill_tokens(prefills: pd.DataFrame, retractions: pd.DataFrame, chunk_size
         x=alt.X("at:Q", title="time since the first log line (s)", scale=x_domain(end_at)),
         y=alt.Y("num_new_tokens:Q", title="#new-token", axis=alt.Axis(labelExpr=COUNT_LABEL)),
         color=alt.Color("kind:N", title="pass", scale=phase_scale(), legend=alt.Legend(orient="top")),
-        tooltip=[alt.Tooltip("line_no:Q", title="log line"), alt.Tooltip("at:Q", title="at (s)", format=".2f"),
+        tooltip=[alt.Tooltip("line_no:Q", title="log line"),
+                 alt.Tooltip("at:Q", title="at (s)", format=".2f"),
                  alt.Tooltip("num_new_tokens:Q", title="#new-token", format=","),
                  alt.Tooltip("num_cached_tokens:Q", title="#cached-token", format=","),
                  alt.Tooltip("num_new_reqs:Q", title="#new-seq"),
@@ -52,7 +53,8 @@ def token_usage(kv: pd.DataFrame, retractions: pd.DataFrame, end_at: float | Non
         x=alt.X("at:Q", title="time since the first log line (s)", scale=x_domain(end_at)),
         y=alt.Y("slots:Q", title="token usage (share of the KV pool)", scale=alt.Scale(domain=[0, 1]),
                 axis=alt.Axis(format="%")),
-        tooltip=[alt.Tooltip("at:Q", title="at (s)", format=".2f"), alt.Tooltip("slots:Q", title="token usage", format=".0%")])
+        tooltip=[alt.Tooltip("at:Q", title="at (s)", format=".2f"),
+                 alt.Tooltip("slots:Q", title="token usage", format=".0%")])
     layers = [area] + ([_retraction_rules(retractions)] if len(retractions) else [])
     return alt.layer(*layers).properties(width=WIDTH, height=280)
 
@@ -62,13 +64,15 @@ def prompt_mix(mix: pd.DataFrame, long_threshold: int) -> alt.Chart:
     order = list(dict.fromkeys(mix.sort_values("order")["bin"]))
     series = ["share of requests", "share of prompt tokens"]
     base = alt.Chart(mix).encode(
-        x=alt.X("bin:N", title="prompt length (tokens, bins double)", sort=order, axis=alt.Axis(labelAngle=0)),
+        x=alt.X("bin:N", title="prompt length (tokens, bins double)", sort=order,
+                axis=alt.Axis(labelAngle=0)),
         y=alt.Y("share:Q", title="share", axis=alt.Axis(format="%")),
         xOffset=alt.XOffset("series:N", sort=series),
         color=alt.Color("series:N", title="", sort=series, legend=alt.Legend(orient="top"),
                         scale=alt.Scale(domain=series, range=[GROUP_COLOURS[0], GROUP_COLOURS[6]])),
         tooltip=[alt.Tooltip("bin:N", title="prompt length"), alt.Tooltip("series:N", title=""),
-                 alt.Tooltip("share:Q", format=".1%"), alt.Tooltip("num_requests:Q", title="requests", format=",")])
+                 alt.Tooltip("share:Q", format=".1%"),
+                 alt.Tooltip("num_requests:Q", title="requests", format=",")])
     layers = [base.mark_bar()]
     first_long = mix[mix["low"] >= long_threshold]
     if len(first_long):

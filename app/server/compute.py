@@ -46,13 +46,16 @@ def read_log(text: str, rank: str | None = None) -> ReadLog:
 @st.cache_data(max_entries=32, show_spinner="Loading the trace…")
 def read_trace(source: str | bytes, window: tuple[float, float] | None, speedup: float, sample: float,
                max_requests: int, seed: int) -> Trace:
-    return load_trace(source, window=window, speedup=speedup, sample=sample, max_requests=max_requests, seed=seed)
+    return load_trace(source, window=window, speedup=speedup, sample=sample, max_requests=max_requests,
+                      seed=seed)
 
 
 @st.cache_data(max_entries=32, show_spinner="Running the scheduler model on the trace…")
-def run_trace(scenario_json: str, rows: tuple[tuple[float, int, int], ...], group: str = "trace") -> frames.RunFrames:
+def run_trace(scenario_json: str, rows: tuple[tuple[float, int, int], ...],
+              group: str = "trace") -> frames.RunFrames:
     """Simulate a scenario whose workload is the trace's requests, and build every frame the page draws."""
     width = len(str(len(rows)))
     requests = [Request(rid=f"{group}-{i:0{width}d}", group=group, arrival_at=at, prompt_len=prompt,
-                        output_len=output, max_new_tokens=output) for i, (at, prompt, output) in enumerate(rows)]
+                        output_len=output, max_new_tokens=output)
+                for i, (at, prompt, output) in enumerate(rows)]
     return frames.build(simulate(Scenario.model_validate_json(scenario_json), trace_requests=requests))

@@ -25,27 +25,33 @@ def _keeps(data: dict, value) -> None:
 VIEW = Control("view", "What do you have?", "select", "log", _keeps, ("log", "trace"), is_flag=False,
                fmt=lambda v: {"log": "A server log", "trace": "A request trace"}[v])
 LOG = Control("log", "Log", "select", "retraction", _keeps, (*LOG_SAMPLES, "paste", "upload"), is_flag=False,
-              fmt=lambda v: LOG_SAMPLES[v].label if v in LOG_SAMPLES else {"paste": "Paste a log", "upload": "Upload a file"}[v])
+              fmt=lambda v: (LOG_SAMPLES[v].label if v in LOG_SAMPLES
+                             else {"paste": "Paste a log", "upload": "Upload a file"}[v]))
 OUTPUT = Control("out", "Reply length (tokens)", "select", "auto", _keeps,
                  ("auto", 32, 64, 128, 256, 512, 1024, 2048, 4096), is_flag=False,
                  fmt=lambda v: "estimated from the Decode lines" if v == "auto" else f"{v:,}",
-                 help="A log does not say how long replies were. 'Estimated': decode steps x running requests from "
-                      f"the Decode lines, over the requests seen ({ASSUMED_OUTPUT_LEN} if there are none); or pick one.")
+                 help="A log does not say how long replies were. 'Estimated': decode steps x running "
+                      f"requests from the Decode lines, over the requests seen ({ASSUMED_OUTPUT_LEN} if "
+                      "there are none); or pick one.")
 TRACE = Control("trace", "Trace", "select", "azure", _keeps, (*TRACE_SAMPLES, "upload"), is_flag=False,
                 fmt=lambda v: TRACE_SAMPLES[v].label if v in TRACE_SAMPLES else "Upload a file")
-WINDOW_START = Control("wstart", "Window starts at (s after the first request)", "slider", 0, _keeps, (0, 3600, 10),
-                       is_flag=False)
+WINDOW_START = Control("wstart", "Window starts at (s after the first request)", "slider", 0, _keeps,
+                       (0, 3600, 10), is_flag=False)
 WINDOW_LEN = Control("wlen", "Window length", "select", "all", _keeps, ("all", 30, 60, 120, 300, 600, 1800),
                      is_flag=False, fmt=lambda v: "the whole trace" if v == "all" else f"{v:,} s")
-SPEEDUP = Control("speedup", "Speed-up", "select", 1.0, _keeps, (0.25, 0.5, 1.0, 2.0, 4.0, 8.0), is_flag=False,
-                  fmt=lambda v: f"{v:g}×", help="Arrivals come this many times faster (gaps divided by it).")
-SAMPLE = Control("sample", "Keep a share of requests", "select", 1.0, _keeps, (1.0, 0.5, 0.25, 0.1), is_flag=False,
-                 fmt=lambda v: f"{v:.0%}", help="Each request is kept with this probability (seeded).")
-MAX_REQUESTS = Control("maxreq", "At most (requests)", "select", 1500, _keeps, (100, 250, 500, 1000, 1500, 2000, 3000),
-                       is_flag=False, fmt=lambda v: f"{v:,}", help="The first N requests after the window and sample.")
+SPEEDUP = Control("speedup", "Speed-up", "select", 1.0, _keeps, (0.25, 0.5, 1.0, 2.0, 4.0, 8.0),
+                  is_flag=False, fmt=lambda v: f"{v:g}×",
+                  help="Arrivals come this many times faster (gaps divided by it).")
+SAMPLE = Control("sample", "Keep a share of requests", "select", 1.0, _keeps, (1.0, 0.5, 0.25, 0.1),
+                 is_flag=False, fmt=lambda v: f"{v:.0%}",
+                 help="Each request is kept with this probability (seeded).")
+MAX_REQUESTS = Control("maxreq", "At most (requests)", "select", 1500, _keeps,
+                       (100, 250, 500, 1000, 1500, 2000, 3000), is_flag=False, fmt=lambda v: f"{v:,}",
+                       help="The first N requests after the window and sample.")
 LONG = Control("long", "A long prompt has at least (tokens)", "select", 8192, _keeps,
                (1024, 2048, 4096, 8192, 16384, 32768), is_flag=False, fmt=lambda v: f"{v:,}",
-               help="Splits the mix, and sets the prompt-length buckets of the metrics: below it, up to 4× it, above.")
+               help="Splits the mix, and sets the prompt-length buckets of the metrics: below it, up to 4× "
+                    "it, above.")
 AS_LOGGED = "log"  # a replay switch left at the log's own setting
 
 

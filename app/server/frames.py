@@ -1,4 +1,5 @@
-"""Tidy tables for the "Your server" page, built from a parsed log, its timeline, a trace or a run. Pure functions.
+"""Tidy tables for the "Your server" page, built from a parsed log, its timeline, a trace or a run.
+Pure functions.
 
 The log frames use the same columns as the simulated run's frames (app.charts.frames), so the same chart
 builders draw them: `log_passes` feeds `timelines.pass_timeline`, `log_queue` feeds `timelines.queue_depth`,
@@ -53,7 +54,8 @@ def settings_table(parsed: ParsedLog, timeline: Timeline) -> pd.DataFrame:
             rows.append({"setting": flag, "value": f"{timeline.chunk_size:,}",
                          "from": "inferred: the largest #new-token, seen more than once"})
         else:
-            rows.append({"setting": flag, "value": default, "from": "not in the log: SGLang's default assumed"})
+            rows.append({"setting": flag, "value": default,
+                         "from": "not in the log: SGLang's default assumed"})
     return pd.DataFrame(rows)
 
 
@@ -140,9 +142,10 @@ def log_passes(timeline: Timeline, is_mixed: bool) -> pd.DataFrame:
         running = p.num_running_reqs or 0
         rows.append(_bar(PREFILL_LANE, kind, p.at, until, p.num_new_tokens, p.num_new_reqs,
                          running if kind == PHASES[2] else 0,
-                         f"line {p.line_no}: {p.num_new_tokens:,} new tokens, {p.num_new_reqs} new request(s)",
-                         ("full chunk, and the next line is another Prefill: prefill back to back" if is_streak else
-                          f"{running} request(s) running, {p.num_queue_reqs or 0} queued")))
+                         f"line {p.line_no}: {p.num_new_tokens:,} new tokens, "
+                         f"{p.num_new_reqs} new request(s)",
+                         ("full chunk, and the next line is another Prefill: prefill back to back"
+                          if is_streak else f"{running} request(s) running, {p.num_queue_reqs or 0} queued")))
     for d in timeline.decodes:
         decodes.append(_bar(DECODE_LANE, PHASES[1], d.start_at, max(d.end_at, d.start_at + min_width),
                          d.num_steps * d.num_running_reqs, 0, d.num_running_reqs,
@@ -153,14 +156,17 @@ def log_passes(timeline: Timeline, is_mixed: bool) -> pd.DataFrame:
                "num_new_tokens", "num_prefill_tokens", "num_prefill_rows", "max_batch", "min_batch", "reason",
                "mirrors", "label"]
     rows = fit_passes(rows, streaks, decodes)
-    return pd.DataFrame(rows, columns=columns).sort_values(["lane", "start_at"], kind="stable").reset_index(drop=True)
+    return (pd.DataFrame(rows, columns=columns).sort_values(["lane", "start_at"], kind="stable")
+            .reset_index(drop=True))
 
 
 def _bar(lane, kind, start_at, end_at, num_new_tokens, num_new_reqs, batch, label, reason) -> dict:
-    return {"lane": lane, "kind": kind, "start_at": start_at, "end_at": end_at, "duration_s": end_at - start_at,
-            "first_index": None, "last_index": None, "num_passes": 1, "num_new_tokens": num_new_tokens,
-            "num_prefill_tokens": num_new_tokens if kind != PHASES[1] else 0, "num_prefill_rows": num_new_reqs,
-            "max_batch": batch, "min_batch": batch, "reason": reason, "mirrors": "read from the log", "label": label}
+    return {"lane": lane, "kind": kind, "start_at": start_at, "end_at": end_at,
+            "duration_s": end_at - start_at, "first_index": None, "last_index": None, "num_passes": 1,
+            "num_new_tokens": num_new_tokens,
+            "num_prefill_tokens": num_new_tokens if kind != PHASES[1] else 0,
+            "num_prefill_rows": num_new_reqs, "max_batch": batch, "min_batch": batch, "reason": reason,
+            "mirrors": "read from the log", "label": label}
 
 
 def log_queue(timeline: Timeline) -> pd.DataFrame:
@@ -193,11 +199,12 @@ def log_kv(timeline: Timeline, pool: int | None) -> pd.DataFrame:
 def log_retractions(timeline: Timeline) -> pd.DataFrame:
     """Retraction warnings in `charts.kv_occupancy`'s retraction columns (the log has no free-slot counts)."""
     return peak_per_bin(pd.DataFrame([{
-        "at": r.at, "rids": f"{r.num_retracted_reqs} requests (line {r.line_no})", "num_retracted": r.num_retracted_reqs,
+        "at": r.at, "rids": f"{r.num_retracted_reqs} requests (line {r.line_no})",
+        "num_retracted": r.num_retracted_reqs,
         "kv_free_before": None, "kv_free_after": None, "line_no": r.line_no,
         "ratio": f"{r.new_token_ratio_before:.2f} -> {r.new_token_ratio_after:.2f}",
-    } for r in timeline.retractions], columns=["at", "rids", "num_retracted", "kv_free_before", "kv_free_after",
-                                               "line_no", "ratio"]),
+    } for r in timeline.retractions], columns=["at", "rids", "num_retracted", "kv_free_before",
+                                               "kv_free_after", "line_no", "ratio"]),
                         "num_retracted", budget=MAX_CHART_ROWS // 4)
 
 
@@ -215,7 +222,8 @@ def bin_label(low: float) -> str:
 
 
 def prompt_mix(trace: Trace) -> pd.DataFrame:
-    """Per prompt-length bin (powers of two): the share of requests and the share of prompt tokens (long form)."""
+    """Per prompt-length bin (powers of two): the share of requests and the share of prompt tokens (long
+    form)."""
     prompts = np.array([r.prompt_len for r in trace.requests], dtype=float)
     edges = length_bins(int(prompts.max()))
     counts, _ = np.histogram(prompts, bins=edges)
@@ -224,9 +232,10 @@ def prompt_mix(trace: Trace) -> pd.DataFrame:
     for i, (low, count, mass) in enumerate(zip(edges[:-1], counts, tokens, strict=True)):
         if count == 0:
             continue
-        for series, share in (("share of requests", count / len(prompts)), ("share of prompt tokens", mass / prompts.sum())):
-            rows.append({"bin": bin_label(low), "order": i, "low": low, "series": series, "share": float(share),
-                         "num_requests": int(count)})
+        for series, share in (("share of requests", count / len(prompts)),
+                              ("share of prompt tokens", mass / prompts.sum())):
+            rows.append({"bin": bin_label(low), "order": i, "low": low, "series": series,
+                         "share": float(share), "num_requests": int(count)})
     return pd.DataFrame(rows, columns=["bin", "order", "low", "series", "share", "num_requests"])
 
 
@@ -241,7 +250,8 @@ def output_mix(trace: Trace) -> pd.DataFrame:
 
 
 def trace_rows(trace: Trace) -> tuple[tuple[float, int, int], ...]:
-    """The trace as plain tuples (arrival_at, prompt_len, output_len): hashable, so a run can be cached on it."""
+    """The trace as plain tuples (arrival_at, prompt_len, output_len): hashable, so a run can be cached on
+    it."""
     return tuple((r.arrival_at, r.prompt_len, r.output_len) for r in trace.requests)
 
 
@@ -264,7 +274,8 @@ def bucket_latency(summary: Summary) -> pd.DataFrame:
 
 
 def bucket_table(summary: Summary, fmt) -> pd.DataFrame:
-    """One row per prompt-length bucket: requests, and p50 / p95 / p99 of TTFT and ITL (formatted by `fmt`)."""
+    """One row per prompt-length bucket: requests, and p50 / p95 / p99 of TTFT and ITL (formatted by
+    `fmt`)."""
     rows = []
     for bucket, block in summary.metrics.buckets.items():
         row = {"prompt length (tokens)": bucket, "requests": block.num_requests,

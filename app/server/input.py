@@ -63,8 +63,10 @@ def decode_upload(data: bytes, what: str, limit_mb: int) -> tuple[str, list[str]
     if len(data) > limit_mb * 1_000_000:
         raise InputError(what, f"is {len(data):,} bytes; the limit here is {limit_mb} MB. "
                                "Cut the part around the stall (or the time window you care about).")
-    if data[:2] == b"\x1f\x8b" or data[:4] == b"PK\x03\x04" or data[:3] == b"BZh" or data[:6] == b"\xfd7zXZ\x00":
-        raise InputError(f"{what}, line 1", "is a compressed file (gzip, zip, bzip2 or xz). Unpack it and upload the text.")
+    if (data[:2] == b"\x1f\x8b" or data[:4] == b"PK\x03\x04" or data[:3] == b"BZh"
+            or data[:6] == b"\xfd7zXZ\x00"):
+        raise InputError(f"{what}, line 1",
+                         "is a compressed file (gzip, zip, bzip2 or xz). Unpack it and upload the text.")
     text = data.decode("utf-8", "replace")
     head = text[:SNIFF_CHARS]
     nul = head.find("\x00")
@@ -74,19 +76,22 @@ def decode_upload(data: bytes, what: str, limit_mb: int) -> tuple[str, list[str]
     bad = head.count("\ufffd")
     if bad > max(MIN_UNDECODABLE, MAX_UNDECODABLE * len(head)):
         raise InputError(f"{what}, line {line_of(text, head.index(chr(0xFFFD)))}",
-                         f"{bad:,} of the first {len(head):,} characters are not UTF-8 text: this looks like a binary "
-                         "file. Upload the plain-text file.")
-    notes = [f"line {line_of(text, text.index(chr(0xFFFD)))}: bytes that are not UTF-8 were replaced by �"] if bad else []
+                         f"{bad:,} of the first {len(head):,} characters are not UTF-8 text: this looks like "
+                         "a binary file. Upload the plain-text file.")
+    notes = ([f"line {line_of(text, text.index(chr(0xFFFD)))}: bytes that are not UTF-8 were replaced by �"]
+             if bad else [])
     return text, notes
 
 
 def check_pasted(text: str, what: str, limit_mb: int) -> str:
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > limit_mb * 1_000_000:
-        raise InputError(what, f"is {size:,} bytes; the limit here is {limit_mb} MB. Paste the part around the stall.")
+        raise InputError(what, f"is {size:,} bytes; the limit here is {limit_mb} MB. "
+                               "Paste the part around the stall.")
     nul = text.find("\x00", 0, SNIFF_CHARS)
     if nul >= 0:
-        raise InputError(f"{what}, line {line_of(text, nul)}", "contains NUL characters: this is not a text log.")
+        raise InputError(f"{what}, line {line_of(text, nul)}",
+                         "contains NUL characters: this is not a text log.")
     return text
 
 

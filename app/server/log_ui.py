@@ -23,15 +23,18 @@ from engine_model import log_settings as settings
 
 VERDICTS = {  # verdict -> (colour, icon, in a few words, in a sentence)
     "kv_retraction": ("red", ":material/memory:", "the KV stall",
-                      "The KV cache filled and SGLang retracted running requests. Mixed chunk will not fix this one; "
-                      "memory and admission will."),
+                      "The KV cache filled and SGLang retracted running requests. Mixed chunk will not fix "
+                      "this one; memory and admission will."),
     "chunked_prefill_stall": ("orange", ":material/view_week:", "the chunked-prefill stall",
-                              "Prefill chunks ran back to back while replies were mid-stream, so those replies got no "
-                              "token until the last chunk."),
-    "queueing_running_cap": ("blue", ":material/hourglass_top:", "neither stall: a queue behind max_running_requests",
+                              "Prefill chunks ran back to back while replies were mid-stream, so those "
+                              "replies got no token until the last chunk."),
+    "queueing_running_cap": ("blue", ":material/hourglass_top:",
+                             "neither stall: a queue behind max_running_requests",
                              "Requests queued behind the --max-running-requests cap."),
-    "queueing_token_pool": ("blue", ":material/hourglass_top:", "neither stall yet: a queue behind a nearly full KV pool",
-                            "Requests queued because the KV pool was nearly full; no retraction in this log."),
+    "queueing_token_pool": ("blue", ":material/hourglass_top:",
+                            "neither stall yet: a queue behind a nearly full KV pool",
+                            "Requests queued because the KV pool was nearly full; no retraction in this "
+                            "log."),
     "none": ("green", ":material/check_circle:", "neither stall", "Neither stall shows in this log."),
 }
 
@@ -46,9 +49,10 @@ def log_source_ui() -> tuple[str, str] | None:
     if choice == "paste":
         text = st.text_area(f"Server log (up to {LOG_LIMIT_MB} MB)", key=state.keys(PAGE).widget("paste"),
                             height=180,
-                            placeholder="[2025-10-22 20:23:08] Prefill batch. #new-seq: 9, #new-token: 8192, …",
-                            help="The scheduler's stdout: Prefill batch / Decode batch lines, retraction warnings and, "
-                                 "if you have it, the server_args line from startup.")
+                            placeholder="[2025-10-22 20:23:08] Prefill batch. #new-seq: 9, "
+                                        "#new-token: 8192, …",
+                            help="The scheduler's stdout: Prefill batch / Decode batch lines, retraction "
+                                 "warnings and, if you have it, the server_args line from startup.")
         if not text.strip():
             st.info("Paste the lines around the stall — include the startup `server_args` line if you can.")
             return None
@@ -77,16 +81,17 @@ def read_log_or_stop(name: str, text: str) -> compute.ReadLog:
         st.stop()
     ranks = sorted(read.parsed.ranks)
     if len(ranks) > 1:
-        rank = st.selectbox("Rank (each DP rank has its own scheduler)", ranks, index=ranks.index(read.timeline.rank),
+        rank = st.selectbox("Rank (each DP rank has its own scheduler)", ranks,
+                            index=ranks.index(read.timeline.rank),
                             key=state.keys(PAGE).widget("rank"), format_func=lambda r: r or "(no tag)")
         read = compute.read_log(text, rank)
     words = VERDICTS.get(read.diagnosis.verdict, VERDICTS["none"])[2]
     set_export_note(PAGE, (f"From the SGLang server log “{name}”: it is {words}.",))
     if sf.num_scheduler_lines(read.parsed) == 0 and read.parsed.server_args is None:
-        st.error(f"**No SGLang scheduler line in `{name}`.** None of its {read.parsed.num_lines:,} lines is a "
-                 "`Prefill batch`, `Decode batch`, retraction or `server_args` line. Line 1 reads: "
-                 f"`{first_line(text)}`. Is this an SGLang server log? (A request trace goes under *A request "
-                 "trace* above.)", icon=":material/block:")
+        st.error(f"**No SGLang scheduler line in `{name}`.** None of its {read.parsed.num_lines:,} lines is "
+                 "a `Prefill batch`, `Decode batch`, retraction or `server_args` line. Line 1 reads: "
+                 f"`{first_line(text)}`. Is this an SGLang server log? (A request trace goes under *A "
+                 "request trace* above.)", icon=":material/block:")
         _dropped_ui(read.parsed, expanded=True)
         st.stop()
     return read
@@ -101,9 +106,9 @@ def verdict_ui(read: compute.ReadLog) -> None:
 
 def resolved_settings_ui(read: compute.ReadLog) -> None:
     st.markdown("#### What did your server actually resolve?")
-    st.caption("SGLang prints every setting once at startup (`server_args=…`, after its own defaults) and the scheduler "
-               "prints the resolved KV pool and chunk size; those lines win. A flag the log does not state is "
-               "assumed at SGLang's default — check `/server_info` on the running server.")
+    st.caption("SGLang prints every setting once at startup (`server_args=…`, after its own defaults) and "
+               "the scheduler prints the resolved KV pool and chunk size; those lines win. A flag the log "
+               "does not state is assumed at SGLang's default — check `/server_info` on the running server.")
     table = sf.settings_table(read.parsed, read.timeline)
     st.dataframe(table, hide_index=True, width="stretch", height=35 * (len(table) + 1) + 3)
     hints = read.parsed.version_hints
@@ -114,14 +119,16 @@ def resolved_settings_ui(read: compute.ReadLog) -> None:
 def line_counts_ui(read: compute.ReadLog) -> None:
     parsed = read.parsed
     st.markdown(f"**{parsed.num_lines:,} lines read:** {sf.num_scheduler_lines(parsed):,} scheduler lines, "
-                f"{parsed.num_unrecognised:,} unrecognised, {parsed.num_malformed:,} malformed, {parsed.num_blank:,} blank."
-                + (f" **{parsed.num_lines_not_read:,} lines not read** (over the line limit)." if parsed.num_lines_not_read else ""))
+                f"{parsed.num_unrecognised:,} unrecognised, {parsed.num_malformed:,} malformed, "
+                f"{parsed.num_blank:,} blank."
+                + (f" **{parsed.num_lines_not_read:,} lines not read** (over the line limit)."
+                   if parsed.num_lines_not_read else ""))
     for warning in parsed.warnings:
         st.warning(warning)
     if parsed.num_malformed:
         first = parsed.malformed_examples[0]
-        st.warning(f"{parsed.num_malformed:,} line(s) looked like scheduler lines but could not be read, first line "
-                   f"{first[0]}: {first[1]}")
+        st.warning(f"{parsed.num_malformed:,} line(s) looked like scheduler lines but could not be read, "
+                   f"first line {first[0]}: {first[1]}")
     _dropped_ui(parsed)
 
 
@@ -129,8 +136,8 @@ def _dropped_ui(parsed, expanded: bool = False) -> None:
     with st.expander("Every line, counted — and the first lines not read", expanded=expanded):
         st.dataframe(sf.line_counts(parsed), hide_index=True)
         if parsed.unrecognised_examples:
-            st.markdown(f"First {len(parsed.unrecognised_examples)} unrecognised lines (startup, HTTP access, other "
-                        "programs — not scheduler lines):")
+            st.markdown(f"First {len(parsed.unrecognised_examples)} unrecognised lines (startup, HTTP "
+                        "access, other programs — not scheduler lines):")
             st.code("\n".join(f"{n:>6} | {text}" for n, text in parsed.unrecognised_examples), language=None)
         if parsed.malformed_examples:
             st.markdown("First malformed lines, with the reason:")
@@ -150,30 +157,33 @@ def log_timeline_ui(read: compute.ReadLog, text: str) -> None:
     st.caption("Rebuilt from the log lines, one rank" + (f" ({timeline.rank})" if timeline.rank else "")
                + ". Estimates: " + "; ".join(timeline.notes) + ".")
     chart_ui(PAGE, "log_prefill", "Prefill batches: #new-token per Prefill line",
-             "One bar per Prefill line, as tall as the prompt tokens it computed. A row of bars at the chunk size "
-             "(dashed) with no Decode line between them is the chunked-prefill stall; purple rules are retractions."
-             + (" Mixed chunk is on, so passes with requests running are drawn as mixed (green)." if is_mixed else ""),
-             lambda: server_charts.prefill_tokens(sf.log_prefills(timeline, is_mixed), retractions, timeline.chunk_size,
-                                                  end_at), cache_key=key)
+             "One bar per Prefill line, as tall as the prompt tokens it computed. A row of bars at the chunk "
+             "size (dashed) with no Decode line between them is the chunked-prefill stall; purple rules are "
+             "retractions."
+             + (" Mixed chunk is on, so passes with requests running are drawn as mixed (green)."
+                if is_mixed else ""),
+             lambda: server_charts.prefill_tokens(sf.log_prefills(timeline, is_mixed), retractions,
+                                                  timeline.chunk_size, end_at), cache_key=key)
     chart_ui(PAGE, "log_passes", "Pass timeline: what the log says the GPU ran",
-             "Same colours as a simulated run. The log does not say how long a pass took: a full chunk followed by "
-             "another Prefill line is drawn up to it (prefill back to back — the chunked-prefill stall); any other "
-             f"Prefill line is a thin mark. Blue: the {timeline.decode_log_interval} decode passes one Decode line "
-             "stands for, somewhere since the previous Decode line.",
+             "Same colours as a simulated run. The log does not say how long a pass took: a full chunk "
+             "followed by another Prefill line is drawn up to it (prefill back to back — the chunked-prefill "
+             f"stall); any other Prefill line is a thin mark. Blue: the {timeline.decode_log_interval} "
+             "decode passes one Decode line stands for, somewhere since the previous Decode line.",
              lambda: timelines.pass_timeline(sf.log_passes(timeline, is_mixed), end_at=end_at), cache_key=key)
     kv = sf.log_kv(timeline, pool)
     if pool:
         chart_ui(PAGE, "log_kv", "KV cache slots (token usage × pool)",
-                 f"`token usage` from each line times the pool of {pool:,} tokens the scheduler resolved. Purple "
-                 "rules: retractions — the pool could not give every running request its next token.",
+                 f"`token usage` from each line times the pool of {pool:,} tokens the scheduler resolved. "
+                 "Purple rules: retractions — the pool could not give every running request its next token.",
                  lambda: timelines.kv_occupancy(kv, retractions, end_at=end_at), cache_key=key)
     else:
         chart_ui(PAGE, "log_kv", "KV cache: token usage",
-                 "`token usage` from each line, as a share of the pool (the log does not say the pool's size). "
-                 "Purple rules: retractions.", lambda: server_charts.token_usage(kv, retractions, end_at), cache_key=key)
+                 "`token usage` from each line, as a share of the pool (the log does not say the pool's "
+                 "size). Purple rules: retractions.",
+                 lambda: server_charts.token_usage(kv, retractions, end_at), cache_key=key)
     chart_ui(PAGE, "log_queue", "Running and queued requests",
-             "`#running-req` and `#queue-req` as each line reported them. On a Prefill line, running counts the batch "
-             "before the new requests join.",
+             "`#running-req` and `#queue-req` as each line reported them. On a Prefill line, running counts "
+             "the batch before the new requests join.",
              lambda: timelines.queue_depth(sf.log_queue(timeline), end_at=end_at),
              cache_key=key)
 
@@ -182,17 +192,19 @@ def diagnosis_ui(read: compute.ReadLog) -> None:
     found = read.diagnosis
     st.markdown("#### Diagnosis: the evidence, and the flag that would change it")
     if not found.findings:
-        st.markdown("No run of back-to-back full chunks with requests running, no retraction, no queue behind a "
-                    "limit. If you still see long pauses, look at the client side, `--stream-interval`, or a longer "
-                    "stretch of the log.")
+        st.markdown("No run of back-to-back full chunks with requests running, no retraction, no queue "
+                    "behind a limit. If you still see long pauses, look at the client side, "
+                    "`--stream-interval`, or a longer stretch of the log.")
     for finding in found.findings:
         with st.container(border=True):
             badge = "" if finding.severity == "observed" else " :gray-badge[latent: nobody was waiting]"
             st.markdown(f"**{finding.title}**{badge}")
             st.markdown(finding.explanation)
             st.markdown("Evidence (log line numbers):")
-            st.code("\n".join(f"{n:>6} | {text}" for n, text in finding.evidence), language=None, wrap_lines=True)
-            st.markdown("What would change it:\n" + "\n".join(f"- `{fix.flag}` — {fix.effect}" for fix in finding.fixes))
+            st.code("\n".join(f"{n:>6} | {text}" for n, text in finding.evidence), language=None,
+                    wrap_lines=True)
+            st.markdown("What would change it:\n"
+                        + "\n".join(f"- `{fix.flag}` — {fix.effect}" for fix in finding.fixes))
     for note in found.notes:
         st.caption(f"Note: {note}.")
     st.caption("The rules read Prefill, Decode and retraction lines only; Decode lines come every "

@@ -20,9 +20,9 @@ def page_header_ui() -> dict:
     """Title, what the page answers, notes about the link; puts the settings into the address bar."""
     state.seed_widgets(PAGE, CONTROLS)
     st.title(":material/dns: Your server")
-    st.markdown("**Is my stall the chunked-prefill one or the KV one?** Paste a log from your SGLang server to see "
-                "what it resolved, its timeline and which stall it shows — then run it through the model. Or load a "
-                "request trace and see who waits under each switch.")
+    st.markdown("**Is my stall the chunked-prefill one or the KV one?** Paste a log from your SGLang server "
+                "to see what it resolved, its timeline and which stall it shows — then run it through the "
+                "model. Or load a request trace and see who waits under each switch.")
     for note in state.notes(PAGE):
         st.warning(note, icon=":material/link:")
     values = state.values(PAGE, CONTROLS)
@@ -77,5 +77,6 @@ def headline_ui(run: RunFrames, after: RunFrames | None = None) -> None:
 
 
 def share_ui(values: dict) -> None:
-    st.caption(":material/link: Link to this view: copy the address bar — the sample and every option are in it (`"
-               + state.url_for(PAGE, CONTROLS, values) + "`). A pasted or uploaded file is not in the link.")
+    st.caption(":material/link: Link to this view: copy the address bar — the sample and every option are "
+               "in it (`" + state.url_for(PAGE, CONTROLS, values)
+               + "`). A pasted or uploaded file is not in the link.")

@@ -28,15 +28,16 @@ from engine_model import log_settings as settings
 def simulate_log_ui(read: ReadLog, values: dict) -> None:
     st.divider()
     st.markdown("### Simulate this server")
-    st.markdown("The model runs the log's settings on a GPU and model you pick, with the requests the Prefill lines "
-                "imply (arrival = the line's time) and those already streaming when the log begins (the log "
-                "does not say how long replies were).")
+    st.markdown("The model runs the log's settings on a GPU and model you pick, with the requests the "
+                "Prefill lines imply (arrival = the line's time) and those already streaming when the log "
+                "begins (the log does not say how long replies were).")
     model_path = settings(read.parsed).get("model_path")
     for col, control in zip(st.columns(3), (GPU, MODEL, OUTPUT), strict=True):
         with col:
             control_ui(PAGE, control)
     if model_path:
-        st.caption(f"The log's model is `{model_path}`; pick the nearest preset (the pass cost comes from it).")
+        st.caption(f"The log's model is `{model_path}`; pick the nearest preset (the pass cost comes from "
+                   "it).")
     switches = switches_ui()
     scenarios = replay_or_stop(read, values, switches)
     if scenarios is None:
@@ -54,8 +55,8 @@ def simulate_log_ui(read: ReadLog, values: dict) -> None:
     key = cache_key(shown.summary.config)
     which = "as the log ran it" if switched is None else "under your switches"
     chart_ui(PAGE, "sim_passes", f"The model's pass timeline, {which}",
-             "One bar per forward pass the model ran (runs of identical decode passes merged): orange prefill chunk, "
-             "blue decode, green mixed. Compare its shape with the log's timeline above.",
+             "One bar per forward pass the model ran (runs of identical decode passes merged): orange "
+             "prefill chunk, blue decode, green mixed. Compare its shape with the log's timeline above.",
              lambda: timelines.pass_timeline(shown.passes, end_at=shown.end_at), cache_key=key)
     chart_ui(PAGE, "sim_kv", f"The model's KV cache slots, {which}",
              "KV slots used (blue) and free, with the model's retractions as purple rules.",
@@ -99,12 +100,15 @@ def _log_vs_model_ui(read: ReadLog, run: RunFrames) -> None:
     peak = max((s.token_usage for s in timeline.samples if s.token_usage is not None), default=None)
     start, end = sf.log_span(timeline)
     rows = [
-        ("which stall", VERDICTS.get(read.diagnosis.verdict, VERDICTS["none"])[2], diagnosis.verdict(model, run.stall_threshold_s)),
-        ("retractions (requests sent back)", f"{len(timeline.retractions)} ({sum(r.num_retracted_reqs for r in timeline.retractions)})",
+        ("which stall", VERDICTS.get(read.diagnosis.verdict, VERDICTS["none"])[2],
+         diagnosis.verdict(model, run.stall_threshold_s)),
+        ("retractions (requests sent back)",
+         f"{len(timeline.retractions)} ({sum(r.num_retracted_reqs for r in timeline.retractions)})",
          f"{model['num_retractions']} ({model['num_retracted_requests']})"),
-        ("longest run of full prefill chunks back to back", f"{longest} Prefill lines" if longest >= 2 else "none",
-         f"{model['prefill_streak_passes']} passes, {model['prefill_streak_s']:.2f} s" if model["prefill_streak_passes"] >= 2
-         else "none"),
+        ("longest run of full prefill chunks back to back",
+         f"{longest} Prefill lines" if longest >= 2 else "none",
+         f"{model['prefill_streak_passes']} passes, {model['prefill_streak_s']:.2f} s"
+         if model["prefill_streak_passes"] >= 2 else "none"),
         ("peak KV use", "—" if peak is None else f"{peak:.0%}", f"{model['kv_peak_fraction']:.0%}"),
         ("time covered", f"{end - start:.0f} s", f"{run.end_at:.0f} s"),
     ]
@@ -112,9 +116,10 @@ def _log_vs_model_ui(read: ReadLog, run: RunFrames) -> None:
     st.table(pd.DataFrame(rows, columns=["", "your log", "the model"]).set_index(""))
     log_kv, model_kv = bool(timeline.retractions), bool(model["num_retractions"])
     if log_kv != model_kv:
-        st.caption(":material/info: The model and your log disagree on retraction. The model's requests are guesses: "
-                   "every reply has the assumed length (try a shorter or longer one), arrivals are the Prefill lines' "
-                   "times (late by the queue wait), and the pass cost is the preset's, not your GPU's measured speed.")
+        st.caption(":material/info: The model and your log disagree on retraction. The model's requests are "
+                   "guesses: every reply has the assumed length (try a shorter or longer one), arrivals are "
+                   "the Prefill lines' times (late by the queue wait), and the pass cost is the preset's, "
+                   "not your GPU's measured speed.")
     headline_ui(run)
 
 

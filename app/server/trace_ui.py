@@ -27,11 +27,12 @@ def trace_source_ui() -> tuple[str, str | bytes] | None:
         sample: Sample = TRACE_SAMPLES[choice]
         st.caption(f"{sample.says} The head of a public trace: {sample.source}.")
         return sample.file, sample_text(sample)
-    return upload_ui(f"Trace file (up to {TRACE_LIMIT_MB} MB): Azure CSV, Mooncake JSONL, BurstGPT CSV or JSONL "
-                     "with arrival_at, prompt_len, output_len", "trace_file", TRACE_LIMIT_MB,
+    return upload_ui(f"Trace file (up to {TRACE_LIMIT_MB} MB): Azure CSV, Mooncake JSONL, BurstGPT CSV or "
+                     "JSONL with arrival_at, prompt_len, output_len", "trace_file", TRACE_LIMIT_MB,
                      "Upload a trace. Formats: Azure (`TIMESTAMP,ContextTokens,GeneratedTokens`), Mooncake "
-                     "(`timestamp`, `input_length`, `output_length`), BurstGPT (`Timestamp`, `Request tokens`, "
-                     "`Response tokens`) or JSON Lines with `arrival_at`, `prompt_len`, `output_len`.")
+                     "(`timestamp`, `input_length`, `output_length`), BurstGPT (`Timestamp`, "
+                     "`Request tokens`, `Response tokens`) or JSON Lines with `arrival_at`, `prompt_len`, "
+                     "`output_len`.")
 
 
 def trace_options_ui() -> None:
@@ -46,7 +47,8 @@ def trace_options_ui() -> None:
 def load_trace_or_stop(name: str, source: str | bytes, values: dict) -> Trace:
     window = None
     if values["wstart"] or values["wlen"] != "all":
-        window = (float(values["wstart"]), float("inf") if values["wlen"] == "all" else values["wstart"] + values["wlen"])
+        window = (float(values["wstart"]),
+                  float("inf") if values["wlen"] == "all" else values["wstart"] + values["wlen"])
     try:
         trace = compute.read_trace(source, window, values["speedup"], values["sample"], values["maxreq"],
                                           values["seed"])
@@ -55,7 +57,8 @@ def load_trace_or_stop(name: str, source: str | bytes, values: dict) -> Trace:
         st.stop()
     if trace.num_skipped:
         kinds = ", ".join(f"{k.replace('_', ' ')} {n:,}" for k, n in trace.skipped_by_kind.items())
-        st.warning(f"{trace.num_skipped:,} of {trace.num_rows:,} rows in `{name}` were skipped ({kinds}). First: "
+        st.warning(f"{trace.num_skipped:,} of {trace.num_rows:,} rows in `{name}` were skipped ({kinds}). "
+                   "First: "
                    + "; ".join(reason for _, reason in trace.skipped_examples[:3]))
     for warning in trace.warnings:
         st.warning(warning)
@@ -67,8 +70,8 @@ def mix_words(trace: Trace, long_threshold: int) -> str:
     mix = request_mix(trace, long_threshold)
     longest = int(mix.prompt_len_percentiles[100])
     if mix.num_long == 0:
-        return (f"Almost every request is short: none of the {mix.num_requests:,} prompts reaches {long_threshold:,} "
-                f"tokens (the longest has {longest:,}).")
+        return (f"Almost every request is short: none of the {mix.num_requests:,} prompts reaches "
+                f"{long_threshold:,} tokens (the longest has {longest:,}).")
     return f"{mix.headline()}; the longest prompt has {longest:,} tokens."
 
 
@@ -79,15 +82,16 @@ def mix_ui(trace: Trace, name: str, long_threshold: int) -> None:
     rate = "—" if mix.mean_arrival_rate is None else f"{mix.mean_arrival_rate:.1f} /s"
     cards = (("Requests", f"{mix.num_requests:,}"), ("Over", f"{mix.duration_s:,.0f} s"), ("Arrivals", rate),
              (f"Long (≥ {long_threshold:,})", f"{mix.num_long:,}"),
-             ("Median prompt", f"{mix.prompt_len_percentiles[50]:,.0f}"), ("p99 prompt", f"{mix.prompt_len_percentiles[99]:,.0f}"),
+             ("Median prompt", f"{mix.prompt_len_percentiles[50]:,.0f}"),
+             ("p99 prompt", f"{mix.prompt_len_percentiles[99]:,.0f}"),
              ("Median reply", f"{mix.output_len_percentiles[50]:,.0f}"))
     for col, (label, value) in zip(st.columns(len(cards)), cards, strict=True):
         col.metric(label, value, border=True)
     key = cache_key(name, sf.trace_rows(trace)[:50], len(trace.requests), long_threshold)
     chart_ui(PAGE, "mix_prompts", "Prompt lengths: requests vs the tokens they carry",
-             "For each prompt length (bins double), the share of requests (light blue) beside the share of all prompt "
-             "tokens (orange). Orange bars far to the right of the blue ones: a few long prompts carry the work — "
-             "and cause the stalls.",
+             "For each prompt length (bins double), the share of requests (light blue) beside the share of "
+             "all prompt tokens (orange). Orange bars far to the right of the blue ones: a few long prompts "
+             "carry the work — and cause the stalls.",
              lambda: server_charts.prompt_mix(sf.prompt_mix(trace), long_threshold), cache_key=key)
     chart_ui(PAGE, "mix_outputs", "Reply lengths", "The share of requests per reply length (bins double).",
              lambda: server_charts.output_mix(sf.output_mix(trace)), cache_key=key)
@@ -118,20 +122,24 @@ def trace_run_ui(trace: Trace, values: dict) -> None:
     headline_ui(run)
     if (run.summary.metrics.overall.queue_s.p50 or 0) > OVERLOADED_QUEUE_S:
         st.warning("**This server cannot keep up with these arrivals:** the median request waits more than "
-                   f"{OVERLOADED_QUEUE_S:g} s in the queue, so first-token times are mostly queueing. Slow the arrivals "
-                   "(speed-up below 1×), keep a share of the requests, or pick a faster GPU or a smaller model.",
+                   f"{OVERLOADED_QUEUE_S:g} s in the queue, so first-token times are mostly queueing. Slow "
+                   "the arrivals (speed-up below 1×), keep a share of the requests, or pick a faster GPU or "
+                   "a smaller model.",
                    icon=":material/traffic:")
     st.markdown("#### Who waits, by prompt length")
     st.dataframe(sf.bucket_table(run.summary, fmt_seconds), hide_index=True, width="stretch")
     key = cache_key(scenario.model_dump_json(), sf.trace_rows(trace)[:50], len(trace.requests))
     chart_ui(PAGE, "buckets", "TTFT and gaps between tokens, by prompt-length bucket",
-             "p50, p95 and p99 of each wait for requests in each prompt-length bucket (log scale). Flip mixed chunk or "
-             "the chunk size and watch the short prompts' gaps and the long prompts' first token trade places.",
+             "p50, p95 and p99 of each wait for requests in each prompt-length bucket (log scale). Flip "
+             "mixed chunk or the chunk size and watch the short prompts' gaps and the long prompts' first "
+             "token trade places.",
              lambda: server_charts.bucket_latency(sf.bucket_latency(run.summary)), cache_key=key)
     chart_ui(PAGE, "trace_passes", "Pass timeline",
-             "One bar per forward pass (runs of identical decode passes merged): orange prefill chunk, blue decode, "
-             "green mixed.", lambda: timelines.pass_timeline(run.passes, end_at=run.end_at), cache_key=key)
-    chart_ui(PAGE, "trace_kv", "KV cache slots", "KV slots used (blue) and free; purple rules are retractions.",
+             "One bar per forward pass (runs of identical decode passes merged): orange prefill chunk, "
+             "blue decode, green mixed.",
+             lambda: timelines.pass_timeline(run.passes, end_at=run.end_at), cache_key=key)
+    chart_ui(PAGE, "trace_kv", "KV cache slots",
+             "KV slots used (blue) and free; purple rules are retractions.",
              lambda: timelines.kv_occupancy(run.kv, run.retractions, end_at=run.end_at), cache_key=key)
     chart_ui(PAGE, "trace_queue", "Queue depth", "Requests waiting for a prefill, and requests decoding.",
              lambda: timelines.queue_depth(run.queue, end_at=run.end_at), cache_key=key)

@@ -24,11 +24,12 @@ def cost_panel_ui(story: Story) -> None:
     defaults = _defaults(story, values)
     edited = sum(values[c.key] != c.default for c in controls)
     title = "Cost model: what a forward pass costs" + (f" — {edited} setting(s) edited" if edited else "")
-    with st.expander(title, icon=":material/speed:", key=state.keys(story.key).widget("cost.panel")):  # stays open
-        st.caption("Every pass is priced from its kernels up on this GPU's figures, plus the CPU's work beside "
-                   "them (docs/cost-model.md). Edit a figure and every chart and headline reruns with it. An "
-                   "empty field is the GPU preset's figure (greyed). \"Before\" runs on these figures too, so "
-                   "the cards still compare the settings above on one machine.")
+    # stays open
+    with st.expander(title, icon=":material/speed:", key=state.keys(story.key).widget("cost.panel")):
+        st.caption("Every pass is priced from its kernels up on this GPU's figures, plus the CPU's work "
+                   "beside them (docs/cost-model.md). Edit a figure and every chart and headline reruns with "
+                   "it. An empty field is the GPU preset's figure (greyed). \"Before\" runs on these figures "
+                   "too, so the cards still compare the settings above on one machine.")
         st.markdown("**GPU efficiency** — share of the GPU's peak each kind of kernel reaches")
         _row(story, [c for c in controls if c.key in GPU_KEYS], defaults)
         st.markdown("**CPU and launches** — time outside the kernels, and what hides it")

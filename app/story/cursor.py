@@ -33,7 +33,8 @@ def resolve(its: pd.DataFrame, spec: tuple) -> int:
             return 0
         return int(hits[0] if how == "first" else hits[-1])
     if how == "first_after":
-        mask = its["kind"].isin(["prefill chunk", "mixed"]).to_numpy() & (its["start_at"].to_numpy() >= float(arg) - 1e-9)
+        mask = (its["kind"].isin(["prefill chunk", "mixed"]).to_numpy()
+                & (its["start_at"].to_numpy() >= float(arg) - 1e-9))
         hits = np.flatnonzero(mask)
         return int(hits[0]) if len(hits) else at_time(its, float(arg))
     if how == "retraction":
@@ -47,7 +48,8 @@ def resolve(its: pd.DataFrame, spec: tuple) -> int:
 def is_event(its: pd.DataFrame) -> np.ndarray:
     """Iterations worth stopping at: prefill and mixed passes, retractions, idle waits with duration."""
     kind = its["kind"].to_numpy()
-    return (kind != "decode") & ((kind != "idle") | (its["duration_s"].to_numpy() > 0)) | (its["retracted"].to_numpy() != "")
+    return ((kind != "decode") & ((kind != "idle") | (its["duration_s"].to_numpy() > 0))
+            | (its["retracted"].to_numpy() != ""))
 
 
 def next_event(its: pd.DataFrame, pos: int) -> int:

@@ -26,7 +26,8 @@ def longest_prefill_streak(its: pd.DataFrame) -> tuple[float, int, float]:
 
 
 def reprefill_tokens(run: RunFrames) -> int:
-    """Prompt tokens prefilled beyond each request's first fill: the work a retraction throws away and redoes."""
+    """Prompt tokens prefilled beyond each request's first fill: the work a retraction throws away and
+    redoes."""
     if run.chunks.empty:
         return 0
     filled = run.chunks.groupby("rid")["extend"].sum()
@@ -73,34 +74,38 @@ def verdict(d: dict, stall_threshold_s: float) -> str:
 
 def apart_table(d: dict) -> pd.DataFrame:
     """Where to look, what each stall looks like there, and what this run shows."""
-    streak = (f"{d['prefill_streak_passes']} prefill passes back to back for {d['prefill_streak_s']:.2f} s "
-              f"from t = {d['prefill_streak_start_at']:.2f} s") if d["prefill_streak_passes"] else "no back-to-back prefill while requests decode"
+    streak = ((f"{d['prefill_streak_passes']} prefill passes back to back for {d['prefill_streak_s']:.2f} s "
+               f"from t = {d['prefill_streak_start_at']:.2f} s") if d["prefill_streak_passes"]
+              else "no back-to-back prefill while requests decode")
     return pd.DataFrame([
         {"look at": "Pass timeline",
-         "chunked-prefill stall": "A row of prefill passes (orange), back to back, while requests are decoding; no "
-                                  "decode pass between them.",
-         "KV stall (retraction)": "Mostly decode; a retraction, then short re-prefill passes of requests that had "
-                                  "already started.",
+         "chunked-prefill stall": "A row of prefill passes (orange), back to back, while requests are "
+                                  "decoding; no decode pass between them.",
+         "KV stall (retraction)": "Mostly decode; a retraction, then short re-prefill passes of requests "
+                                  "that had already started.",
          "this run": streak},
         {"look at": "KV chart",
          "chunked-prefill stall": "Usage rises chunk by chunk; the pool is not full.",
-         "KV stall (retraction)": "Usage at the pool's top, then a sudden drop at each retraction (purple rule).",
+         "KV stall (retraction)": "Usage at the pool's top, then a sudden drop at each retraction (purple "
+                                  "rule).",
          "this run": f"peak {d['kv_peak_fraction']:.0%} of the pool; {d['num_retractions']} retraction(s)"},
         {"look at": "Token streams",
          "chunked-prefill stall": "Every running request pauses at the same moment, for the same time.",
-         "KV stall (retraction)": "A few requests — the ones with the fewest tokens generated — stop, wait in the "
-                                  "queue, re-prefill, then resume; the others keep streaming.",
-         "this run": f"{d['num_retracted_requests']} request retraction(s), {d['reprefill_tokens']:,} tokens prefilled again"},
+         "KV stall (retraction)": "A few requests — the ones with the fewest tokens generated — stop, wait "
+                                  "in the queue, re-prefill, then resume; the others keep streaming.",
+         "this run": f"{d['num_retracted_requests']} request retraction(s), "
+                     f"{d['reprefill_tokens']:,} tokens prefilled again"},
         {"look at": "Server log",
-         "chunked-prefill stall": "Consecutive `Prefill batch, … #new-token: <chunk size> … #running-req: N` lines with no "
-                                  "`Decode batch` line between them.",
+         "chunked-prefill stall": "Consecutive `Prefill batch, … #new-token: <chunk size> … #running-req: N` "
+                                  "lines with no `Decode batch` line between them.",
          "KV stall (retraction)": "`KV cache pool is full. Retract requests. #retracted_reqs: …` (WARNING); "
                                   "`sglang:num_retracted_requests_total` rises.",
          "this run": "the model's iterations carry these decisions; see the Why panel"},
         {"look at": "The fix",
          "chunked-prefill stall": "--enable-mixed-chunk, then chunk size as the latency knob; or "
                                   "--prefill-decode-interval; or PD disaggregation.",
-         "KV stall (retraction)": "More KV (pool, fp8 KV, TP), fewer admissions (--schedule-conservativeness), "
-                                  "shorter max_new_tokens; mixed chunk does not help.",
+         "KV stall (retraction)": "More KV (pool, fp8 KV, TP), fewer admissions "
+                                  "(--schedule-conservativeness), shorter max_new_tokens; mixed chunk does "
+                                  "not help.",
          "this run": ""},
     ])

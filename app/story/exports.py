@@ -25,7 +25,8 @@ def export_ui(story: Story, run: RunFrames) -> None:
                                     file_name=f"{story.key}.toml", mime="application/toml", on_click="ignore")
         cols[3].download_button("Retractions (CSV)", lambda: csv_bytes(run.retractions),
                                 file_name=f"{story.key}-retractions.csv", mime="text/csv", on_click="ignore")
-        st.caption("Run it yourself: `python -m engine_model run " + f"{story.key}.toml` (the same model, no app).")
+        st.caption("Run it yourself: `python -m engine_model run "
+                   + f"{story.key}.toml` (the same model, no app).")
     outside_ui(story)
 
 

@@ -31,12 +31,14 @@ def changes_words(story: Story, values: dict | None) -> str:
     """'Changed: Mixed chunk off → on; KV pool (tokens) 60,000 → 120,000.' or that nothing changed."""
     found = story.changes(values) if values is not None else []
     if not found:
-        return "You are on the story's defaults: change a setting above, or take the tour, to see before → after."
+        return ("You are on the story's defaults: change a setting above, or take the tour, to see "
+                "before → after.")
 
     def word(control, value) -> str:
         return ("on" if value else "off") if control.widget == "toggle" else control.fmt(value)
 
-    return "Changed: " + "; ".join(f"{c.label} {word(c, was)} → {word(c, now)}" for c, was, now in found) + "."
+    return ("Changed: " + "; ".join(f"{c.label} {word(c, was)} → {word(c, now)}" for c, was, now in found)
+            + ".")
 
 
 def headline_ui(story: Story, current: RunFrames, base: RunFrames, values: dict | None = None) -> list[dict]:
@@ -44,8 +46,8 @@ def headline_ui(story: Story, current: RunFrames, base: RunFrames, values: dict 
     shown = []
     same = current.summary.config == base.summary.config
     st.markdown("#### Before → after")
-    st.caption("Before: the story as it opened (SGLang's defaults for ⚑ flags, the story's own workload), on the "
-               f"GPU, model and seed you chose. {changes_words(story, values)}")
+    st.caption("Before: the story as it opened (SGLang's defaults for ⚑ flags, the story's own workload), on "
+               f"the GPU, model and seed you chose. {changes_words(story, values)}")
     cols = st.columns(len(story.headlines))
     for col, headline in zip(cols, story.headlines, strict=True):
         now, before = headline_value(current, headline), headline_value(base, headline)

@@ -64,7 +64,8 @@ def _share(run: RunFrames, group: str) -> str:
     long, total = _stalls(run, group)
     share = long / total if total else 0.0
     seen = "under 1 %, too few for p99 to see" if share < 0.01 else "1 % or more, so p99 lands on them"
-    return f"{long:,} of {total:,} gaps ({share * 100:.2g} %) last {run.stall_threshold_s:g} s or more — {seen}"
+    return (f"{long:,} of {total:,} gaps ({share * 100:.2g} %) last {run.stall_threshold_s:g} s or more "
+            f"— {seen}")
 
 
 def _hides(run: RunFrames, group: str) -> bool:
@@ -74,7 +75,8 @@ def _hides(run: RunFrames, group: str) -> bool:
 
 def percentile_trap(group: str, before: RunFrames, after: RunFrames) -> str | None:
     """One sentence when, in either run, the group's longest pause is at least TRAP_RATIO times its p99 gap:
-    p99 then says nothing about the stall, and a p99 that rises can hide a stall that shrank. None otherwise."""
+    p99 then says nothing about the stall, and a p99 that rises can hide a stall that shrank. None
+    otherwise."""
     if not (_hides(before, group) or _hides(after, group)):
         return None
     value = after.summary.metrics.value
@@ -99,7 +101,8 @@ def figure(run: RunFrames, group: str, metric: str, stat: str | None) -> str:
 
 
 def narrate(say: str, story: Story, before: RunFrames, now: RunFrames) -> str:
-    """A tour step's narration with its figures filled in from the runs on screen (see engine_model.stories)."""
+    """A tour step's narration with its figures filled in from the runs on screen (see
+    engine_model.stories)."""
     runs = {"before": before, "now": now}
     text = FIGURE.sub(lambda m: figure(runs[m[1]], m[2], m[3], m[4]), say)
     trap = percentile_trap(story.stream_group, before, now) or ""

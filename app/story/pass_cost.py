@@ -25,7 +25,8 @@ def pass_cost_ui(scenario: Scenario | None, row) -> None:
         st.caption(f"No breakdown here: `{err.where}`: {err.problem}.")
         return
     st.markdown(say(cost))
-    st.vega_lite_chart(cost_bar(cost_frame(cost), cost.total_s * 1e3).to_dict(validate=False), width="stretch")
+    st.vega_lite_chart(cost_bar(cost_frame(cost), cost.total_s * 1e3).to_dict(validate=False),
+                       width="stretch")
 
 
 def shape_of(row) -> PassShape:
@@ -40,32 +41,34 @@ def say(cost: PassCost) -> str:
     """The breakdown in sentences."""
     if cost.kind == "linear":
         a, b, c = cost.terms
-        return (f"This run uses the **reference predictor** (a + b·new + c·past), the one that timed the SGLang "
-                f"reference traces — a teaching device, not a GPU. **{ms(cost.total_s)}** = {ms(a.seconds)} per "
-                f"pass + {ms(b.seconds)} for {b.detail} + {ms(c.seconds)} for {c.detail}.")
+        return (f"This run uses the **reference predictor** (a + b·new + c·past), the one that timed the "
+                f"SGLang reference traces — a teaching device, not a GPU. **{ms(cost.total_s)}** = "
+                f"{ms(a.seconds)} per pass + {ms(b.seconds)} for {b.detail} + {ms(c.seconds)} for "
+                f"{c.detail}.")
     return "  \n".join((_gpu_line(cost), _cpu_line(cost), _total_line(cost)))
 
 
 def _gpu_line(cost: PassCost) -> str:
-    parts = ", ".join(f"{t.name} {ms(t.seconds)}" for t in cost.terms if t.name in GPU_TERMS and t.seconds > 0)
+    parts = ", ".join(f"{t.name} {ms(t.seconds)}" for t in cost.terms
+                      if t.name in GPU_TERMS and t.seconds > 0)
     return f"**GPU {ms(cost.gpu_s)}** ({cost.bound}-bound): {parts}."
 
 
 def _cpu_line(cost: PassCost) -> str:
     launch, per_pass, per_request = (t for t in cost.terms if t.side == "CPU")
-    return (f"**CPU {ms(cost.cpu_s)}**: {launch.detail} = {ms(launch.seconds)}; scheduler {ms(per_pass.seconds)} "
-            f"per pass; {per_request.detail} = {ms(per_request.seconds)}.")
+    return (f"**CPU {ms(cost.cpu_s)}**: {launch.detail} = {ms(launch.seconds)}; scheduler "
+            f"{ms(per_pass.seconds)} per pass; {per_request.detail} = {ms(per_request.seconds)}.")
 
 
 def _total_line(cost: PassCost) -> str:
     total = f"**The pass took {ms(cost.total_s)}.** "
     if not cost.overlap:
-        return total + ("Overlap schedule **off**: the scheduler's CPU work ran first and the GPU waited for it "
-                        "(CPU + GPU).")
+        return total + ("Overlap schedule **off**: the scheduler's CPU work ran first and the GPU waited for "
+                        "it (CPU + GPU).")
     if cost.hidden_s >= cost.cpu_s - 1e-12:
         return total + f"Overlap schedule on: all {ms(cost.cpu_s)} of CPU work hid behind the GPU."
-    return total + (f"Overlap schedule on, but the CPU took longer than the GPU: only {ms(cost.hidden_s)} of it "
-                    f"hid, and the GPU waited {ms(cost.cpu_s - cost.gpu_s)}.")
+    return total + (f"Overlap schedule on, but the CPU took longer than the GPU: only {ms(cost.hidden_s)} of "
+                    f"it hid, and the GPU waited {ms(cost.cpu_s - cost.gpu_s)}.")
 
 
 def ms(seconds: float) -> str:

@@ -29,9 +29,9 @@ def itl_ui(story: Story, run: RunFrames) -> None:
     for i, (chart_id, build) in enumerate(charts.items()):
         last = i == len(charts) - 1
         chart_ui(story.key, chart_id, f"Gaps between tokens: {chart_id.removeprefix('itl-')}",
-                 "How long readers waited between two tokens. Most gaps are one decode pass; a stall shows up as a "
-                 "lonely bar far to the right. Dashed lines: p50, p95, p99. Both axes are logarithmic; every "
-                 "group's chart shares one time axis." if last else "",
+                 "How long readers waited between two tokens. Most gaps are one decode pass; a stall shows "
+                 "up as a lonely bar far to the right. Dashed lines: p50, p95, p99. Both axes are "
+                 "logarithmic; every group's chart shares one time axis." if last else "",
                  build, tour.pointer(story, "itl") if i == 0 else None, cache_key=run_key(story.key))
 
 

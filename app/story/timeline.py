@@ -108,11 +108,11 @@ def timeline_charts(run: RunFrames, row) -> list[TimelineChart]:
             lambda: timelines.pass_timeline(run.passes, at, end, index)),
         TimelineChart(
             "tokens", "Token streams: who got a token, and when",
-            f"One lane per request, a tick per token (thinned where nothing happens). Pink to dark purple: no "
-            f"token for {stall_s:g} s or more — a stall, darker the longer it lasts"
+            f"One lane per request, a tick per token (thinned where nothing happens). Pink to dark purple: "
+            f"no token for {stall_s:g} s or more — a stall, darker the longer it lasts"
             f"{' (' + timelines.chunk_pass_words(run.chunk_pass_s) + ')' if run.chunk_pass_s else ''}. "
-            "Orange/green blocks: this request's prompt being prefilled, chunk by chunk. Light grey: waiting in "
-            "the queue; dark grey: retracted, waiting to be prefilled again.",
+            "Orange/green blocks: this request's prompt being prefilled, chunk by chunk. Light grey: waiting "
+            "in the queue; dark grey: retracted, waiting to be prefilled again.",
             lambda: timelines.token_streams(run.tokens, run.stalls, run.chunks, run.waits,
                                             run.request_order, at, end, stall_s, run.chunk_pass_s)),
         TimelineChart(

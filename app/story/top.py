@@ -84,7 +84,8 @@ def settings_ui(story: Story):
         row.markdown(" · ".join(f"{c.label} **{_shown(c, values[c.key])}**" for c in main), width="content")
         return values, row
     with st.container(border=True):
-        st.markdown("**Settings** — flags marked ⚑ are SGLang server flags; \"before\" is this row at its defaults.")
+        st.markdown("**Settings** — flags marked ⚑ are SGLang server flags; \"before\" is this row at its "
+                    "defaults.")
         row = _controls_row(story, main)
         with st.expander("GPU, model and seed"):
             _controls_row(story, more)

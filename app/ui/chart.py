@@ -128,7 +128,8 @@ def chart_ui(page: str, chart_id: str, title: str, caption: str, chart, pointer:
     if on_pick is None:
         st.vega_lite_chart(sent, width="stretch")
     else:
-        # one widget per view: a chart redrawn for a new cursor starts with no selection, so each click counts once
+        # one widget per view: a chart redrawn for a new cursor starts with no selection, so each click
+        # counts once
         view = hashlib.sha1(repr(cache_key).encode()).hexdigest()[:12]
         key = state.keys(page).chart_widget(chart_id, f"pick.{view}")
         event = st.vega_lite_chart(sent, width="stretch", key=key, on_select="rerun", selection_mode=[PICK])

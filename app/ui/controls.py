@@ -14,13 +14,15 @@ def control_ui(page: str, control: Control, radio: bool = False, placeholder: st
     key = state.keys(page).widget(control.key)
     label = ("⚑ " if control.is_flag else "") + control.label
     if radio:
-        return st.radio(label, control.options, key=key, format_func=control.fmt, horizontal=True, help=control.help)
+        return st.radio(label, control.options, key=key, format_func=control.fmt, horizontal=True,
+                        help=control.help)
     if control.widget == "toggle":
         return st.toggle(label, key=key, help=control.help)
     if control.widget == "select":
         return st.selectbox(label, control.options, key=key, format_func=control.fmt, help=control.help)
     low, high, step = control.options
     if control.widget == "number":  # empty (None) is allowed: the default figure
-        return st.number_input(label, low, high, step=step, key=key, help=control.help, placeholder=placeholder or control.fmt(None),
+        return st.number_input(label, low, high, step=step, key=key, help=control.help,
+                               placeholder=placeholder or control.fmt(None),
                                format=None if isinstance(step, int) else "%g")
     return st.slider(label, low, high, step=step, key=key, help=control.help)

@@ -15,7 +15,8 @@ def resolved_ui(run: RunFrames) -> None:
     chunk = res["chunked_prefill_size"]
     chunk_text = "off" if chunk is None else f"{chunk:,}"
     st.caption(
-        f"**{config['model']['name']}** ({config['model']['weight_dtype']} weights, {config['model']['kv_dtype']} KV) on "
+        f"**{config['model']['name']}** ({config['model']['weight_dtype']} weights, "
+        f"{config['model']['kv_dtype']} KV) on "
         f"**{config['hardware']['gpu']}** × TP{res['tp_size']} · SGLang {res['version']} emulated · "
         f"chunk size **{chunk_text}** ({res['chunked_prefill_size_source']}) · mixed chunk "
         f"**{'on' if res['is_mixed_chunk'] else 'off'}** · KV pool {res['max_total_tokens']:,} tokens "

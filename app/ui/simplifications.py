@@ -47,7 +47,8 @@ def simplifications_ui() -> None:
     with st.expander("What the model simplifies"):
         text = simplifications_text()
         if text is None:
-            st.caption("The list of simplifications is not available in this build. The model follows SGLang's "
-                       "scheduler rule by rule, each rule named after the SGLang function it mirrors.")
+            st.caption("The list of simplifications is not available in this build. The model follows "
+                       "SGLang's scheduler rule by rule, each rule named after the SGLang function it "
+                       "mirrors.")
         else:
             st.markdown(in_words(text))
