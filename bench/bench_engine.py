@@ -1,4 +1,5 @@
-"""Simulation speed: iterations/s and simulated tokens/s per built-in scenario and for 10,000 Poisson requests.
+"""Simulation speed: iterations/s and simulated tokens/s per built-in scenario and for 10,000 Poisson
+requests.
 
     .venv/bin/python bench/bench_engine.py [--repeat 3]
 
@@ -41,7 +42,8 @@ def measure(scenario, repeat: int) -> dict:
     tokens = sum(len(r.token_times) for r in result.requests)
     prefill = sum(row.extend for lane in result.lanes.values() for it in lane for row in it.prefill_rows)
     return {"name": scenario.name, "requests": len(result.requests), "iterations": its, "wall_s": best,
-            "iterations_per_s": its / best, "tokens_per_s": (tokens + prefill) / best, "simulated_s": result.end_at}
+            "iterations_per_s": its / best, "tokens_per_s": (tokens + prefill) / best,
+            "simulated_s": result.end_at}
 
 
 def main() -> None:
@@ -56,7 +58,8 @@ def main() -> None:
         if args.only and scenario.name not in args.only:
             continue
         m = measure(scenario, 1 if scenario.name == "poisson_10k" else args.repeat)
-        print(f"| {m['name']} | {m['requests']} | {m['iterations']} | {m['wall_s']:.2f} | {m['iterations_per_s']:,.0f} "
+        print(f"| {m['name']} | {m['requests']} | {m['iterations']} | {m['wall_s']:.2f} | "
+              f"{m['iterations_per_s']:,.0f} "
               f"| {m['tokens_per_s']:,.0f} | {m['simulated_s']:.1f} |")
 
 

@@ -35,7 +35,8 @@ def summary(groups: dict[str, list[Point]]) -> str:
         gpu_name, kind = name.split(" ", 1)
         errors = [abs(p.error_pct) for p in table]
         within = sum(e <= 15 for e in errors) / len(errors)
-        lines.append(f"| {gpu_name.upper()} | {kind} | {len(table)} | {max(table, key=lambda p: abs(p.error_pct)).error_pct:+.1f} "
+        lines.append(f"| {gpu_name.upper()} | {kind} | {len(table)} | "
+                     f"{max(table, key=lambda p: abs(p.error_pct)).error_pct:+.1f} "
                      f"| {sum(errors) / len(errors):.1f} | {within:.0%} | "
                      + " | ".join(band_cell(table, lo, hi) for lo, hi in BANDS) + " |")
     return "\n".join(lines)
@@ -47,8 +48,9 @@ def by_model(groups: dict[str, list[Point]]) -> str:
     for gpu_name in PRESETS:
         linear, elementwise = groups[f"{gpu_name} linear"], groups[f"{gpu_name} element-wise"]
         for model in dict.fromkeys(p.model for p in linear):
-            cells = [f"{max((p for p in t if p.model == model), key=lambda p: abs(p.error_pct)).error_pct:+.1f}"
-                     for t in (linear, elementwise)]
+            cells = [
+                f"{max((p for p in t if p.model == model), key=lambda p: abs(p.error_pct)).error_pct:+.1f}"
+                for t in (linear, elementwise)]
             lines.append(f"| {gpu_name.upper()} | {model} | {cells[0]} | {cells[1]} |")
     return "\n".join(lines)
 
@@ -62,7 +64,8 @@ def per_token(groups: dict[str, list[Point]], model: str, gpus: tuple[str, ...])
         cells = []
         for g, kind in cols:
             hit = [p for p in groups[f"{g} {kind}"] if p.model == model and p.tokens == tokens]
-            cells.append(f"{hit[0].measured_ms:.4f} / {hit[0].model_ms:.4f} ({hit[0].error_pct:+.0f}%)" if hit else "—")
+            cells.append(f"{hit[0].measured_ms:.4f} / {hit[0].model_ms:.4f} ({hit[0].error_pct:+.0f}%)"
+                         if hit else "—")
         if any(c != "—" for c in cells):
             lines.append(f"| {tokens:,} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -76,7 +79,8 @@ def attention_table(table: list[Point]) -> str:
     for series, sizes in keep.items():
         for p in table:
             if p.model == series and p.tokens in sizes:
-                lines.append(f"| {series} | {p.tokens:,} | {p.measured_ms:.4f} | {p.model_ms:.4f} | {p.error_pct:+.1f} |")
+                lines.append(f"| {series} | {p.tokens:,} | {p.measured_ms:.4f} | {p.model_ms:.4f} | "
+                             f"{p.error_pct:+.1f} |")
     return "\n".join(lines)
 
 
@@ -90,7 +94,8 @@ def report() -> str:
     return "\n\n".join([
         "Per GPU, all models and token counts (error range per token band):", summary(groups),
         "Worst error per model:", by_model(groups),
-        "Llama-2-7B, the model measured on all three GPUs:", per_token(groups, "Llama-2-7b-hf", tuple(PRESETS)),
+        "Llama-2-7B, the model measured on all three GPUs:",
+        per_token(groups, "Llama-2-7b-hf", tuple(PRESETS)),
         "Llama-3-8B on A100, to 32,768 tokens:", per_token(groups, "Meta-Llama-3-8B", ("a100",)),
         f"Attention on A100 (worst over all {len(attention)} points {worst(attention):.0f} %):",
         attention_table(attention),

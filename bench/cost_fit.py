@@ -72,7 +72,8 @@ def fit(kind: str, gpu_name: str) -> tuple[float, dict]:
     grid = GROUPS[kind]
     def score(figures: dict) -> float:
         return objective(kind, gpu_name, figures)
-    start = min((dict(zip(grid, values, strict=True)) for values in itertools.product(*grid.values())), key=score)
+    start = min((dict(zip(grid, values, strict=True)) for values in itertools.product(*grid.values())),
+                key=score)
     return descend(score, start)
 
 

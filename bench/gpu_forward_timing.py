@@ -103,7 +103,8 @@ def median_ms(torch, run, warmup: int, repeat: int) -> float:
 def measure(torch, layers, shape, tokens: int, warmup: int, repeat: int) -> dict:
     device, one = "cuda", layers[0]
     x = torch.randn(tokens, shape.hidden_size, dtype=torch.bfloat16, device=device)
-    angle = torch.arange(tokens, device=device).float()[:, None, None] * torch.ones(shape.head_dim, device=device)
+    angle = (torch.arange(tokens, device=device).float()[:, None, None]
+             * torch.ones(shape.head_dim, device=device))
     cos, sin = angle.cos().to(torch.bfloat16), angle.sin().to(torch.bfloat16)
     attn_in = torch.randn(tokens, shape.num_heads * shape.head_dim, dtype=torch.bfloat16, device=device)
     mlp = torch.randn(tokens, shape.intermediate_size, dtype=torch.bfloat16, device=device)
@@ -116,7 +117,8 @@ def measure(torch, layers, shape, tokens: int, warmup: int, repeat: int) -> dict
             y = layer.forward(y, cos, sin)
 
     def elementwise():
-        """Two RMSNorms, rope on q and k, SiLU-and-multiply, two residual adds (unfused, as timed by Vidur)."""
+        """Two RMSNorms, rope on q and k, SiLU-and-multiply, two residual adds (unfused, as timed by
+        Vidur)."""
         one.rms(x, one.norm1), one.rms(x, one.norm2), one.rope(q, cos, sin), one.rope(kv, cos, sin)
         torch.nn.functional.silu(mlp) * mlp, x + x, x + x
 

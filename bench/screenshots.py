@@ -34,7 +34,8 @@ def shoot(url: str, only: list[str] | None = None) -> list[Path]:
             if only and name not in only:
                 continue
             page.goto(url + path)
-            wait_idle(page, timeout_ms=120_000, settle_polls=10)  # a cold first run can pause without a status
+            # a cold first run can pause without a status
+            wait_idle(page, timeout_ms=120_000, settle_polls=10)
             target = ASSETS / f"{name}.png"
             page.screenshot(path=str(target), full_page=True)
             out.append(target)

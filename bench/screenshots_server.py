@@ -21,7 +21,8 @@ def shoot(url: str, only: list[str] | None = None) -> None:
     ASSETS.mkdir(exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1500, "height": 7200})  # the main block scrolls itself: size the window to the page
+        # the main block scrolls itself: size the window to the page
+        page = browser.new_page(viewport={"width": 1500, "height": 7200})
         for name, path in SHOTS:
             if only and name not in only:
                 continue

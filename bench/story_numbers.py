@@ -20,13 +20,16 @@ from engine_model.scenario_io import load_scenario  # noqa: E402
 from engine_model.simulation import simulate  # noqa: E402
 
 ROWS = [
-    ("forty_replies", (), [("streams", "max_itl_s", "max"), ("log", "ttft_s", "max"), ("streams", "itl_s", "p99")]),
+    ("forty_replies", (),
+     [("streams", "max_itl_s", "max"), ("log", "ttft_s", "max"), ("streams", "itl_s", "p99")]),
     ("forty_replies", ("engine.enable_mixed_chunk=true",),
      [("streams", "max_itl_s", "max"), ("log", "ttft_s", "max"), ("streams", "itl_s", "p99")]),
     ("forty_replies", ("engine.enable_mixed_chunk=true", "engine.chunked_prefill_size=2048"),
      [("streams", "max_itl_s", "max"), ("log", "ttft_s", "max")]),
-    ("other_stall", (), [(None, "num_retracted", None), ("chats", "max_itl_s", "max"), ("chats", "ttft_s", "p95")]),
-    ("other_stall", ("engine.max_total_tokens=120000",), [(None, "num_retracted", None), ("chats", "max_itl_s", "max")]),
+    ("other_stall", (),
+     [(None, "num_retracted", None), ("chats", "max_itl_s", "max"), ("chats", "ttft_s", "p95")]),
+    ("other_stall", ("engine.max_total_tokens=120000",),
+     [(None, "num_retracted", None), ("chats", "max_itl_s", "max")]),
     ("ten_oclock_rush", (), [("questions", "ttft_s", "p95"), ("questions", "max_itl_s", "max"),
                              ("contracts", "ttft_s", "p95")]),
     ("ten_oclock_rush", ("engine.enable_mixed_chunk=true",), [("questions", "max_itl_s", "max")]),
@@ -49,7 +52,8 @@ def numbers(extra_sets: tuple[str, ...] = ()) -> list[dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--set", action="append", default=[], help="applied to every row, e.g. cost.kind=linear")
+    parser.add_argument("--set", action="append", default=[],
+                        help="applied to every row, e.g. cost.kind=linear")
     args = parser.parse_args()
     rows = numbers(tuple(args.set))
     if args.json:

@@ -47,8 +47,9 @@ def shapes() -> dict[str, Model]:
     for row in read("models.csv"):
         hidden, heads = int(row["n_embd"]), int(row["n_head"])
         models[row["model"]] = Model(
-            name=row["model"], num_layers=1, hidden_size=hidden, num_heads=heads, num_kv_heads=int(row["n_kv_head"]),
-            head_dim=hidden // heads, intermediate_size=int(row["n_expanded_embd"]), vocab_size=int(row["vocab_size"]),
+            name=row["model"], num_layers=1, hidden_size=hidden, num_heads=heads,
+            num_kv_heads=int(row["n_kv_head"]), head_dim=hidden // heads,
+            intermediate_size=int(row["n_expanded_embd"]), vocab_size=int(row["vocab_size"]),
             context_length=4096, source="Vidur's profiled shape (tests/data/vidur/models.csv)")
     return models
 
@@ -87,8 +88,10 @@ def attention_points(device: GPU | None = None) -> list[Point]:
         rows, extend = (1, tokens) if kind == "prefill" else (tokens, 1)
         pairs = rows * (extend * past + extend * (extend + 1) // 2)
         kv_tokens = rows * (past + 2 * extend)
-        time = attention_time(device, model, pairs, kv_tokens, rows, tp, kv_bytes_per_token(model, "bf16", tp))
-        out.append(Point("a100", f"{kind} kv={past}", tokens, float(row["ms"]), (time.roof_s + time.floor_s) * 1e3))
+        time = attention_time(device, model, pairs, kv_tokens, rows, tp,
+                              kv_bytes_per_token(model, "bf16", tp))
+        out.append(Point("a100", f"{kind} kv={past}", tokens, float(row["ms"]),
+                         (time.roof_s + time.floor_s) * 1e3))
     return out
 
 

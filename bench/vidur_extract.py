@@ -61,7 +61,8 @@ def ops(git_dir: Path, commit: str, inputs: list[dict]) -> tuple[pd.DataFrame, p
                 continue  # not profiled on this GPU (Llama-3 is on A100 only)
             raw = raw[raw["num_tensor_parallel_workers"] == 1]
             columns = {f"time_stats.{op}.median": op for op in LINEAR_OPS + ELEMENTWISE_OPS}
-            table = raw[["num_tokens", *columns]].rename(columns=columns).groupby("num_tokens", as_index=False).mean()
+            table = (raw[["num_tokens", *columns]].rename(columns=columns)
+                     .groupby("num_tokens", as_index=False).mean())
             table.insert(0, "model", name.split("/")[1])
             table.insert(0, "gpu", gpu)
             frames.append(table)
@@ -77,14 +78,16 @@ def attention(git_dir: Path, inputs: list[dict]) -> pd.DataFrame:
                                             ms=raw["time_stats.attn_prefill.median"])
     decode = raw[~raw["is_prefill"]].assign(kind="decode", tokens=raw["batch_size"],
                                             ms=raw["time_stats.attn_decode.median"])
-    keep = ["kind", "tokens", "kv_cache_size", "n_embd", "n_q_head", "n_kv_head", "num_tensor_parallel_workers", "ms"]
+    keep = ["kind", "tokens", "kv_cache_size", "n_embd", "n_q_head", "n_kv_head",
+            "num_tensor_parallel_workers", "ms"]
     both = pd.concat([prefill[keep], decode[keep]], ignore_index=True)
     return both.groupby(keep[:-1], as_index=False).mean().round(5)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--vidur", type=Path, required=True, help="git directory of a microsoft/vidur snapshot")
+    parser.add_argument("--vidur", type=Path, required=True,
+                        help="git directory of a microsoft/vidur snapshot")
     args = parser.parse_args()
     commit, inputs = head_commit(args.vidur), []
     OUT.mkdir(parents=True, exist_ok=True)
@@ -94,7 +97,8 @@ def main() -> None:
     attention(args.vidur, inputs).to_csv(OUT / "attention_a100.csv", index=False)
     pd.DataFrame(inputs).to_csv(OUT / "inputs.csv", index=False)
     (OUT / "LICENSE.vidur-MIT.txt").write_bytes(show(args.vidur, commit, "LICENSE"))
-    print(f"wrote {len(table)} operator rows, {len(shapes)} models, {len(inputs)} inputs to {OUT}", file=sys.stderr)
+    print(f"wrote {len(table)} operator rows, {len(shapes)} models, {len(inputs)} inputs to {OUT}",
+          file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -54,8 +54,8 @@ __all__ = [
     # metrics of one request (docs/metrics.md)
     "e2e", "gaps", "max_itl", "queue", "tpot", "ttft",
     # the stories as data: settings, headline numbers, guided tours
-    "STORIES", "Control", "Headline", "Story", "TourStep", "chunk_control", "common_controls", "cost_controls",
-    "interval_control",
+    "STORIES", "Control", "Headline", "Story", "TourStep", "chunk_control", "common_controls",
+    "cost_controls", "interval_control",
     "mixed_control",
     # server logs
     "ASSUMED_OUTPUT_LEN", "Diagnosis", "ParsedLog", "Timeline", "build_timeline", "diagnose", "log_settings",

@@ -50,7 +50,8 @@ def print_text(doc: dict, result) -> None:
 
 
 def print_unfinished(result, cut_off: str | None) -> None:
-    """Every request that did not finish, counted with its reason: rejected (why) or still running at the end."""
+    """Every request that did not finish, counted with its reason: rejected (why) or still running at the
+    end."""
     reasons: dict[str, list[str]] = {}
     for req in result.requests:
         if req.reject_reason:
@@ -153,10 +154,12 @@ def add_figure(sub) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m engine_model", description="Who Waits: a model of SGLang's scheduler")
+    p = argparse.ArgumentParser(prog="python -m engine_model",
+                                description="Who Waits: a model of SGLang's scheduler")
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="simulate a scenario",
-                         epilog="example: python -m engine_model run forty_replies --set engine.enable_mixed_chunk=true")
+                         epilog="example: python -m engine_model run forty_replies "
+                                "--set engine.enable_mixed_chunk=true")
     run.add_argument("scenario", help="a scenario TOML file, or a built-in name (see `scenarios`)")
     run.add_argument("--set", action="append", default=[], metavar="dotted.key=value", help=SET_HELP)
     run.add_argument("--json", action="store_true", help="print one JSON document")
@@ -179,7 +182,8 @@ def parser() -> argparse.ArgumentParser:
     cmp_.add_argument("ref_dir")
     cmp_.add_argument("our_dir")
     cmp_.set_defaults(func=cmd_compare)
-    sub.add_parser("scenarios", help="list built-in scenarios with a line on each").set_defaults(func=cmd_scenarios)
+    sub.add_parser("scenarios",
+                   help="list built-in scenarios with a line on each").set_defaults(func=cmd_scenarios)
     add_figure(sub)
     return p
 

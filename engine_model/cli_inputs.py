@@ -47,9 +47,11 @@ def log_document(path: str) -> dict:
     num_records = len(parsed.prefills) + len(parsed.decodes) + len(parsed.retractions)
     if not num_records and parsed.server_args is None and parsed.startup is None:
         malformed = parsed.malformed_examples[:1]
-        why = f" ({parsed.num_malformed:,} malformed; line {malformed[0][0]}: {malformed[0][1]})" if malformed else ""
-        raise InputError(name_of(path), f"no usable SGLang scheduler line among its {parsed.num_lines:,} lines{why}; "
-                                        "expected 'Prefill batch', 'Decode batch', a retraction or server_args=")
+        why = (f" ({parsed.num_malformed:,} malformed; line {malformed[0][0]}: {malformed[0][1]})"
+               if malformed else "")
+        raise InputError(name_of(path),
+                         f"no usable SGLang scheduler line among its {parsed.num_lines:,} lines{why}; "
+                         "expected 'Prefill batch', 'Decode batch', a retraction or server_args=")
     timeline, found = build_timeline(parsed), diagnose(parsed)
     return plain({
         "log": name_of(path),
@@ -67,7 +69,8 @@ def log_document(path: str) -> dict:
             "longest_chunk_run": longest_chunk_run(parsed, timeline), "notes": timeline.notes,
         },
         "lines": {
-            "num_lines": parsed.num_lines, "num_prefill": len(parsed.prefills), "num_decode": len(parsed.decodes),
+            "num_lines": parsed.num_lines, "num_prefill": len(parsed.prefills),
+            "num_decode": len(parsed.decodes),
             "num_retraction": len(parsed.retractions), "num_blank": parsed.num_blank,
             "num_unrecognised": parsed.num_unrecognised, "num_malformed": parsed.num_malformed,
             "malformed_examples": parsed.malformed_examples, "num_not_read": parsed.num_lines_not_read,
@@ -86,7 +89,8 @@ def timeline_span(timeline) -> float:
 def print_log(doc: dict) -> None:
     lines, timeline = doc["lines"], doc["timeline"]
     print(f"{doc['log']}: verdict: {doc['verdict_words']}")
-    print(f"  read {lines['num_lines']:,} lines: {lines['num_prefill']:,} Prefill, {lines['num_decode']:,} Decode, "
+    print(f"  read {lines['num_lines']:,} lines: {lines['num_prefill']:,} Prefill, "
+          f"{lines['num_decode']:,} Decode, "
           f"{lines['num_retraction']:,} retraction; skipped {lines['num_unrecognised']:,} unrecognised, "
           f"{lines['num_malformed']:,} malformed, {lines['num_blank']:,} blank"
           + (f"; {lines['num_not_read']:,} not read (line limit)" if lines["num_not_read"] else ""))
@@ -94,7 +98,8 @@ def print_log(doc: dict) -> None:
         print(f"    malformed line {line_no}: {why}")
     print(f"  timeline (rank {doc['rank'] or 'untagged'}): {timeline['num_prefill_passes']} prefill passes, "
           f"{timeline['num_decode_lines']} Decode lines, {timeline['num_retractions']} retractions over "
-          f"{timeline['span_s']:.1f} s; chunk size {timeline['chunk_size']} ({timeline['chunk_size_source']}); "
+          f"{timeline['span_s']:.1f} s; chunk size {timeline['chunk_size']} "
+          f"({timeline['chunk_size_source']}); "
           f"longest run of full chunks {timeline['longest_chunk_run']}")
     settings = ", ".join(f"{key}={value}" for key, value in doc["settings"].items())
     print(f"  settings: {settings or 'none in the log (SGLang defaults assumed)'}")
@@ -139,7 +144,8 @@ def print_trace(doc: dict) -> None:
     print(f"{doc['trace']}: {doc['fmt']}, {doc['num_requests']:,} requests "
           f"({doc['num_rows']:,} rows read, {doc['num_skipped']:,} skipped)")
     print(f"  arrivals over {doc['arrival_span_s']:.3f} s" + (f", {rate:.3g} requests/s" if rate else ""))
-    print(f"  {'bucket':>12} {'requests':>9}  {'prompt_len p50 / p90 / p99 / max':<40}output_len p50 / p90 / p99 / max")
+    print(f"  {'bucket':>12} {'requests':>9}  {'prompt_len p50 / p90 / p99 / max':<40}"
+          "output_len p50 / p90 / p99 / max")
     for label, bucket in {"all": {"num_requests": doc["num_requests"], **doc}, **doc["buckets"]}.items():
         print(f"  {label:>12} {bucket['num_requests']:>9,}  {percentiles(bucket['prompt_len']):<40}"
               f"{percentiles(bucket['output_len'])}")

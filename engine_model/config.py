@@ -49,7 +49,8 @@ class EngineConfig(Frozen):
     mem_fraction_static: float | None = Field(None, gt=0.0, lt=1.0)
     context_length: int | None = Field(None, ge=16, le=MAX_TOKENS)
     disable_overlap_schedule: bool = False  # SGLang's default: the overlap schedule is on
-    cuda_graph_max_bs: int | None = Field(None, ge=0, le=65536)  # None: SGLang's default by GPU and TP; 0: none
+    # None: SGLang's default by GPU and TP; 0: none
+    cuda_graph_max_bs: int | None = Field(None, ge=0, le=65536)
 
 
 class HardwareConfig(Frozen):
@@ -166,7 +167,8 @@ class RequestConfig(Frozen):
     return_logprob: bool = False
     ignore_eos: bool = False
     already_generated: int = Field(0, ge=0, le=MAX_TOKENS)
-    prefix_group: str | None = Field(None, pattern=r"^[A-Za-z0-9_.:-]{1,64}$")  # shared prompt prefix (radix cache)
+    # shared prompt prefix (radix cache)
+    prefix_group: str | None = Field(None, pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
 
 
 class ClientConfig(Frozen):
@@ -249,6 +251,7 @@ class Scenario(Frozen):
                              f"({self.limits.max_requests:,}; at most {MAX_REQUESTS:,})")
         for group in work.groups:
             if group.last_arrival_at > MAX_SIM_SECONDS:
-                raise ValueError(f"workload.groups.{work.groups.index(group)}.arrival: its {group.count:,} arrivals reach "
-                                 f"{group.last_arrival_at:.3g} s; arrivals must lie within {MAX_SIM_SECONDS:.0e} s")
+                raise ValueError(f"workload.groups.{work.groups.index(group)}.arrival: its {group.count:,} "
+                                 f"arrivals reach {group.last_arrival_at:.3g} s; arrivals must lie within "
+                                 f"{MAX_SIM_SECONDS:.0e} s")
         return self

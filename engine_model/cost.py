@@ -110,7 +110,8 @@ def linear_layer_seconds(gpu: GPU, model: Model, num_tokens: int, weight_dtype: 
                          tp_size: int = 1) -> float:
     """One layer's GEMMs (QKV, O, MLP up/gate and down) for num_tokens tokens, floors included: the
     RooflineCost linear term without the LM head, averaged over layers."""
-    time = linear_time(gpu, model, num_tokens, 0, weight_dtype, tp_size, linear_peak_tflops(gpu, weight_dtype))
+    time = linear_time(gpu, model, num_tokens, 0, weight_dtype, tp_size,
+                       linear_peak_tflops(gpu, weight_dtype))
     return (time.roof_s + time.floor_s) / model.num_layers
 
 
@@ -161,9 +162,11 @@ class RooflineCost:
             if getattr(self, name) < 0:
                 raise InputError(name, f"must be >= 0, got {getattr(self, name)}")
         if self.cuda_graph_max_bs is None:
-            object.__setattr__(self, "cuda_graph_max_bs", default_cuda_graph_max_bs(self.gpu.memory_gib, self.tp_size))
+            object.__setattr__(self, "cuda_graph_max_bs",
+                               default_cuda_graph_max_bs(self.gpu.memory_gib, self.tp_size))
         elif self.cuda_graph_max_bs < 0:
-            raise InputError("cuda_graph_max_bs", f"must be >= 0 (0: no CUDA graphs), got {self.cuda_graph_max_bs}")
+            raise InputError("cuda_graph_max_bs",
+                             f"must be >= 0 (0: no CUDA graphs), got {self.cuda_graph_max_bs}")
         object.__setattr__(self, "num_kernels", count_kernels(self.model, self.tp_size))
 
     def seconds(self, shape: PassShape) -> float:
@@ -187,15 +190,17 @@ class RooflineCost:
         floor_s = linear.floor_s + attention.floor_s + elementwise.floor_s
         gpu_s = linear.roof_s + attention_s + elementwise.roof_s + allreduce_s + floor_s
         graph = self.uses_cuda_graph(shape)
-        launch_s = (self.graph_replay_s if graph else self.num_kernels * self.kernel_launch_s) if shape.num_rows else 0.0
+        launch_s = ((self.graph_replay_s if graph else self.num_kernels * self.kernel_launch_s)
+                    if shape.num_rows else 0.0)
         cpu_s = self.per_pass_s + self.per_request_s * shape.num_rows if shape.num_rows else 0.0
         total_s = max(gpu_s, launch_s + cpu_s) if self.overlap else cpu_s + max(gpu_s, launch_s)
         compute_s = linear.compute_s + attention.compute_s
         memory_s = linear.memory_s + attention.memory_s + elementwise.memory_s
         return {
             "linear_s": linear.roof_s, "attention_s": attention_s, "elementwise_s": elementwise.roof_s,
-            "allreduce_s": allreduce_s, "floor_s": floor_s, "gpu_s": gpu_s, "launch_s": launch_s, "cpu_s": cpu_s,
-            "hidden_cpu_s": gpu_s + launch_s + cpu_s - total_s, "cuda_graph": graph, "overlap": self.overlap, "compute_s": compute_s,
+            "allreduce_s": allreduce_s, "floor_s": floor_s, "gpu_s": gpu_s, "launch_s": launch_s,
+            "cpu_s": cpu_s, "hidden_cpu_s": gpu_s + launch_s + cpu_s - total_s, "cuda_graph": graph,
+            "overlap": self.overlap, "compute_s": compute_s,
             "memory_s": memory_s, "bound": "compute" if compute_s >= memory_s else "memory",
             "total_s": total_s,
         }
@@ -221,8 +226,8 @@ class RooflineCost:
                 self._memo.clear()
             self._memo[key] = self._token_kernels(*key)
         kv_tokens = shape.past_kv_sum + 2 * shape.new_tokens
-        attention = attention_time(self.gpu, self.model, shape.attn_pairs, kv_tokens, shape.num_rows, self.tp_size,
-                                   kv_bytes_per_token(self.model, self.kv_dtype, self.tp_size))
+        attention = attention_time(self.gpu, self.model, shape.attn_pairs, kv_tokens, shape.num_rows,
+                                   self.tp_size, kv_bytes_per_token(self.model, self.kv_dtype, self.tp_size))
         linear, elementwise, allreduce_s = self._memo[key]
         return linear, attention, elementwise, allreduce_s
 
@@ -234,7 +239,8 @@ class RooflineCost:
         return linear, elementwise, self._allreduce_seconds(new_tokens)
 
     def _allreduce_seconds(self, new_tokens: int) -> float:
-        """Two ring all-reduces per layer of the hidden states: 2(tp-1)/tp x bytes / link bandwidth + latency."""
+        """Two ring all-reduces per layer of the hidden states: 2(tp-1)/tp x bytes / link bandwidth +
+        latency."""
         tp = self.tp_size
         if tp == 1 or new_tokens == 0:
             return 0.0

@@ -24,8 +24,8 @@ KV_DTYPES = ("bf16", "fp8")
 MEM_FRACTION_STATIC = 0.88
 ACTIVATION_RESERVE_GIB = 1.0
 # The GPU fields a scenario may also set through cost.roofline (docs/cost-model.md).
-EFFICIENCY_FIELDS = ("gemm_mfu", "gemm_mbu", "gemm_latency_s", "elementwise_mbu", "row_gbps", "kernel_floor_s",
-                     "attention_mfu", "attention_mbu", "attention_floor_s")
+EFFICIENCY_FIELDS = ("gemm_mfu", "gemm_mbu", "gemm_latency_s", "elementwise_mbu", "row_gbps",
+                     "kernel_floor_s", "attention_mfu", "attention_mbu", "attention_floor_s")
 
 
 class GPU(BaseModel):
@@ -106,8 +106,10 @@ class Model(BaseModel):
         h, n = self.hidden_size, self.num_heads
         if self.attention == "gqa":
             return h * n * self.head_dim * 2 + 2 * h * self.num_kv_heads * self.head_dim
-        q = h * self.q_lora_rank + self.q_lora_rank * n * self.qk_head_dim if self.q_lora_rank else h * n * self.qk_head_dim
-        kv = h * (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank * n * (self.qk_nope_head_dim + self.head_dim)
+        q = (h * self.q_lora_rank + self.q_lora_rank * n * self.qk_head_dim if self.q_lora_rank
+             else h * n * self.qk_head_dim)
+        kv = (h * (self.kv_lora_rank + self.qk_rope_head_dim)
+              + self.kv_lora_rank * n * (self.qk_nope_head_dim + self.head_dim))
         return q + kv + n * self.head_dim * h
 
     @property
@@ -125,12 +127,14 @@ class Model(BaseModel):
         """Weights every token uses: attention, dense MLPs, shared experts and routers, not embeddings."""
         num_dense = self.num_layers - self.num_moe_layers
         per_moe_layer = self.num_shared_experts * self.expert_params + self.hidden_size * self.num_experts
-        return (self.num_layers * self.attention_params + num_dense * 3 * self.hidden_size * self.intermediate_size
+        return (self.num_layers * self.attention_params
+                + num_dense * 3 * self.hidden_size * self.intermediate_size
                 + self.num_moe_layers * per_moe_layer)
 
     @property
     def total_params(self) -> int:
-        return self.dense_params + self.num_moe_layers * self.num_experts * self.expert_params + self.embedding_params
+        return (self.dense_params + self.num_moe_layers * self.num_experts * self.expert_params
+                + self.embedding_params)
 
     @property
     def active_params(self) -> int:
@@ -211,8 +215,9 @@ def kv_capacity_tokens(
     if weights >= budget:
         raise InputError(
             "model",
-            f"{model.name} weights need {weights / GIB:.1f} GiB per GPU at {weight_dtype}, tp_size={tp_size}, "
-            f"but {gpu.name} leaves {budget / GIB:.1f} GiB (memory_gib x mem_fraction_static - reserve); "
+            f"{model.name} weights need {weights / GIB:.1f} GiB per GPU at {weight_dtype}, "
+            f"tp_size={tp_size}, but {gpu.name} leaves {budget / GIB:.1f} GiB "
+            "(memory_gib x mem_fraction_static - reserve); "
             "raise tp_size, use a smaller weight_dtype or a larger GPU",
         )
     return int((budget - weights) // kv_bytes_per_token(model, kv_dtype, tp_size))
@@ -240,14 +245,16 @@ def link(name: str) -> Link:
 # memory_gib: what nvidia-smi reports as memory.total (MiB / 1024); vendors quote decimal GB of the
 # usable size (H100 "80GB" shows 81559 MiB). GPU-to-GPU bandwidth is per direction (half the vendor's
 # bidirectional NVLink figure).
-_NV_SMI = "memory_gib from nvidia-smi memory.total ({} MiB) as commonly reported (assumption: driver-dependent)"
+_NV_SMI = ("memory_gib from nvidia-smi memory.total ({} MiB) as commonly reported "
+           "(assumption: driver-dependent)")
 
 # Efficiency figures per GPU. The three calibrated GPUs are fitted by bench/cost_fit.py on Vidur's
 # measured operator times (MIT; tests/data/vidur); the others borrow the nearest calibrated GPU's figures,
 # labelled as an assumption. Attention is measured on the A100 only (Vidur's legacy FlashAttention profile).
 _FITTED = "fitted by bench/cost_fit.py on Vidur's measured GEMM and element-wise times ({})"
 _NO_ATTENTION = ("; attention: assumption, the A100's figures (no public measured attention profile for "
-                 "this GPU; FlashAttention-3 on H100 is likely faster, so prefill attention here is conservative)")
+                 "this GPU; FlashAttention-3 on H100 is likely faster, so prefill attention here is "
+                 "conservative)")
 # Attention, fitted by bench/cost_fit.py on Vidur's legacy A100 FlashAttention profile where long prompts
 # and busy decode live (prefill chunks of 512+ tokens with past KV, decode batches of 32+; within 35 %);
 # the floor is the shortest measured kernel (15-18 us: a 64-token chunk, one decode request).
@@ -266,8 +273,9 @@ _A40 = dict(num_sms=84, threads_per_sm=1536, gemm_mfu=0.875, gemm_mbu=0.80, gemm
 
 def _like(figures: dict, calibrated: str, **spec) -> dict:
     """A calibrated GPU's efficiency figures for an uncalibrated one, labelled as an assumption."""
-    return {**figures, **spec, "efficiency_source": f"assumption: the {calibrated}'s fitted efficiency figures "
-            "(no public measured operator times for this GPU)"}
+    return {**figures, **spec,
+            "efficiency_source": f"assumption: the {calibrated}'s fitted efficiency figures "
+                                 "(no public measured operator times for this GPU)"}
 
 
 GPUS: dict[str, GPU] = {
@@ -299,15 +307,16 @@ GPUS: dict[str, GPU] = {
     "l40s": GPU(**_like(_A40, "A40", num_sms=142),
         name="L40S 48GB", memory_gib=44.99, bf16_tflops=362.05, fp8_tflops=733, memory_tbps=0.864,
         interconnect_gbps=32,
-        source="NVIDIA L40S datasheet, nvidia.com/en-us/data-center/l40s (BF16 362.05 / FP8 733 TFLOPS dense, "
-        "864 GB/s, no NVLink: PCIe Gen4 x16, 64 GB/s bidirectional); " + _NV_SMI.format(46068)
+        source="NVIDIA L40S datasheet, nvidia.com/en-us/data-center/l40s (BF16 362.05 / FP8 733 TFLOPS "
+        "dense, 864 GB/s, no NVLink: PCIe Gen4 x16, 64 GB/s bidirectional); " + _NV_SMI.format(46068)
         + "; 142 SMs (18,176 CUDA cores / 128), 1,536 threads per SM (compute capability 8.9)"),
     "a40": GPU(**_A40,
         name="A40 48GB", memory_gib=44.99, bf16_tflops=149.7, fp8_tflops=149.7, memory_tbps=0.696,
         interconnect_gbps=56.25,
-        source="NVIDIA A40 datasheet, nvidia.com/en-us/data-center/a40 (48 GB GDDR6, 696 GB/s, BF16 299.4 TFLOPS "
-        "with sparsity, so 149.7 dense; NVLink bridge 112.5 GB/s bidirectional between two GPUs; 10,752 CUDA "
-        "cores = 84 SMs of 128; 1,536 threads per SM, compute capability 8.6); " + _NV_SMI.format(46068)
+        source="NVIDIA A40 datasheet, nvidia.com/en-us/data-center/a40 (48 GB GDDR6, 696 GB/s, BF16 299.4 "
+        "TFLOPS with sparsity, so 149.7 dense; NVLink bridge 112.5 GB/s bidirectional between two GPUs; "
+        "10,752 CUDA cores = 84 SMs of 128; 1,536 threads per SM, compute capability 8.6); "
+        + _NV_SMI.format(46068)
         + "; assumption: no FP8 tensor cores, so fp8 weights run at the BF16 rate"),
     "mi300x": GPU(**_like(_A100, "A100", num_sms=304),
         name="MI300X 192GB", memory_gib=191.69, bf16_tflops=1307.4, fp8_tflops=2614.9, memory_tbps=5.3,
@@ -372,10 +381,10 @@ LINKS: dict[str, Link] = {
         "assumption: line rate per GPU, 50 us per transfer"),
     "mooncake_tcp": Link(
         name="Mooncake TCP", bandwidth_gbps=25, latency_s=1e-3,
-        source="Mooncake Transfer Engine TCP transport (github.com/kvcache-ai/Mooncake); assumption: ~25 Gb/s "
-        "effective through host memory and the kernel network stack, 1 ms per transfer"),
+        source="Mooncake Transfer Engine TCP transport (github.com/kvcache-ai/Mooncake); assumption: "
+        "~25 Gb/s effective through host memory and the kernel network stack, 1 ms per transfer"),
     "nixl": Link(
         name="NIXL (UCX RDMA)", bandwidth_gbps=400, latency_s=50e-6,
-        source="NVIDIA NIXL over UCX (github.com/ai-dynamo/nixl); assumption: same 400 Gb/s ConnectX-7 per GPU "
-        "as mooncake, 50 us per transfer"),
+        source="NVIDIA NIXL over UCX (github.com/ai-dynamo/nixl); assumption: same 400 Gb/s ConnectX-7 per "
+        "GPU as mooncake, 50 us per transfer"),
 }

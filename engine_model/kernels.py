@@ -89,7 +89,8 @@ def attention_gemms(model: Model, tp: int) -> list[Gemm]:
         kv_heads = max(1, model.num_kv_heads // tp)
         return [Gemm(h, (n / tp + 2 * kv_heads) * model.head_dim), Gemm(n * model.head_dim / tp, h)]
     q_rank, kv_rank = model.q_lora_rank, model.kv_lora_rank
-    q = [Gemm(h, q_rank), Gemm(q_rank, n * model.qk_head_dim / tp)] if q_rank else [Gemm(h, n * model.qk_head_dim / tp)]
+    q = ([Gemm(h, q_rank), Gemm(q_rank, n * model.qk_head_dim / tp)] if q_rank
+         else [Gemm(h, n * model.qk_head_dim / tp)])
     return q + [Gemm(h, kv_rank + model.qk_rope_head_dim),
                 Gemm(kv_rank, n * (model.qk_nope_head_dim + model.head_dim) / tp),
                 Gemm(n * model.head_dim / tp, h)]
@@ -113,13 +114,16 @@ def linear_time(gpu: GPU, model: Model, tokens: int, num_rows: int, weight_dtype
     """Every GEMM of a pass on one rank: attention projections and MLPs of all layers, and the LM head
     for the one sampled token per row (vocab split by tp)."""
     num_moe = model.num_moe_layers
-    time = gemms_time(gpu, attention_gemms(model, tp), tokens, weight_dtype, peak_tflops).times(model.num_layers)
+    time = gemms_time(gpu, attention_gemms(model, tp), tokens, weight_dtype,
+                      peak_tflops).times(model.num_layers)
     if model.num_layers > num_moe:
         dense = gemms_time(gpu, mlp_gemms(model, tp, tokens, False), tokens, weight_dtype, peak_tflops)
         time += dense.times(model.num_layers - num_moe)
     if num_moe:
-        time += gemms_time(gpu, mlp_gemms(model, tp, tokens, True), tokens, weight_dtype, peak_tflops).times(num_moe)
-    return time + gemm_time(gpu, Gemm(model.hidden_size, model.vocab_size / tp), num_rows, weight_dtype, peak_tflops)
+        time += gemms_time(gpu, mlp_gemms(model, tp, tokens, True), tokens, weight_dtype,
+                           peak_tflops).times(num_moe)
+    return time + gemm_time(gpu, Gemm(model.hidden_size, model.vocab_size / tp), num_rows, weight_dtype,
+                            peak_tflops)
 
 
 def gemms_time(gpu: GPU, gemms: list[Gemm], tokens: float, weight_dtype: str, peak_tflops: float) -> Time:
@@ -153,8 +157,9 @@ def elementwise_kernels(model: Model, tp_size: int) -> list[Elementwise]:
     h, b = model.hidden_size, ACTIVATION_BYTES
     heads = model.num_heads / tp_size + max(1, model.num_kv_heads // tp_size)
     num_dense = model.num_layers - model.num_moe_layers
-    width = (num_dense * model.intermediate_size + model.num_moe_layers * (
-        model.num_experts_per_token + model.num_shared_experts) * model.moe_intermediate_size) / model.num_layers
+    width = (num_dense * model.intermediate_size
+             + model.num_moe_layers * (model.num_experts_per_token + model.num_shared_experts)
+             * model.moe_intermediate_size) / model.num_layers
     return [
         Elementwise("input_layernorm", 2 * h * b, True),
         Elementwise("post_attention_layernorm", 2 * h * b, True),

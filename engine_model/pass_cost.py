@@ -62,7 +62,8 @@ def pass_cost(scenario: Scenario, pass_: Iteration | PassShape) -> PassCost:
     """The breakdown of one pass of a one-server run under the scenario's cost model. A PD worker prices
     its ranks in lockstep (pd/roles.py), which this does not rebuild: InputError."""
     if scenario.pd is not None:
-        raise InputError("pd", "the pass breakdown covers one server; a PD worker prices its ranks in lockstep")
+        raise InputError("pd",
+                         "the pass breakdown covers one server; a PD worker prices its ranks in lockstep")
     shape = pass_shape(pass_) if isinstance(pass_, Iteration) else pass_
     model = cost_of(scenario)
     if isinstance(model, LinearCost):
@@ -88,21 +89,26 @@ def _roofline(model: RooflineCost, shape: PassShape) -> PassCost:
     launch = (f"one CUDA-graph replay (batch {rows} ≤ cuda_graph_max_bs {model.cuda_graph_max_bs})" if graph
               else f"{model.num_kernels:,} kernels launched one by one × {model.kernel_launch_s * 1e6:g} µs")
     terms = (
-        CostTerm("GEMMs", GPU, parts["linear_s"], f"every projection's roofline over {shape.new_tokens:,} new tokens"),
+        CostTerm("GEMMs", GPU, parts["linear_s"],
+                 f"every projection's roofline over {shape.new_tokens:,} new tokens"),
         CostTerm("attention", GPU, parts["attention_s"], f"{shape.attn_pairs:,} query-key pairs, "
                  f"{shape.past_kv_sum + 2 * shape.new_tokens:,} tokens of KV read"),
         CostTerm("element-wise", GPU, parts["elementwise_s"], "norms, rope, SiLU and residual adds"),
-        CostTerm("all-reduce", GPU, parts["allreduce_s"], (f"two per layer across TP{model.tp_size}" if model.tp_size > 1 else "none at TP1")),
-        CostTerm("floors", GPU, parts["floor_s"], "GEMM latencies, kernel and attention floors, row-block waves"),
+        CostTerm("all-reduce", GPU, parts["allreduce_s"],
+                 (f"two per layer across TP{model.tp_size}" if model.tp_size > 1 else "none at TP1")),
+        CostTerm("floors", GPU, parts["floor_s"],
+                 "GEMM latencies, kernel and attention floors, row-block waves"),
         CostTerm("kernel launches", CPU, parts["launch_s"], launch),
         CostTerm("scheduler per pass", CPU, model.per_pass_s if ran else 0.0,
                  f"cost.per_pass_s = {model.per_pass_s * 1e3:g} ms"),
         CostTerm("per running request", CPU, model.per_request_s * rows,
-                 f"{rows:,} request{'' if rows == 1 else 's'} × cost.per_request_s {model.per_request_s * 1e6:g} µs"),
+                 f"{rows:,} request{'' if rows == 1 else 's'} × cost.per_request_s "
+                 f"{model.per_request_s * 1e6:g} µs"),
     )
     cpu_s = parts["launch_s"] + parts["cpu_s"]
     return PassCost("roofline", shape, terms, parts["total_s"], gpu_s=parts["gpu_s"], cpu_s=cpu_s,
-                    hidden_s=parts["hidden_cpu_s"], overlap=parts["overlap"], cuda_graph=graph, bound=parts["bound"])
+                    hidden_s=parts["hidden_cpu_s"], overlap=parts["overlap"], cuda_graph=graph,
+                    bound=parts["bound"])
 
 
 def cost_figures(scenario: Scenario) -> dict:

@@ -127,7 +127,8 @@ class PrefillAdder:
 
     @mirrors("PrefillAdder", "add_one_req")
     def add_one(self, req: Request, locked: int = 0) -> Verdict:
-        """`add_one_req`: the whole remaining prompt and its clipped budget must fit, even if it will be chunked.
+        """`add_one_req`: the whole remaining prompt and its clipped budget must fit, even if it will be
+        chunked.
 
         `locked`: cached prefix tokens this request's match takes out of the evictable pool (`_lock_node`)."""
         if self.cfg.prefill_max_requests is not None and len(self.admitted) >= self.cfg.prefill_max_requests:
@@ -154,7 +155,8 @@ class PrefillAdder:
 
     def fits_empty_pool(self, req: Request) -> bool:
         """Could this request ever be admitted, with nothing running and the whole pool free?"""
-        total_tokens = req.num_uncomputed + min(req.remaining_max_new, CLIP_MAX_NEW_TOKENS) + self.cfg.page_size
+        total_tokens = (req.num_uncomputed + min(req.remaining_max_new, CLIP_MAX_NEW_TOKENS)
+                        + self.cfg.page_size)
         return total_tokens < self.cfg.max_total_tokens
 
 

@@ -20,8 +20,9 @@ from engine_model.simulation import Result
 REFERENCE_CONTEXT_LEN = 131072  # the tool's model/config.json: max_position_embeddings
 REFERENCE_POOL = 200000  # the tool's default max_total_tokens
 SERVER_ARGS = {
-    "chunked_prefill_size", "enable_mixed_chunk", "max_total_tokens", "max_running_requests", "max_prefill_tokens",
-    "prefill_decode_interval", "prefill_decode_interval_min_bs", "schedule_policy", "page_size",
+    "chunked_prefill_size", "enable_mixed_chunk", "max_total_tokens", "max_running_requests",
+    "max_prefill_tokens", "prefill_decode_interval", "prefill_decode_interval_min_bs", "schedule_policy",
+    "page_size",
     "disable_radix_cache", "schedule_conservativeness", "retraction_policy", "prefill_max_requests",
 }
 NOT_MODELLED = {"disable_radix_cache": (True, False), "retraction_policy": ("length",)}
@@ -47,7 +48,8 @@ def scenario_from_workload(path: Path) -> Scenario:
     args = dict(data.get("server_args") or {})
     unknown = sorted(set(args) - SERVER_ARGS)
     if unknown:
-        raise InputError(f"{path}: server_args.{unknown[0]}", f"not accepted; allowed: {', '.join(sorted(SERVER_ARGS))}")
+        raise InputError(f"{path}: server_args.{unknown[0]}",
+                         f"not accepted; allowed: {', '.join(sorted(SERVER_ARGS))}")
     for key, allowed in NOT_MODELLED.items():
         if key in args and args.pop(key) not in allowed:
             raise InputError(f"{path}: server_args.{key}", f"only {allowed} is modelled")
@@ -58,7 +60,8 @@ def scenario_from_workload(path: Path) -> Scenario:
             raise InputError(f"{path}: requests[{i}]", "must be an object")
         fields = {k: v for k, v in req.items() if k not in ("arrival_s", "prompt_seed", "group")}
         seed = req.get("prompt_seed")
-        requests.append(RequestConfig(arrival_at=req.get("arrival_s", 0.0), group=req.get("group", "requests"),
+        requests.append(RequestConfig(arrival_at=req.get("arrival_s", 0.0),
+                                      group=req.get("group", "requests"),
                                       prefix_group=None if seed is None else f"seed-{seed}", **fields))
     predictor = data.get("predictor") or {}
     return Scenario(
@@ -78,7 +81,8 @@ def write_trace(result: Result, out: Path) -> None:
             if it.kind is PassKind.IDLE:
                 continue
             num += 1
-            rows = [{"rid": r.rid, "kind": "prefill", "extend": r.extend, "past_kv": r.past_kv} for r in it.prefill_rows]
+            rows = [{"rid": r.rid, "kind": "prefill", "extend": r.extend, "past_kv": r.past_kv}
+                    for r in it.prefill_rows]
             rows += [{"rid": rid, "kind": "decode", "extend": 1} for rid in it.decode_rids]
             f.write(json.dumps({
                 "iter": num, "t_start": it.start_at, "t_end": it.end_at, "forward_mode": MODES[it.kind],
@@ -89,10 +93,12 @@ def write_trace(result: Result, out: Path) -> None:
     with open(out / "request.jsonl", "w") as f:
         for r in result.requests:
             f.write(json.dumps({
-                "rid": r.rid, "arrival_s": r.arrival_at, "prompt_len": r.prompt_len, "output_len": r.output_len,
+                "rid": r.rid, "arrival_s": r.arrival_at, "prompt_len": r.prompt_len,
+                "output_len": r.output_len,
                 "return_logprob": r.return_logprob, "first_scheduled_s": r.first_scheduled_at,
                 "first_token_s": r.token_times[0] if r.token_times else None, "finish_s": r.finished_at,
-                "finish_reason": r.state.value, "num_retractions": r.num_retractions, "token_times": r.token_times,
+                "finish_reason": r.state.value, "num_retractions": r.num_retractions,
+                "token_times": r.token_times,
             }) + "\n")
 
 
@@ -134,7 +140,8 @@ def max_gap(times: list[float]) -> float | None:
 
 
 def compare(ref_dir: Path, our_dir: Path) -> dict:
-    ref_its, our_its = read_jsonl(Path(ref_dir) / "iteration.jsonl"), read_jsonl(Path(our_dir) / "iteration.jsonl")
+    ref_its, our_its = (read_jsonl(Path(ref_dir) / "iteration.jsonl"),
+                        read_jsonl(Path(our_dir) / "iteration.jsonl"))
     matching = sum(pass_key(a) == pass_key(b) for a, b in zip(ref_its, our_its, strict=False))
     num_passes = max(len(ref_its), len(our_its), 1)
     ref_reqs = {r["rid"]: r for r in read_jsonl(Path(ref_dir) / "request.jsonl")}
@@ -157,6 +164,7 @@ def compare(ref_dir: Path, our_dir: Path) -> dict:
         "worst_ttft_error": ttft_err.get(worst_ttft, 0.0), "worst_ttft_rid": worst_ttft,
         "worst_max_itl_error": itl_err.get(worst_itl, 0.0), "worst_max_itl_rid": worst_itl,
     }
-    report["ok"] = (report["pass_agreement"] >= PASS_AGREEMENT and report["worst_ttft_error"] <= TTFT_TOLERANCE
+    report["ok"] = (report["pass_agreement"] >= PASS_AGREEMENT
+                    and report["worst_ttft_error"] <= TTFT_TOLERANCE
                     and report["worst_max_itl_error"] <= ITL_TOLERANCE)
     return report

@@ -56,7 +56,8 @@ def iteration_counts(result: Result) -> IterationCounts:
 def unfinished(result: Result) -> dict[str, int]:
     """Every request that did not finish, counted by its reason: refused, aborted, or cut off by a limit."""
     reasons = Counter(
-        r.reject_reason or (f"cut off: {result.cut_off}" if result.cut_off else "not finished when the run ended")
+        r.reject_reason or (f"cut off: {result.cut_off}" if result.cut_off
+                            else "not finished when the run ended")
         for r in result.requests if r.state is not RequestState.FINISHED
     )
     return dict(reasons.most_common())

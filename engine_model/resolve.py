@@ -15,7 +15,8 @@ from engine_model.config import Scenario
 from engine_model.errors import InputError
 from engine_model.versions import Capabilities, capabilities
 
-# `handle_gpu_memory_settings` (arg_groups/memory_hook.py): GPU memory (GiB) below which each chunk size applies.
+# `handle_gpu_memory_settings` (arg_groups/memory_hook.py): GPU memory (GiB) below which each chunk size
+# applies.
 CHUNK_BY_GPU_MEMORY = ((20, 2048), (35, 4096), (60, 4096), (90, 8192), (160, 8192))
 CHUNK_FOR_LARGEST_GPU = 16384
 
@@ -114,12 +115,14 @@ def resolve(scenario: Scenario) -> Resolved:
     else:
         chunk, chunk_source = engine.chunked_prefill_size, "set"
     if chunk is not None and chunk % engine.page_size:
-        raise InputError("engine.chunked_prefill_size", f"{chunk} must be divisible by page_size {engine.page_size}")
+        raise InputError("engine.chunked_prefill_size",
+                         f"{chunk} must be divisible by page_size {engine.page_size}")
 
     if engine.max_total_tokens is not None:
         pool, pool_source = engine.max_total_tokens, "set (max_total_tokens)"
     else:
-        kwargs = {} if engine.mem_fraction_static is None else {"mem_fraction_static": engine.mem_fraction_static}
+        kwargs = ({} if engine.mem_fraction_static is None
+                  else {"mem_fraction_static": engine.mem_fraction_static})
         try:
             pool = hardware.kv_capacity_tokens(
                 gpu, model, tp_size, scenario.model.weight_dtype, scenario.model.kv_dtype, **kwargs

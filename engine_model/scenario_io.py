@@ -18,7 +18,8 @@ SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"
 MAX_SCENARIO_BYTES = 1_000_000
 MAX_DEPTH = 32
 MAX_QUOTE = 80
-TYPE_TAG = re.compile(r"^((constrained-)?(int|float|str|bool|none)|[a-z-]+\[.*\]|[A-Z][A-Za-z]*)$")  # union tags
+# union tags
+TYPE_TAG = re.compile(r"^((constrained-)?(int|float|str|bool|none)|[a-z-]+\[.*\]|[A-Z][A-Za-z]*)$")
 
 
 def scenario_names() -> list[str]:
@@ -35,7 +36,8 @@ def read_toml(path: str | Path) -> dict:
     except (OSError, ValueError):
         is_file = False
     if not is_file:
-        raise InputError(name_of(path), f"no such scenario file; built-in scenarios: {', '.join(scenario_names())}")
+        raise InputError(name_of(path),
+                         f"no such scenario file; built-in scenarios: {', '.join(scenario_names())}")
     text, bad_line = decode(read_capped(path, MAX_SCENARIO_BYTES))
     if bad_line is not None:
         raise InputError(f"{name_of(path)} line {bad_line}", "is not UTF-8 text; TOML files are UTF-8")
@@ -47,7 +49,8 @@ def relative_to(data: dict, folder: Path) -> dict:
     trace = data.get("workload", {}).get("trace") if isinstance(data.get("workload"), dict) else None
     if isinstance(trace, str):
         trace = data["workload"]["trace"] = {"path": trace}
-    if isinstance(trace, dict) and isinstance(trace.get("path"), str) and not Path(trace["path"]).is_absolute():
+    if (isinstance(trace, dict) and isinstance(trace.get("path"), str)
+            and not Path(trace["path"]).is_absolute()):
         trace["path"] = str((folder / trace["path"]).resolve())
     return data
 
@@ -93,8 +96,8 @@ def parse_value(text: str, key: str):
     except RecursionError:
         value = None
     if value is None or too_deep(value):
-        raise InputError(key, f"is nested more than {MAX_DEPTH} deep; expected a number, true/false, a string "
-                              "or a short [list] / {table}")
+        raise InputError(key, f"is nested more than {MAX_DEPTH} deep; expected a number, true/false, a "
+                              "string or a short [list] / {table}")
     return value
 
 

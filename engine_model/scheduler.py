@@ -33,7 +33,8 @@ from engine_model.rules import mirrors
 @mirrors("handle_generate_request")
 def intake(req: Request, cfg: Resolved) -> str:
     """Before any queue: a prompt at or above max_req_input_len is refused (`validate_input_length`), and
-    max_new_tokens is clipped so the prompt and the reply fit max_req_len. Returns why it is refused, or ""."""
+    max_new_tokens is clipped so the prompt and the reply fit max_req_len. Returns why it is refused, or
+    ""."""
     if req.prompt_len >= cfg.max_req_input_len:
         return f"prompt of {req.prompt_len} tokens >= max_req_input_len {cfg.max_req_input_len}"
     req.max_new_tokens = min(req.max_new_tokens, cfg.max_req_len - req.prompt_len - 1)
@@ -57,7 +58,8 @@ class Plan:
         past_decode = sum(r.kv_len - 1 for r in self.decode)  # KV before this pass's decode slot
         new_prefill = sum(extend for _, extend in self.prefill)
         past_prefill = sum(r.kv_len - extend for r, extend in self.prefill)
-        pairs = sum(e * (r.kv_len - e) + e * (e + 1) // 2 for r, e in self.prefill) + past_decode + len(self.decode)
+        pairs = (sum(e * (r.kv_len - e) + e * (e + 1) // 2 for r, e in self.prefill)
+                 + past_decode + len(self.decode))
         return PassShape(
             num_rows=len(self.prefill) + len(self.decode),
             num_decode_rows=len(self.decode),
@@ -155,7 +157,8 @@ class Scheduler:
         """`Scheduler.get_next_batch_to_run`."""
         self._merge_last_extend()
         if self.countdown > 0 and self._defer_prefill():
-            plan, why_not = None, f"prefill_decode_interval: {self.countdown + 1} decode round(s) left before prefill"
+            plan, why_not = None, (f"prefill_decode_interval: {self.countdown + 1} decode round(s) left "
+                                   "before prefill")
         else:
             plan, why_not = self._prefill_plan()
         if plan is None:
@@ -178,7 +181,8 @@ class Scheduler:
 
     @mirrors("_should_defer_prefill")
     def _defer_prefill(self) -> bool:
-        """`_should_defer_prefill`; cancelled while the batch is below prefill_decode_interval_min_bs (if it exists)."""
+        """`_should_defer_prefill`; cancelled while the batch is below prefill_decode_interval_min_bs (if it
+        exists)."""
         if self.cfg.caps.defer_has_min_bs and len(self.running) < self.cfg.prefill_decode_interval_min_bs:
             self.countdown = 0
             return False
@@ -203,7 +207,8 @@ class Scheduler:
             return None, f"max_running_requests ({cfg.max_running_requests}) are running"
         self._sort_waiting()
         num_mixed = len(self.running) if cfg.is_mixed_chunk else 0
-        adder = PrefillAdder(cfg, pool=self.kv_free, running=self.running, ratio=self.ratio.value, num_mixed=num_mixed)
+        adder = PrefillAdder(cfg, pool=self.kv_free, running=self.running, ratio=self.ratio.value,
+                             num_mixed=num_mixed)
         still_chunked = adder.add_chunked(self.chunked) if self.chunked else False
         stop, num_walked = self._admit_waiting(adder, num_allocatable)
         del self.waiting[:num_walked]  # admitted or rejected: always a prefix of the queue (head-of-line)
@@ -253,12 +258,14 @@ class Scheduler:
                 continue
             num_walked += admitted
             if verdict is Verdict.NO_TOKEN:
-                self.batch_is_full = bool(adder.admitted or self.running) if self.cfg.caps.latches_full_only_when_busy else True
+                self.batch_is_full = (bool(adder.admitted or self.running)
+                                      if self.cfg.caps.latches_full_only_when_busy else True)
                 if admitted:
                     return f"the KV budget is spent after {req.rid}", num_walked
-                return (f"{req.rid} does not fit the KV budget (its prompt + min(max_new, {CLIP_MAX_NEW_TOKENS})"
-                        " + the running requests' reservations)", num_walked)
-            return ("the token budget is spent" if admitted else f"{req.rid} does not fit the token budget"), num_walked
+                return (f"{req.rid} does not fit the KV budget (its prompt + min(max_new, "
+                        f"{CLIP_MAX_NEW_TOKENS}) + the running requests' reservations)", num_walked)
+            return ("the token budget is spent" if admitted
+                    else f"{req.rid} does not fit the token budget"), num_walked
         return "", num_walked
 
     def _never_fits(self, adder: PrefillAdder, req: Request) -> bool:
@@ -316,9 +323,11 @@ class Scheduler:
         """Mixed chunk (end of `_get_new_batch_prefill_raw`): running requests ride along as 1-token rows."""
         if not self.cfg.is_mixed_chunk or not self.running:
             return ""
-        asking = [r.rid for r in self.running if r.return_logprob] + [r.rid for r, _ in plan.prefill if r.return_logprob]
+        asking = ([r.rid for r in self.running if r.return_logprob]
+                  + [r.rid for r, _ in plan.prefill if r.return_logprob])
         if asking:
-            return f"mixing skipped: {asking[0]} asks for logprobs, so the {len(self.running)} running requests wait"
+            return (f"mixing skipped: {asking[0]} asks for logprobs, so the {len(self.running)} running "
+                    "requests wait")
         rows = self._decode_rows()
         needed = num_decode_slots_needed(rows, self.cfg.page_size)
         if self.cfg.caps.mixed_checks_decode_mem and self.kv_free < needed:
@@ -328,7 +337,8 @@ class Scheduler:
         self.running = [r for r in self.running if r not in rows]  # only in-flight finishes stay behind
         return f"mixed chunk: the {len(rows)} running requests each decode one token in this pass"
 
-    def _prefill_reason(self, adder: PrefillAdder, continuing: Request | None, stop: str, mix_note: str) -> str:
+    def _prefill_reason(self, adder: PrefillAdder, continuing: Request | None, stop: str,
+                        mix_note: str) -> str:
         parts = []
         if continuing is not None:
             parts.append(f"prefill wins: {continuing.rid} is half-prefilled, so its next chunk runs first")
@@ -353,7 +363,8 @@ class Scheduler:
         if not rows:
             why = why_not_prefill or "nothing to run"
             if self.running:
-                why = f"the {len(self.running)} running request(s) finished in the last pass (their result lands now)"
+                why = (f"the {len(self.running)} running request(s) finished in the last pass "
+                       "(their result lands now)")
             return Plan(PassKind.IDLE, reason=f"idle: {why}", mirrors="Scheduler.on_idle")
         num_before = len(self.running)
         retraction = None
@@ -361,8 +372,8 @@ class Scheduler:
             if self.in_flight and self.cfg.caps.sees_inflight_finishes:
                 self.batch_is_full = False
                 return Plan(PassKind.IDLE, mirrors="Scheduler.get_next_batch_to_run -> update_running_batch",
-                            reason=f"decode skipped: KV is short, but {len(self.in_flight)} request(s) finished in "
-                                   "the last pass free theirs when its result lands")
+                            reason=f"decode skipped: KV is short, but {len(self.in_flight)} request(s) "
+                                   "finished in the last pass free theirs when its result lands")
             retraction = self._retract()
         else:
             self.ratio.decay_step()
@@ -370,12 +381,14 @@ class Scheduler:
             self.batch_is_full = False
         rows = self._decode_rows()
         if not rows:
-            return Plan(PassKind.IDLE, reason="idle: the last running request was aborted", mirrors="retract_decode",
-                        retraction=retraction)
+            return Plan(PassKind.IDLE, reason="idle: the last running request was aborted",
+                        mirrors="retract_decode", retraction=retraction)
         self._allocate_decode(rows)
-        reason = f"decode: every running request gets one token; no prefill because {why_not_prefill or 'none could be formed'}"
+        reason = ("decode: every running request gets one token; no prefill because "
+                  f"{why_not_prefill or 'none could be formed'}")
         if retraction is not None:
-            reason = f"KV pool full: retracted {', '.join(retraction.rids)} (fewest tokens generated first); " + reason
+            reason = (f"KV pool full: retracted {', '.join(retraction.rids)} (fewest tokens generated "
+                      "first); " + reason)
         mirrors = "Scheduler.get_next_batch_to_run -> update_running_batch"
         if retraction is not None:
             mirrors += " -> ScheduleBatch.retract_decode"
@@ -386,8 +399,9 @@ class Scheduler:
 
     def _decode_rows(self) -> list[Request]:
         """The running requests that get a decode row. With the overlap schedule a request finished by the
-        last pass is still in the batch: from 0.5.22 one finished by length leaves it (`_reqs_finishing_inflight`);
-        one that stopped on EOS, or any before 0.5.22, takes a row whose token is thrown away."""
+        last pass is still in the batch: from 0.5.22 one finished by length leaves it
+        (`_reqs_finishing_inflight`); one that stopped on EOS, or any before 0.5.22, takes a row whose token
+        is thrown away."""
         if not self.in_flight or not self.cfg.caps.sees_inflight_finishes:
             return list(self.running)
         return [r for r in self.running if not (r in self.in_flight and r.num_generated >= r.max_new_tokens)]
@@ -395,7 +409,8 @@ class Scheduler:
     def _in_flight_note(self, rows: list[Request]) -> str:
         wasted = sum(r in self.in_flight for r in rows)
         left = len(self.in_flight) - wasted
-        parts = [f"{wasted} finished last pass (EOS) still take a row, its token thrown away"] if wasted else []
+        parts = ([f"{wasted} finished last pass (EOS) still take a row, its token thrown away"]
+                 if wasted else [])
         parts += [f"{left} finished by length leave the batch (_reqs_finishing_inflight)"] if left else []
         return "overlap schedule: " + ", ".join(parts) if parts else ""
 

@@ -46,7 +46,8 @@ class Result:
 
     def __post_init__(self) -> None:
         lanes = list(self.lanes.values())
-        merged = lanes[0] if len(lanes) == 1 else sorted((it for its in lanes for it in its), key=lambda it: it.start_at)
+        merged = (lanes[0] if len(lanes) == 1
+                  else sorted((it for its in lanes for it in its), key=lambda it: it.start_at))
         self.iterations = merged
 
     @property
@@ -61,8 +62,8 @@ class Run:
         self.scenario = scenario
         self.rng = random.Random(scenario.seed)
         traced = list(trace_requests) or trace_requests_of(scenario.workload, scenario.seed)
-        self.workload: Workload = build(scenario.workload, self.rng, max_requests=scenario.limits.max_requests,
-                                        trace_requests=traced)
+        self.workload: Workload = build(scenario.workload, self.rng,
+                                        max_requests=scenario.limits.max_requests, trace_requests=traced)
         self.topology = Cluster(scenario, self.rng) if scenario.pd is not None else Server(scenario, self.rng)
         self.arrivals: list[tuple[float, int, Request]] = []
         self.num_pushed = 0
@@ -169,21 +170,23 @@ class Run:
                 cut_off = f"limits.max_iterations ({limits.max_iterations}) reached"
             elif max(self.at, self.topology.now) > until:
                 cut_off = f"{bound} ({until:g}) reached"
-            elif num_turns % WALL_CHECK_EVERY == 0 and time.perf_counter() - started > limits.max_wall_seconds:
+            elif (num_turns % WALL_CHECK_EVERY == 0
+                  and time.perf_counter() - started > limits.max_wall_seconds):
                 cut_off = f"limits.max_wall_seconds ({limits.max_wall_seconds:g}) reached"
             if cut_off:
                 break
         else:
             cut_off = self._stuck()
-        return Result(scenario=self.scenario, requests=self.requests, lanes=self.topology.lanes, cut_off=cut_off,
-                      wall_s=time.perf_counter() - started, **self.topology.record())
+        return Result(scenario=self.scenario, requests=self.requests, lanes=self.topology.lanes,
+                      cut_off=cut_off, wall_s=time.perf_counter() - started, **self.topology.record())
 
     def _stuck(self) -> str | None:
         """Nothing left to run and no arrival left, yet requests remain: say which, never hang."""
         left = [r.rid for r in self.requests if r.finished_at is None]
         if not left:
             return None
-        return f"stuck: {len(left)} request(s) can make no progress (first: {left[0]}) at t={self.topology.now:.3f}s"
+        return (f"stuck: {len(left)} request(s) can make no progress (first: {left[0]}) "
+                f"at t={self.topology.now:.3f}s")
 
 
 def simulate(scenario: Scenario, trace_requests: list[Request] = ()) -> Result:

@@ -40,7 +40,8 @@ class Control:
     options: tuple = ()  # select: the values; slider, number: (min, max, step); an int step: whole numbers
     is_flag: bool = True
     help: str = ""
-    where: str = "main"  # "main": the settings row; "more": the hardware/model/seed expander; "cost": the cost panel
+    # "main": the settings row; "more": the hardware/model/seed expander; "cost": the cost panel
+    where: str = "main"
     fmt: Callable[[object], str] = str
 
     def parse(self, text: str):
@@ -117,29 +118,34 @@ def chunk_label(value) -> str:
 
 def mixed_control() -> Control:
     return Control("mixed", "Mixed chunk", "toggle", False, setter("engine", "enable_mixed_chunk"),
-                   help="--enable-mixed-chunk: each prefill pass also carries one decode step for every running request. SGLang default: off.")
+                   help="--enable-mixed-chunk: each prefill pass also carries one decode step for every "
+                        "running request. SGLang default: off.")
 
 
 def chunk_control() -> Control:
     return Control("chunk", "Chunk size", "select", "auto",
                    lambda d, v: setter("engine", "chunked_prefill_size")(d, chunk_value(v)), CHUNK_OPTIONS,
-                   help="--chunked-prefill-size: prompt tokens per pass. SGLang default: picked from GPU memory.", fmt=chunk_label)
+                   help="--chunked-prefill-size: prompt tokens per pass. "
+                        "SGLang default: picked from GPU memory.", fmt=chunk_label)
 
 
 def interval_control() -> Control:
     return Control("interval", "Decode rounds between prefills", "slider", 0,
                    setter("engine", "prefill_decode_interval"), (0, 40, 1),
-                   help="--prefill-decode-interval: decode rounds forced after each prefill batch. SGLang default: 0 (off).")
+                   help="--prefill-decode-interval: decode rounds forced after each prefill batch. "
+                        "SGLang default: 0 (off).")
 
 
 def common_controls() -> tuple[Control, ...]:
     return (
         Control("gpu", "GPU", "select", "h100-sxm", setter("hardware", "gpu"), tuple(GPUS), is_flag=False,
-                where="more", fmt=lambda k: GPUS[k].name, help="Sets the pass cost and the default chunk size."),
-        Control("model", "Model", "select", "llama-3.1-8b", setter("model", "name"), tuple(MODELS), is_flag=False,
-                where="more", fmt=lambda k: MODELS[k].name),
-        Control("seed", "Random seed", "slider", 0, lambda d, v: d.__setitem__("seed", v), (0, 99, 1), is_flag=False,
-                where="more", help="Lengths and arrivals are drawn from this seed; the baseline uses the same one."),
+                where="more", fmt=lambda k: GPUS[k].name,
+                help="Sets the pass cost and the default chunk size."),
+        Control("model", "Model", "select", "llama-3.1-8b", setter("model", "name"), tuple(MODELS),
+                is_flag=False, where="more", fmt=lambda k: MODELS[k].name),
+        Control("seed", "Random seed", "slider", 0, lambda d, v: d.__setitem__("seed", v), (0, 99, 1),
+                is_flag=False, where="more",
+                help="Lengths and arrivals are drawn from this seed; the baseline uses the same one."),
     )
 
 
@@ -151,34 +157,43 @@ def cost_controls() -> tuple[Control, ...]:
     one cost model (docs/cost-model.md, "In the app")."""
     def figure(key: str, name: str, label: str, say: str) -> Control:
         return Control(key, label, "number", None, roofline_setter(name), (0.01, 1.0, 0.01), is_flag=False,
-                       where="cost", fmt=number_label, help=f"cost.roofline.{name}: {say} Empty: the GPU preset's.")
+                       where="cost", fmt=number_label,
+                       help=f"cost.roofline.{name}: {say} Empty: the GPU preset's.")
     return (
         figure("gemm_mfu", "gemm_mfu", "GEMM MFU", "share of the tensor cores' peak large GEMMs reach."),
         figure("gemm_mbu", "gemm_mbu", "GEMM MBU", "share of memory bandwidth small GEMMs reach."),
         figure("ew_mbu", "elementwise_mbu", "Element-wise MBU",
                "share of memory bandwidth norms, rope, SiLU and adds reach."),
-        figure("attn_mfu", "attention_mfu", "Attention MFU", "share of the BF16 peak prefill attention reaches."),
+        figure("attn_mfu", "attention_mfu", "Attention MFU",
+               "share of the BF16 peak prefill attention reaches."),
         figure("attn_mbu", "attention_mbu", "Attention MBU", "share of bandwidth decode attention reaches."),
         Control("cpu_pass_ms", "CPU per pass (ms)", "number", None, scaled_setter("per_pass_s", 1e-3),
                 (0.0, 1000.0, 0.01), is_flag=False, where="cost", fmt=number_label,
                 help="cost.per_pass_s: scheduling, input preparation, sampling and output, once per pass. "
                      "Empty: 0.79 ms (Vidur's A100 CPU profile)."),
-        Control("cpu_req_us", "CPU per running request (µs)", "number", None, scaled_setter("per_request_s", 1e-6),
-                (0.0, 100_000.0, 1.0), is_flag=False, where="cost", fmt=number_label,
-                help="cost.per_request_s: the same work, per request in the pass. Empty: 43 µs (same profile)."),
+        Control("cpu_req_us", "CPU per running request (µs)", "number", None,
+                scaled_setter("per_request_s", 1e-6), (0.0, 100_000.0, 1.0), is_flag=False, where="cost",
+                fmt=number_label,
+                help="cost.per_request_s: the same work, per request in the pass. "
+                     "Empty: 43 µs (same profile)."),
         Control("overlap", "Overlap schedule", "toggle", True,
-                lambda d, v: setter("engine", "disable_overlap_schedule")(d, not v), is_flag=False, where="cost",
-                help="SGLang's --disable-overlap-schedule turns it off: the CPU schedules the next batch while the GPU runs "
-                     "this one, hiding the CPU time. SGLang default: on."),
-        Control("graph_bs", "CUDA graphs up to batch", "number", None, optional_setter("engine", "cuda_graph_max_bs"),
-                (0, 4096, 1), is_flag=False, where="cost", fmt=number_label,
-                help="SGLang's --cuda-graph-max-bs: decode batches up to this replay one captured graph instead of launching "
-                     "every kernel. 0: no graphs. Empty: SGLang's default by GPU memory."),
+                lambda d, v: setter("engine", "disable_overlap_schedule")(d, not v), is_flag=False,
+                where="cost",
+                help="SGLang's --disable-overlap-schedule turns it off: the CPU schedules the next batch "
+                     "while the GPU runs this one, hiding the CPU time. SGLang default: on."),
+        Control("graph_bs", "CUDA graphs up to batch", "number", None,
+                optional_setter("engine", "cuda_graph_max_bs"), (0, 4096, 1), is_flag=False, where="cost",
+                fmt=number_label,
+                help="SGLang's --cuda-graph-max-bs: decode batches up to this replay one captured graph "
+                     "instead of launching every kernel. 0: no graphs. Empty: SGLang's default by GPU "
+                     "memory."),
     )
 
 
-# a cost control's key -> the figure of pass_cost.cost_figures it sets, and the control's unit (in that figure's)
-COST_FIGURES = {"gemm_mfu": ("gemm_mfu", 1.0), "gemm_mbu": ("gemm_mbu", 1.0), "ew_mbu": ("elementwise_mbu", 1.0),
+# a cost control's key -> the figure of pass_cost.cost_figures it sets, and the control's unit (in that
+# figure's)
+COST_FIGURES = {"gemm_mfu": ("gemm_mfu", 1.0), "gemm_mbu": ("gemm_mbu", 1.0),
+                "ew_mbu": ("elementwise_mbu", 1.0),
                 "attn_mfu": ("attention_mfu", 1.0), "attn_mbu": ("attention_mbu", 1.0),
                 "cpu_pass_ms": ("per_pass_s", 1e-3), "cpu_req_us": ("per_request_s", 1e-6),
                 "graph_bs": ("cuda_graph_max_bs", 1)}
@@ -248,7 +263,8 @@ class Story:
 
     def baseline_values(self, values: dict) -> dict:
         """The story as it opened: every main-row setting (SGLang's flags, the story's workload) at its
-        default; the GPU, model and seed as now, so before and after run the same draws on the same hardware."""
+        default; the GPU, model and seed as now, so before and after run the same draws on the same
+        hardware."""
         return {c.key: (c.default if c.where == "main" else values[c.key]) for c in self.controls}
 
     def changes(self, values: dict) -> list[tuple[Control, object, object]]:
@@ -266,7 +282,8 @@ class Story:
                 for key, (name, unit) in COST_FIGURES.items() if key in empty and name in figures}
 
     def scenario(self, values: dict) -> Scenario:
-        """The validated scenario for these control values (raises InputError on an impossible combination)."""
+        """The validated scenario for these control values (raises InputError on an impossible
+        combination)."""
         data = copy.deepcopy(read_toml(self.key))
         for control in self.controls:
             control.apply(data, values.get(control.key, control.default))
@@ -277,12 +294,13 @@ FORTY = Story(
     key="forty_replies",
     title="The forty replies",
     icon=":material/forum:",
-    teaser="Forty replies are streaming when a 100,000-token log is pasted. Chunked prefill is on — do the forty keep getting tokens?",
+    teaser="Forty replies are streaming when a 100,000-token log is pasted. Chunked prefill is on — do the "
+           "forty keep getting tokens?",
     controls=(
         mixed_control(),
         chunk_control(),
-        Control("streams", "Streams", "slider", 40, group_setter("streams", "count"), (1, 128, 1), is_flag=False,
-                help="How many conversations are mid-reply when the log arrives."),
+        Control("streams", "Streams", "slider", 40, group_setter("streams", "count"), (1, 128, 1),
+                is_flag=False, help="How many conversations are mid-reply when the log arrives."),
         Control("log", "Log length (tokens)", "select", 100000, group_setter("log", "prompt_len"),
                 (10000, 25000, 50000, 100000, 120000), is_flag=False, fmt=lambda v: f"{v:,}"),
         Control("logprob", "Logprobs on 1 stream", "toggle", False,
@@ -295,36 +313,40 @@ FORTY = Story(
     headlines=(
         Headline("Longest pause, the {group_count} streams", "streams", "max_itl_s", "max",
                  help="The longest time any of the streaming replies went without a token."),
-        Headline("The log's first token", "log", "ttft_s", "max", help="Time from the paste to the log reply's first token."),
+        Headline("The log's first token", "log", "ttft_s", "max",
+                 help="Time from the paste to the log reply's first token."),
         Headline("Streams' p99 gap between tokens", "streams", "itl_s", "p99"),
         Headline("Streams' p95 gap between tokens", "streams", "itl_s", "p95"),
     ),
     tour=(
         TourStep("The forty are streaming",
-                 "Forty replies are mid-stream: one decode pass every {now:streams.itl_s.p50} gives each of them "
-                 "a token. Every tick on a lane is a token.", {}, ("at", 0.25), "tokens"),
+                 "Forty replies are mid-stream: one decode pass every {now:streams.itl_s.p50} gives each of "
+                 "them a token. Every tick on a lane is a token.", {}, ("at", 0.25), "tokens"),
         TourStep("Now the log arrives",
-                 "At 0.5 s a 100,000-token log is pasted. SGLang splits it into chunks — and prefill wins every "
-                 "iteration while a chunk is pending. Orange bars: chunk after chunk, back to back.",
+                 "At 0.5 s a 100,000-token log is pasted. SGLang splits it into chunks — and prefill wins "
+                 "every iteration while a chunk is pending. Orange bars: chunk after chunk, back to back.",
                  {}, ("first", "prefill chunk"), "passes"),
         TourStep("Look at the gap",
-                 "The forty get no token until the whole log is prefilled: the dark purple band is the pause, "
-                 "{now:streams.max_itl_s.max}. Chunking did not help them — it only caps the memory of each pass.",
+                 "The forty get no token until the whole log is prefilled: the dark purple band is the "
+                 "pause, {now:streams.max_itl_s.max}. Chunking did not help them — it only caps the memory "
+                 "of each pass.",
                  {}, ("last", "prefill chunk"), "headline"),
         TourStep("Flip mixed chunk",
                  "With --enable-mixed-chunk each chunk pass also carries one decode token for every running "
                  "request (green passes). The longest pause shrinks from {before:streams.max_itl_s.max} to "
-                 "{now:streams.max_itl_s.max}, about one chunk pass (the lanes turn light pink); the log's own first "
-                 "token comes a little later ({before:log.ttft_s.max} → {now:log.ttft_s.max}). {trap}",
+                 "{now:streams.max_itl_s.max}, about one chunk pass (the lanes turn light pink); the log's "
+                 "own first token comes a little later ({before:log.ttft_s.max} → {now:log.ttft_s.max}). "
+                 "{trap}",
                  {"mixed": True}, ("first", "mixed"), "tokens"),
         TourStep("Chunk size is now the knob",
                  "With mixing on, smaller chunks mean shorter pauses for the streams and a later first token "
-                 "for the log: at 2,048 tokens the longest pause is {now:streams.max_itl_s.max} and the log's "
-                 "first token comes after {now:log.ttft_s.max}. Open Compare for the whole curve.",
+                 "for the log: at 2,048 tokens the longest pause is {now:streams.max_itl_s.max} and the "
+                 "log's first token comes after {now:log.ttft_s.max}. Open Compare for the whole curve.",
                  {"mixed": True, "chunk": 2048}, ("first", "mixed"), "itl"),
         TourStep("The logprob exception",
-                 "One streaming request asks for logprobs. Mixing is skipped for any pass it is in, so the stall is "
-                 "back ({now:streams.max_itl_s.max}) — with the flag still on.", {"mixed": True, "logprob": True}, ("last", "prefill chunk"), "why"),
+                 "One streaming request asks for logprobs. Mixing is skipped for any pass it is in, so the "
+                 "stall is back ({now:streams.max_itl_s.max}) — with the flag still on.",
+                 {"mixed": True, "logprob": True}, ("last", "prefill chunk"), "why"),
     ),
     stream_group="streams",
     long_group="log",
@@ -334,20 +356,24 @@ OTHER_STALL = Story(
     key="other_stall",
     title="The other stall",
     icon=":material/memory:",
-    teaser="The KV cache fills, the scheduler retracts running replies to the back of the queue, and they re-prefill later. Same symptom, different fix.",
+    teaser="The KV cache fills, the scheduler retracts running replies to the back of the queue, and they "
+           "re-prefill later. Same symptom, different fix.",
     controls=(
         mixed_control(),
         chunk_control(),
-        Control("conservativeness", "Conservativeness", "select", 1.0, setter("engine", "schedule_conservativeness"),
-                (0.3, 0.5, 1.0, 1.5, 2.0, 3.0), help="--schedule-conservativeness: scales how much KV the scheduler reserves for replies still "
-                "being written (new_token_ratio). Higher: fewer admissions, fewer retractions. SGLang default: 1.0."),
+        Control("conservativeness", "Conservativeness", "select", 1.0,
+                setter("engine", "schedule_conservativeness"), (0.3, 0.5, 1.0, 1.5, 2.0, 3.0),
+                help="--schedule-conservativeness: scales how much KV the scheduler reserves for replies "
+                     "still being written (new_token_ratio). Higher: fewer admissions, fewer retractions. "
+                     "SGLang default: 1.0."),
         Control("pool", "KV pool (tokens)", "select", 60000, setter("engine", "max_total_tokens"),
                 (40000, 60000, 80000, 120000, 200000), is_flag=False, fmt=lambda v: f"{v:,}",
                 help="The story's small pool, as on a GPU shared with other work (an assumption; edit it)."),
         Control("rate", "Arrivals per second", "select", 16.0,
-                lambda d, v: group(d, "chats")["arrival"].__setitem__("rate_per_s", v), (4.0, 8.0, 12.0, 16.0, 24.0, 32.0),
+                lambda d, v: group(d, "chats")["arrival"].__setitem__("rate_per_s", v),
+                (4.0, 8.0, 12.0, 16.0, 24.0, 32.0), is_flag=False),
+        Control("chats", "Chat requests", "slider", 64, group_setter("chats", "count"), (8, 160, 8),
                 is_flag=False),
-        Control("chats", "Chat requests", "slider", 64, group_setter("chats", "count"), (8, 160, 8), is_flag=False),
         *common_controls(),
         *cost_controls(),
     ),
@@ -360,30 +386,35 @@ OTHER_STALL = Story(
     ),
     tour=(
         TourStep("Replies arrive faster than they finish",
-                 "Sixteen chat requests a second on a small KV pool. The scheduler admits each one against a guess of "
-                 "how much it will still write (new_token_ratio), and that guess shrinks every decode step.",
+                 "Sixteen chat requests a second on a small KV pool. The scheduler admits each one against a "
+                 "guess of how much it will still write (new_token_ratio), and that guess shrinks every "
+                 "decode step.",
                  {}, ("at", 2.0), "queue"),
         TourStep("The pool fills",
-                 "KV used (blue) climbs to the pool size. No prefill is to blame — the running replies are growing.",
+                 "KV used (blue) climbs to the pool size. No prefill is to blame — the running replies are "
+                 "growing.",
                  {}, ("retraction", 0), "kv"),
         TourStep("Retraction",
-                 "There is no slot for the next token of every running reply, so SGLang retracts the ones with the "
-                 "fewest tokens generated and sends them to the back of the queue. The purple rules mark it.",
+                 "There is no slot for the next token of every running reply, so SGLang retracts the ones "
+                 "with the fewest tokens generated and sends them to the back of the queue. The purple rules "
+                 "mark it.",
                  {}, ("retraction", 0), "why"),
         TourStep("They re-prefill later",
-                 "A retracted reply keeps its text but loses its KV: later it is prefilled again — prompt plus what it "
-                 "had written — and only then streams again. On its lane: dark grey, retracted and waiting in the "
-                 "queue; orange, the re-prefill.",
+                 "A retracted reply keeps its text but loses its KV: later it is prefilled again — prompt "
+                 "plus what it had written — and only then streams again. On its lane: dark grey, retracted "
+                 "and waiting in the queue; orange, the re-prefill.",
                  {}, ("retraction", -1), "tokens"),
         TourStep("Mixed chunk does not fix this one",
-                 "Turn mixed chunk on: the retractions stay ({before:all.num_retracted} → {now:all.num_retracted} "
-                 "requests pushed back). The fix here is memory — a bigger pool, fewer admissions (schedule "
-                 "conservativeness), or shorter replies.", {"mixed": True}, ("retraction", 0), "headline"),
+                 "Turn mixed chunk on: the retractions stay ({before:all.num_retracted} → "
+                 "{now:all.num_retracted} requests pushed back). The fix here is memory — a bigger pool, "
+                 "fewer admissions (schedule conservativeness), or shorter replies.",
+                 {"mixed": True}, ("retraction", 0), "headline"),
         TourStep("More KV is the fix",
-                 "Double the pool to 120,000 tokens: requests pushed back drop from {before:all.num_retracted} to "
-                 "{now:all.num_retracted} and the longest pause from {before:chats.max_itl_s.max} to "
-                 "{now:chats.max_itl_s.max}. (Raising schedule conservativeness to 3 alone still pushes 7 back here "
-                 "— the reservation guess decays — though it halves the longest pause.)", {"pool": 120000},
+                 "Double the pool to 120,000 tokens: requests pushed back drop from "
+                 "{before:all.num_retracted} to {now:all.num_retracted} and the longest pause from "
+                 "{before:chats.max_itl_s.max} to {now:chats.max_itl_s.max}. (Raising schedule "
+                 "conservativeness to 3 alone still pushes 7 back here — the reservation guess decays — "
+                 "though it halves the longest pause.)", {"pool": 120000},
                  ("retraction", 0), "kv"),
     ),
     stream_group="chats",
@@ -394,11 +425,11 @@ OTHER_STALL = Story(
 RUSH_CONTROLS = (
     mixed_control(),
     chunk_control(),
-    Control("contracts", "Contracts at ten", "slider", 6, group_setter("contracts", "count"), (1, 12, 1), is_flag=False,
-            help="How many 120,000-token contracts arrive at once at t = 10 s."),
+    Control("contracts", "Contracts at ten", "slider", 6, group_setter("contracts", "count"), (1, 12, 1),
+            is_flag=False, help="How many 120,000-token contracts arrive at once at t = 10 s."),
     Control("qps", "Questions per second", "select", 4.0,
-            lambda d, v: group(d, "questions")["arrival"].__setitem__("rate_per_s", v), (1.0, 2.0, 4.0, 6.0, 8.0),
-            is_flag=False),
+            lambda d, v: group(d, "questions")["arrival"].__setitem__("rate_per_s", v),
+            (1.0, 2.0, 4.0, 6.0, 8.0), is_flag=False),
     *common_controls(),
     *cost_controls(),
 )
@@ -407,7 +438,8 @@ RUSH = Story(
     key="ten_oclock_rush",
     title="Ten o'clock rush",
     icon=":material/schedule:",
-    teaser="Short questions all morning; at ten, six 120,000-token contracts arrive. Who waits — and does splitting prefill from decode help?",
+    teaser="Short questions all morning; at ten, six 120,000-token contracts arrive. Who waits — and does "
+           "splitting prefill from decode help?",
     controls=RUSH_CONTROLS,
     headlines=(
         Headline("Questions' p95 first token", "questions", "ttft_s", "p95"),
@@ -416,27 +448,30 @@ RUSH = Story(
         Headline("Questions' p99 gap between tokens", "questions", "itl_s", "p99"),
     ),
     tour=(
-        TourStep("A quiet morning", "Short questions arrive about four a second and clear quickly: short prefills, "
-                 "steady decode.", {}, ("at", 8.0), "passes"),
-        TourStep("Ten o'clock", "Six 120,000-token contracts arrive at once. Their prefill is chunked — and prefill "
-                 "wins every iteration while a chunk is pending.", {}, ("first_after", 10.0), "passes"),
+        TourStep("A quiet morning", "Short questions arrive about four a second and clear quickly: short "
+                 "prefills, steady decode.", {}, ("at", 8.0), "passes"),
+        TourStep("Ten o'clock", "Six 120,000-token contracts arrive at once. Their prefill is chunked — and "
+                 "prefill wins every iteration while a chunk is pending.",
+                 {}, ("first_after", 10.0), "passes"),
         TourStep("The questions wait", "New questions queue behind the contracts (light grey), and replies "
-                 "already streaming pause (purple) — up to {now:questions.max_itl_s.max}. The short questions are "
-                 "not short in the queue.", {}, ("at", 30.0), "tokens"),
+                 "already streaming pause (purple) — up to {now:questions.max_itl_s.max}. The short "
+                 "questions are not short in the queue.", {}, ("at", 30.0), "tokens"),
         TourStep("Mixed chunk", "Mixing keeps the running replies moving (a question's longest pause "
-                 "{before:questions.max_itl_s.max} → {now:questions.max_itl_s.max}), but new questions still queue "
-                 "behind the contracts' prefill (their p95 first token {before:questions.ttft_s.p95} → "
+                 "{before:questions.max_itl_s.max} → {now:questions.max_itl_s.max}), but new questions still "
+                 "queue behind the contracts' prefill (their p95 first token {before:questions.ttft_s.p95} → "
                  "{now:questions.ttft_s.p95}).", {"mixed": True}, ("at", 30.0), "headline"),
-        TourStep("Split prefill from decode", "With a prefill worker and a decode worker, no reply pauses for a chunk "
-                 "any more: the questions' longest gap drops from tens of seconds to one decode pass (the table). "
-                 "The questions still wait — under early allocation for decode KV held for the contracts (purple "
-                 "lanes), under prefill_complete at prefill.", {}, ("first_after", 10.0), "pd"),
-        TourStep("early vs prefill_complete", "The upstream test's shape: two prefill workers, one decode worker "
-                 "whose KV is capped at 163,840 tokens per rank, 64 prompts of 131,072 tokens among 4,096-token "
-                 "ones. Reserving decode KV only once a prompt is prefilled lets more requests through: output "
-                 "throughput up and p95 first token down, but the p99 gap between tokens up — the trade the "
-                 "maintainers measured (+27 %, −49 %, +93 %). On the ten o'clock workload the two barely differ: its "
-                 "one prefill worker is the bottleneck, so a question waits as long either way, only elsewhere.",
+        TourStep("Split prefill from decode", "With a prefill worker and a decode worker, no reply pauses "
+                 "for a chunk any more: the questions' longest gap drops from tens of seconds to one decode "
+                 "pass (the table). The questions still wait — under early allocation for decode KV held for "
+                 "the contracts (purple lanes), under prefill_complete at prefill.",
+                 {}, ("first_after", 10.0), "pd"),
+        TourStep("early vs prefill_complete", "The upstream test's shape: two prefill workers, one decode "
+                 "worker whose KV is capped at 163,840 tokens per rank, 64 prompts of 131,072 tokens among "
+                 "4,096-token ones. Reserving decode KV only once a prompt is prefilled lets more requests "
+                 "through: output throughput up and p95 first token down, but the p99 gap between tokens up "
+                 "— the trade the maintainers measured (+27 %, −49 %, +93 %). On the ten o'clock workload "
+                 "the two barely differ: its one prefill worker is the bottleneck, so a question waits as "
+                 "long either way, only elsewhere.",
                  {}, ("first_after", 10.0), "pd", {"preset": "upstream"}),
     ),
     stream_group="questions",
@@ -448,18 +483,19 @@ REAL = Story(
     key="real_traffic",
     title="Real traffic",
     icon=":material/public:",
-    teaser="Production request lengths from Mooncake's public trace: long prompts and short ones on one engine. "
-           "Which stall does real traffic hit, and what does mixed chunk cost it?",
+    teaser="Production request lengths from Mooncake's public trace: long prompts and short ones on one "
+           "engine. Which stall does real traffic hit, and what does mixed chunk cost it?",
     controls=(
         mixed_control(),
         chunk_control(),
         interval_control(),
         Control("speedup", "Arrival speed", "select", 0.1, setter("workload", "trace", "speedup"),
                 (0.05, 0.1, 0.2, 0.5, 1.0), is_flag=False, fmt=lambda v: f"{v:g}× the trace",
-                help="The trace's arrivals sped up or slowed down (gaps divided by this). At 1× one GPU falls "
-                     "behind and every request queues."),
+                help="The trace's arrivals sped up or slowed down (gaps divided by this). At 1× one GPU "
+                     "falls behind and every request queues."),
         Control("requests", "Requests", "select", 120, setter("workload", "trace", "max_requests"),
-                (60, 120, 200, 300), is_flag=False, help="The first N requests of the bundled 300-request head."),
+                (60, 120, 200, 300), is_flag=False,
+                help="The first N requests of the bundled 300-request head."),
         *common_controls(),
         *cost_controls(),
     ),
@@ -471,21 +507,22 @@ REAL = Story(
         Headline("p99 gap between tokens", "requests", "itl_s", "p99"),
     ),
     tour=(
-        TourStep("Real prompts", "120 requests from Mooncake's public conversation trace, arrivals slowed to a tenth: "
-                 "more than half of the prompts are 8,192 tokens or longer, some above 32k. Replies stream between "
-                 "them.",
+        TourStep("Real prompts", "120 requests from Mooncake's public conversation trace, arrivals slowed to "
+                 "a tenth: more than half of the prompts are 8,192 tokens or longer, some above 32k. Replies "
+                 "stream between them.",
                  {}, ("at", 60.0), "passes"),
-        TourStep("A burst of long prompts", "At about 330 s several long prompts arrive together. Prefill wins: all of "
-                 "their chunks run back to back, and the replies already streaming get no token until the last one "
-                 "is done (dark purple) — {now:requests.max_itl_s.max} on the defaults.", {}, ("first_after", 331.0),
-                 "tokens"),
+        TourStep("A burst of long prompts", "At about 330 s several long prompts arrive together. Prefill "
+                 "wins: all of their chunks run back to back, and the replies already streaming get no token "
+                 "until the last one is done (dark purple) — {now:requests.max_itl_s.max} on the defaults.",
+                 {}, ("first_after", 331.0), "tokens"),
         TourStep("Flip mixed chunk", "The longest pause drops from {before:requests.max_itl_s.max} to "
                  "{now:requests.max_itl_s.max}, about one chunk pass; the p95 first token barely moves "
                  "({before:requests.ttft_s.p95} → {now:requests.ttft_s.p95}).", {"mixed": True},
                  ("first_after", 331.0), "headline"),
-        TourStep("The price", "The p99 gap grows ({before:requests.itl_s.p99} → {now:requests.itl_s.p99}): the stall "
-                 "is now spread as one chunk-sized gap per chunk, so more gaps are medium-sized. {trap} Chunk size "
-                 "sets that size — try 2,048.", {"mixed": True}, ("first_after", 331.0), "itl"),
+        TourStep("The price", "The p99 gap grows ({before:requests.itl_s.p99} → {now:requests.itl_s.p99}): "
+                 "the stall is now spread as one chunk-sized gap per chunk, so more gaps are medium-sized. "
+                 "{trap} Chunk size sets that size — try 2,048.",
+                 {"mixed": True}, ("first_after", 331.0), "itl"),
     ),
     stream_group="requests",
     long_group="requests",

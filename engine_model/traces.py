@@ -23,7 +23,8 @@ from engine_model.metrics import bucket_labels
 
 MAX_BYTES = 200_000_000
 MAX_ROWS = 3_000_000  # about 170 MB a million once loaded: the whole load stays under 1 GB
-MAX_LINE = 1_000_000  # characters; a trace row is about a hundred, a Mooncake row with hash ids a few thousand
+# characters; a trace row is about a hundred, a Mooncake row with hash ids a few thousand
+MAX_LINE = 1_000_000
 MAX_TOKENS = 10_000_000
 MAX_SECONDS = MAX_TRACE_SECONDS  # about 300 years
 MAX_EXAMPLES = 5
@@ -219,7 +220,8 @@ def csv_rows(header: list[str], lines):
             yield line_no, skip, complete
             continue
         if len(cells) < len(header):
-            yield line_no, Skip("wrong_columns", f"has {len(cells)} columns, the header has {len(header)}"), complete
+            yield (line_no, Skip("wrong_columns", f"has {len(cells)} columns, the header has {len(header)}"),
+                   complete)
             continue
         yield line_no, dict(zip(header, cells, strict=False)), complete
 
@@ -236,7 +238,8 @@ def json_rows(lines):
         except (ValueError, RecursionError):
             yield line_no, Skip("bad_json", "is not valid JSON"), complete
             continue
-        yield line_no, row if isinstance(row, dict) else Skip("bad_json", "is JSON but not an object"), complete
+        yield (line_no, row if isinstance(row, dict) else Skip("bad_json", "is JSON but not an object"),
+               complete)
 
 
 # ---- the whole load ------------------------------------------------------------------------------
@@ -319,7 +322,8 @@ def header_of(lines) -> tuple[int, str] | None:
     """The first line that is not blank, without a byte-order mark; None when there is none."""
     for line_no, line, _ in lines:
         if line is None:
-            raise InputError(f"line {line_no}", f"is longer than {MAX_LINE:,} characters; expected {expected_text()}")
+            raise InputError(f"line {line_no}",
+                             f"is longer than {MAX_LINE:,} characters; expected {expected_text()}")
         line = line.removeprefix("\ufeff")
         if line.strip():
             return line_no, line
@@ -343,11 +347,13 @@ def read_rows(source, fmt: str, tally: Tally, cutter: Cutter) -> tuple[Rows, int
             continue
         except Skip as skip:
             kind = skip.kind if complete else "truncated_last_line"
-            tally.skip(line_no, kind, f"line {line_no}: {skip}{'' if complete else ' (the last line looks cut off)'}")
+            tally.skip(line_no, kind,
+                       f"line {line_no}: {skip}{'' if complete else ' (the last line looks cut off)'}")
             continue
         rows.add(values)
         if cutter.is_done(values[0]):
-            return rows, num_rows, f"reading stopped after line {line_no}: {cutter.why} and the rows so far are in time order"
+            return rows, num_rows, (f"reading stopped after line {line_no}: {cutter.why} and the rows so far "
+                                    "are in time order")
     return rows, num_rows, None
 
 
@@ -367,7 +373,8 @@ def check_options(window, speedup: float, sample: float, max_requests: int | Non
 def shape(
     rows: Rows, window, speedup: float, sample: float, max_requests: int | None, seed: int
 ) -> list[TraceRequest]:
-    """Sort, rebase on the first request, cut the window, sample, speed up, then keep the first max_requests."""
+    """Sort, rebase on the first request, cut the window, sample, speed up, then keep the first
+    max_requests."""
     if not len(rows):
         return []
     order = np.argsort(np.frombuffer(rows.times, dtype=np.float64), kind="stable")
@@ -390,7 +397,8 @@ def shape(
         at = (at - at[0]) / speedup
     num = len(at) if max_requests is None else min(len(at), max_requests)
     return [
-        TraceRequest(round(float(at[i]), 6), rows.prompts[order[i]], rows.outputs[order[i]]) for i in range(num)
+        TraceRequest(round(float(at[i]), 6), rows.prompts[order[i]], rows.outputs[order[i]])
+        for i in range(num)
     ]
 
 
@@ -424,7 +432,8 @@ def load_trace(
         else:
             rows = csv_rows(csv_header(*first, fmt), source)
         rows, num_rows, stopped = read_rows(rows, fmt, tally, cutter)
-        warnings = [] if lines.bad_line is None else [f"line {lines.bad_line}: bytes that are not UTF-8 were replaced"]
+        warnings = ([] if lines.bad_line is None
+                    else [f"line {lines.bad_line}: bytes that are not UTF-8 were replaced"])
     requests = shape(rows, window, speedup, sample, max_requests, seed)
     if not requests:
         raise InputError("trace", nothing_usable(num_rows, len(rows), tally))
@@ -515,7 +524,9 @@ def bucket_mix(trace: Trace, edges: list[int]) -> dict[str, dict]:
         if inside.any():
             out[label] = {
                 "num_requests": int(inside.sum()),
-                "prompt_len": {p: round(float(np.percentile(prompts[inside], p)), 1) for p in BUCKET_PERCENTILES},
-                "output_len": {p: round(float(np.percentile(outputs[inside], p)), 1) for p in BUCKET_PERCENTILES},
+                "prompt_len": {p: round(float(np.percentile(prompts[inside], p)), 1)
+                               for p in BUCKET_PERCENTILES},
+                "output_len": {p: round(float(np.percentile(outputs[inside], p)), 1)
+                               for p in BUCKET_PERCENTILES},
             }
     return out

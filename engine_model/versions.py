@@ -20,15 +20,20 @@ class Change:
 
 CHANGES = (
     Change("clears_full_when_idle", "0.5.22",
-           "get_new_batch_prefill resets batch_is_full when the running batch is empty (0.5.20 could keep it set)"),
+           "get_new_batch_prefill resets batch_is_full when the running batch is empty "
+           "(0.5.20 could keep it set)"),
     Change("stops_on_spent_budget", "0.5.22",
-           "the admission loop stops at its top once budget_state() is OTHER (the chunk or mixed rows spent it)"),
+           "the admission loop stops at its top once budget_state() is OTHER "
+           "(the chunk or mixed rows spent it)"),
     Change("latches_full_only_when_busy", "0.5.22",
-           "a NO_TOKEN stop latches batch_is_full only if something was admitted or is running (0.5.20: always)"),
+           "a NO_TOKEN stop latches batch_is_full only if something was admitted or is running "
+           "(0.5.20: always)"),
     Change("mixed_checks_decode_mem", "0.5.22",
-           "mixed chunk first checks there is KV for the decode rows (check_decode_mem); 0.5.20 mixes unchecked"),
+           "mixed chunk first checks there is KV for the decode rows (check_decode_mem); "
+           "0.5.20 mixes unchecked"),
     Change("ignore_eos_reserves_all", "0.5.22",
-           "an ignore_eos request reserves its whole remaining budget (new_token_ratio 1.0) in the admission offset"),
+           "an ignore_eos request reserves its whole remaining budget (new_token_ratio 1.0) in the "
+           "admission offset"),
     Change("sees_inflight_finishes", "0.5.22",
            "overlap schedule: a request whose in-flight result finishes it by length leaves the next batch "
            "(_reqs_finishing_inflight), and decode waits for them instead of retracting when KV is short"),

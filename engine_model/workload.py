@@ -64,19 +64,22 @@ def draw_dist(dist: LengthDist, rng: random.Random, where: str) -> int:
         value = round(dist.median * math.exp(dist.sigma * rng.gauss(0.0, 1.0)))
         if dist.low <= value <= dist.high:
             return value
-    raise InputError(where, f"lognormal(median={dist.median}, sigma={dist.sigma}) rarely falls in [{dist.low}, {dist.high}]")
+    raise InputError(where, f"lognormal(median={dist.median}, sigma={dist.sigma}) rarely falls in "
+                            f"[{dist.low}, {dist.high}]")
 
 
 def group_requests(group: GroupConfig, index: int, rng: random.Random) -> list[Request]:
     where = f"workload.groups[{index}]"
     if group.num_return_logprob > group.count:
-        raise InputError(f"{where}.num_return_logprob", f"{group.num_return_logprob} is more than count {group.count}")
+        raise InputError(f"{where}.num_return_logprob",
+                         f"{group.num_return_logprob} is more than count {group.count}")
     width = max(2, len(str(group.count - 1)))
     reqs = []
     for i in range(group.count):
         output_len = draw(group.output_len, rng, f"{where}.output_len")
         if group.already_generated >= output_len:
-            raise InputError(f"{where}.already_generated", f"must be below output_len ({output_len}) so tokens remain")
+            raise InputError(f"{where}.already_generated",
+                             f"must be below output_len ({output_len}) so tokens remain")
         max_new = group.max_new_tokens or output_len
         if max_new < output_len:
             raise InputError(f"{where}.max_new_tokens", f"{max_new} is below output_len {output_len}")
@@ -105,11 +108,14 @@ def set_arrivals(group: GroupConfig, reqs: list[Request], rng: random.Random) ->
         req.arrival_at = arrival.start_at + i * arrival.interval_s
 
 
-def build(cfg: WorkloadConfig, rng: random.Random, *, max_requests: int, trace_requests: list[Request] = ()) -> Workload:
-    pools = {c.name: ClientPool(c.name, c.concurrency, c.think_s, c.start_at, c.start_after) for c in cfg.clients}
+def build(cfg: WorkloadConfig, rng: random.Random, *, max_requests: int,
+          trace_requests: list[Request] = ()) -> Workload:
+    pools = {c.name: ClientPool(c.name, c.concurrency, c.think_s, c.start_at, c.start_after)
+             for c in cfg.clients}
     for name, pool in pools.items():
         if pool.start_after is not None and pool.start_after not in pools:
-            raise InputError(f"workload.clients.{name}.start_after", f"no client pool named {pool.start_after!r}")
+            raise InputError(f"workload.clients.{name}.start_after",
+                             f"no client pool named {pool.start_after!r}")
     open_loop: list[Request] = list(trace_requests)
     members: dict[str, list[Request]] = {name: [] for name in pools}
     for i, group in enumerate(cfg.groups):
@@ -117,16 +123,19 @@ def build(cfg: WorkloadConfig, rng: random.Random, *, max_requests: int, trace_r
         if isinstance(group.arrival, ClosedArrival):
             if group.arrival.client not in pools:
                 raise InputError(f"workload.groups[{i}].arrival.client",
-                                 f"no client pool named {group.arrival.client!r}; defined: {sorted(pools) or 'none'}")
+                                 f"no client pool named {group.arrival.client!r}; "
+                                 f"defined: {sorted(pools) or 'none'}")
             members[group.arrival.client].extend(reqs)
         else:
             open_loop.extend(reqs)
     for i, r in enumerate(cfg.requests):
         max_new = r.max_new_tokens or r.output_len
         if max_new < r.output_len or r.already_generated >= r.output_len:
-            raise InputError(f"workload.requests[{i}]", "needs max_new_tokens >= output_len > already_generated")
+            raise InputError(f"workload.requests[{i}]",
+                             "needs max_new_tokens >= output_len > already_generated")
         open_loop.append(Request(rid=r.rid, group=r.group, arrival_at=r.arrival_at, prompt_len=r.prompt_len,
-                                 output_len=r.output_len, max_new_tokens=max_new, return_logprob=r.return_logprob,
+                                 output_len=r.output_len, max_new_tokens=max_new,
+                                 return_logprob=r.return_logprob,
                                  ignore_eos=r.ignore_eos, num_generated_before=r.already_generated,
                                  prefix_group=r.prefix_group))
     for name, reqs in members.items():
@@ -165,8 +174,10 @@ def trace_requests(cfg: WorkloadConfig, seed: int) -> list[Request]:
         raise InputError(f"workload.trace ({err.where})", err.problem) from None
     span = trace.requests[-1].arrival_at
     if span > MAX_SIM_SECONDS:
-        raise InputError("workload.trace", f"its arrivals span {span:.3g} s after speedup {t.speedup:g}; they must "
-                         f"lie within {MAX_SIM_SECONDS:.0e} s: set window_end_s, max_requests or a larger speedup")
+        raise InputError("workload.trace", f"its arrivals span {span:.3g} s after speedup {t.speedup:g}; "
+                         f"they must lie within {MAX_SIM_SECONDS:.0e} s: set window_end_s, max_requests or a "
+                         "larger speedup")
     width = len(str(len(trace.requests)))
-    return [Request(rid=f"{t.group}-{i:0{width}d}", group=t.group, arrival_at=r.arrival_at, prompt_len=r.prompt_len,
-                    output_len=r.output_len, max_new_tokens=r.output_len) for i, r in enumerate(trace.requests)]
+    return [Request(rid=f"{t.group}-{i:0{width}d}", group=t.group, arrival_at=r.arrival_at,
+                    prompt_len=r.prompt_len, output_len=r.output_len, max_new_tokens=r.output_len)
+            for i, r in enumerate(trace.requests)]

@@ -98,21 +98,23 @@ def chunk_finding(runs: list[list[PrefillRecord]], chunk_size: int | None, found
     mixed = found.get("enable_mixed_chunk")
     if num_waiting == 0:
         explanation = (
-            f"{num_passes} prefill passes of up to {size} tokens ran back to back ({where}), but no request was mid-reply at "
-            "the time, so nobody stalled here. Had replies been streaming, they would have waited for all of them."
+            f"{num_passes} prefill passes of up to {size} tokens ran back to back ({where}), but no request "
+            "was mid-reply at the time, so nobody stalled here. Had replies been streaming, they would have "
+            "waited for all of them."
         )
     elif mixed is True:
         explanation = (
-            f"{num_passes} prefill passes of up to {size} tokens ran back to back ({where}) while up to {num_waiting} requests "
-            "were mid-reply. Mixed chunk is on, so each pass also carried one decode step for every running "
-            "request: the longest gap is about one chunk pass, not all of them. Chunk size is the knob now."
+            f"{num_passes} prefill passes of up to {size} tokens ran back to back ({where}) while up to "
+            f"{num_waiting} requests were mid-reply. Mixed chunk is on, so each pass also carried one decode "
+            "step for every running request: the longest gap is about one chunk pass, not all of them. "
+            "Chunk size is the knob now."
         )
     else:
         state = "off" if mixed is False else "not in the log (default: off)"
         explanation = (
-            f"{num_passes} prefill passes of up to {size} tokens ran back to back ({where}) while up to {num_waiting} requests "
-            f"were mid-reply. Mixed chunk is {state}, so prefill wins every iteration and those replies get no "
-            "token until the last pass is done."
+            f"{num_passes} prefill passes of up to {size} tokens ran back to back ({where}) while up to "
+            f"{num_waiting} requests were mid-reply. Mixed chunk is {state}, so prefill wins every iteration "
+            "and those replies get no token until the last pass is done."
         )
     return Finding(
         kind="chunked_prefill_stall",
@@ -166,9 +168,10 @@ def retraction_finding(records: list[Record], found: dict, args: dict) -> Findin
         title="The KV cache filled and running requests were retracted",
         explanation=(
             f"{len(retractions)} retraction(s) sent {num_reqs} running requests back to the queue.{peak_text}"
-            f"{pool_text} SGLang retracts the requests with the fewest generated tokens first; they wait behind "
-            "the queue and re-prefill prompt plus output later. Admission then turns cautious (new_token_ratio "
-            f"{retractions[-1].new_token_ratio_after:.2f} after the last one). A different fix from chunked prefill."
+            f"{pool_text} SGLang retracts the requests with the fewest generated tokens first; they wait "
+            "behind the queue and re-prefill prompt plus output later. Admission then turns cautious "
+            f"(new_token_ratio {retractions[-1].new_token_ratio_after:.2f} after the last one). A different "
+            "fix from chunked prefill."
         ),
         evidence=quote(retractions) + ([(peak.line_no, peak.text)] if peak else []),
         fixes=fixes,

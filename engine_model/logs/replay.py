@@ -36,20 +36,23 @@ def scenario_from_log(parsed: ParsedLog, base: Scenario, *, output_len: int | No
     reply_note = f"each reply assumed {output_len} tokens"
     if output_len is None:
         output_len = estimated_output_len(parsed, len(observed))
-        reply_note = (f"each reply {output_len} tokens: the Decode lines' decode steps x running requests over the "
-                      "requests seen (an estimate)") if output_len else f"each reply assumed {ASSUMED_OUTPUT_LEN} tokens"
+        reply_note = ((f"each reply {output_len} tokens: the Decode lines' decode steps x running requests "
+                       "over the requests seen (an estimate)") if output_len
+                      else f"each reply assumed {ASSUMED_OUTPUT_LEN} tokens")
         output_len = output_len or ASSUMED_OUTPUT_LEN
     engine = {k: v for k, v in hints.items() if k in ENGINE_KEYS}
-    notes = [f"engine settings from the log: {', '.join(f'{k}={v}' for k, v in engine.items()) or 'none found'}"]
+    notes = ["engine settings from the log: "
+             f"{', '.join(f'{k}={v}' for k, v in engine.items()) or 'none found'}"]
     policy = engine.get("schedule_policy")
     if policy is not None and policy not in MODELLED_POLICIES:
         del engine["schedule_policy"]
-        notes.append(f"schedule_policy {policy!r} runs as fcfs: the model has no radix cache, and SGLang falls back "
-                     "to fcfs without one too")
-    requests = [{"rid": f"log-{i:04d}", "group": "observed", "arrival_at": at, "prompt_len": max(1, round(prompt)),
-                 "output_len": output_len} for i, (at, prompt) in enumerate(observed)]
-    notes.append(f"{len(requests)} requests estimated from Prefill lines (arrival = the line's time, to the second); "
-                 f"{reply_note}")
+        notes.append(f"schedule_policy {policy!r} runs as fcfs: the model has no radix cache, and SGLang "
+                     "falls back to fcfs without one too")
+    requests = [{"rid": f"log-{i:04d}", "group": "observed", "arrival_at": at,
+                 "prompt_len": max(1, round(prompt)), "output_len": output_len}
+                for i, (at, prompt) in enumerate(observed)]
+    notes.append(f"{len(requests)} requests estimated from Prefill lines (arrival = the line's time, to the "
+                 f"second); {reply_note}")
     if not requests:
         notes.append("no Prefill lines with new requests: nothing to simulate")
     data = base.model_dump()

@@ -1,4 +1,5 @@
-"""SGLang's startup lines: `server_args=ServerArgs(...)` / `server_args={...}` and the scheduler's limits line.
+"""SGLang's startup lines: `server_args=ServerArgs(...)` / `server_args={...}` and the scheduler's limits
+line.
 
 Parsed with `ast.literal_eval` on pieces, never `eval`.
 """

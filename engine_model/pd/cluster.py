@@ -79,8 +79,10 @@ class Cluster:
         self.router = Router(pd.router, rng)
         link = with_overrides(hardware.link(pd.transfer_backend), pd.link_overrides, "pd.link_overrides")
         self.network = Network(link)
-        model = with_overrides(hardware.model(scenario.model.name), scenario.model.overrides, "model.overrides")
-        self.kv_bytes_per_token = hardware.kv_bytes_per_token(model, scenario.model.kv_dtype, self.roles["prefill"].attn_tp_size)
+        model = with_overrides(hardware.model(scenario.model.name), scenario.model.overrides,
+                               "model.overrides")
+        self.kv_bytes_per_token = hardware.kv_bytes_per_token(model, scenario.model.kv_dtype,
+                                                              self.roles["prefill"].attn_tp_size)
         self.now = 0.0
         self.events: list[Event] = []
         self.num_events = 0
@@ -88,7 +90,8 @@ class Cluster:
         self.loads: dict[str, int] = {w.name: 0 for w in self.prefill + self.decode}
         self.finished: list[Request] = []  # in finishing order
         self.rejected: list[Request] = []
-        self.done: list[Request] = []  # finished or rejected, in that order of events (the run's clients read it)
+        # finished or rejected, in that order of events (the run's clients read it)
+        self.done: list[Request] = []
         self.transfers: list[Transfer] = []
 
     @staticmethod
@@ -99,7 +102,8 @@ class Cluster:
             if role.name == "prefill":
                 ranks = [PrefillRank(f"{name}.dp{r}", role.rank, role.cost, rng) for r in range(role.dp_size)]
             else:
-                ranks = [DecodeRank(f"{name}.dp{r}", role.rank, role.cost, rng, num_reserved) for r in range(role.dp_size)]
+                ranks = [DecodeRank(f"{name}.dp{r}", role.rank, role.cost, rng, num_reserved)
+                         for r in range(role.dp_size)]
             workers.append(Worker(name, ranks, role.cost))
         return workers
 
@@ -109,7 +113,8 @@ class Cluster:
 
     # -- arrivals -----------------------------------------------------------------------------------
     def arrive(self, req: Request) -> None:
-        """The router sends the request to one prefill and one decode worker (both at once, as sgl-router does)."""
+        """The router sends the request to one prefill and one decode worker (both at once, as sgl-router
+        does)."""
         reason = self._cannot_serve(req)
         if reason:
             req.reject(reason, self.now)
@@ -139,10 +144,12 @@ class Cluster:
         if req.is_mid_reply:
             return "a request that starts mid-reply is not modelled in PD mode"
         if req.prompt_len + 1 + p_cfg.page_size >= p_cfg.max_total_tokens:
-            return f"prompt of {req.prompt_len} tokens does not fit a prefill rank's KV pool ({p_cfg.max_total_tokens})"
+            return (f"prompt of {req.prompt_len} tokens does not fit a prefill rank's KV pool "
+                    f"({p_cfg.max_total_tokens})")
         probe = self.decode[0].ranks[0]
         if not probe.fits_empty_pool(req):
-            return (f"needs {probe.admission_tokens(req)} decode KV slots (prompt + max(512 headroom, min(max_new, 4096)))"
+            return (f"needs {probe.admission_tokens(req)} decode KV slots "
+                    "(prompt + max(512 headroom, min(max_new, 4096)))"
                     f" but a decode rank holds {d_cfg.max_total_tokens}: it could never be preallocated")
         return ""
 
@@ -295,7 +302,8 @@ class Cluster:
             for queue in (d_rank.prealloc, d_rank.transfer):
                 if req in queue:
                     queue.remove(req)
-                    d_rank.kv_used -= ceil_page(req.kv_len, d_rank.cfg.page_size) if queue is d_rank.transfer else 0
+                    d_rank.kv_used -= (ceil_page(req.kv_len, d_rank.cfg.page_size)
+                                       if queue is d_rank.transfer else 0)
         self.loads[h.decode[0].name] -= 1
         self.rejected.append(req)
         self.done.append(req)

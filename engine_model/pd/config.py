@@ -33,7 +33,8 @@ class RoleConfig(_Frozen):
 
 
 class PDConfig(_Frozen):
-    decode_allocation_policy: AllocationPolicy = "early"  # --disaggregation-decode-allocation-policy, both roles
+    # --disaggregation-decode-allocation-policy, both roles
+    decode_allocation_policy: AllocationPolicy = "early"
     prefill: RoleConfig = RoleConfig()
     decode: RoleConfig = RoleConfig()
     transfer_backend: Literal["mooncake", "mooncake_tcp", "nixl"] = "mooncake"  # a hardware.LINKS preset

@@ -37,7 +37,8 @@ class DecodeRank(Scheduler):
         running request, if larger) less what the retracted requests need to come back."""
         num_active = len(self.running) + len(self.transfer) + len(self.joining)
         retractable = sum(r.prompt_len + r.num_generated for r in self.running)
-        worst = max((min(r.max_new_tokens, CLIP_MAX_NEW_TOKENS) + r.prompt_len for r in self.running), default=0)
+        worst = max((min(r.max_new_tokens, CLIP_MAX_NEW_TOKENS) + r.prompt_len for r in self.running),
+                    default=0)
         headroom = max(self.num_reserved * num_active, worst - retractable)
         owed = sum(self.restore_tokens(r) for r in self.retracted_queue) if count_retracted else 0
         return self.kv_free - headroom - owed
@@ -54,16 +55,19 @@ class DecodeRank(Scheduler):
     def fits_empty_pool(self, req: Request) -> bool:
         """Could this request ever be preallocated, with the whole pool free? (our guard, not SGLang's)"""
         whole = req.prompt_len + min(req.max_new_tokens, CLIP_MAX_NEW_TOKENS)
-        return max(ceil_page(req.prompt_len, self.cfg.page_size) + self.num_reserved, whole) <= self.cfg.max_total_tokens
+        return (max(ceil_page(req.prompt_len, self.cfg.page_size) + self.num_reserved, whole)
+                <= self.cfg.max_total_tokens)
 
     @property
     def kv_reserved(self) -> int:
         """Slots reserved for requests still in prefill or transfer."""
-        return sum(ceil_page(r.kv_len, self.cfg.page_size) for r in self.transfer + self.joining if not r.token_times)
+        return sum(ceil_page(r.kv_len, self.cfg.page_size) for r in self.transfer + self.joining
+                   if not r.token_times)
 
     @property
     def num_holding(self) -> int:
-        return len(self.prealloc) + len(self.transfer) + len(self.joining) + len(self.retracted_queue) + len(self.running)
+        return (len(self.prealloc) + len(self.transfer) + len(self.joining) + len(self.retracted_queue)
+                + len(self.running))
 
     # -- one loop turn ------------------------------------------------------------------------------
     def poll(self) -> None:
@@ -125,12 +129,14 @@ class DecodeRank(Scheduler):
             self.retracted_queue.append(req)
             self.outbox.append(Message(RETRACTED, req, self.now))
         self.waiting = []
-        plan.mirrors = plan.mirrors.replace("Scheduler.get_next_batch_to_run", MIRRORS).replace("Scheduler.on_idle", MIRRORS)
+        plan.mirrors = (plan.mirrors.replace("Scheduler.get_next_batch_to_run", MIRRORS)
+                        .replace("Scheduler.on_idle", MIRRORS))
         notes = [f"{len(joiners)} request(s) joined after their transfer"] if joiners else []
         notes += [self.stop_reason] if self.stop_reason else []
         if plan.kind is PassKind.IDLE and plan.retraction is None:
             plan.reason = "idle: nothing is decoding"
-        plan.reason = "; ".join([plan.reason, *notes]).replace("; no prefill because this is a decode worker", "")
+        plan.reason = ("; ".join([plan.reason, *notes])
+                       .replace("; no prefill because this is a decode worker", ""))
         return plan
 
     def _join(self, req: Request) -> None:

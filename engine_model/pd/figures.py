@@ -72,7 +72,8 @@ def worker_figures(result, name: str) -> PrefillWorkerFigures | DecodeWorkerFigu
         return PrefillWorkerFigures(**out)
     decode = [it for it in its if it.kind is PassKind.DECODE]
     decode_s = sum(it.duration_s for it in decode)
-    out["mean_running"] = sum(len(it.decode_rids) * it.duration_s for it in decode) / decode_s if decode_s else 0.0
+    out["mean_running"] = (sum(len(it.decode_rids) * it.duration_s for it in decode) / decode_s
+                           if decode_s else 0.0)
     out["kv_capacity"] = its[0].kv_capacity if its else 0
     out["kv_in_use_token_s"] = sum(it.kv_used * it.duration_s for it in its)
     out["kv_reserved_token_s"] = sum(it.kv_reserved * it.duration_s for it in its)
@@ -92,7 +93,8 @@ def phase_figures(requests) -> dict:
 
 
 def client_figures(result) -> dict[str, GroupMetrics]:
-    client_of = {g.name: g.arrival.client for g in result.scenario.workload.groups if isinstance(g.arrival, ClosedArrival)}
+    client_of = {g.name: g.arrival.client for g in result.scenario.workload.groups
+                 if isinstance(g.arrival, ClosedArrival)}
     members: dict[str, list] = defaultdict(list)
     for req in result.requests:
         if req.group in client_of:
@@ -109,7 +111,8 @@ def pd_figures(result) -> PDFigures:
         roles={name: res.to_dict() for name, res in result.pd.roles.items()},
         workers=workers,
         kv_reserved_idle_token_s=sum(w.kv_reserved_token_s for w in decode),
-        transfer=TransferFigures(num_transfers=len(transfers), kv_bytes_per_token=result.pd.kv_bytes_per_token,
+        transfer=TransferFigures(num_transfers=len(transfers),
+                                 kv_bytes_per_token=result.pd.kv_bytes_per_token,
                                  transfer_s=summarize(transfers)),
         phase_s=phase_figures(result.requests),
         clients=client_figures(result),

@@ -22,7 +22,8 @@ MIRRORS = "Scheduler.get_next_disagg_prefill_batch_to_run"
 def prefill_copy(req: Request) -> Request:
     """The prefill server's own request: the same prompt, max_new_tokens forced to 1 (`_process_req`)."""
     return Request(rid=req.rid, group=req.group, arrival_at=req.arrival_at, prompt_len=req.prompt_len,
-                   output_len=1, max_new_tokens=1, return_logprob=req.return_logprob, ignore_eos=req.ignore_eos)
+                   output_len=1, max_new_tokens=1, return_logprob=req.return_logprob,
+                   ignore_eos=req.ignore_eos)
 
 
 class PrefillRank(Scheduler):
@@ -64,7 +65,8 @@ class PrefillRank(Scheduler):
         self.batch_is_full = False
         plan, why_not = self._prefill_plan()
         if plan is None:
-            why = why_not if self.waiting or not self.bootstrap else f"{len(self.bootstrap)} request(s) wait for decode to reserve KV"
+            why = (why_not if self.waiting or not self.bootstrap
+                   else f"{len(self.bootstrap)} request(s) wait for decode to reserve KV")
             return Plan(PassKind.IDLE, reason=f"idle: {why}", mirrors=MIRRORS)
         plan.mirrors = plan.mirrors.replace("Scheduler.get_next_batch_to_run", MIRRORS)
         return plan
@@ -73,7 +75,8 @@ class PrefillRank(Scheduler):
         """`process_batch_result_disagg_prefill`: every chunk's KV can go to decode once it is computed."""
         super().apply(plan, end)
         for req, extend in plan.prefill:
-            self.outbox.append(Message(CHUNK, req, end, start_at=self.now, extend=extend, is_last=req is not self.chunked))
+            self.outbox.append(Message(CHUNK, req, end, start_at=self.now, extend=extend,
+                                       is_last=req is not self.chunked))
 
     def _finish(self, req: Request, end: float) -> None:
         """The last chunk ran: the request moves to the inflight queue and keeps its KV."""

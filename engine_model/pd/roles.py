@@ -81,12 +81,14 @@ class WorkerCost:
         return self.whole.breakdown(merged, attention_s=max(map(self.rank_attention_s, shapes)))["total_s"]
 
     def describe(self) -> str:
-        return self.whole.describe() + ("" if self.rank is None else "; DP attention: slowest rank's attention")
+        return self.whole.describe() + ("" if self.rank is None
+                                        else "; DP attention: slowest rank's attention")
 
 
 def role_scenario(scenario: Scenario, name: str, tp_size: int | None = None) -> Scenario:
     cfg = getattr(scenario.pd, name)
-    hw = HardwareConfig(gpu=cfg.gpu or scenario.hardware.gpu, tp_size=tp_size or cfg.tp_size or scenario.hardware.tp_size,
+    hw = HardwareConfig(gpu=cfg.gpu or scenario.hardware.gpu,
+                        tp_size=tp_size or cfg.tp_size or scenario.hardware.tp_size,
                         gpu_overrides=scenario.hardware.gpu_overrides)
     return scenario.model_copy(update={"hardware": hw})
 
@@ -109,9 +111,11 @@ def _per_rank(scenario: Scenario, base: Resolved, tp: int, dp: int, cap: int | N
     """One DP rank: KV heads not split when attention TP is 1, chunk / dp, conservativeness x 0.3."""
     pool = base.max_total_tokens
     if scenario.engine.max_total_tokens is None and dp > 1:
-        model = with_overrides(hardware.model(scenario.model.name), scenario.model.overrides, "model.overrides")
+        model = with_overrides(hardware.model(scenario.model.name), scenario.model.overrides,
+                               "model.overrides")
         kv = scenario.model.kv_dtype
-        pool = int(pool * hardware.kv_bytes_per_token(model, kv, tp) / hardware.kv_bytes_per_token(model, kv, tp // dp))
+        pool = int(pool * hardware.kv_bytes_per_token(model, kv, tp)
+                   / hardware.kv_bytes_per_token(model, kv, tp // dp))
     if cap is not None:
         pool = min(pool, cap)
     max_req_len = min(base.context_len - 1, pool - 1)
@@ -124,10 +128,13 @@ def _per_rank(scenario: Scenario, base: Resolved, tp: int, dp: int, cap: int | N
         base, max_total_tokens=pool, max_req_len=max_req_len, max_req_input_len=max_req_len - 5,
         max_total_tokens_source=base.max_total_tokens_source + (f"; per DP rank of {dp}" if dp > 1 else "")
         + (f"; capped at {cap} (pd.decode_kv_cap_per_rank)" if cap is not None else ""),
-        max_running_requests=scenario.engine.max_running_requests or default_max_running_requests(pool, base.context_len),
+        max_running_requests=(scenario.engine.max_running_requests
+                              or default_max_running_requests(pool, base.context_len)),
         chunked_prefill_size=chunk,
-        chunked_prefill_size_source=base.chunked_prefill_size_source + (f"; / {dp} DP ranks" if dp > 1 and chunk else ""),
-        ratio_init=ratio_init, ratio_min=ratio_min, ratio_decay=(ratio_init - ratio_min) / NEW_TOKEN_RATIO_DECAY_STEPS,
+        chunked_prefill_size_source=base.chunked_prefill_size_source
+        + (f"; / {dp} DP ranks" if dp > 1 and chunk else ""),
+        ratio_init=ratio_init, ratio_min=ratio_min,
+        ratio_decay=(ratio_init - ratio_min) / NEW_TOKEN_RATIO_DECAY_STEPS,
         tp_size=tp // dp,
         overlap_schedule=False,  # PD ranks run the normal loop in the model (docs/design.md, Simplifications)
     )
@@ -139,19 +146,20 @@ def check(scenario: Scenario) -> None:
     prefill, decode = pd.policy("prefill"), pd.policy("decode")
     if prefill != decode:
         raise InputError("pd.prefill.decode_allocation_policy / pd.decode.decode_allocation_policy",
-                         f"the prefill role uses {prefill!r} and the decode role {decode!r}; both roles must use the "
-                         "same policy (SGLang rejects the mismatch in the bootstrap handshake)")
+                         f"the prefill role uses {prefill!r} and the decode role {decode!r}; both roles must "
+                         "use the same policy (SGLang rejects the mismatch in the bootstrap handshake)")
     if prefill != "prefill_complete":
         return
     if not capabilities(scenario.engine.version).has_prefill_complete:
         raise InputError("engine.version", f"decode_allocation_policy 'prefill_complete' needs SGLang >= "
                          f"{first_release('has_prefill_complete')}; got {scenario.engine.version}")
     if pd.transfer_backend not in MOONCAKE:
-        raise InputError("pd.transfer_backend", f"decode_allocation_policy 'prefill_complete' needs the Mooncake "
-                         f"backend ({' or '.join(MOONCAKE)}); got {pd.transfer_backend!r}")
+        raise InputError("pd.transfer_backend", "decode_allocation_policy 'prefill_complete' needs the "
+                         f"Mooncake backend ({' or '.join(MOONCAKE)}); got {pd.transfer_backend!r}")
     for name in ("prefill", "decode"):
         cfg = getattr(pd, name)
         tp = cfg.tp_size or scenario.hardware.tp_size
         if tp != cfg.dp_size:
-            raise InputError(f"pd.{name}.tp_size", f"decode_allocation_policy 'prefill_complete' needs attention TP of 1 "
-                             f"per rank (tp_size == dp_size); got tp_size {tp}, dp_size {cfg.dp_size}")
+            raise InputError(f"pd.{name}.tp_size", "decode_allocation_policy 'prefill_complete' needs "
+                             "attention TP of 1 per rank (tp_size == dp_size); "
+                             f"got tp_size {tp}, dp_size {cfg.dp_size}")

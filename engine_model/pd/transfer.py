@@ -82,7 +82,8 @@ class Network:
     def pop_sent(self, at: float) -> list[Transfer]:
         """Advance to `at` and remove the final transfers whose last byte has landed."""
         self.advance(at)
-        done = [t for t in self.active if t.is_final and (t.num_left <= 0 or (t.rate > 0 and t.num_left / t.rate <= DONE_WITHIN_S))]
+        done = [t for t in self.active
+                if t.is_final and (t.num_left <= 0 or (t.rate > 0 and t.num_left / t.rate <= DONE_WITHIN_S))]
         for transfer in done:
             transfer.num_sent, transfer.sent_at = transfer.num_bytes, at
             transfer.delivered_at = at + self.link.latency_s
