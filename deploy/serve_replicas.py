@@ -2,7 +2,7 @@
 
     .venv/bin/python deploy/serve_replicas.py --replicas 2 --port 8500     # open http://THIS-HOST:8500
 
-Starts N replicas (`streamlit run app/main.py`) on consecutive ports after --port, on 127.0.0.1 only, then
+Starts N replicas (`streamlit run app/serve.py`, each warming its caches) on consecutive ports after --port, on 127.0.0.1 only, then
 Debian's nginx in the foreground with deploy/nginx.conf filled in: its pid, logs and temp files live in a
 fresh temporary folder (printed; kept with --keep), so it needs no root and touches no system path.
 Ctrl-C or SIGTERM stops nginx and every replica. Why the cookie and not ip_hash: see deploy/nginx.conf.
@@ -106,8 +106,8 @@ def check_free(ports: list[int], bind: str) -> None:
 
 
 def start_replica(port: int, log: Path) -> subprocess.Popen:
-    """One `streamlit run app/main.py` on 127.0.0.1:`port`, its output in `log`."""
-    command = [sys.executable, "-m", "streamlit", "run", "app/main.py", "--server.headless", "true",
+    """One `streamlit run app/serve.py` on 127.0.0.1:`port` (it warms its caches), its output in `log`."""
+    command = [sys.executable, "-m", "streamlit", "run", "app/serve.py", "--server.headless", "true",
                "--server.address", "127.0.0.1", "--server.port", str(port),
                "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"]
     with open(log, "wb") as out:
