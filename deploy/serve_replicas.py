@@ -3,9 +3,9 @@
     .venv/bin/python deploy/serve_replicas.py --replicas 2 --port 8500     # open http://THIS-HOST:8500
 
 Starts N replicas (`streamlit run app/serve.py`, each warming its caches) on consecutive ports after
---port, on 127.0.0.1 only, then
-Debian's nginx in the foreground with deploy/nginx.conf filled in: its pid, logs and temp files live in a
-fresh temporary folder (printed; kept with --keep), so it needs no root and touches no system path.
+--port, on 127.0.0.1 only, then Debian's nginx in the foreground with deploy/nginx.conf filled in: its pid,
+logs and temp files live in a fresh temporary folder (printed; kept with --keep), so it needs no root and
+touches no system path.
 Ctrl-C or SIGTERM stops nginx and every replica. Why the cookie and not ip_hash: see deploy/nginx.conf.
 """
 
