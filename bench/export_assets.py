@@ -27,7 +27,7 @@ TOKENS_TITLE = "Token streams: who got a token, and when"  # as the story page t
 def tokens_json(run, cursor_at: float) -> str:
     """The story page's token-streams chart, cursor included (the export must leave it out)."""
     chart = timelines.token_streams(run.tokens, run.stalls, run.chunks, run.waits, run.request_order,
-                                    cursor_at, run.end_at, run.stall_threshold_s)
+                                    cursor_at, run.end_at, run.stall_threshold_s, run.chunk_pass_s)
     return json.dumps(chart.to_dict(validate=False))
 
 

@@ -37,7 +37,8 @@ PRESENTER = [("forty_replies_presenter", "/forty_replies?present=1&mixed=1")]
 
 
 def save(png: bytes, target: Path) -> None:
-    Image.open(io.BytesIO(png)).convert("RGB").quantize(256).save(target, optimize=True)
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    image.quantize(256, method=Image.Quantize.FASTOCTREE).save(target, optimize=True)
 
 
 def shoot(url: str, only: list[str] | None = None) -> list[Path]:

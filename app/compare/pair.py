@@ -14,7 +14,7 @@ from app import compute, state
 from app.charts import timelines
 from app.charts.frames import RunFrames
 from app.charts.words import NO_TOKEN, never_got_a_token
-from app.story.exports import shown_value
+from app.story.exports import settings_words, shown_value
 from app.story.headline import card, headline_fmt, headline_label, price_ui, signed_seconds
 from app.story.numbers import headline_value, percentile_trap
 from app.ui.chart import chart_ui
@@ -189,7 +189,7 @@ def pair_note(story: Story, ra: RunFrames, rb: RunFrames, a: dict, b: dict,
     words_a, words_b = side_words(story, a, b)
     head = story.headlines[0]
     fmt = headline_fmt(head)
-    workload = " · ".join(f"{c.label}: {shown_value(c, shared[c.key])}" for c in shared_controls(story))
+    workload = settings_words(shared_controls(story), shared)
     va, vb = fmt(headline_value(ra, head)), fmt(headline_value(rb, head))
     lines = (f"{headline_label(head, rb)}: {va} (A) → {vb} (B)",
              f"Same requests and seed on both sides; workload: {workload}")
@@ -211,7 +211,8 @@ def pair_export_ui(story: Story, ra: RunFrames, rb: RunFrames, end: float, title
 def pair_chart_json(run: RunFrames, end: float) -> str:
     """One side of the side-by-side image: its pass timeline over its token streams, on a shared time axis."""
     chart = alt.vconcat(timelines.pass_timeline(run.passes, None, end), timelines.token_streams(
-        run.tokens, run.stalls, run.chunks, run.waits, run.request_order, None, end, run.stall_threshold_s)
+        run.tokens, run.stalls, run.chunks, run.waits, run.request_order, None, end, run.stall_threshold_s,
+        run.chunk_pass_s)
                         ).resolve_scale(color="independent")  # pass kinds and lane states: two legends
     return json.dumps(chart.to_dict(validate=False))
 

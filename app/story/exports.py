@@ -58,9 +58,8 @@ def story_note(story: Story, values: dict, current: RunFrames, base: RunFrames) 
     """Three lines: the SGLang flags, the workload and hardware, and the story's headline number against
     SGLang's defaults on the same requests."""
     resolved_chunk = current.summary.config["resolved"]["chunked_prefill_size"]
-    shown = {c.key: shown_value(c, values[c.key], resolved_chunk) for c in story.controls}
-    flags = " · ".join(f"{c.label}: {shown[c.key]}" for c in story.controls if c.is_flag)
-    rest = " · ".join(f"{c.label}: {shown[c.key]}" for c in story.controls if not c.is_flag)
+    flags = settings_words([c for c in story.controls if c.is_flag], values, resolved_chunk)
+    rest = settings_words([c for c in story.controls if not c.is_flag], values, resolved_chunk)
     head = story.headlines[0]
     fmt = headline_fmt(head)
     now, before = headline_value(current, head), headline_value(base, head)
@@ -68,6 +67,13 @@ def story_note(story: Story, values: dict, current: RunFrames, base: RunFrames) 
         " (SGLang's defaults)" if fmt(now) == fmt(before)
         else f" (SGLang's defaults, same requests: {fmt(before)})")
     return f"SGLang flags: {flags}", f"Workload: {rest}", number
+
+
+def settings_words(controls: list[Control], values: dict, resolved_chunk=None) -> str:
+    """'Mixed chunk: on · Chunk size: 8,192 (auto, from GPU memory)': the controls' values in words. A cost
+    figure appears only when edited (left empty it is the preset's, which the GPU and model already say)."""
+    return " · ".join(f"{c.label}: {shown_value(c, values[c.key], resolved_chunk)}" for c in controls
+                      if c.where != "cost" or values[c.key] != c.default)
 
 
 def shown_value(control: Control, value, resolved_chunk=None) -> str:
