@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from story_runs import opening_t
 
 from bench.browser import CHROMIUM, CHROMIUM_ARGS, streamlit_server
 
@@ -151,11 +152,12 @@ def test_embed_mode_and_presenter_mode_open(server, page):
 def test_clicking_a_pass_moves_the_cursor_there(server, page):
     page.goto(server + "/forty_replies")
     settle(page)
-    assert "t=0.509" in page.url  # the story opens on the log's first chunk
-    box = page.locator('[data-testid="stVegaLiteChart"]').first.bounding_box()  # the pass timeline
+    opening = opening_t("forty_replies")
+    assert f"t={opening}" in page.url  # the story opens on the log's first chunk
+    box = page.locator('[data-testid="stVegaLiteChart"]').filter(has_text="GPU worker").first.bounding_box()
     # a decode bar after the log
     page.mouse.click(box["x"] + box["width"] * 0.8, box["y"] + box["height"] * 0.55)
-    page.wait_for_function("() => !location.search.includes('t=0.509')", timeout=30_000)
+    page.wait_for_function(f"() => !location.search.includes('t={opening}')", timeout=30_000)
     settle(page)
     t = float(page.url.split("t=")[1].split("&")[0])
     assert 10 < t < 17  # the cursor jumped to the clicked pass, past the log's prefill

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
+from story_runs import longest_pause
 from test_browser import browser, page, server, settle  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.browser
@@ -35,7 +36,8 @@ def test_a_story_chart_exports_as_svg_with_title_and_settings_and_no_cursor(serv
     assert name == "forty_replies-tokens.svg"
     assert "Token streams: who got a token, and when" in svg
     assert "SGLang flags: Mixed chunk: on · Chunk size: 8,192 (auto, from GPU memory)" in svg
-    assert "Longest pause, the 40 streams: 1.6 s (SGLang" in svg
+    pause = longest_pause("forty_replies", "streams", (("mixed", True),))
+    assert f"Longest pause, the 40 streams: {pause} (SGLang" in svg
     assert "cursor" not in svg
 
 

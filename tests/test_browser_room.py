@@ -159,7 +159,8 @@ def test_a_tour_step_scrolls_to_the_chart_it_talks_about(server, browser):  # no
         page.wait_for_timeout(2500)  # the page scrolls again once the charts above have drawn
         pointer = page.locator(".st-key-look_here")
         assert pointer.count() == 1 and in_first_screen(page, pointer)
-        below = page.locator('[data-testid="stVegaLiteChart"]').filter(has_text="gap between two tokens")
+        charts = page.locator('[data-testid="stVegaLiteChart"]')
+        below = charts.filter(has_text="gap between two tokens").first
         assert below.bounding_box()["y"] < 1080  # the histogram starts on the screen, under the pointer
 
 

@@ -7,7 +7,10 @@ Run: pytest -m browser tests/test_browser_truth.py
 from __future__ import annotations
 
 import pytest
+from story_runs import retractions
 from test_browser import browser, server, settle  # noqa: F401  (fixtures)
+
+from engine_model import STORIES
 
 pytestmark = pytest.mark.browser
 
@@ -49,4 +52,7 @@ def test_the_more_kv_step_shows_before_to_after_on_the_card(server, page):  # no
     page.wait_for_function("() => location.search.includes('pool=120000')", timeout=120_000)
     settle(page, timeout_s=180)
     card = page.locator('[data-testid="stMetric"]').filter(has_text="Requests pushed back").first
-    assert card.locator('[data-testid="stMetricValue"]').inner_text() == "7 → 2"
+    settings = tuple(sorted(STORIES["other_stall"].tour[5].settings.items()))
+    before, after = retractions("other_stall"), retractions("other_stall", settings)
+    assert after < before
+    assert card.locator('[data-testid="stMetricValue"]').inner_text() == f"{before} → {after}"

@@ -1,11 +1,11 @@
 """Every number a guided tour says is the run's: figures in `{now:...}` / `{before:...}` are filled from the
 runs on screen, and every number written into the narration is checked here against a run."""
 
-import functools
 import re
 
 import numpy as np
 import pytest
+from story_runs import run
 
 from app.charts import frames
 from app.pd import tables
@@ -14,12 +14,6 @@ from app.story import cursor
 from app.story.numbers import FIGURE, narrate, percentile_trap, prices
 from app.ui.fmt import fmt_seconds
 from engine_model import STORIES, simulate
-
-
-@functools.cache
-def run(story_key: str, settings: tuple = ()) -> frames.RunFrames:
-    story = STORIES[story_key]
-    return frames.build(simulate(story.scenario({**story.defaults, **dict(settings)})))
 
 
 def step_runs(story_key: str, i: int):

@@ -85,7 +85,7 @@ def _stall_colour(stall_threshold_s: float, chunk_pass_s: tuple[float, float] | 
     one long stall into many short gaps visibly changes the lanes. The legend names one chunk pass."""
     bands = gap_bands(stall_threshold_s)
     title = ["no token for", f"({chunk_pass_words(chunk_pass_s)})"] if chunk_pass_s else "no token for"
-    return alt.Color("band:N", title=title, legend=alt.Legend(orient="top", columns=2),
+    return alt.Color("band:N", title=title, legend=alt.Legend(orient="top"),
                      scale=alt.Scale(domain=[label for *_, label in bands],
                                      range=list(GAP_SHADES[-len(bands):])))
 

@@ -18,7 +18,7 @@ def sweep_lines(sweep: pd.DataFrame, x_title: str, current: float | None = None,
     base = alt.Chart(sweep).encode(
         x=x, y=alt.Y("seconds:Q", title="seconds (log scale)", scale=alt.Scale(type="symlog")),
         color=alt.Color("metric:N", title="", scale=alt.Scale(range=list(GROUP_COLOURS)),
-                        legend=alt.Legend(orient="top", columns=2, labelLimit=260)),
+                        legend=alt.Legend(orient="top")),  # columns: app.ui.chart.room_spec
         tooltip=[alt.Tooltip("setting:Q", title=x_title, format=","), alt.Tooltip("metric:N"),
                  alt.Tooltip("seconds:Q", format=".3f")])
     layers = [base.mark_line(point=True)]
@@ -41,12 +41,10 @@ def tradeoff_curve(curve: pd.DataFrame, x_title: str, y_title: str,
                  alt.Tooltip("y_s:Q", title=y_title, format=".3f")])
     line = base.mark_line(color="#888888").encode(order="order:Q")
     points = base.mark_point(filled=True, size=70, color=PHASE_COLOURS[2])
-    labels = base.mark_text(align="left", dx=7, dy=-7).encode(text="label:N")
     current = base.transform_filter("datum.is_current").mark_point(size=380, color=CURSOR_COLOUR,
                                                                    strokeWidth=2.5)
-    current_label = base.transform_filter("datum.is_current").mark_text(
-        align="left", dx=10, dy=10, fontWeight="bold").encode(text=alt.value("current"))
-    layers = [line, points, labels, current, current_label]
+    labels = alt.layer(_labels(base, "!datum.is_current"), _labels(base, "datum.is_current", "bold"))
+    layers = [line, points, labels, current]
     if defaults is not None and len(defaults):
         mark = alt.Chart(defaults).encode(x="x_s:Q", y="y_s:Q", tooltip=[
             alt.Tooltip("label:N", title="setting"), alt.Tooltip("x_s:Q", title=x_title, format=".3f"),
@@ -55,3 +53,13 @@ def tradeoff_curve(curve: pd.DataFrame, x_title: str, y_title: str,
                    mark.mark_text(align="right", dx=-10, dy=-8, fontWeight="bold",
                                   color=PHASE_COLOURS[0]).encode(text="label:N")]
     return alt.layer(*layers).properties(width=WIDTH, height=320)
+
+
+def _labels(base: alt.Chart, which: str, weight: str = "normal") -> alt.LayerChart:
+    """Each point's setting (the current one reads "… · current"); neighbours' labels on opposite sides
+    (above right, below left), so close points keep theirs apart."""
+    chosen = base.transform_filter(which).transform_calculate(
+        shown="datum.is_current ? datum.label + ' · current' : datum.label")
+    even, odd = (chosen.transform_filter(f"datum.order % 2 == {parity}") for parity in (0, 1))
+    return alt.layer(even.mark_text(align="left", dx=7, dy=-7, fontWeight=weight),
+                     odd.mark_text(align="right", dx=-7, dy=9, fontWeight=weight)).encode(text="shown:N")

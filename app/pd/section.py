@@ -55,14 +55,17 @@ def pd_scenario(preset: str, rush_values: dict, policy: str, cap, num_prefill: i
 def _settings_ui() -> tuple[str, int, int, int]:
     """Preset, decode KV cap and worker counts. The upstream preset fixes its own worker counts: its sliders
     show them, greyed out."""
-    cols = st.columns(4)
+    row = st.container(horizontal=True, gap="medium", vertical_alignment="bottom")  # wraps when narrow
+    cols = [row.container(width=width) for width in (250, 230, 230, 230)]
     preset = cols[0].selectbox("Preset", list(params.PRESETS), key=_param(state.PD_PRESET),
                                format_func=params.PRESETS.get)
+    own = read_toml("upstream_pd_replica")["pd"].get("decode_kv_cap_per_rank") if preset == "upstream" else 0
     cap = cols[1].selectbox("Decode KV cap per rank (tokens)", params.CAPS, key=_param(state.PD_CAP),
-                            format_func=lambda v: (
-                                f"{v:,}" if v else "the preset's (upstream 163,840; ten o'clock none)"),
+                            format_func=lambda v: f"{v:,}" if v else (f"preset's: {own:,}" if own
+                                                                      else "none"),
                             help="--max-total-tokens on decode ranks, as the upstream test capped it to "
-                                 "create pressure.")
+                                 "create pressure. The upstream replica's own cap is 163,840 tokens; the "
+                                 "ten o'clock workload has none.")
     keys = (_param(state.PD_PREFILL_WORKERS), _param(state.PD_DECODE_WORKERS))
     counts = []
     for col, label, key, fixed in zip(cols[2:], ("Prefill workers", "Decode workers"), keys,

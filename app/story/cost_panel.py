@@ -15,27 +15,37 @@ from engine_model import Control, InputError, Story
 GPU_KEYS = ("gemm_mfu", "gemm_mbu", "ew_mbu", "attn_mfu", "attn_mbu")
 
 
-def cost_panel_ui(story: Story) -> None:
-    """An expander with the story's cost controls (where="cost"): GPU efficiency, CPU time, two flags."""
+def cost_panel_ui(story: Story, row=None) -> None:
+    """An expander with the story's cost controls (where="cost"): GPU efficiency, CPU time, two flags. In
+    presenter mode (`row`: the settings line) a popover on that line instead, so the first screen stays
+    the cards and the token streams."""
     controls = [c for c in story.controls if c.where == "cost"]
     if not controls:
         return
     values = state.values(story.key, story.controls)
-    defaults = _defaults(story, values)
     edited = sum(values[c.key] != c.default for c in controls)
     title = "Cost model: what a forward pass costs" + (f" — {edited} setting(s) edited" if edited else "")
+    if row is not None:
+        with row.popover("Cost model" + (f" ({edited} edited)" if edited else ""), icon=":material/speed:"):
+            _panel(story, controls, values, edited)
+        return
     # stays open
     with st.expander(title, icon=":material/speed:", key=state.keys(story.key).widget("cost.panel")):
-        st.caption("Every pass is priced from its kernels up on this GPU's figures, plus the CPU's work "
-                   "beside them (docs/cost-model.md). Edit a figure and every chart and headline reruns with "
-                   "it. An empty field is the GPU preset's figure (greyed). \"Before\" runs on these figures "
-                   "too, so the cards still compare the settings above on one machine.")
-        st.markdown("**GPU efficiency** — share of the GPU's peak each kind of kernel reaches")
-        _row(story, [c for c in controls if c.key in GPU_KEYS], defaults)
-        st.markdown("**CPU and launches** — time outside the kernels, and what hides it")
-        _row(story, [c for c in controls if c.key not in GPU_KEYS], defaults)
-        st.button("Back to the preset's figures", key=state.keys(story.key).widget("cost.reset"),
-                  on_click=_reset, args=(story.key, controls), disabled=not edited)
+        _panel(story, controls, values, edited)
+
+
+def _panel(story: Story, controls: list[Control], values: dict, edited: int) -> None:
+    defaults = _defaults(story, values)
+    st.caption("Every pass is priced from its kernels up on this GPU's figures, plus the CPU's work "
+               "beside them (docs/cost-model.md). Edit a figure and every chart and headline reruns with "
+               "it. An empty field is the GPU preset's figure (greyed). \"Before\" runs on these figures "
+               "too, so the cards still compare the settings above on one machine.")
+    st.markdown("**GPU efficiency** — share of the GPU's peak each kind of kernel reaches")
+    _row(story, [c for c in controls if c.key in GPU_KEYS], defaults)
+    st.markdown("**CPU and launches** — time outside the kernels, and what hides it")
+    _row(story, [c for c in controls if c.key not in GPU_KEYS], defaults)
+    st.button("Back to the preset's figures", key=state.keys(story.key).widget("cost.reset"),
+              on_click=_reset, args=(story.key, controls), disabled=not edited)
 
 
 def _row(story: Story, controls: list[Control], defaults: dict) -> None:

@@ -9,6 +9,7 @@ from app import state
 from app.charts.frames import RunFrames
 from app.story.headline import headline_fmt, headline_label, headline_value
 from app.ui.exports import csv_bytes, scenario_toml, set_export_note, standalone_page, tour_slides
+from app.ui.fmt import shown_value
 from engine_model import Control, Story
 
 
@@ -74,12 +75,3 @@ def settings_words(controls: list[Control], values: dict, resolved_chunk=None) -
     figure appears only when edited (left empty it is the preset's, which the GPU and model already say)."""
     return " · ".join(f"{c.label}: {shown_value(c, values[c.key], resolved_chunk)}" for c in controls
                       if c.where != "cost" or values[c.key] != c.default)
-
-
-def shown_value(control: Control, value, resolved_chunk=None) -> str:
-    """A control's value in words: on / off, "8,192 (auto, from GPU memory)", "100,000"."""
-    if control.widget == "toggle":
-        return "on" if value else "off"
-    if control.key == "chunk" and value == "auto":
-        return f"{resolved_chunk:,} (auto, from GPU memory)" if isinstance(resolved_chunk, int) else "auto"
-    return control.fmt(value)

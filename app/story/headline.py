@@ -7,10 +7,11 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from app import state
 from app.charts.frames import RunFrames
 from app.charts.words import NO_TOKEN, never_got_a_token
 from app.story.numbers import headline_value, percentile_trap, prices
-from app.ui.fmt import fmt_count, fmt_seconds
+from app.ui.fmt import fmt_count, fmt_seconds, shown_value
 from engine_model import Headline, Story
 
 GROUP_METRICS = {"ttft_s": "first token (TTFT)", "itl_s": "gap between tokens (ITL)",
@@ -33,32 +34,35 @@ def changes_words(story: Story, values: dict | None) -> str:
     if not found:
         return ("You are on the story's defaults: change a setting above, or take the tour, to see "
                 "before → after.")
-
-    def word(control, value) -> str:
-        return ("on" if value else "off") if control.widget == "toggle" else control.fmt(value)
-
-    return ("Changed: " + "; ".join(f"{c.label} {word(c, was)} → {word(c, now)}" for c, was, now in found)
-            + ".")
+    return "Changed: " + "; ".join(f"{c.label} {shown_value(c, was)} → {shown_value(c, now)}"
+                                   for c, was, now in found) + "."
 
 
 def headline_ui(story: Story, current: RunFrames, base: RunFrames, values: dict | None = None) -> list[dict]:
-    """Cards 'before → after', the price of the change and the percentile trap. Returns the numbers shown."""
+    """Cards 'before → after', the price of the change and the percentile trap. Returns the numbers shown.
+    In presenter mode the gains and their price share one row, so the token streams fit the first screen."""
     shown = []
     same = current.summary.config == base.summary.config
-    st.markdown("#### Before → after")
-    st.caption("Before: the story as it opened (SGLang's defaults for ⚑ flags, the story's own workload), on "
-               f"the GPU, model and seed you chose. {changes_words(story, values)}")
-    cols = st.columns(len(story.headlines))
-    for col, headline in zip(cols, story.headlines, strict=True):
+    presenting = state.is_presenting()
+    if not presenting:  # the presenter says it; the room sees "before → after" on the cards
+        st.markdown("#### Before → after")
+        st.caption("Before: the story as it opened (SGLang's defaults for ⚑ flags, the story's own "
+                   f"workload), on the GPU, model and seed you chose. {changes_words(story, values)}")
+    items = prices(story, base, current)
+    cols = st.columns(len(story.headlines) + (len(items) if presenting else 0))
+    for col, headline in zip(cols, story.headlines, strict=False):
         now, before = headline_value(current, headline), headline_value(base, headline)
         value, delta = card(before, now, headline_fmt(headline), same, headline.unit == "count")
         col.metric(headline_label(headline, current), value, delta, delta_color="inverse", border=True,
                    help=headline.help or None)
         shown.append({"label": headline_label(headline, current), "before": before, "after": now})
+    if presenting:
+        price_cards(cols[len(story.headlines):], items, same)
     trap = percentile_trap(story.stream_group, base, current)
     if trap:
         st.info(trap, icon=":material/troubleshoot:")
-    price_ui(story, base, current, same)
+    if not presenting:
+        price_ui(story, base, current, same)
     with st.expander("p50 / p95 / p99 / max per group, before → after"):
         st.dataframe(group_table(current, base), hide_index=True, width="stretch")
         for sentence in dict.fromkeys(never_got_a_token(base.requests) + never_got_a_token(current.requests)):
@@ -70,7 +74,11 @@ def price_ui(story: Story, before: RunFrames, after: RunFrames, same: bool = Fal
     """The price of the change beside its gain: throughput, run length and reply time per group."""
     st.markdown(title or "##### What it costs")
     items = prices(story, before, after)
-    for col, price in zip(st.columns(len(items)), items, strict=True):
+    price_cards(st.columns(len(items)), items, same)
+
+
+def price_cards(cols: list, items: list, same: bool) -> None:
+    for col, price in zip(cols, items, strict=True):
         value, delta = card(price.before, price.after, price.fmt, same)
         col.metric(price.label, value, delta, border=True, help=price.help,
                    delta_color="normal" if price.better == "higher" else "inverse")

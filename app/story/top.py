@@ -12,6 +12,7 @@ from app.story.exports import remember_note
 from app.story.headline import headline_ui
 from app.story.tour import narration_ui, tour_ui
 from app.ui.controls import control_ui
+from app.ui.fmt import shown_value
 from app.ui.resolved import cut_off_ui, resolved_ui
 from engine_model import InputError, Story
 
@@ -22,7 +23,7 @@ def story_ui(story: Story) -> tuple[dict, RunFrames]:
     page_header(story)
     narration = tour_ui(story)
     values, row = settings_ui(story)
-    cost_panel_ui(story)
+    cost_panel_ui(story, row if state.is_presenting() else None)
     current, baseline = runs_or_stop(story, values)
     narration_ui(story, narration, current, baseline)
     if state.is_presenting():  # one screen: what runs is one click away, beside the settings
@@ -81,7 +82,8 @@ def settings_ui(story: Story):
             _controls_row(story, main)
             _controls_row(story, more)
         values = state.values(story.key, story.controls)
-        row.markdown(" · ".join(f"{c.label} **{_shown(c, values[c.key])}**" for c in main), width="content")
+        row.markdown(" · ".join(f"{c.label} **{shown_value(c, values[c.key])}**" for c in main),
+                     width="content")
         return values, row
     with st.container(border=True):
         st.markdown("**Settings** — flags marked ⚑ are SGLang server flags; \"before\" is this row at its "
@@ -90,12 +92,6 @@ def settings_ui(story: Story):
         with st.expander("GPU, model and seed"):
             _controls_row(story, more)
     return state.values(story.key, story.controls), row
-
-
-def _shown(control, value) -> str:
-    if control.widget == "toggle":
-        return "on" if value else "off"
-    return control.fmt(value)
 
 
 def _controls_row(story: Story, controls: list):

@@ -1,4 +1,5 @@
-"""Numbers as the pages print them: seconds in ms or s, counts with thousands separators."""
+"""Numbers as the pages print them: seconds in ms or s, counts with thousands separators, a setting's value in
+words."""
 
 from __future__ import annotations
 
@@ -13,3 +14,12 @@ def fmt_seconds(value: float | None) -> str:
 
 def fmt_count(value: int | None) -> str:
     return "—" if value is None else f"{value:,}"
+
+
+def shown_value(control, value, resolved_chunk=None) -> str:
+    """A story control's value in words: on / off, "8,192 (auto, from GPU memory)", "100,000"."""
+    if control.widget == "toggle":
+        return "on" if value else "off"
+    if control.key == "chunk" and value == "auto" and isinstance(resolved_chunk, int):
+        return f"{resolved_chunk:,} (auto, from GPU memory)"
+    return control.fmt(value)

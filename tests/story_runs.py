@@ -1,0 +1,32 @@
+"""One story run as the app draws it, cached: tests compute what a page should say from the run itself."""
+
+from __future__ import annotations
+
+import functools
+
+from app.charts import frames
+from app.story import cursor
+from app.ui.fmt import fmt_seconds
+from engine_model import STORIES, simulate
+
+
+@functools.cache
+def run(story_key: str, settings: tuple = ()) -> frames.RunFrames:
+    """The story on its defaults, with `settings` (sorted (name, value) pairs) on top."""
+    story = STORIES[story_key]
+    return frames.build(simulate(story.scenario({**story.defaults, **dict(settings)})))
+
+
+def opening_t(story_key: str) -> str:
+    """The cursor's time as the URL writes it when the story opens (its default cursor)."""
+    its = run(story_key).iterations
+    return f"{its.iloc[cursor.resolve(its, STORIES[story_key].default_cursor)]['start_at']:.3f}"
+
+
+def longest_pause(story_key: str, group: str, settings: tuple = ()) -> str:
+    """A group's longest gap between two tokens, as the headline card writes it."""
+    return fmt_seconds(run(story_key, settings).summary.metrics.value(group, "max_itl_s", "max"))
+
+
+def retractions(story_key: str, settings: tuple = ()) -> int:
+    return run(story_key, settings).summary.metrics.value(None, "num_retracted")
