@@ -22,7 +22,7 @@ from app.pd.section import pd_scenario
 from app.story import cursor
 from app.story.sections import itl_charts
 from app.story.timeline import timeline_charts
-from app.ui.chart import chart_spec
+from app.ui.chart import warm_spec
 from engine_model import STORIES, Story
 
 
@@ -103,9 +103,9 @@ def _view_job(story: Story, values: dict, cursor_spec: tuple) -> Callable[[], No
         pos = cursor.resolve(run.iterations, cursor_spec)
         row = run.iterations.iloc[pos]
         for chart in timeline_charts(run, row):
-            chart_spec(chart.build, (story.key, chart.chart_id, (key, pos)))
+            warm_spec(chart.build, (story.key, chart.chart_id, (key, pos)))
         for chart_id, build in itl_charts(run).items():
-            chart_spec(build, (story.key, chart_id, key))
+            warm_spec(build, (story.key, chart_id, key))
 
     return job
 

@@ -3,6 +3,7 @@
     .venv/bin/python bench/bench_load.py                     # starts `streamlit run`, N = 1, 5, 10
     .venv/bin/python bench/bench_load.py --replicas 2        # starts 2 replicas behind nginx (deploy/)
     .venv/bin/python bench/bench_load.py --url http://127.0.0.1:8500 --sessions 1 5 10   # a running one
+    .venv/bin/python bench/bench_load.py --client websocket --sessions 1 5 10 30   # the server alone
 
 Each session is its own browser context (its own cookies, so nginx may put it on its own replica) in one
 headless Chromium (/usr/bin/chromium). It runs the same actions, in order: `/path` opens a page (the first
@@ -17,6 +18,12 @@ one per replica behind nginx). Only localhost URLs are accepted.
 The wall times include drawing every session's charts in one headless Chromium on the same cores as the
 server, which a real room does on its own laptops. So when it starts the server itself, it also reports
 the server's CPU seconds per N (user + system, from /proc): the work the room asked of the server alone.
+
+`--client websocket` leaves the browsers out: each action is a new session on Streamlit's own websocket
+(bench/websocket_session.py), timed from connecting until the server has sent the whole page, every chart
+spec included. A flip there is a new view of the page with the flag in its URL (`/forty_replies?mixed=1`),
+a full script run as the browser's flip is. This is what a room asks of the server when every person's
+own laptop draws their page.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import asyncio
 import contextlib
 import math
 import os
+import statistics
 import sys
 import time
 from collections import Counter
@@ -38,11 +46,15 @@ from playwright.async_api import async_playwright
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
+import websocket_session  # noqa: E402
+from bench_app import warm_up  # noqa: E402
 from browser import CHROMIUM, CHROMIUM_ARGS, free_port, streamlit_server  # noqa: E402
 
 from deploy.serve_replicas import requests_by_agent, serve  # noqa: E402
 
 ACTIONS = ("/forty_replies", "flip:Mixed chunk", "/other_stall", "flip:Mixed chunk", "/forty_replies")
+WS_ACTIONS = ("/forty_replies", "/forty_replies?mixed=1", "/other_stall", "/other_stall?mixed=1",
+              "/forty_replies")  # the same script, as fresh sessions (a flip: the flag in the URL)
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1"}
 STATE = """() => {
   const charts = [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')];
@@ -66,6 +78,7 @@ class Tally:
     """What one N measured: seconds per action kind, and errors by kind."""
 
     seconds: dict[str, list[float]] = field(default_factory=lambda: {"view": [], "flip": []})
+    bytes: list[int] = field(default_factory=list)  # per answer, --client websocket
     errors: Counter = field(default_factory=Counter)
     wall_s: float = 0.0
     cpu_s: float = 0.0
@@ -210,6 +223,32 @@ async def attempt(page, base: str, name: str, action: str, first: bool, timeout_
     return True
 
 
+async def ws_session(base: str, name: str, actions, timeout_s: float, deadline: float, tally: Tally,
+                     verbose: bool = False):
+    """One person over the websocket: each action a new session's whole page (bench/websocket_session.py)."""
+    for i, action in enumerate(actions):
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            tally.errors["not run (--max-seconds)"] += len(actions) - i
+            return
+        try:
+            answer = await websocket_session.view(base, action, min(timeout_s, left))
+        except TimeoutError:
+            tally.errors["timeout"] += 1
+            continue
+        except Exception as err:  # a refused or dropped connection is a result to count, not a crash
+            tally.errors[f"exception ({type(err).__name__})"] += 1
+            print(f"  {name}: {action}: {type(err).__name__}: {str(err)[:120]}", file=sys.stderr)
+            continue
+        tally.seconds["flip" if "?" in action else "view"].append(answer.seconds)
+        tally.bytes.append(answer.num_bytes)
+        for problem in answer.problems:
+            tally.errors[f"{problem} on the page"] += 1
+        if verbose:
+            print(f"  {name}: {action}: {answer.seconds:.2f} s, {answer.num_bytes / 1e6:.2f} MB, "
+                  f"{answer.num_charts} charts", file=sys.stderr)
+
+
 async def crowd(browser, base: str, n: int, args, tag: str, pids) -> Tally:
     """`n` sessions at once (started `--stagger` s apart), under one wall-clock cap."""
     tally = Tally()
@@ -218,7 +257,11 @@ async def crowd(browser, base: str, n: int, args, tag: str, pids) -> Tally:
 
     async def one(i: int):
         await asyncio.sleep(i * args.stagger)
-        await session(browser, base, f"{tag}-{i}", args.actions, args.timeout, deadline, tally, args.verbose)
+        if browser is None:
+            await ws_session(base, f"{tag}-{i}", args.actions, args.timeout, deadline, tally, args.verbose)
+        else:
+            await session(browser, base, f"{tag}-{i}", args.actions, args.timeout, deadline, tally,
+                          args.verbose)
 
     await asyncio.gather(*(one(i) for i in range(n)))
     tally.wall_s, tally.cpu_s = time.perf_counter() - start, cpu_seconds(pids) - cpu
@@ -250,15 +293,23 @@ def spread(access_log: Path, tag: str) -> str:
 
 
 async def measure(base: str, pids, args, access_log: Path | None = None) -> None:
-    async with async_playwright() as p:
-        browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    async with contextlib.AsyncExitStack() as stack:
+        browser = None
+        if args.client == "browser":
+            p = await stack.enter_async_context(async_playwright())
+            browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            stack.push_async_callback(browser.close)
         if args.warmup:
             warm = await crowd(browser, base, args.warmup, args, "warmup", pids)
             print(f"warm-up: {args.warmup} sessions, {warm.wall_s:.0f} s, errors {dict(warm.errors) or 0}")
-        print(f"{base}, actions per session: {', '.join(args.actions)}\n{HEADER}")
+        print(f"{base}, {args.client}, actions per session: {', '.join(args.actions)}\n{HEADER}")
+        sent = []
         for n in args.sessions:
-            print(row(n, await crowd(browser, base, n, args, f"n{n}", pids), pids), flush=True)
-        await browser.close()
+            tally = await crowd(browser, base, n, args, f"n{n}", pids)
+            sent += tally.bytes
+            print(row(n, tally, pids), flush=True)
+        if sent:
+            print(f"the server sent {statistics.median(sent) / 1e6:.2f} MB per page (median of {len(sent)})")
     if access_log:
         for tag in ["warmup"] * bool(args.warmup) + [f"n{n}" for n in args.sessions]:
             print(spread(access_log, tag))
@@ -278,7 +329,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="a running app or nginx (default: start `streamlit run`)")
     parser.add_argument("--replicas", type=int, default=0, help="start this many replicas behind nginx")
     parser.add_argument("--sessions", type=int, nargs="+", default=[1, 5, 10], help="N values, run in order")
-    parser.add_argument("--actions", nargs="+", default=list(ACTIONS), help="`/path` or `flip:Toggle label`")
+    parser.add_argument("--client", choices=("browser", "websocket"), default="browser",
+                        help="headless Chromium sessions, or the server alone over its websocket")
+    parser.add_argument("--actions", nargs="+", help="`/path` or `flip:Toggle label` (browser); "
+                        "`/path` or `/path?query` (websocket)")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds one action may take")
     parser.add_argument("--max-seconds", type=float, default=300.0, help="wall-clock cap for one N")
     parser.add_argument("--stagger", type=float, default=0.2, help="seconds between session starts")
@@ -291,6 +345,9 @@ def parse_args(argv=None) -> argparse.Namespace:
         parser.error(f"--replicas {args.replicas}: allowed 0 (one `streamlit run`) to 16")
     if any(not 1 <= n <= 50 for n in args.sessions):
         parser.error(f"--sessions {args.sessions}: each N must be 1 to 50")
+    args.actions = args.actions or list(ACTIONS if args.client == "browser" else WS_ACTIONS)
+    if args.client == "websocket" and any(not a.startswith("/") for a in args.actions):
+        parser.error("--actions with --client websocket: each one `/path` or `/path?query`")
     if not args.actions[0].startswith("/") or any(not a.startswith(("/", "flip:")) for a in args.actions):
         parser.error("--actions: the first is a `/path`, each one `/path` or `flip:Toggle label`")
     return args
@@ -310,6 +367,9 @@ def main() -> None:
         else:
             base = stack.enter_context(streamlit_server())
             pids = with_command(descendants(), b"streamlit")
+        if pids:  # a server started here warms up by itself (app/warm.py): measure after it, as a room would
+            warm = warm_up(base, 120)
+            print(f"the server's own warm-up: {'none' if warm is None else f'{warm:.1f} s'}")
         asyncio.run(measure(base, pids, args, access_log))
 
 

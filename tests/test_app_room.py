@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
+from story_runs import run
 from streamlit.testing.v1 import AppTest
 
 from app import compute, warm
@@ -126,3 +128,18 @@ def test_presenter_mode_grows_every_text_but_not_the_data_and_packs_the_lanes():
     assert sent["datasets"] == SPEC["datasets"]  # rows are never touched
     assert sent["height"] == {"step": 8}
     assert SPEC["layer"][0]["mark"]["fontSize"] == 11
+
+
+def test_the_browser_gets_each_dataset_as_arrow_with_repeated_strings_dictionary_encoded():
+    passes = run("forty_replies").passes
+    spec = {"mark": "bar", "datasets": {"d": passes.to_dict("records"), "empty": []}, "data": {"name": "d"}}
+    sent = chart.packed(spec)
+    table = pa.ipc.open_stream(sent["datasets"]["d"]).read_all()
+    assert table.num_rows == len(passes) and sent["datasets"]["empty"] == []
+    assert pa.types.is_dictionary(table.schema.field("kind").type)  # a few pass kinds, sent once each
+    assert pa.types.is_floating(table.schema.field("start_at").type)
+    back = table.to_pandas()
+    assert back["kind"].astype(str).tolist() == passes["kind"].tolist()
+    assert back["start_at"].tolist() == passes["start_at"].tolist()
+    assert len(sent["datasets"]["d"]) < len(str(spec["datasets"]["d"]))  # smaller than the rows as text
+    assert isinstance(spec["datasets"]["d"], list)  # the shared spec (exports read it) is untouched

@@ -162,3 +162,17 @@ def test_clicking_a_pass_moves_the_cursor_there(server, page):
     t = float(page.url.split("t=")[1].split("&")[0])
     assert 10 < t < 17  # the cursor jumped to the clicked pass, past the log's prefill
     assert page.locator('[data-testid="stException"]').count() == 0
+
+
+def test_the_load_benchmarks_websocket_client_gets_a_whole_page_from_the_server(server):
+    """bench/websocket_session.py asks for a page as the browser's first message does: every chart arrives,
+    as Arrow datasets, and no error box."""
+    import asyncio
+
+    from bench.websocket_session import view
+
+    answer = asyncio.run(view(server, "/forty_replies?mixed=1", 120))
+    plain = asyncio.run(view(server, "/forty_replies", 120))
+    assert answer.problems == [] and plain.problems == []
+    assert answer.num_charts == plain.num_charts >= 5
+    assert 0 < answer.seconds < 120 and answer.num_bytes > 50_000

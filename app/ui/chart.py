@@ -12,7 +12,9 @@ import hashlib
 import json
 from collections.abc import Callable
 
+import pandas as pd
 import streamlit as st
+from streamlit import dataframe_util
 
 from app import state
 from app.charts.timelines import PICK
@@ -45,6 +47,46 @@ def _shared_spec(cache_key, _chart) -> dict:
 
 def _build(chart) -> dict:
     return (chart() if callable(chart) else chart).to_dict(validate=False)
+
+
+def warm_spec(chart, cache_key) -> None:
+    """Build a chart's spec and what the browser gets of it, ahead of the first person (app/warm.py)."""
+    sent_spec(chart_spec(chart, cache_key), cache_key)
+
+
+def sent_spec(spec: dict, cache_key=None, presenting: bool = False) -> dict:
+    """What the browser gets (`room_spec`), its datasets already Arrow: shared under cache_key like the
+    spec, so a page view neither converts rows nor copies specs again."""
+    if cache_key is None:
+        return packed(room_spec(spec, presenting))
+    return _shared_sent(cache_key, presenting, spec)
+
+
+@st.cache_resource(max_entries=SPEC_CACHE_SIZE * 2, show_spinner=False)
+def _shared_sent(cache_key, presenting: bool, _spec: dict) -> dict:
+    return packed(room_spec(_spec, presenting))
+
+
+def packed(spec: dict) -> dict:
+    """The spec with each dataset as Arrow IPC bytes, which Streamlit sends as they are; strings that repeat
+    (pass kinds, lanes, rule names) dictionary-encoded, so a pass timeline travels at a fraction of its
+    size. Streamlit would otherwise turn the rows into Arrow on every send."""
+    datasets = spec.get("datasets")
+    if not datasets:
+        return spec
+    return {**spec, "datasets": {name: _arrow(rows) for name, rows in datasets.items()}}
+
+
+def _arrow(rows):
+    if not isinstance(rows, list) or not rows or not all(isinstance(row, dict) for row in rows):
+        return rows
+    frame = pd.DataFrame.from_records(rows)
+    for column in frame.columns:
+        values = frame[column]
+        if not pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+            if values.map(type).eq(str).all() and values.nunique() <= len(values) // 2:
+                frame[column] = values.astype("category")
+    return dataframe_util.convert_pandas_df_to_arrow_bytes(frame)
 
 
 def room_spec(spec: dict, presenting: bool = False) -> dict:
@@ -126,7 +168,7 @@ def chart_ui(page: str, chart_id: str, title: str, caption: str, chart, pointer:
         _export_ui(page, chart_id, spec, title)
     if pointer is not None:
         look_here(pointer)
-    sent = room_spec(spec, state.is_presenting())
+    sent = sent_spec(spec, None if cache_key is None else (page, chart_id, cache_key), state.is_presenting())
     if on_pick is None:
         st.vega_lite_chart(sent, width="stretch")
     else:
