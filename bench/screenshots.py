@@ -4,11 +4,13 @@ presenter mode at 1920 x 1080. PNGs are stored with a 256-colour palette (they l
 
     .venv/bin/python bench/screenshots.py                 # starts its own server on a free port
     .venv/bin/python bench/screenshots.py --url http://localhost:8501 tour_forty_replies_4
+Tour steps are taken as a person takes them: the story opens, then the step's button is clicked.
 """
 
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 from browser import CHROMIUM, CHROMIUM_ARGS, REPO, cli, wait_idle
@@ -31,7 +33,7 @@ PAGES = [  # (name, path, viewport height): the main block scrolls itself, so th
     ("your_server_chunk", "/your_server?log=chunk", 7200),
     ("your_server_trace", "/your_server?view=trace&trace=mooncake", 7200),
 ]
-TOUR = [(f"tour_{key}_{i}", f"/{key}?step={i}") for key, story in STORIES.items()
+TOUR = [(f"tour_{key}_{i}", f"/{key}", i) for key, story in STORIES.items()  # opened, then step i clicked
         for i in range(1, len(story.tour) + 1)]
 PRESENTER = [("forty_replies_presenter", "/forty_replies?present=1&mixed=1")]
 
@@ -43,18 +45,23 @@ def save(png: bytes, target: Path) -> None:
 
 def shoot(url: str, only: list[str] | None = None) -> list[Path]:
     ASSETS.mkdir(exist_ok=True)
-    jobs = [(n, p, (WIDTH, h), True) for n, p, h in PAGES] + [(n, p, (WIDTH, 1000), False) for n, p in TOUR]
-    jobs += [(n, p, (1920, 1080), False) for n, p in PRESENTER]
+    jobs = [(n, p, (WIDTH, h), True, None) for n, p, h in PAGES]
+    jobs += [(n, p, (WIDTH, 1000), False, i) for n, p, i in TOUR]
+    jobs += [(n, p, (1920, 1080), False, None) for n, p in PRESENTER]
     out = []
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        for name, path, (width, height), whole in jobs:
+        for name, path, (width, height), whole, step in jobs:
             if only and name not in only:
                 continue
             page = browser.new_page(viewport={"width": width, "height": height})
             page.goto(url + path)
             wait_idle(page, timeout_ms=180_000, settle_polls=8)  # a cold first run can pause without a status
-            page.wait_for_timeout(800)  # a tour step's scroll to its chart
+            if step is not None:  # as a person takes the tour: the step's button sets its controls
+                page.get_by_role("button", name=re.compile(rf"^{step}\. ")).click()
+                wait_idle(page, timeout_ms=180_000, settle_polls=8)
+                page.wait_for_timeout(2500)  # the page scrolls again once the charts above have drawn
+            page.wait_for_timeout(800)
             target = ASSETS / f"{name}.png"
             save(page.screenshot(full_page=whole), target)
             page.close()

@@ -142,7 +142,7 @@ def _charts_ui(runs: dict, run_keys: dict) -> None:
                         else "A prefill worker holds a prompt's KV only until it is sent to decode.")
                 chart_ui(state.PD_PAGE, f"{policy}-kv-{lane}", f"{policy}: KV on {lane}",
                          f"{pool[0].upper()}{pool[1:]}. {what}", chart, cache_key=key)
-            chart_ui(state.PD_PAGE, f"{policy}-phases", f"{policy}: where each request's time went",
+            chart_ui(state.PD_PAGE, f"{policy}-phases", f"{policy}: each request's time",
                      "One lane per request: grey waiting at prefill, purple waiting for decode KV, orange "
                      "prefill chunks, thin blue the KV transfer, dark blue decoding. Under early, decode KV "
                      "is reserved before prefill may start; under prefill_complete, after it ends.",
