@@ -6,7 +6,8 @@
 Starts `streamlit run app/serve.py` on a free port and waits for its health check; then, if the app reports a
 warm-up (/warmup), waits for it (at most --warm-limit s) and says how long it took. Then, each in a fresh
 browser session (a new person):
-  first view   every page: navigation -> the page has drawn (cards, charts, no placeholder, script over)
+  first view   every page: navigation -> the page has drawn (cards, charts, no placeholder, script over);
+               again in one browser that has the app's frontend files cached (a person's second page)
   tour step    each guided-tour step of the forty replies: click -> redrawn
   flip         the mixed-chunk toggle, --flips times
   step         step-through "Step" and "Event" clicks, --steps of each: click -> the fragment has redrawn
@@ -96,15 +97,28 @@ def warm_up(url: str, limit_s: float) -> float | None:
     return limit_s
 
 
-def first_views(browser, url: str) -> dict[str, float]:
+def first_views(browser, url: str, cached: bool = False) -> dict[str, float]:
+    """Each page in a new Streamlit session. `cached`: in one browser that has loaded the app once (its
+    frontend files in the browser's cache, as for a person opening a second page or a shared link);
+    otherwise each in a fresh browser context (nothing cached: a person's very first page)."""
     out = {}
+    shared = browser.new_context(viewport={"width": 1440, "height": 900}) if cached else None
+    if shared is not None:
+        home = shared.new_page()
+        home.goto(url + "/")
+        until_idle(home, time.perf_counter())
+        home.close()
     for path in PAGES:
-        context = browser.new_context(viewport={"width": 1440, "height": 900})
+        context = shared or browser.new_context(viewport={"width": 1440, "height": 900})
         page = context.new_page()
         start = time.perf_counter()
         page.goto(url + path)
         out[path] = until_idle(page, start)
-        context.close()
+        page.close()
+        if shared is None:
+            context.close()
+    if shared is not None:
+        shared.close()
     return out
 
 
@@ -169,9 +183,11 @@ def main() -> None:
         print(f"health check answered after {health:.1f} s; warm-up: "
               + ("none" if warm is None else f"{warm:.1f} s"))
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        figures = {"health_s": health, "warm_up_s": warm, "first_view_s": first_views(browser, url)}
+        figures = {"health_s": health, "warm_up_s": warm, "first_view_s": first_views(browser, url),
+                   "first_view_cached_s": first_views(browser, url, cached=True)}
         for path, seconds in figures["first_view_s"].items():
-            print(f"first view {path:18s} {seconds:5.2f} s")
+            print(f"first view {path:18s} {seconds:5.2f} s   "
+                  f"(frontend cached: {figures['first_view_cached_s'][path]:5.2f} s)")
         figures |= story_actions(browser, url, args.flips, args.steps)
         figures["pd_preset_s"], followed = upstream_preset(browser, url)
         figures["address bar followed"].append(followed)
