@@ -62,7 +62,8 @@ def headline_ui(story: Story, current: RunFrames, base: RunFrames, values: dict 
     if trap:
         st.info(trap, icon=":material/troubleshoot:")
     if not presenting:
-        price_ui(story, base, current, same)
+        st.markdown("##### What it costs")
+        price_cards(st.columns(len(items)), items, same)
     with st.expander("p50 / p95 / p99 / max per group, before → after"):
         st.dataframe(group_table(current, base), hide_index=True, width="stretch")
         for sentence in dict.fromkeys(never_got_a_token(base.requests) + never_got_a_token(current.requests)):
