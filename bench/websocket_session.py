@@ -25,7 +25,6 @@ DONE = {ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY,
 class Answer:
     seconds: float
     num_bytes: int
-    num_elements: int
     num_charts: int
     problems: list[str]  # an exception or an error box on the page, a compile error
 
@@ -40,12 +39,12 @@ async def view(base: str, path: str, timeout_s: float) -> Answer:
         msg.rerun_script.page_name = page
         msg.rerun_script.query_string = query
         await ws.send(msg.SerializeToString())
-        num_bytes, elements, charts, problems = 0, 0, 0, []
+        num_bytes, charts, problems = 0, 0, []
         while True:
             left = start + timeout_s - time.perf_counter()
             if left <= 0:
                 raise TimeoutError(f"{path}: no finished script run within {timeout_s:g} s")
-            raw = await _recv(ws, left)
+            raw = await asyncio.wait_for(ws.recv(), left)
             num_bytes += len(raw)
             forward = ForwardMsg()
             forward.ParseFromString(raw)
@@ -53,15 +52,10 @@ async def view(base: str, path: str, timeout_s: float) -> Answer:
             if kind == "delta" and forward.delta.WhichOneof("type") == "new_element":
                 element = forward.delta.new_element
                 what = element.WhichOneof("type")
-                elements += 1
                 charts += what == "vega_lite_chart"
                 if what == "exception" or (what == "alert" and element.alert.format == Alert.ERROR):
                     problems.append(what)
             elif kind == "script_finished" and forward.script_finished in DONE:
                 if forward.script_finished != ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY:
                     problems.append("compile error")
-                return Answer(time.perf_counter() - start, num_bytes, elements, charts, problems)
-
-
-async def _recv(ws, timeout_s: float) -> bytes:
-    return await asyncio.wait_for(ws.recv(), timeout_s)
+                return Answer(time.perf_counter() - start, num_bytes, charts, problems)
