@@ -249,9 +249,9 @@ class Scenario(Frozen):
         if num > self.limits.max_requests:
             raise ValueError(f"workload: it declares {num:,} requests, above limits.max_requests "
                              f"({self.limits.max_requests:,}; at most {MAX_REQUESTS:,})")
-        for group in work.groups:
+        for i, group in enumerate(work.groups):
             if group.last_arrival_at > MAX_SIM_SECONDS:
-                raise ValueError(f"workload.groups.{work.groups.index(group)}.arrival: its {group.count:,} "
+                raise ValueError(f"workload.groups.{i}.arrival: its {group.count:,} "
                                  f"arrivals reach {group.last_arrival_at:.3g} s; arrivals must lie within "
                                  f"{MAX_SIM_SECONDS:.0e} s")
         return self

@@ -150,6 +150,7 @@ class RooflineCost:
     tokenize_s: float = TOKENIZE_S
     allreduce_latency_s: float = ALLREDUCE_LATENCY_S
     num_kernels: int = field(default=0, init=False, compare=False)
+    kv_bytes: float = field(default=0.0, init=False, compare=False)  # per token, this model, dtype and TP
     _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -157,8 +158,7 @@ class RooflineCost:
             raise InputError("tp_size", f"must be >= 1, got {self.tp_size}")
         dtype_bytes(self.weight_dtype, "weight_dtype")
         dtype_bytes(self.kv_dtype, "kv_dtype", KV_DTYPES)
-        for name in ("per_pass_s", "per_request_s", "kernel_launch_s", "graph_replay_s", "frontend_s",
-                     "tokenize_s", "allreduce_latency_s"):
+        for name in (*CPU_FIGURES, "allreduce_latency_s"):
             if getattr(self, name) < 0:
                 raise InputError(name, f"must be >= 0, got {getattr(self, name)}")
         if self.cuda_graph_max_bs is None:
@@ -168,6 +168,7 @@ class RooflineCost:
             raise InputError("cuda_graph_max_bs",
                              f"must be >= 0 (0: no CUDA graphs), got {self.cuda_graph_max_bs}")
         object.__setattr__(self, "num_kernels", count_kernels(self.model, self.tp_size))
+        object.__setattr__(self, "kv_bytes", kv_bytes_per_token(self.model, self.kv_dtype, self.tp_size))
 
     def seconds(self, shape: PassShape) -> float:
         return self.breakdown(shape)["total_s"]
@@ -227,7 +228,7 @@ class RooflineCost:
             self._memo[key] = self._token_kernels(*key)
         kv_tokens = shape.past_kv_sum + 2 * shape.new_tokens
         attention = attention_time(self.gpu, self.model, shape.attn_pairs, kv_tokens, shape.num_rows,
-                                   self.tp_size, kv_bytes_per_token(self.model, self.kv_dtype, self.tp_size))
+                                   self.tp_size, self.kv_bytes)
         linear, elementwise, allreduce_s = self._memo[key]
         return linear, attention, elementwise, allreduce_s
 

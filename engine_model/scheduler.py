@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass, field
 
 from engine_model.core import Iteration, PassKind, Request, RequestState, Retraction, Row
-from engine_model.cost import PassShape
+from engine_model.cost import PassShape, attn_pairs
 from engine_model.policy import (
     CLIP_MAX_NEW_TOKENS,
     NewTokenRatio,
@@ -58,7 +58,7 @@ class Plan:
         past_decode = sum(r.kv_len - 1 for r in self.decode)  # KV before this pass's decode slot
         new_prefill = sum(extend for _, extend in self.prefill)
         past_prefill = sum(r.kv_len - extend for r, extend in self.prefill)
-        pairs = (sum(e * (r.kv_len - e) + e * (e + 1) // 2 for r, e in self.prefill)
+        pairs = (sum(attn_pairs(e, r.kv_len - e) for r, e in self.prefill)
                  + past_decode + len(self.decode))
         return PassShape(
             num_rows=len(self.prefill) + len(self.decode),
@@ -334,7 +334,8 @@ class Scheduler:
             return "mixing skipped: not enough KV for the decode rows (check_decode_mem)"
         self._allocate_decode(rows)  # before 0.5.22 unchecked: _build_prefill sees if it overflows
         plan.kind, plan.decode = PassKind.MIXED, rows
-        self.running = [r for r in self.running if r not in rows]  # only in-flight finishes stay behind
+        mixed = set(rows)  # requests hash by identity
+        self.running = [r for r in self.running if r not in mixed]  # only in-flight finishes stay behind
         return f"mixed chunk: the {len(rows)} running requests each decode one token in this pass"
 
     def _prefill_reason(self, adder: PrefillAdder, continuing: Request | None, stop: str,

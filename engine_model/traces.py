@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine_model.config import MAX_SPEEDUP, MAX_TRACE_SECONDS, MIN_SPEEDUP
+from engine_model.config import MAX_SPEEDUP, MAX_TOKENS, MAX_TRACE_SECONDS, MIN_SPEEDUP
 from engine_model.errors import InputError
 from engine_model.files import Lines
 from engine_model.metrics import bucket_labels
@@ -25,7 +25,6 @@ MAX_BYTES = 200_000_000
 MAX_ROWS = 3_000_000  # about 170 MB a million once loaded: the whole load stays under 1 GB
 # characters; a trace row is about a hundred, a Mooncake row with hash ids a few thousand
 MAX_LINE = 1_000_000
-MAX_TOKENS = 10_000_000
 MAX_SECONDS = MAX_TRACE_SECONDS  # about 300 years
 MAX_EXAMPLES = 5
 FORMATS = ("azure", "mooncake", "burstgpt", "jsonl")
