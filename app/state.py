@@ -52,7 +52,6 @@ HEADLINE = "headline"  # the headline cards' block (a container's key)
 LOOK_HERE = "look_here"  # the tour's pointer (a container's key: the page scrolls to it)
 SCROLLED_TO = "scrolled_to"  # the pointer the page last scrolled to
 SAVED = "saved"  # {page: {control key: value}}: a page's settings kept across pages
-SPECS = "_specs"  # chart specs already built this session (app.ui.chart)
 PD_PAGE, COMPARE_PAGE, SERVER_PAGE = "pd", "compare", "your_server"  # key prefixes of the non-story sections
 
 

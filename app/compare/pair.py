@@ -92,10 +92,11 @@ def _story_page(story: Story) -> str:
     return f"{PAGE}.{story.key}"
 
 
-def run_pair(story: Story, a: dict, b: dict, shared: dict) -> tuple[RunFrames, RunFrames]:
+def run_pair(story: Story, a: dict, b: dict, shared: dict) -> tuple[RunFrames, RunFrames, tuple]:
+    """A's and B's runs, and the key their charts share their specs under (both runs: one time axis)."""
     try:
         sa, sb = story.scenario({**shared, **a}), story.scenario({**shared, **b})
-        return compute.run_scenario(sa), compute.run_scenario(sb)
+        return compute.run_scenario(sa), compute.run_scenario(sb), (compute.run_key(sa), compute.run_key(sb))
     except InputError as err:
         st.error(f"**This combination cannot run.** `{err.where}`: {err.problem}", icon=":material/block:")
         st.stop()
@@ -150,8 +151,10 @@ def delta_table(ra: RunFrames, rb: RunFrames) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def side_by_side_ui(story: Story, ra: RunFrames, rb: RunFrames, a: dict, b: dict, shared: dict) -> None:
-    """A's and B's timelines side by side on one time axis, and the export of both as one image."""
+def side_by_side_ui(story: Story, ra: RunFrames, rb: RunFrames, a: dict, b: dict, shared: dict,
+                    key: tuple) -> None:
+    """A's and B's timelines side by side on one time axis, and the export of both as one image. `key`
+    (run_pair's) shares their specs across reruns and sessions."""
     end = max(ra.end_at, rb.end_at)
     titles, lines = pair_note(story, ra, rb, a, b, shared)
     set_export_note(PAGE, (f"{titles[0]}; {titles[1]}", *lines))
@@ -163,10 +166,11 @@ def side_by_side_ui(story: Story, ra: RunFrames, rb: RunFrames, a: dict, b: dict
     ):
         left, right = st.columns(2)
         with left:
-            chart_ui(PAGE, f"a-{chart_id}", f"A: {title}", "Configuration A.", build(ra))
+            chart_ui(PAGE, f"a-{chart_id}", f"A: {title}", "Configuration A.",
+                     lambda make=build: make(ra), cache_key=key)
         with right:
             chart_ui(PAGE, f"b-{chart_id}", f"B: {title}", "Configuration B, same seed and x-axis.",
-                     build(rb))
+                     lambda make=build: make(rb), cache_key=key)
     pair_export_ui(story, ra, rb, end, titles, lines)
 
 

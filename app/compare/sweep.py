@@ -10,6 +10,7 @@ from app import state
 from app.charts.frames import RunFrames
 from app.compare import charts
 from app.compare.pair import PAGE
+from app.story import numbers
 from app.ui.chart import chart_ui
 from app.ui.fmt import fmt_seconds
 from engine_model import InputError, Scenario, Story, Summary, simulate, summary
@@ -133,7 +134,7 @@ def defaults_point(story: Story, values: dict) -> pd.DataFrame:
 
 def possessive(group: str) -> str:
     """'the streams'' / 'the log's': a group's name as words in a legend."""
-    return f"the {group}'" if group.endswith("s") else f"the {group}'s"
+    return f"the {numbers.possessive(group)}"
 
 
 def _long_form(story: Story, frame: pd.DataFrame) -> pd.DataFrame:

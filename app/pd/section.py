@@ -16,8 +16,8 @@ from app.charts import timelines
 from app.charts.words import never_got_a_token
 from app.pd import params, tables
 from app.pd.charts import request_phases
-from app.story.headline import card
-from app.story.numbers import fmt_rate
+from app.story.headline import price_cards
+from app.story.numbers import Price, fmt_rate
 from app.story.tour import focus_marker
 from app.ui.chart import chart_ui
 from app.ui.fmt import fmt_seconds
@@ -112,12 +112,10 @@ def _tradeoff_ui(runs: dict, preset: str) -> None:
     """early -> prefill_complete on the three numbers the maintainers measured, and why a preset shows
     little."""
     st.markdown("#### early → prefill_complete")
-    for col, row in zip(st.columns(3), tables.tradeoff(runs["early"], runs["prefill_complete"]), strict=True):
-        a, b = row["early"], row["prefill_complete"]
-        fmt = fmt_seconds if row["unit"] == "s" else fmt_rate
-        value, delta = card(a, b, fmt)
-        col.metric(row["label"], value, delta, border=True,
-                   delta_color="normal" if row["better"] == "higher" else "inverse")
+    rows = tables.tradeoff(runs["early"], runs["prefill_complete"])
+    price_cards(st.columns(len(rows)), [Price(row["label"], row["early"], row["prefill_complete"],
+                                              fmt_seconds if row["unit"] == "s" else fmt_rate, row["better"])
+                                        for row in rows], False)
     group = STORIES["ten_oclock_rush"].stream_group if preset == "rush" else "short"
     why = tables.little_difference(runs["early"], runs["prefill_complete"], group)
     if why:

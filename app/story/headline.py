@@ -81,7 +81,7 @@ def price_ui(story: Story, before: RunFrames, after: RunFrames, same: bool = Fal
 def price_cards(cols: list, items: list, same: bool) -> None:
     for col, price in zip(cols, items, strict=True):
         value, delta = card(price.before, price.after, price.fmt, same)
-        col.metric(price.label, value, delta, border=True, help=price.help,
+        col.metric(price.label, value, delta, border=True, help=price.help or None,
                    delta_color="normal" if price.better == "higher" else "inverse")
 
 
