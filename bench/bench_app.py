@@ -7,11 +7,13 @@ Starts `streamlit run app/serve.py` on a free port and waits for its health chec
 warm-up (/warmup), waits for it (at most --warm-limit s) and says how long it took. Then, each in a fresh
 browser session (a new person):
   first view   every page: navigation -> the page has drawn (cards, charts, no placeholder, script over);
-               again in one browser that has the app's frontend files cached (a person's second page)
+               again in one browser that has the app's frontend files cached (a person's second page);
+               with when its parts were first seen (PARTS: frontend loaded, title, script over, first chart)
   tour step    each guided-tour step of the forty replies: click -> redrawn
   flip         the mixed-chunk toggle, --flips times
   step         step-through "Step" and "Event" clicks, --steps of each: click -> the fragment has redrawn
-  PD preset    the ten o'clock page's upstream replica preset: pick -> both policies drawn
+  PD preset    the ten o'clock page's upstream replica preset: the option clicked in the open list -> both
+               policies drawn
 A time runs from the navigation or click to the first moment the page is idle and fully drawn (confirmed by
 later polls, which are not counted). After every action it checks that the address bar changed to match.
 """
@@ -30,7 +32,7 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from browser import CHROMIUM, CHROMIUM_ARGS, pick, streamlit_server  # noqa: E402
+from browser import CHROMIUM, CHROMIUM_ARGS, open_list, streamlit_server  # noqa: E402
 
 PAGES = ["/", "/forty_replies", "/other_stall", "/ten_oclock_rush", "/real_traffic", "/compare",
          "/your_server"]
@@ -44,14 +46,30 @@ STATE = """() => {
   return [ready && !busy && charts.every(c => c.querySelector('svg, canvas')), charts.length,
           location.href];
 }"""
+# The parts of a first view, each the first poll that saw it: Streamlit's frontend has loaded and asked for
+# the page; the page's title is on screen; the server's script run is over (every element has arrived and
+# been rendered); the first chart has drawn. The first view's time is when the last chart has.
+PARTS = """() => {
+  const script = document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state');
+  const charts = [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')];
+  return {"frontend loaded": !!script, "title shown": !!document.querySelector('[data-testid="stMain"] h1'),
+          "script over": script === 'notRunning',
+          "first chart drawn": charts.some(c => c.querySelector('svg, canvas'))};
+}"""
 
 
-def until_idle(page, start: float, timeout_s: float = 120, confirm: int = 3, poll_ms: int = 30) -> float:
-    """Seconds from `start` to the first moment the page was idle and drawn, held for `confirm` polls."""
+def until_idle(page, start: float, timeout_s: float = 120, confirm: int = 3, poll_ms: int = 30,
+               parts: dict | None = None) -> float:
+    """Seconds from `start` to the first moment the page was idle and drawn, held for `confirm` polls.
+    `parts`: filled with the seconds at which each of PARTS was first seen."""
     first, last = None, None
     while time.perf_counter() - start < timeout_s:
         idle, num, _ = page.evaluate(STATE)
         now = time.perf_counter()
+        if parts is not None:
+            for name, seen in page.evaluate(PARTS).items():
+                if seen and name not in parts:
+                    parts[name] = round(now - start, 2)
         if idle and (first is None or num != last):
             first, streak = now, 0
         if idle:
@@ -97,7 +115,7 @@ def warm_up(url: str, limit_s: float) -> float | None:
     return limit_s
 
 
-def first_views(browser, url: str, cached: bool = False) -> dict[str, float]:
+def first_views(browser, url: str, cached: bool = False, parts: dict | None = None) -> dict[str, float]:
     """Each page in a new Streamlit session. `cached`: in one browser that has loaded the app once (its
     frontend files in the browser's cache, as for a person opening a second page or a shared link);
     otherwise each in a fresh browser context (nothing cached: a person's very first page)."""
@@ -113,7 +131,7 @@ def first_views(browser, url: str, cached: bool = False) -> dict[str, float]:
         page = context.new_page()
         start = time.perf_counter()
         page.goto(url + path)
-        out[path] = until_idle(page, start)
+        out[path] = until_idle(page, start, parts=None if parts is None else parts.setdefault(path, {}))
         page.close()
         if shared is None:
             context.close()
@@ -155,7 +173,8 @@ def upstream_preset(browser, url: str) -> tuple[float, bool]:
     page = context.new_page()
     page.goto(url + "/ten_oclock_rush")
     until_idle(page, time.perf_counter())
-    result = act(page, lambda: pick(page, "Preset", "Upstream"), "preset=upstream")
+    choice = open_list(page, "Preset", "Upstream")  # opening the list is the browser's own, not timed
+    result = act(page, choice.click, "preset=upstream")
     context.close()
     return result
 
@@ -183,11 +202,14 @@ def main() -> None:
         print(f"health check answered after {health:.1f} s; warm-up: "
               + ("none" if warm is None else f"{warm:.1f} s"))
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        figures = {"health_s": health, "warm_up_s": warm, "first_view_s": first_views(browser, url),
-                   "first_view_cached_s": first_views(browser, url, cached=True)}
+        parts = {}
+        figures = {"health_s": health, "warm_up_s": warm,
+                   "first_view_s": first_views(browser, url, parts=parts),
+                   "first_view_cached_s": first_views(browser, url, cached=True), "first_view_parts_s": parts}
         for path, seconds in figures["first_view_s"].items():
             print(f"first view {path:18s} {seconds:5.2f} s   "
-                  f"(frontend cached: {figures['first_view_cached_s'][path]:5.2f} s)")
+                  f"(frontend cached: {figures['first_view_cached_s'][path]:5.2f} s)   "
+                  + " · ".join(f"{name} {at:.2f}" for name, at in parts[path].items()))
         figures |= story_actions(browser, url, args.flips, args.steps)
         figures["pd_preset_s"], followed = upstream_preset(browser, url)
         figures["address bar followed"].append(followed)

@@ -105,6 +105,34 @@ def test_step_through_moves_the_cursor_to_the_next_event():
     assert at.slider(key="forty_replies.it").value == 0
 
 
+FOLDED = ("rule.open", "groups.open", "stalls.open", "exports.open", "simplifications.open")
+
+
+def test_folded_sections_send_nothing_until_opened_and_then_their_content():
+    at = open_page("app_pages/forty_replies.py")
+    def csv_buttons():
+        return [b for b in at.download_button if "(CSV)" in b.label]
+
+    assert (len(at.code), len(at.table), len(at.dataframe), len(csv_buttons())) == (0, 0, 0, 0)
+    assert not any("leaves out" in m.value for m in at.markdown)
+    for key in FOLDED:
+        at.session_state[key] = True
+    at.run()
+    assert not at.exception
+    assert at.code and "def " in at.code[0].value  # the rule, as the model writes it
+    assert len(at.table) == 1 and len(at.dataframe) == 1  # the stalls apart; p50 / p95 / p99 per group
+    assert len(csv_buttons()) == 3  # the run's requests, passes and retractions
+    assert any("leaves out" in m.value for m in at.markdown)
+    at.session_state["rule.open"] = False
+    at.run()
+    assert not at.code  # closed again: its content is gone from the page
+
+
+def test_the_other_stall_opens_with_its_two_stalls_apart():
+    at = open_page("app_pages/other_stall.py")
+    assert len(at.table) == 1
+
+
 def test_a_link_restores_the_settings_and_notes_bad_or_unknown_parameters():
     at = open_page("app_pages/forty_replies.py",
                    {"mixed": "1", "chunk": "2048", "streams": "abc", "zzz": "1"})

@@ -164,6 +164,19 @@ def test_clicking_a_pass_moves_the_cursor_there(server, page):
     assert page.locator('[data-testid="stException"]').count() == 0
 
 
+def test_a_folded_section_draws_its_content_when_opened_and_keeps_the_view(server, page):
+    """The rule's code is not sent with the page (app/ui/fold.py); a click opens it, the cursor stays."""
+    page.goto(server + "/forty_replies")
+    settle(page)
+    url = page.url
+    assert page.locator('[data-testid="stCode"]').count() == 0
+    page.get_by_text("Show the rule (the model's own code)").click()
+    page.locator('[data-testid="stCode"]').first.wait_for(timeout=30_000)
+    settle(page)
+    assert "def " in page.locator('[data-testid="stCode"]').first.inner_text()
+    assert page.url == url and page.locator('[data-testid="stException"]').count() == 0
+
+
 def test_the_load_benchmarks_websocket_client_gets_a_whole_page_from_the_server(server):
     """bench/websocket_session.py asks for a page as the browser's first message does: every chart arrives,
     as Arrow datasets, and no error box."""

@@ -7,6 +7,7 @@ import streamlit as st
 
 from app.story.pass_cost import pass_cost_ui
 from app.ui.fmt import fmt_seconds
+from app.ui.fold import folded
 from engine_model import Scenario, rules_of
 
 
@@ -35,7 +36,9 @@ def _what_ran(row) -> str:
 def rule_ui(mirrors: str) -> None:
     """One tab per SGLang function in the chain that the model implements, innermost first."""
     found = rules_of(mirrors)
-    with st.expander("Show the rule (the model's own code)"):
+    with folded("Show the rule (the model's own code)", "rule.open") as is_open:
+        if not is_open:
+            return
         if not found:
             st.caption("No model code is linked to this decision.")
             return

@@ -10,25 +10,32 @@ from app.charts.frames import RunFrames
 from app.story.headline import headline_fmt, headline_label, headline_value
 from app.ui.exports import csv_bytes, scenario_toml, set_export_note, standalone_page, tour_slides
 from app.ui.fmt import shown_value
+from app.ui.fold import folded
 from engine_model import Control, Story
 
 
 def export_ui(story: Story, run: RunFrames) -> None:
     scenario = st.session_state.get(state.keys(story.key).scenario)
-    with st.expander("Export this run: CSV and scenario TOML"):
-        cols = st.columns(4)
-        cols[0].download_button("Per-request metrics (CSV)", lambda: csv_bytes(run.requests),
-                                file_name=f"{story.key}-requests.csv", mime="text/csv", on_click="ignore")
-        cols[1].download_button("Per-iteration trace (CSV)", lambda: csv_bytes(run.iterations),
-                                file_name=f"{story.key}-iterations.csv", mime="text/csv", on_click="ignore")
-        if scenario is not None:
-            cols[2].download_button("Scenario (TOML)", lambda: scenario_toml(scenario),
-                                    file_name=f"{story.key}.toml", mime="application/toml", on_click="ignore")
-        cols[3].download_button("Retractions (CSV)", lambda: csv_bytes(run.retractions),
-                                file_name=f"{story.key}-retractions.csv", mime="text/csv", on_click="ignore")
-        st.caption("Run it yourself: `python -m engine_model run "
-                   + f"{story.key}.toml` (the same model, no app).")
+    with folded("Export this run: CSV and scenario TOML", "exports.open") as is_open:
+        if is_open:
+            run_files_ui(story, run, scenario)
     outside_ui(story)
+
+
+def run_files_ui(story: Story, run: RunFrames, scenario) -> None:
+    """The run's own files: its requests and passes as CSV, and the scenario that makes it again."""
+    cols = st.columns(4)
+    cols[0].download_button("Per-request metrics (CSV)", lambda: csv_bytes(run.requests),
+                            file_name=f"{story.key}-requests.csv", mime="text/csv", on_click="ignore")
+    cols[1].download_button("Per-iteration trace (CSV)", lambda: csv_bytes(run.iterations),
+                            file_name=f"{story.key}-iterations.csv", mime="text/csv", on_click="ignore")
+    if scenario is not None:
+        cols[2].download_button("Scenario (TOML)", lambda: scenario_toml(scenario),
+                                file_name=f"{story.key}.toml", mime="application/toml", on_click="ignore")
+    cols[3].download_button("Retractions (CSV)", lambda: csv_bytes(run.retractions),
+                            file_name=f"{story.key}-retractions.csv", mime="text/csv", on_click="ignore")
+    st.caption("Run it yourself: `python -m engine_model run "
+               + f"{story.key}.toml` (the same model, no app).")
 
 
 def outside_ui(story: Story) -> None:

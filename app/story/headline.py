@@ -12,6 +12,7 @@ from app.charts.frames import RunFrames
 from app.charts.words import NO_TOKEN, never_got_a_token
 from app.story.numbers import headline_value, percentile_trap, prices
 from app.ui.fmt import fmt_count, fmt_seconds, shown_value
+from app.ui.fold import folded
 from engine_model import Headline, Story
 
 GROUP_METRICS = {"ttft_s": "first token (TTFT)", "itl_s": "gap between tokens (ITL)",
@@ -64,7 +65,9 @@ def headline_ui(story: Story, current: RunFrames, base: RunFrames, values: dict 
     if not presenting:
         st.markdown("##### What it costs")
         price_cards(st.columns(len(items)), items, same)
-    with st.expander("p50 / p95 / p99 / max per group, before → after"):
+    with folded("p50 / p95 / p99 / max per group, before → after", "groups.open") as is_open:
+        if not is_open:
+            return shown
         st.dataframe(group_table(current, base), hide_index=True, width="stretch")
         for sentence in dict.fromkeys(never_got_a_token(base.requests) + never_got_a_token(current.requests)):
             st.caption(sentence)

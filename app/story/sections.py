@@ -10,6 +10,7 @@ from app.charts.frames import RunFrames
 from app.story import diagnosis, tour
 from app.story.top import run_key
 from app.ui.chart import chart_ui
+from app.ui.fold import folded
 from engine_model import Story
 
 
@@ -38,6 +39,8 @@ def itl_ui(story: Story, run: RunFrames) -> None:
 def stalls_apart_ui(run: RunFrames, expanded: bool = False) -> None:
     """The two stalls side by side: where to look, what each looks like, and what this run shows."""
     found = diagnosis.diagnose(run)
-    with st.expander(f"How to tell the two stalls apart — {diagnosis.verdict(found, run.stall_threshold_s)}",
-                     expanded=expanded):
+    with folded(f"How to tell the two stalls apart — {diagnosis.verdict(found, run.stall_threshold_s)}",
+                "stalls.open", expanded=expanded) as is_open:
+        if not is_open:
+            return
         st.table(diagnosis.apart_table(found).set_index("look at"))

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import streamlit as st
 
+from app.ui.fold import folded
+
 DESIGN_DOC = Path(__file__).resolve().parents[2] / "docs" / "design.md"
 
 
@@ -44,7 +46,9 @@ def in_words(text: str) -> str:
 
 
 def simplifications_ui() -> None:
-    with st.expander("What the model simplifies"):
+    with folded("What the model simplifies", "simplifications.open") as is_open:
+        if not is_open:
+            return
         text = simplifications_text()
         if text is None:
             st.caption("The list of simplifications is not available in this build. The model follows "

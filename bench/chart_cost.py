@@ -1,0 +1,99 @@
+"""What does each chart of a page cost the browser? Its charts drawn alone, in a bare Streamlit page.
+
+    .venv/bin/python bench/chart_cost.py [--page app_pages/forty_replies.py] [--reps 4]
+
+Opens the page in Streamlit's AppTest and keeps each chart exactly as the browser gets it (spec and Arrow
+datasets). Then serves a page with nothing but a title and the charts named in its address, and times, in
+one headless Chromium with the frontend cached: the bare page, each chart alone on it, and all of them. A
+chart's cost is its median time minus the bare page's (the first chart drawn also loads Vega, ~0.3 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pickle
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow as pa
+from playwright.sync_api import sync_playwright
+from streamlit.testing.v1 import AppTest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_app import until_idle  # noqa: E402
+from browser import CHROMIUM, CHROMIUM_ARGS, REPO, streamlit_server  # noqa: E402
+
+BARE = """import pickle, streamlit as st
+charts = pickle.load(open("charts.pkl", "rb"))
+st.title("charts")
+for i in [int(x) for x in st.query_params.get("i", "").split(",") if x]:
+    st.vega_lite_chart(charts[i], width="stretch")
+"""
+
+
+def page_charts(page: str) -> list[dict]:
+    """Each chart of `page` as sent, its datasets back as DataFrames (Streamlit sends them as Arrow again)."""
+    at = AppTest.from_file(str(REPO / "app" / "main.py"), default_timeout=300)
+    at.run()
+    at.switch_page(page)
+    at.run()
+    found = []
+
+    def walk(node) -> None:
+        children = getattr(node, "children", None)
+        if isinstance(children, dict):
+            for child in children.values():
+                walk(child)
+        if getattr(node, "type", "") == "vega_lite_chart":
+            spec = json.loads(node.proto.spec)
+            spec["datasets"] = {d.name: pa.ipc.open_stream(d.data.data).read_all().to_pandas()
+                                for d in node.proto.datasets}
+            found.append(spec)
+
+    walk(at._tree)
+    return found
+
+
+def rows(spec: dict) -> int:
+    return sum(len(frame) for frame in spec["datasets"].values())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--page", default="app_pages/forty_replies.py")
+    parser.add_argument("--reps", type=int, default=4)
+    args = parser.parse_args()
+    charts = page_charts(args.page)
+    cases = {"bare page": "", **{f"chart {i} alone ({rows(c):,} rows)": str(i) for i, c in enumerate(charts)},
+             f"all {len(charts)}": ",".join(str(i) for i in range(len(charts)))}
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "charts.pkl").write_bytes(pickle.dumps(charts))
+        (Path(tmp) / "bare.py").write_text(BARE)
+        with streamlit_server(script="bare.py", repo=Path(tmp)) as url, sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            context = browser.new_context(viewport={"width": 1440, "height": 900})
+            times = {name: [] for name in cases}
+            for rep in range(args.reps + 1):  # the first round loads the frontend and Vega: not counted
+                for name, which in cases.items():
+                    page = context.new_page()
+                    start = time.perf_counter()
+                    page.goto(f"{url}/?i={which}")
+                    seconds = until_idle(page, start)
+                    page.close()
+                    if rep:
+                        times[name].append(seconds)
+            browser.close()
+    bare = statistics.median(times["bare page"])
+    print(f"{args.page}: median of {args.reps}, 1440 x 900, frontend cached")
+    for name, values in times.items():
+        median = statistics.median(values)
+        extra = "" if name == "bare page" else f"   +{median - bare:.2f} s"
+        print(f"  {name:32s} {median:5.2f} s{extra}")
+
+
+if __name__ == "__main__":
+    main()
