@@ -19,7 +19,7 @@ from app.server import charts as server_charts
 from app.server import frames as sf
 from app.server.controls import CONTROLS, base_data
 from app.server.input import LOG_LIMIT_MB
-from app.server.replay import replay_scenario, running_at_start
+from app.server.replay import replay_scenario, running_at_start, with_switches
 from app.story import diagnosis
 from engine_model import build_timeline, diagnose, parse_log, simulate, validate
 
@@ -111,6 +111,17 @@ def test_the_buyer_log_under_mixed_chunk_loses_its_long_pause():
     _, _, mixed, _ = replay(buyer_log(), {"mixed": "on", "chunk": "log", "interval": "log"})
     assert mixed.summary.config != logged.summary.config
     assert mixed.summary.metrics.overall.max_itl_s.max < 2 < logged.summary.metrics.overall.max_itl_s.max
+
+
+def test_switches_on_a_replayed_scenario_give_what_replaying_the_log_under_them_gives():
+    parsed = parse_log(buyer_log())
+    timeline = build_timeline(parsed)
+    base = validate(base_data({c.key: c.default for c in CONTROLS}))
+    logged, _ = replay_scenario(parsed, timeline, base, None)
+    for switches in ({"mixed": "on", "chunk": "log", "interval": "log"}, {"mixed": "log", "chunk": 2048,
+                                                                           "interval": 4}):
+        direct, _ = replay_scenario(parsed, timeline, base, None, switches)
+        assert with_switches(logged, switches) == direct != logged
 
 
 def test_the_page_replays_a_pasted_log_under_the_switches():

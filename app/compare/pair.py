@@ -13,14 +13,14 @@ import streamlit as st
 from app import compute, state
 from app.charts import timelines
 from app.charts.frames import RunFrames
-from app.charts.words import NO_TOKEN, never_got_a_token
+from app.charts.words import never_got_a_token
 from app.story.exports import settings_words
 from app.story.headline import card, headline_fmt, headline_label, price_ui, signed_seconds
 from app.story.numbers import headline_value, percentile_trap
 from app.ui.chart import chart_ui
 from app.ui.controls import Control, control_ui
 from app.ui.exports import pair_image, set_export_note
-from app.ui.fmt import fmt_count, fmt_seconds, shown_value
+from app.ui.fmt import fmt_count, seconds_cell, shown_value
 from engine_model import STORIES, InputError, Story
 
 PAGE = state.COMPARE_PAGE
@@ -126,10 +126,6 @@ def delta_ui(ra: RunFrames, rb: RunFrames) -> None:
             st.caption(sentence)
 
 
-def _cell(value: float | None) -> str:
-    return fmt_seconds(value) if value is not None else NO_TOKEN
-
-
 def delta_table(ra: RunFrames, rb: RunFrames) -> pd.DataFrame:
     """Every group's statistics A and B in words and units; a value a run lacks reads 'no token'."""
     rows = []
@@ -141,7 +137,7 @@ def delta_table(ra: RunFrames, rb: RunFrames) -> pd.DataFrame:
                 if a is None and b is None:
                     continue
                 rows.append({"group": group, "measure": title, "statistic": stat,
-                             "A": _cell(a), "B": _cell(b),
+                             "A": seconds_cell(a), "B": seconds_cell(b),
                              "B − A": "" if a is None or b is None else signed_seconds(b - a),
                              "change": "" if not a or b is None else f"{(b - a) / a:+.0%}"})
         was = ra.summary.metrics.value(group, "num_retracted")

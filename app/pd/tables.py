@@ -8,14 +8,14 @@ import pandas as pd
 from app.charts.frames import RunFrames
 from app.charts.words import NO_TOKEN, bucket_words
 from app.pd.charts import SPAN_LABELS
-from app.ui.fmt import fmt_seconds
+from app.ui.fmt import fmt_seconds, seconds_cell
 
 PHASE_ORDER = ("waiting", "waiting_for_decode_kv", "prefill", "transfer", "decode")
 SAME_TTFT = 0.05  # p95 first tokens within 5 % of each other: the policies barely differ
 
 
 def _seconds(value: float | None, has_tokens: bool) -> str:
-    return fmt_seconds(value) if value is not None else (NO_TOKEN if not has_tokens else "not measured")
+    return seconds_cell(value, "not measured" if has_tokens else NO_TOKEN)
 
 
 def policy_table(arms: dict[str, RunFrames]) -> pd.DataFrame:

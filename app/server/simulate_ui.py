@@ -16,7 +16,7 @@ from app.server.compute import ReadLog
 from app.server.controls import AS_LOGGED, GPU, MODEL, OUTPUT, PAGE, REPLAY_SWITCHES, base_data
 from app.server.log_ui import VERDICTS
 from app.server.page import cache_key, headline_ui
-from app.server.replay import replay_scenario
+from app.server.replay import replay_scenario, with_switches
 from app.story import diagnosis
 from app.ui.chart import chart_ui
 from app.ui.controls import control_ui
@@ -84,8 +84,7 @@ def replay_or_stop(read: ReadLog, values: dict, switches: dict):
                     "running.")
             return None
         moved = any(v != AS_LOGGED for v in switches.values())
-        switched = (replay_scenario(read.parsed, read.timeline, base, output_len, switches)[0] if moved
-                    else None)
+        switched = with_switches(logged[0], switches) if moved else None
     except InputError as err:
         st.error(f"**This server cannot be simulated.** `{err.where}`: {err.problem}",
                  icon=":material/block:")

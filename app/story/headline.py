@@ -11,7 +11,7 @@ from app import state
 from app.charts.frames import RunFrames
 from app.charts.words import NO_TOKEN, never_got_a_token
 from app.story.numbers import headline_value, percentile_trap, prices
-from app.ui.fmt import fmt_count, fmt_seconds, shown_value
+from app.ui.fmt import fmt_count, fmt_seconds, seconds_cell, shown_value
 from app.ui.fold import folded
 from engine_model import Headline, Story
 
@@ -111,8 +111,7 @@ def group_table(current: RunFrames, base: RunFrames) -> pd.DataFrame:
                 if now is None and was is None:
                     continue
                 rows.append({"group": group, "measure": title, "statistic": stat,
-                             "before": fmt_seconds(was) if was is not None else NO_TOKEN,
-                             "after": fmt_seconds(now) if now is not None else NO_TOKEN,
+                             "before": seconds_cell(was), "after": seconds_cell(now),
                              "change": "" if now is None or was is None else signed_seconds(now - was)})
     return pd.DataFrame(rows)
 

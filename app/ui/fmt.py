@@ -3,6 +3,8 @@ words."""
 
 from __future__ import annotations
 
+from app.charts.words import NO_TOKEN
+
 
 def fmt_seconds(value: float | None) -> str:
     if value is None:
@@ -10,6 +12,12 @@ def fmt_seconds(value: float | None) -> str:
     if value < 1:
         return f"{value * 1000:.0f} ms" if value >= 0.01 else f"{value * 1000:.1f} ms"
     return f"{value:.1f} s" if value < 100 else f"{value:.0f} s"
+
+
+def seconds_cell(value: float | None, missing: str = NO_TOKEN) -> str:
+    """A table's seconds cell; `missing` where the run has no value (by default: its requests got no token,
+    and a sentence under the table says why)."""
+    return fmt_seconds(value) if value is not None else missing
 
 
 def fmt_count(value: int | None) -> str:
