@@ -3,6 +3,8 @@ model's own code for that rule ("show the rule"), and what the pass cost (app/st
 
 from __future__ import annotations
 
+import textwrap
+
 import streamlit as st
 
 from app.story.pass_cost import pass_cost_ui
@@ -20,7 +22,7 @@ def decision_ui(row, scenario: Scenario | None = None) -> None:
         with right:
             st.markdown(f"**Why:** {row['reason'] or '—'}")
             st.markdown(f"**SGLang rule:** `{row['mirrors'] or '—'}`")
-            rule_ui(row["mirrors"] or "")
+        rule_ui(row["mirrors"] or "")  # the container's whole width: lines of code up to 110 characters
         pass_cost_ui(scenario, row)
 
 
@@ -45,4 +47,4 @@ def rule_ui(mirrors: str) -> None:
         tabs = st.tabs([r.sglang_name.split(".")[-1] for r in reversed(found)])
         for tab, rule in zip(tabs, reversed(found), strict=True):
             tab.caption(f"SGLang's `{rule.sglang_name}`: the same rule, as this model writes it.")
-            tab.code(rule.code, language="python")
+            tab.code(textwrap.dedent(rule.code), language="python")  # a method: from its own margin
