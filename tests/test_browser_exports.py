@@ -44,7 +44,9 @@ def test_a_story_chart_exports_as_svg_with_title_and_settings_and_no_cursor(serv
 def test_the_standalone_page_button_gives_one_self_contained_file(server, page):  # noqa: F811
     page.goto(server + "/forty_replies")
     settle(page)
-    page.get_by_text("Export this run").click()
+    page.get_by_text("Export this run").click()  # a fold: its CSV buttons arrive with a rerun
+    page.get_by_role("button", name="Per-request metrics (CSV)").wait_for(timeout=60_000)
+    settle(page)
     button = page.get_by_role("button", name="Export → standalone page (HTML)")
     name, data = download(page, button.click)
     assert name == "forty_replies.html" and len(data) < 3_000_000
