@@ -8,7 +8,7 @@ warm-up (/warmup), waits for it (at most --warm-limit s) and says how long it to
 browser session (a new person):
   first view   every page: navigation -> the page has drawn (cards, charts, no placeholder, script over);
                again in one browser that has the app's frontend files cached (a person's second page);
-               with when its parts were first seen (PARTS: frontend loaded, title, script over, first chart)
+               with when its parts were first seen (frontend loaded, title, script over, first chart)
   tour step    each guided-tour step of the forty replies: click -> redrawn
   flip         the mixed-chunk toggle, --flips times
   step         step-through "Step" and "Event" clicks, --steps of each: click -> the fragment has redrawn
@@ -36,40 +36,35 @@ from browser import CHROMIUM, CHROMIUM_ARGS, open_list, streamlit_server  # noqa
 
 PAGES = ["/", "/forty_replies", "/other_stall", "/ten_oclock_rush", "/real_traffic", "/compare",
          "/your_server"]
+# One poll: [idle and drawn, the number of charts, the address, the parts of a first view seen so far].
+# The parts: Streamlit's frontend has loaded and asked for the page; the page's title is on screen; the
+# server's script run is over (every element has arrived and been rendered); the first chart has drawn. A
+# first view's time is when the page is idle, every chart drawn.
 STATE = """() => {
   const charts = [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')];
+  const script = document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state');
   const busy = !!document.querySelector('[data-testid="stStatusWidget"], [data-testid="stSkeleton"], '
     + '[data-testid="stSkeletonElement"], [data-stale="true"]');
-  const ready = !!document.querySelector('[data-testid="stMain"] h1, .st-key-present_bar')
-    && document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state')
-      === 'notRunning';
-  return [ready && !busy && charts.every(c => c.querySelector('svg, canvas')), charts.length,
-          location.href];
-}"""
-# The parts of a first view, each the first poll that saw it: Streamlit's frontend has loaded and asked for
-# the page; the page's title is on screen; the server's script run is over (every element has arrived and
-# been rendered); the first chart has drawn. The first view's time is when the last chart has.
-PARTS = """() => {
-  const script = document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state');
-  const charts = [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')];
-  return {"frontend loaded": !!script, "title shown": !!document.querySelector('[data-testid="stMain"] h1'),
-          "script over": script === 'notRunning',
-          "first chart drawn": charts.some(c => c.querySelector('svg, canvas'))};
+  const title = !!document.querySelector('[data-testid="stMain"] h1');
+  const ready = (title || !!document.querySelector('.st-key-present_bar')) && script === 'notRunning';
+  const drawn = charts.map(c => !!c.querySelector('svg, canvas'));
+  return [ready && !busy && drawn.every(Boolean), charts.length, location.href,
+          {"frontend loaded": !!script, "title shown": title, "script over": script === 'notRunning',
+           "first chart drawn": drawn.some(Boolean)}];
 }"""
 
 
 def until_idle(page, start: float, timeout_s: float = 120, confirm: int = 3, poll_ms: int = 30,
                parts: dict | None = None) -> float:
     """Seconds from `start` to the first moment the page was idle and drawn, held for `confirm` polls.
-    `parts`: filled with the seconds at which each of PARTS was first seen."""
+    `parts`: filled with the seconds at which each part of a first view (STATE) was first seen."""
     first, last = None, None
     while time.perf_counter() - start < timeout_s:
-        idle, num, _ = page.evaluate(STATE)
+        idle, num, _, seen = page.evaluate(STATE)
         now = time.perf_counter()
         if parts is not None:
-            for name, seen in page.evaluate(PARTS).items():
-                if seen and name not in parts:
-                    parts[name] = round(now - start, 2)
+            parts |= {name: round(now - start, 2) for name, shown in seen.items() if shown and name not in
+                      parts}  # in place: the caller's dict
         if idle and (first is None or num != last):
             first, streak = now, 0
         if idle:

@@ -1,7 +1,7 @@
 """An expander whose content is built only while it is open.
 
 A closed expander still sends its content, and the browser draws it unseen: the rule's source code (and
-the 1.5 MB syntax highlighter it loads), a table, a dozen download buttons. On a story page's first view
+the 1.5 MB syntax highlighter it loads), a table, download buttons. On a story page's first view
 that was about half a second of the browser's time (docs/performance.md). Folded content is built when a
 person opens it (a rerun of the fragment or page it sits in), and the expander remembers that it is open.
 
