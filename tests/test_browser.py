@@ -165,7 +165,9 @@ def test_clicking_a_pass_moves_the_cursor_there(server, page):
 
 
 def test_a_folded_section_draws_its_content_when_opened_and_keeps_the_view(server, page):
-    """The rule's code is not sent with the page (app/ui/fold.py); a click opens it, the cursor stays."""
+    """The rule's code is not sent with the page (app/ui/fold.py); a click opens it, the cursor stays, and at
+    a room's narrowest width no line of it runs off the right edge."""
+    page.set_viewport_size({"width": 1280, "height": 2400})
     page.goto(server + "/forty_replies")
     settle(page)
     url = page.url
@@ -174,6 +176,9 @@ def test_a_folded_section_draws_its_content_when_opened_and_keeps_the_view(serve
     page.locator('[data-testid="stCode"]').first.wait_for(timeout=30_000)
     settle(page)
     assert "def " in page.locator('[data-testid="stCode"]').first.inner_text()
+    code = page.locator('[data-testid="stCode"] pre').first
+    wide, shown = code.evaluate("e => [e.scrollWidth, e.clientWidth]")
+    assert wide <= shown
     assert page.url == url and page.locator('[data-testid="stException"]').count() == 0
 
 

@@ -47,4 +47,5 @@ def rule_ui(mirrors: str) -> None:
         tabs = st.tabs([r.sglang_name.split(".")[-1] for r in reversed(found)])
         for tab, rule in zip(tabs, reversed(found), strict=True):
             tab.caption(f"SGLang's `{rule.sglang_name}`: the same rule, as this model writes it.")
-            tab.code(textwrap.dedent(rule.code), language="python")  # a method: from its own margin
+            # from its own margin (a method); from 1440 px every line fits, narrower the longest wrap
+            tab.code(textwrap.dedent(rule.code), language="python", wrap_lines=True)
