@@ -16,12 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app import compute
+from app.charts import views
 from app.compare.pair import B_DEFAULTS, DEFAULT_STORY, shared_controls
 from app.compare.sweep import CHUNK_SWEEP, _summary
-from app.pd.section import pd_scenario
+from app.pd.presets import pd_scenario
 from app.story import cursor
-from app.story.sections import itl_charts
-from app.story.timeline import timeline_charts
 from app.ui.chart import warm_spec
 from engine_model import STORIES, Story
 
@@ -102,10 +101,11 @@ def _view_job(story: Story, values: dict, cursor_spec: tuple) -> Callable[[], No
         key = compute.run_key(scenario)
         pos = cursor.resolve(run.iterations, cursor_spec)
         row = run.iterations.iloc[pos]
-        for chart in timeline_charts(run, row):
-            warm_spec(chart.build, (story.key, chart.chart_id, (key, pos)))
-        for chart_id, build in itl_charts(run).items():
-            warm_spec(build, (story.key, chart_id, key))
+        index = int(row["index"]) if len(run.lanes) == 1 else None
+        for view in views.story_views(run, float(row["start_at"]), index):
+            warm_spec(view.build, (story.key, view.chart_id, (key, pos)))
+        for view in views.itl_views(run).values():
+            warm_spec(view.build, (story.key, view.chart_id, key))
 
     return job
 

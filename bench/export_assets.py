@@ -17,8 +17,8 @@ sys.path.insert(0, str(REPO))
 from app.charts import timelines  # noqa: E402
 from app.charts.frames import build  # noqa: E402
 from app.compare.pair import pair_chart_json, pair_note  # noqa: E402
-from app.story.exports import story_note  # noqa: E402
-from app.ui.exports import export_spec, render, side_by_side_spec  # noqa: E402
+from app.present.export import export_spec, render, side_by_side_spec  # noqa: E402
+from app.present.settings import story_note  # noqa: E402
 from engine_model import STORIES, simulate  # noqa: E402
 
 TOKENS_TITLE = "Token streams: who got a token, and when"  # as the story page titles the chart

@@ -11,7 +11,6 @@ from engine_model.config import Scenario
 from engine_model.core import Iteration, PassKind, Request, RequestState, Retraction, Row
 from engine_model.cost import PassShape
 from engine_model.errors import InputError
-from engine_model.figure import figure_html, slides_zip
 from engine_model.hardware import GPUS, LINKS, MODELS
 from engine_model.logs import Diagnosis, ParsedLog, Timeline, build_timeline, diagnose, parse_log
 from engine_model.logs import settings as log_settings
@@ -20,8 +19,16 @@ from engine_model.logs.replay import ASSUMED_OUTPUT_LEN, scenario_from_log
 from engine_model.metrics import GroupMetrics, Metrics, Stats, e2e, gaps, max_itl, queue, tpot, ttft
 from engine_model.pass_cost import CostTerm, PassCost, cost_figures, pass_cost, pass_shape
 from engine_model.report import Summary, summary
+from engine_model.resolve import resolve
 from engine_model.rules import Rule, rules_of
-from engine_model.scenario_io import apply_sets, load_scenario, read_toml, scenario_names, validate
+from engine_model.scenario_io import (
+    apply_sets,
+    load_scenario,
+    parse_value,
+    read_toml,
+    scenario_names,
+    validate,
+)
 from engine_model.simulation import Result, Run, simulate
 from engine_model.stories import (
     STORIES,
@@ -40,7 +47,8 @@ from engine_model.versions import CHANGES
 
 __all__ = [
     # scenarios
-    "InputError", "Scenario", "apply_sets", "load_scenario", "read_toml", "scenario_names", "validate",
+    "InputError", "Scenario", "apply_sets", "load_scenario", "parse_value", "read_toml", "resolve",
+    "scenario_names", "validate",
     # presets
     "GPUS", "LINKS", "MODELS",
     # a run and what it recorded
@@ -62,6 +70,4 @@ __all__ = [
     "longest_chunk_run", "parse_log", "scenario_from_log",
     # request traces
     "Trace", "load_trace", "request_mix",
-    # a story outside the app: one standalone HTML page, the tour as slides (engine_model/figure)
-    "figure_html", "slides_zip",
 ]

@@ -1,4 +1,4 @@
-"""Command line: `python -m engine_model run|diagnose|trace|scenarios|figure|reference|compare-reference`.
+"""Command line: `python -m engine_model run|diagnose|trace|scenarios|reference|compare-reference`.
 
 Bad input exits with status 2 and one line naming the key or line and what is allowed.
 """
@@ -122,34 +122,16 @@ SET_HELP = ("override one scenario key; repeat it for more. Values are TOML: "
             "--set workload.groups.0.count=20 --set hardware.gpu=h200")
 
 
-# -- figure: a story outside the app, as one standalone page or its tour as slides (engine_model/figure) --
+# -- figure: drawn by the presentation layer, not the engine -----------------------------------------
 def cmd_figure(args) -> int:
-    from engine_model.figure import figure_html, story_of, write_slides
-
-    story_of(args.story)  # an unknown story or folder exits 2 before any work
-    if args.out and not Path(args.out).resolve().parent.is_dir():
-        raise InputError("--out", f"{Path(args.out).parent} is not a folder")
-    try:
-        if args.slides:
-            paths = write_slides(args.story, Path(args.slides))
-            print(f"wrote {len(paths)} slides (1920x1080 PNG, one per tour step) to {args.slides}")
-        if args.out or not args.slides:
-            out = Path(args.out or f"{args.story}.html")
-            text = figure_html(args.story)
-            out.write_text(text, encoding="utf-8")
-            print(f"wrote {out} ({len(text.encode()):,} bytes; opens from disk, no server or network needed)")
-    except OSError as err:
-        raise InputError("--slides" if args.slides and not args.out else "--out",
-                         f"cannot write there: {err.strerror or err}") from None
-    return 0
+    raise InputError("figure", "the engine draws nothing: run `who-waits figure ...` or "
+                               "`python -m app.present figure ...` (same options)")
 
 
 def add_figure(sub) -> None:
-    fig = sub.add_parser("figure", help="a story as one standalone interactive HTML page, or its tour as "
-                                        "slides")
-    fig.add_argument("story", help="a story: forty_replies, other_stall, ten_oclock_rush, real_traffic")
-    fig.add_argument("--out", metavar="FILE.html", help="the page to write (default: STORY.html)")
-    fig.add_argument("--slides", metavar="DIR", help="write one 16:9 PNG per tour step into DIR")
+    fig = sub.add_parser("figure", help="moved: `who-waits figure` (the presentation layer draws figures)",
+                         add_help=False)
+    fig.add_argument("rest", nargs=argparse.REMAINDER)
     fig.set_defaults(func=cmd_figure)
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from engine_model.config import Scenario
 from engine_model.hardware import GPUS, MODELS
 from engine_model.pass_cost import cost_figures
-from engine_model.scenario_io import read_toml, validate
+from engine_model.scenario_io import apply_sets, read_toml, validate
 
 # -- settings a person changes -----------------------------------------------------------------------
 EMPTY = "default"  # a number control left empty, in the URL: the figure it stands for (cost_controls)
@@ -281,13 +281,13 @@ class Story:
         return {key: round(figures[name] / unit, 9) if isinstance(unit, float) else figures[name]
                 for key, (name, unit) in COST_FIGURES.items() if key in empty and name in figures}
 
-    def scenario(self, values: dict) -> Scenario:
-        """The validated scenario for these control values (raises InputError on an impossible
-        combination)."""
+    def scenario(self, values: dict, sets: tuple[str, ...] = ()) -> Scenario:
+        """The validated scenario for these control values, then any `--set dotted.key=value` overrides
+        (raises InputError on an impossible combination)."""
         data = copy.deepcopy(read_toml(self.key))
         for control in self.controls:
             control.apply(data, values.get(control.key, control.default))
-        return validate(data)
+        return validate(apply_sets(data, list(sets)) if sets else data)
 
 
 FORTY = Story(

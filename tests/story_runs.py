@@ -5,9 +5,9 @@ from __future__ import annotations
 import functools
 
 from app.charts import frames
+from app.present.fmt import fmt_seconds
 from app.story import cursor
-from app.ui.fmt import fmt_seconds
-from engine_model import STORIES, simulate
+from engine_model import STORIES, Scenario, simulate
 
 
 @functools.cache
@@ -30,3 +30,13 @@ def longest_pause(story_key: str, group: str, settings: tuple = ()) -> str:
 
 def retractions(story_key: str, settings: tuple = ()) -> int:
     return run(story_key, settings).summary.metrics.value(None, "num_retracted")
+
+
+@functools.lru_cache(maxsize=256)
+def _run_json(scenario_json: str) -> frames.RunFrames:
+    return frames.build(simulate(Scenario.model_validate_json(scenario_json)))
+
+
+def scenario_run(scenario: Scenario) -> frames.RunFrames:
+    """Any scenario's run as the app draws it, cached for the whole test session (figures, slides)."""
+    return _run_json(scenario.model_dump_json())

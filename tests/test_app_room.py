@@ -12,6 +12,7 @@ from story_runs import run
 from streamlit.testing.v1 import AppTest
 
 from app import compute, warm
+from app.present import shown
 from app.ui import chart
 from engine_model import STORIES
 
@@ -112,7 +113,7 @@ SPEC = {"layer": [{"mark": {"type": "text", "fontSize": 11},
 
 
 def test_the_browser_gets_legends_that_keep_every_entry():
-    sent = chart.room_spec(SPEC)
+    sent = shown.room_spec(SPEC)
     assert sent["config"]["legend"]["orient"] == "top" and sent["config"]["legend"]["labelLimit"] == 0
     assert "containerSize()" in sent["config"]["legend"]["columns"]["expr"]
     assert sent["layer"] == SPEC["layer"] and sent["height"] == {"step": 12}
@@ -120,10 +121,10 @@ def test_the_browser_gets_legends_that_keep_every_entry():
 
 
 def test_presenter_mode_grows_every_text_but_not_the_data_and_packs_the_lanes():
-    sent = chart.room_spec(SPEC, presenting=True)
-    assert sent["layer"][0]["mark"]["fontSize"] == pytest.approx(11 * chart.PRESENTER_FONT, abs=0.1)
+    sent = shown.room_spec(SPEC, presenting=True)
+    assert sent["layer"][0]["mark"]["fontSize"] == pytest.approx(11 * shown.PRESENTER_FONT, abs=0.1)
     axis = sent["layer"][0]["encoding"]["y"]["axis"]
-    assert axis["labelFontSize"] == pytest.approx(9 * chart.PRESENTER_FONT, abs=0.1)
+    assert axis["labelFontSize"] == pytest.approx(9 * shown.PRESENTER_FONT, abs=0.1)
     assert sent["config"]["axis"]["labelFontSize"] > 12 and sent["config"]["legend"]["labelFontSize"] > 12
     assert sent["datasets"] == SPEC["datasets"]  # rows are never touched
     assert sent["height"] == {"step": 8}

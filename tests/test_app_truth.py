@@ -8,7 +8,7 @@ import pytest
 from test_app import metric, open_page
 
 from app.pd import params
-from app.ui.fmt import fmt_seconds
+from app.present.fmt import fmt_seconds
 from engine_model import load_scenario, simulate, stories, summary
 
 RAW_NAME = re.compile(r"^[a-z0-9]+(_[a-z0-9]+)+$")  # streams_p99_itl_s, num_retracted ...

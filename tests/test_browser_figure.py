@@ -1,24 +1,25 @@
-"""The standalone figure in headless Chromium: opened from disk (file://) with every network request blocked,
-as HTML (a blog, an iframe) and as XHTML (an EPUB 3 page). Flipping a bound control changes what is drawn
-and the headline, and the page asks for nothing. Run: pytest -m browser tests/test_browser_figure.py
+"""The standalone page in headless Chromium: opened from disk (file://) with every network request blocked, as
+HTML (a blog, an iframe) and as XHTML (an EPUB 3 page). Flipping a control redraws the app's charts and
+changes the numbers, the page asks for nothing, and it fits a phone and a column without scrolling sideways.
+Run: pytest -m browser tests/test_browser_figure.py
 """
 
 from __future__ import annotations
 
 import pytest
-from story_runs import longest_pause
+from story_runs import longest_pause, scenario_run
 from test_browser import _need_chromium
 
+from app.present import story_page
 from bench.browser import CHROMIUM, CHROMIUM_ARGS
-from engine_model.figure import figure_html
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("figures")]
 
-DRAWN = """() => {
-  const svg = document.querySelector('#figure svg');
-  const shapes = [...svg.querySelectorAll('.mark-rect path')].map(p => p.getAttribute('d')).join(';');
-  const texts = [...svg.querySelectorAll('.mark-text text')].map(t => t.textContent);
-  return [shapes, texts];
+DRAWN = """(uid) => {
+  const root = document.getElementById(uid);
+  const marks = [...root.querySelectorAll('.ww-chart svg .mark-rect path')].map(p => p.getAttribute('d'));
+  const numbers = [...root.querySelectorAll('.ww-numbers td')].map(t => t.textContent);
+  return [marks.join(';'), numbers, root.querySelectorAll('.ww-chart svg').length];
 }"""
 
 
@@ -26,35 +27,57 @@ DRAWN = """() => {
 def page_file(tmp_path_factory):
     _need_chromium()
     folder = tmp_path_factory.mktemp("figure")
-    text = figure_html("forty_replies")
+    text = story_page("forty_replies", vary=("mixed", "chunk"), runs=scenario_run)
     for suffix in ("html", "xhtml"):
         (folder / f"forty.{suffix}").write_text(text, encoding="utf-8")
-    return folder
+    uid = text.split('<section class="ww-figure" id="', 1)[1].split('"', 1)[0]
+    return folder, uid
+
+
+def open_page(p, path, width: int):
+    asked, errors = [], []
+    browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    context = browser.new_context(viewport={"width": width, "height": 1000})
+    local = ("file://", "data:")
+    context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(local)
+                  else (asked.append(route.request.url), route.abort()))
+    page = context.new_page()
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(path.as_uri())
+    return browser, page, asked, errors
 
 
 @pytest.mark.parametrize("suffix", ["html", "xhtml"])
 def test_flipping_mixed_chunk_in_the_file_redraws_and_fetches_nothing(page_file, suffix):
     from playwright.sync_api import sync_playwright
 
-    asked, errors = [], []
+    folder, uid = page_file
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 900, "height": 1400})
-        context.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file://")
-                      else (asked.append(route.request.url), route.abort()))
-        page = context.new_page()
-        page.on("request", lambda r: None if r.url.startswith("file://") else asked.append(r.url))
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto((page_file / f"forty.{suffix}").as_uri())
-        page.wait_for_function("() => window.whoWaitsView !== undefined", timeout=30_000)
-        shapes, texts = page.evaluate(DRAWN)
-        page.locator("input[name='mixed'][value='1']").check()
-        page.wait_for_function(f"() => ({DRAWN})()[0] !== {shapes!r}", timeout=10_000)
-        shapes_on, texts_on = page.evaluate(DRAWN)
+        browser, page, asked, errors = open_page(p, folder / f"forty.{suffix}", 1100)
+        page.wait_for_function(f"() => ({DRAWN})({uid!r})[2] === 2", timeout=30_000)
+        marks, numbers, _ = page.evaluate(DRAWN, uid)
+        page.locator(f"input[name='{uid}-mixed'][value='1']").check()
+        page.wait_for_function(f"() => ({DRAWN})({uid!r})[0] !== {marks!r}", timeout=10_000)
+        marks_on, numbers_on, _ = page.evaluate(DRAWN, uid)
         browser.close()
     assert errors == [] and asked == []
-    pause = texts.index("Longest pause, the 40 streams")
-    assert texts[pause:pause + 1] == texts_on[pause:pause + 1]
-    assert longest_pause("forty_replies", "streams") in texts and shapes_on != shapes
-    # the streams' longest pause, mixed chunk, 8,192 chunks
-    assert texts_on != texts and longest_pause("forty_replies", "streams", (("mixed", True),)) in texts_on
+    assert numbers[:2] == [longest_pause("forty_replies", "streams")] * 2  # defaults: before = now
+    assert numbers_on[1] == longest_pause("forty_replies", "streams", (("mixed", True),)) != numbers[1]
+    assert marks_on != marks
+
+
+@pytest.mark.parametrize("width", [390, 700, 1440])
+def test_the_page_fits_a_phone_a_column_and_a_desktop_without_sideways_scroll(page_file, width):
+    from playwright.sync_api import sync_playwright
+
+    folder, uid = page_file
+    with sync_playwright() as p:
+        browser, page, _, errors = open_page(p, folder / "forty.html", width)
+        page.wait_for_function(f"() => ({DRAWN})({uid!r})[2] === 2", timeout=30_000)
+        page.wait_for_timeout(300)
+        scroll = page.evaluate("document.documentElement.scrollWidth")
+        charts = page.evaluate(f"""() => [...document.querySelectorAll('#{uid} .ww-chart svg')]
+            .map(s => s.getBoundingClientRect().right)""")
+        browser.close()
+    assert errors == [] and scroll <= width
+    assert all(right <= width for right in charts)  # the whole time axis is on screen

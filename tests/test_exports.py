@@ -18,9 +18,9 @@ from app.charts.frames import build
 from app.compare import charts as compare_charts
 from app.compare.pair import pair_chart_json, pair_note, side_words
 from app.compare.sweep import defaults_point
-from app.story.exports import story_note
-from app.ui.exports import export_spec, render, side_by_side_spec
-from app.ui.fmt import fmt_seconds
+from app.present.export import export_spec, render, side_by_side_spec
+from app.present.fmt import fmt_seconds
+from app.present.settings import story_note
 from engine_model import STORIES, simulate
 
 FORTY = STORIES["forty_replies"]

@@ -1,117 +1,159 @@
-"""A story outside the app: the standalone figure (engine_model.figure) and the tour as slides.
+"""A story outside the app (app/present): the standalone page over a grid of precomputed runs, the PD figure
+and the `figure` command.
 
-The figure is checked as data (every precomputed setting has its rows, every stall survives, the spec is
-valid Vega-Lite), as a file (self-contained, <= 3 MB, well-formed XHTML for an EPUB) and, in
-tests/test_browser_figure.py, in Chromium with the network blocked.
+The page is checked as data (its grid, where it opens, every setting's numbers, the app's own charts with
+the app's colours, valid Vega-Lite), as a file (self-contained, <= 3 MB, well-formed XHTML for an EPUB) and,
+in tests/test_browser_figure.py, in Chromium with the network blocked.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import jsonschema
-import numpy as np
 import pytest
-from PIL import Image
+from story_runs import scenario_run as run_of
 
-from engine_model import STORIES, gaps, load_scenario, simulate, summary
-from engine_model.cli import main
-from engine_model.figure import figure_html, figure_spec_of, slide_images
-from engine_model.figure.grid import axes_of
-from engine_model.figure.page import cdata_safe, json_for_script
-from engine_model.figure.rows import fmt_value, pass_rows, stall_threshold, stream_rows
+from app.charts import views
+from app.present import figure_page, pd_page, story_page
+from app.present.cli import main
+from app.present.fmt import fmt_seconds
+from app.present.grid import MAX_RUNS, plan, run_grid
+from app.present.page import cdata_safe, figure_html, json_for_script, story_figure
+from app.present.pd import pd_figure
+from engine_model import STORIES, InputError
 
 FORTY = STORIES["forty_replies"]
 SITE = Path(jsonschema.__file__).parents[1]
-SCHEMA = SITE / "altair" / "vegalite" / "v6" / "schema" / "vega-lite-schema.json"
+SCHEMA = json.loads((SITE / "altair" / "vegalite" / "v6" / "schema" / "vega-lite-schema.json").read_text())
 MAX_BYTES = 3_000_000
+pytestmark = pytest.mark.xdist_group("figures")  # shares the run cache with tests/test_slides.py
+PLACEHOLDER = ("{now:", "{before:", "{trap}")
 
 
 @pytest.fixture(scope="module")
-def forty_spec() -> dict:
-    return figure_spec_of(FORTY)
+def forty():
+    grid = run_grid(FORTY, runs=run_of)
+    return grid, story_figure(grid, "setup")
 
 
 @pytest.fixture(scope="module")
-def forty_html() -> str:
-    return figure_html("forty_replies")
+def forty_html(forty) -> str:
+    return figure_html(forty[1], bundle="/* bundle */")
 
 
-def rows_of(view: dict) -> list[dict]:
-    return list(csv.DictReader(io.StringIO(view["data"]["values"])))
-
-
-def views(spec: dict) -> tuple[dict, dict, dict]:
-    head, timelines = spec["vconcat"]
-    streams, passes = timelines["vconcat"]
-    return head["layer"][0], streams, passes
-
-
-# -- rows --------------------------------------------------------------------------------------------
-def test_every_gap_at_or_over_the_threshold_is_a_stall_row_and_nothing_else_is():
-    result = simulate(FORTY.scenario({**FORTY.defaults, "mixed": True, "chunk": 4096}))
-    threshold = stall_threshold(result)
-    want = sorted(round(float(g), 6) for r in result.requests for g in gaps(r) if g >= threshold)
-    got = sorted(round(e - b, 6) for _, part, b, e in stream_rows(result, threshold) if part == "x")
-    assert want and got == want
-
-
-def test_pass_rows_merge_only_back_to_back_decode_passes():
-    result = simulate(FORTY.scenario(FORTY.defaults))
-    rows = pass_rows(result)
-    prefills = [it for it in result.iterations if it.kind.value == "prefill"]
-    want = [("prefill chunk", it.start_at, it.end_at) for it in prefills]
-    assert [r for r in rows if r[0] == "prefill chunk"] == want
-    decode_time = sum(it.duration_s for it in result.iterations if it.kind.value == "decode")
-    assert sum(e - b for k, b, e in rows if k == "decode") == pytest.approx(decode_time)
-    assert len(rows) < len(result.iterations) / 5
-    assert all(b1 <= b2 for (_, b1, _), (_, b2, _) in zip(rows, rows[1:], strict=False))
-
-
-# -- the figure's spec -------------------------------------------------------------------------------
-def test_the_forty_replies_grid_is_mixed_by_chunk_size_by_logprobs():
-    axes = axes_of(FORTY)
-    assert [(a.control.key, a.values) for a in axes] == [
+# -- the grid ----------------------------------------------------------------------------------------
+def test_the_forty_replies_grid_is_mixed_by_chunk_size_by_logprobs_and_opens_on_sglang_defaults(forty):
+    grid, figure = forty
+    assert [(a.control.key, a.values) for a in grid.axes] == [
         ("mixed", (False, True)), ("chunk", (512, 1024, 2048, 4096, 8192, 16384)), ("logprob", (False, True))]
+    assert grid.start == (0, 4, 0)  # chunk "auto" resolves to 8,192 on the H100
+    assert len(figure.cells) == 24 and len(figure.ends) < 24  # runs that change nothing are kept once
 
 
-def test_the_figure_spec_is_valid_vega_lite(forty_spec):
-    jsonschema.validate(forty_spec, json.loads(SCHEMA.read_text()))
+def test_set_picks_where_the_page_opens_by_control_or_by_scenario_key():
+    axes, values, held = plan(FORTY, sets=("engine.enable_mixed_chunk=true", "hardware.gpu=h200"))
+    assert values["mixed"] is True and values["gpu"] == "h200" and held == ()
+    axes, values, held = plan(FORTY, sets=("mixed=1", "chunk=2048", "engine.max_running_requests=64"))
+    assert values["mixed"] is True and values["chunk"] == 2048 and held == ("engine.max_running_requests=64",)
+    axes, values, _ = plan(FORTY, vary=("mixed", "chunk"), start={"chunk": "off"})
+    assert values["chunk"] == "off" and axes[1].values[-1] == "off"  # the page opens where the person was
 
 
-def test_each_setting_has_its_rows_and_the_parameters_start_on_sglang_defaults(forty_spec):
-    head, streams, passes = views(forty_spec)
-    keys = {f"{m}|{c}|{lp}" for m in range(2) for c in range(6) for lp in range(2)}
-    for view in (head, streams, passes):
-        assert {row["s"] for row in rows_of(view)} == keys
-    params = {p["name"]: p["value"] for p in forty_spec["params"]}
-    assert params == {"mixed": 0, "chunk": 4, "logprob": 0}  # chunk "auto" resolves to 8,192 on the H100
-    assert all(p["bind"]["input"] == "radio" for p in forty_spec["params"])
-    assert head["transform"] == [{"filter": "datum.s == '' + mixed + '|' + chunk + '|' + logprob"}]
+@pytest.mark.parametrize("vary, sets, where, says", [
+    (("mixed", "chunk", "logprob", "log"), (), "--vary", f"2 × 6 × 2 × 5 = 120 settings to precompute; a "
+                                                         f"page carries at most {MAX_RUNS}"),
+    (("streams",), (), "--vary", "streams is a slider"),
+    (("nonsense",), (), "--vary", "nonsense: expected control names of forty_replies"),
+    (None, ("mixed=maybe",), "--set mixed", "expected 1 or 0"),
+    (None, ("engine.chunked_prefill_size=3000",), "--set engine.chunked_prefill_size", "Chunk size writes"),
+])
+def test_a_page_that_cannot_be_built_says_why_before_any_run(vary, sets, where, says):
+    with pytest.raises(InputError) as err:
+        plan(FORTY, vary, None, sets)
+    assert err.value.where == where and says in err.value.problem
 
 
-def test_the_headline_moves_with_mixed_chunk_and_comes_back_with_logprobs(forty_spec):
-    head = {(r["s"], r["i"]): r for r in rows_of(views(forty_spec)[0])}
-    pause = [head[(f"{m}|4|{lp}", "0")]["now"] for m, lp in ((0, 0), (1, 0), (1, 1))]
-    defaults = summary(simulate(load_scenario("forty_replies"))).metrics.value("streams", "max_itl_s", "max")
-    assert head[("0|4|0", "0")]["before"] == head[("0|4|0", "0")]["now"] == fmt_value(defaults, "s")
-    assert pause[1] != pause[0] and pause[2].endswith(" s") and float(pause[2][:-2]) > 10
-    assert head[("1|0|0", "0")]["label"] == "Longest pause, the 40 streams"
+def test_every_setting_has_its_numbers_from_its_own_run(forty):
+    grid, figure = forty
+    for cell in grid.cells:
+        table = figure.cells[cell.key]["tables"][0]
+        pause = cell.run.summary.metrics.value("streams", "max_itl_s", "max")
+        assert table["rows"][0][0] == "Longest pause, the 40 streams"
+        assert table["rows"][0][2] == fmt_seconds(pause)
+    off, on = figure.cells["0|4|0"]["tables"][0], figure.cells["1|4|0"]["tables"][0]
+    assert off["rows"][0][1] == off["rows"][0][2] == on["rows"][0][1]  # the defaults, both times
+    assert on["rows"][0][2] != off["rows"][0][2]  # mixed chunk moves the longest pause
+    assert figure.cells["0|4|1"]["run"] == figure.cells["0|4|0"]["run"]  # logprobs change nothing unmixed
+
+
+# -- the charts are the app's ------------------------------------------------------------------------
+def colour_scales(spec) -> list:
+    """Every colour scale in a spec, in order: its field and {value: colour}."""
+    found = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            colour = node.get("encoding", {}).get("color", {})
+            if "scale" in colour:
+                scale = colour["scale"]
+                found.append((colour.get("field"), dict(zip(scale.get("domain"), scale.get("range"),
+                                                             strict=True))))
+            for key, value in node.items():
+                if key not in ("datasets", "data"):
+                    walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+    walk(spec)
+    return found
+
+
+def test_each_chart_of_the_page_has_the_apps_colours_and_is_valid_vega_lite(forty):
+    grid, figure = forty
+    for chart in figure.charts:
+        app_spec = views.story_view(grid.first.run, chart.chart_id).build().to_dict()
+        page, app = colour_scales(chart.spec), colour_scales(app_spec)
+        assert [field for field, _ in page] == [field for field, _ in app], chart.chart_id
+        for (_, shown), (_, drawn) in zip(page, app, strict=True):  # the page may list states other runs have
+            assert drawn.items() <= shown.items(), chart.chart_id
+        datasets = {name: figure.datasets[name] for name in figure.datasets if name in json.dumps(chart.spec)}
+        jsonschema.validate({**chart.spec, "datasets": datasets}, SCHEMA)
+        assert {"name": "run", "value": figure.first["run"]} in chart.spec["params"]
+
+
+def test_every_view_keeps_only_the_shown_runs_rows(forty):
+    _, figure = forty
+    text = json.dumps([c.spec for c in figure.charts])
+    assert text.count('"filter": "datum.r == run"') >= 5  # tokens: stalls, waits, ticks, chunks; passes
+    rows = figure.datasets.values()
+    assert all({"r"} <= set(next(iter(r), {})) for r in rows)
 
 
 # -- the file ----------------------------------------------------------------------------------------
-def test_the_page_is_self_contained_small_and_well_formed_xhtml(forty_html):
-    data = forty_html.encode()
-    assert len(data) <= MAX_BYTES
-    root = ET.fromstring(data)  # an EPUB 3 content document must be well-formed XML
+def test_the_page_is_self_contained_and_well_formed_xhtml(forty_html):
+    root = ET.fromstring(forty_html.encode())  # an EPUB 3 content document must be well-formed XML
     assert root.tag == "{http://www.w3.org/1999/xhtml}html"
-    assert [e.tag for e in root.iter() if {"src", "href"} & set(e.attrib)] == []  # nothing to fetch
-    assert "vegaEmbed(" in forty_html
-    assert forty_html.count("<script>") == 2
+    linked = [e.attrib.get("src", e.attrib.get("href", "")) for e in root.iter()
+              if {"src", "href"} & set(e.attrib)]
+    assert linked and all(link.startswith("data:image/png;base64,") for link in linked)  # fallback images
+    assert forty_html.count("<script>") == 2 and "wwMount(" in forty_html
+    for text in PLACEHOLDER:
+        assert text not in forty_html
+
+
+def test_every_control_group_is_labelled_and_ids_are_scoped_to_the_figure(forty, forty_html):
+    _, figure = forty
+    root = ET.fromstring(forty_html.encode())
+    ns = "{http://www.w3.org/1999/xhtml}"
+    legends = [e.text for e in root.iter(f"{ns}legend")]
+    assert legends == ["Mixed chunk", "Chunk size", "Logprobs on 1 stream"]
+    ids = [e.attrib["id"] for e in root.iter() if "id" in e.attrib]
+    assert ids and all(i.startswith(figure.uid) for i in ids) and len(ids) == len(set(ids))
+    images = [e for e in root.iter(f"{ns}img")]
+    assert all("Longest pause, the 40 streams: 12.8 s" in img.attrib["alt"] for img in images)
 
 
 def test_scripts_and_json_are_made_safe_for_cdata():
@@ -121,45 +163,71 @@ def test_scripts_and_json_are_made_safe_for_cdata():
     assert json_for_script({"a": "</script>]]>&"}) == '{"a":"\\u003c/script\\u003e]]\\u003e\\u0026"}'
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("key", ["other_stall", "ten_oclock_rush", "real_traffic"])
-def test_every_story_has_a_figure_under_the_size_limit(key):
-    spec = figure_spec_of(STORIES[key])
-    size = len(json_for_script(spec))
-    assert size < MAX_BYTES - 1_000_000  # the Vega scripts take ~0.9 MB
-    num_settings = int(np.prod([len(a.values) for a in axes_of(STORIES[key])]))
-    assert len({r["s"] for r in rows_of(views(spec)[1])}) == num_settings
+def test_a_bare_page_has_no_heading_teaser_or_note(forty):
+    bare = figure_html(forty[1], bare=True, bundle="")
+    assert "<h1>" not in bare and FORTY.teaser not in bare and "simulated in advance" not in bare
 
 
-# -- slides ------------------------------------------------------------------------------------------
 @pytest.mark.slow
-def test_the_tour_as_slides_is_one_16_9_image_per_step():
-    slides = slide_images("forty_replies")
-    names = [f"forty_replies-{i:02d}.png" for i in range(1, len(FORTY.tour) + 1)]
-    assert [name for name, _ in slides] == names
-    sizes = set()
-    for _, data in slides:
-        image = Image.open(io.BytesIO(data))
-        image.load()
-        sizes.add(image.size)
-        pixels = np.asarray(image.convert("L"))
-        assert (pixels < 128).mean() > 0.01  # something is drawn, not a blank page
-    assert sizes == {(1920, 1080)}
+@pytest.mark.parametrize("key", ["forty_replies", "other_stall", "ten_oclock_rush", "real_traffic"])
+def test_every_story_has_a_page_under_the_size_limit_with_no_placeholder(key):
+    text = story_page(key, runs=run_of)
+    assert len(text.encode()) <= MAX_BYTES
+    for marker in PLACEHOLDER:
+        assert marker not in text
+
+
+# -- PD ----------------------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_the_pd_figure_compares_three_deployments_on_two_workloads_with_their_gpu_counts():
+    figure = pd_figure()
+    assert len(figure.cells) == 6 and [a["labels"] for a in figure.axes] == [
+        ["The ten o'clock rush", "The upstream test replica"],
+        ["one engine", "PD, early", "PD, prefill_complete"]]
+    rush, upstream = figure.cells["0|1"]["tables"][0], figure.cells["1|1"]["tables"][0]
+    assert rush["rows"][0] == ["GPUs", "1", "2", "2"] and upstream["rows"][0] == ["GPUs", "4", "12", "12"]
+    assert rush["head"] == ["every request", "one engine", "PD, early", "PD, prefill_complete"]
+    assert [c.chart_id for c in figure.charts] == ["passes", "decode-kv", "phases"]
+    assert "the numbers here are the model's" in figure.note
+    assert len(figure_html(figure, bundle="").encode()) < MAX_BYTES - 1_000_000
 
 
 # -- the command line --------------------------------------------------------------------------------
-def test_the_figure_command_writes_the_page(tmp_path, capsys, forty_html):
+def test_the_figure_command_writes_the_page_opening_where_set(tmp_path, capsys):
     out = tmp_path / "forty.html"
-    assert main(["figure", "forty_replies", "--out", str(out)]) == 0
-    assert out.read_text(encoding="utf-8") == forty_html  # deterministic: same story, same file
+    argv = ["figure", "forty_replies", "--vary", "mixed", "--set", "engine.enable_mixed_chunk=true", "--out",
+            str(out)]
+    assert main(argv) == 0
+    text = out.read_text(encoding="utf-8")
     assert "wrote" in capsys.readouterr().out
+    assert text == figure_page("forty_replies", vary=("mixed",), sets=("engine.enable_mixed_chunk=true",))
+    assert 'value="1" checked="checked"/> on' in text  # mixed chunk starts on
 
 
 @pytest.mark.parametrize("argv, where", [
     (["figure", "no_such_story"], "story"),
     (["figure", "forty_replies", "--out", "/no/such/folder/x.html"], "--out"),
+    (["figure", "forty_replies", "--formats", "gif"], "--formats"),
+    (["figure", "upstream_pd_replica", "--vary", "mixed"], "--vary"),
 ])
 def test_the_figure_command_refuses_bad_input_in_one_line(argv, where, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: {where}:") and "\n" not in err
+
+
+def test_the_engine_says_where_figures_moved(capsys):
+    from engine_model.cli import main as engine_main
+
+    assert engine_main(["figure", "forty_replies"]) == 2
+    assert "who-waits figure" in capsys.readouterr().err
+
+
+def test_the_other_commands_pass_through_to_the_engine(capsys):
+    assert main(["scenarios"]) == 0
+    assert "forty_replies" in capsys.readouterr().out
+
+
+def test_pd_page_refuses_a_story_name():
+    with pytest.raises(InputError):
+        pd_page("forty_replies")

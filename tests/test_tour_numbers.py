@@ -9,10 +9,10 @@ from story_runs import run
 
 from app.charts import frames
 from app.pd import tables
-from app.pd.section import pd_scenario
+from app.pd.presets import pd_scenario
+from app.present.fmt import fmt_seconds
+from app.present.numbers import FIGURE, narrate, percentile_trap, prices
 from app.story import cursor
-from app.story.numbers import FIGURE, narrate, percentile_trap, prices
-from app.ui.fmt import fmt_seconds
 from engine_model import STORIES, simulate
 
 

@@ -70,6 +70,9 @@ def with_cursor(chart: alt.Chart, cursor_at: float | None) -> alt.Chart:
     return chart if layer is None else alt.layer(chart, layer)
 
 
-def x_domain(end_at: float | None) -> alt.Scale:
-    """Time from 0 to the run's end (or Vega's own domain when the end is unknown), never rounded up."""
+def x_domain(end_at: float | str | None) -> alt.Scale:
+    """Time from 0 to the run's end, never rounded up; Vega's own domain when the end is unknown. A page
+    that switches between runs names the parameter holding the shown run's end instead (a string)."""
+    if isinstance(end_at, str):
+        return alt.Scale(domain=alt.ExprRef(f"[0, {end_at}]"), nice=False)
     return alt.Scale(domain=[0, end_at], nice=False) if end_at else alt.Scale(nice=False)

@@ -18,7 +18,7 @@ def sweep_lines(sweep: pd.DataFrame, x_title: str, current: float | None = None,
     base = alt.Chart(sweep).encode(
         x=x, y=alt.Y("seconds:Q", title="seconds (log scale)", scale=alt.Scale(type="symlog")),
         color=alt.Color("metric:N", title="", scale=alt.Scale(range=list(GROUP_COLOURS)),
-                        legend=alt.Legend(orient="top")),  # columns: app.ui.chart.room_spec
+                        legend=alt.Legend(orient="top")),  # columns: app.present.shown.room_spec
         tooltip=[alt.Tooltip("setting:Q", title=x_title, format=","), alt.Tooltip("metric:N"),
                  alt.Tooltip("seconds:Q", format=".3f")])
     layers = [base.mark_line(point=True)]

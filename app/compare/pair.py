@@ -14,13 +14,13 @@ from app import compute, state
 from app.charts import timelines
 from app.charts.frames import RunFrames
 from app.charts.words import never_got_a_token
-from app.story.exports import settings_words
-from app.story.headline import card, headline_fmt, headline_label, price_ui, signed_seconds
-from app.story.numbers import headline_value, percentile_trap
+from app.present.fmt import fmt_count, seconds_cell, shown_value, signed_seconds
+from app.present.numbers import card, headline_fmt, headline_label, headline_value, percentile_trap
+from app.present.settings import settings_words
+from app.story.headline import price_ui
 from app.ui.chart import chart_ui
 from app.ui.controls import Control, control_ui
 from app.ui.exports import pair_image, set_export_note
-from app.ui.fmt import fmt_count, seconds_cell, shown_value
 from engine_model import STORIES, InputError, Story
 
 PAGE = state.COMPARE_PAGE

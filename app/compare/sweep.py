@@ -10,9 +10,9 @@ from app import state
 from app.charts.frames import RunFrames
 from app.compare import charts
 from app.compare.pair import PAGE
-from app.story import numbers
+from app.present import numbers
+from app.present.fmt import fmt_seconds
 from app.ui.chart import chart_ui
-from app.ui.fmt import fmt_seconds
 from engine_model import InputError, Scenario, Story, Summary, simulate, summary
 
 CHUNK_SWEEP = (512, 1024, 2048, 4096, 8192, 16384)

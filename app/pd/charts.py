@@ -25,7 +25,7 @@ def request_phases(spans: pd.DataFrame, end_at: float | None = None) -> alt.Char
         y=alt.Y("rid:N", sort=order, title=f"{len(order)} requests (sampled per group)",
                 axis=alt.Axis(labels=len(order) <= 24)),
         color=alt.Color("label:N", scale=scale, title="phase",
-                        legend=alt.Legend(orient="top")),  # columns: app.ui.chart.room_spec
+                        legend=alt.Legend(orient="top")),  # columns: app.present.shown.room_spec
         tooltip=[alt.Tooltip("rid:N", title="request"), alt.Tooltip("group:N"),
                  alt.Tooltip("label:N", title="phase"),
                  alt.Tooltip("start_at:Q", title="from (s)", format=".3f"),

@@ -7,21 +7,19 @@ the trade is read side by side: cards early -> prefill_complete, then the charts
 
 from __future__ import annotations
 
-import copy
-
 import streamlit as st
 
 from app import compute, state
-from app.charts import timelines
+from app.charts import views
 from app.charts.words import never_got_a_token
 from app.pd import params, tables
-from app.pd.charts import request_phases
+from app.pd.presets import pd_scenario
+from app.present.fmt import fmt_seconds
+from app.present.numbers import Price, fmt_rate
 from app.story.headline import price_cards
-from app.story.numbers import Price, fmt_rate
 from app.story.tour import focus_marker
 from app.ui.chart import chart_ui
-from app.ui.fmt import fmt_seconds
-from engine_model import STORIES, InputError, read_toml, validate
+from engine_model import STORIES, InputError, read_toml
 
 POLICIES = ("early", "prefill_complete")
 
@@ -33,23 +31,6 @@ def _param(param: str) -> str:
     if note is not None:
         st.warning(note)
     return key
-
-
-def pd_scenario(preset: str, rush_values: dict, policy: str, cap, num_prefill: int, num_decode: int):
-    """The upstream replica as written, or the page's own ten o'clock run (same requests, GPU, model and seed)
-    with the `[pd]` block of scenarios/ten_oclock_rush_pd.toml."""
-    if preset == "upstream":
-        data = copy.deepcopy(read_toml("upstream_pd_replica"))
-    else:
-        data = STORIES["ten_oclock_rush"].scenario(rush_values).model_dump(mode="json", exclude_none=True)
-        data["name"] = "ten_oclock_rush_pd"
-        data["pd"] = copy.deepcopy(read_toml("ten_oclock_rush_pd")["pd"])
-        data["pd"].setdefault("prefill", {})["num_workers"] = num_prefill
-        data["pd"].setdefault("decode", {})["num_workers"] = num_decode
-    data["pd"]["decode_allocation_policy"] = policy
-    if cap:
-        data["pd"]["decode_kv_cap_per_rank"] = cap
-    return validate(data)
 
 
 def _settings_ui() -> tuple[str, int, int, int]:
@@ -129,22 +110,8 @@ def _charts_ui(runs: dict, run_keys: dict) -> None:
     left, right = st.columns(2)
     for col, (policy, run) in zip((left, right), runs.items(), strict=True):
         with col:  # specs shared by every session under (run, end): app.ui.chart
-            key = (run_keys[policy], end)
-            chart_ui(state.PD_PAGE, f"{policy}-passes", f"{policy}: one lane per worker",
-                     "Each worker's forward passes. Prefill workers run prefill chunks; decode workers "
-                     "decode.",
-                     lambda r=run: timelines.pass_timeline(r.passes, None, end), cache_key=key)
-            for lane, chart, pool in timelines.kv_panels(run.kv, run.retractions, None, end):
-                what = ("Orange: decode KV reserved for requests still in prefill or transfer — held, not "
-                        "yet used. With prefill_complete it stays near zero." if lane.startswith("decode")
-                        else "A prefill worker holds a prompt's KV only until it is sent to decode.")
-                chart_ui(state.PD_PAGE, f"{policy}-kv-{lane}", f"{policy}: KV on {lane}",
-                         f"{pool[0].upper()}{pool[1:]}. {what}", chart, cache_key=key)
-            chart_ui(state.PD_PAGE, f"{policy}-phases", f"{policy}: each request's time",
-                     "One lane per request: grey waiting at prefill, purple waiting for decode KV, orange "
-                     "prefill chunks, thin blue the KV transfer, dark blue decoding. Under early, decode KV "
-                     "is reserved before prefill may start; under prefill_complete, after it ends.",
-                     lambda r=run: request_phases(r.spans, end), cache_key=key)
+            for view in views.pd_views(run, policy, end):
+                chart_ui(state.PD_PAGE, *view, cache_key=(run_keys[policy], end))
 
 
 def _params(on, preset, cap, num_prefill, num_decode) -> dict:

@@ -8,7 +8,7 @@ import pandas as pd
 from app.charts.frames import RunFrames
 from app.charts.words import NO_TOKEN, bucket_words
 from app.pd.charts import SPAN_LABELS
-from app.ui.fmt import fmt_seconds, seconds_cell
+from app.present.fmt import fmt_seconds, seconds_cell
 
 PHASE_ORDER = ("waiting", "waiting_for_decode_kv", "prefill", "transfer", "decode")
 SAME_TTFT = 0.05  # p95 first tokens within 5 % of each other: the policies barely differ

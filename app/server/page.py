@@ -9,10 +9,10 @@ import streamlit as st
 
 from app import state
 from app.charts.frames import RunFrames
+from app.present.fmt import fmt_seconds
 from app.server.controls import CONTROLS, PAGE, VIEW
 from app.server.input import decode_upload
 from app.ui.controls import control_ui
-from app.ui.fmt import fmt_seconds
 from engine_model import InputError
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import streamlit as st
 
 from app.charts import timelines
+from app.present.export import csv_bytes
+from app.present.fmt import fmt_seconds
 from app.server import charts as server_charts
 from app.server import compute
 from app.server import frames as sf
@@ -14,8 +16,6 @@ from app.server.input import TRACE_LIMIT_MB, TRACE_SAMPLES, Sample, sample_text
 from app.server.page import cache_key, error_ui, headline_ui, upload_ui
 from app.ui.chart import chart_ui
 from app.ui.controls import control_ui
-from app.ui.exports import csv_bytes
-from app.ui.fmt import fmt_seconds
 from app.ui.resolved import cut_off_ui, resolved_ui
 from engine_model import InputError, Trace, request_mix, validate
 

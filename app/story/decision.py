@@ -7,8 +7,8 @@ import textwrap
 
 import streamlit as st
 
+from app.present.fmt import fmt_seconds
 from app.story.pass_cost import pass_cost_ui
-from app.ui.fmt import fmt_seconds
 from app.ui.fold import folded
 from engine_model import Scenario, rules_of
 

@@ -9,34 +9,15 @@ import streamlit as st
 
 from app import state
 from app.charts.frames import RunFrames
-from app.charts.words import NO_TOKEN, never_got_a_token
-from app.story.numbers import headline_value, percentile_trap, prices
-from app.ui.fmt import fmt_count, fmt_seconds, seconds_cell, shown_value
+from app.charts.words import never_got_a_token
+from app.present.fmt import seconds_cell, signed_seconds
+from app.present.numbers import card, headline_fmt, headline_label, headline_value, percentile_trap, prices
+from app.present.settings import changes_words
 from app.ui.fold import folded
-from engine_model import Headline, Story
+from engine_model import Story
 
 GROUP_METRICS = {"ttft_s": "first token (TTFT)", "itl_s": "gap between tokens (ITL)",
                  "max_itl_s": "longest pause per request"}
-
-
-def headline_label(headline: Headline, run: RunFrames) -> str:
-    count = run.summary.metrics.value(headline.group or "", "num_requests")
-    count = "" if count is None else count
-    return headline.label.format(group_count=count)
-
-
-def headline_fmt(headline: Headline):
-    return fmt_seconds if headline.unit == "s" else fmt_count
-
-
-def changes_words(story: Story, values: dict | None) -> str:
-    """'Changed: Mixed chunk off → on; KV pool (tokens) 60,000 → 120,000.' or that nothing changed."""
-    found = story.changes(values) if values is not None else []
-    if not found:
-        return ("You are on the story's defaults: change a setting above, or take the tour, to see "
-                "before → after.")
-    return "Changed: " + "; ".join(f"{c.label} {shown_value(c, was)} → {shown_value(c, now)}"
-                                   for c, was, now in found) + "."
 
 
 def headline_ui(story: Story, current: RunFrames, base: RunFrames, values: dict | None = None) -> list[dict]:
@@ -88,18 +69,6 @@ def price_cards(cols: list, items: list, same: bool) -> None:
                    delta_color="normal" if price.better == "higher" else "inverse")
 
 
-def card(before, now, fmt, same: bool = False, is_count: bool = False) -> tuple[str, str | None]:
-    """A card's value ('before → after', or one number when nothing moved) and its delta."""
-    if same or now is None or before is None or abs(now - before) < 1e-9:
-        return fmt(now) if now is not None else NO_TOKEN, None
-    diff = now - before
-    if is_count:
-        return f"{fmt(before)} → {fmt(now)}", f"{diff:+,}"
-    pct = f" ({diff / before:+.1%})" if before and abs(diff / before) < 0.1 else (
-        f" ({diff / before:+.0%})" if before else "")
-    return f"{fmt(before)} → {fmt(now)}", f"{'-' if diff < 0 else '+'}{fmt(abs(diff))}{pct}"
-
-
 def group_table(current: RunFrames, base: RunFrames) -> pd.DataFrame:
     """Every group's p50 / p95 / p99 / max, before and after, in words; a value a run lacks reads 'no token'
     (the sentences under the table say why)."""
@@ -114,8 +83,3 @@ def group_table(current: RunFrames, base: RunFrames) -> pd.DataFrame:
                              "before": seconds_cell(was), "after": seconds_cell(now),
                              "change": "" if now is None or was is None else signed_seconds(now - was)})
     return pd.DataFrame(rows)
-
-
-def signed_seconds(diff: float) -> str:
-    return ("+" if diff > 0 else "−" if diff < 0 else "±") + fmt_seconds(abs(diff))
-

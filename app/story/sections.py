@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.charts import latency
+from app.charts import views
 from app.charts.frames import RunFrames
 from app.story import diagnosis, tour
 from app.story.top import run_key
@@ -14,26 +14,13 @@ from app.ui.fold import folded
 from engine_model import Story
 
 
-def itl_charts(run: RunFrames) -> dict[str, object]:
-    """Chart id -> a builder of one group's gaps histogram, every group on one shared x axis (app.warm builds
-    them at start-up too)."""
-    groups = [g for g in run.summary.metrics.groups if g in set(run.itl_hist.get("group", []))]
-    domain = latency.gap_domain(run.itl_hist)
-    return {f"itl-{group}": (lambda group=group: latency.itl_distribution(run.itl_hist, run.itl_stats, group,
-                                                                        groups, domain))
-            for group in groups}
-
-
 def itl_ui(story: Story, run: RunFrames) -> None:
     """One histogram per group, on one shared x axis, each fitting the column."""
-    charts = itl_charts(run)
-    for i, (chart_id, build) in enumerate(charts.items()):
+    charts = list(views.itl_views(run).values())
+    for i, view in enumerate(charts):
         last = i == len(charts) - 1
-        chart_ui(story.key, chart_id, f"Gaps between tokens: {chart_id.removeprefix('itl-')}",
-                 "How long readers waited between two tokens. Most gaps are one decode pass; a stall shows "
-                 "up as a lonely bar far to the right. Dashed lines: p50, p95, p99. Both axes are "
-                 "logarithmic; every group's chart shares one time axis." if last else "",
-                 build, tour.pointer(story, "itl") if i == 0 else None, cache_key=run_key(story.key))
+        chart_ui(story.key, view.chart_id, view.title, view.caption if last else "", view.build,
+                 tour.pointer(story, "itl") if i == 0 else None, cache_key=run_key(story.key))
 
 
 def stalls_apart_ui(run: RunFrames, expanded: bool = False) -> None:

@@ -7,13 +7,10 @@ fiftieth of the run later, whichever comes first.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import NamedTuple
-
 import streamlit as st
 
 from app import state
-from app.charts import timelines
+from app.charts import views
 from app.charts.frames import RunFrames
 from app.story import cursor, tour
 from app.story.decision import decision_ui
@@ -72,7 +69,8 @@ def _timeline(story: Story, run: RunFrames) -> None:
     state.set_cursor_param(float(row["start_at"]))
 
     key = (run_key(story.key), pos)
-    charts = timeline_charts(run, row)
+    index = int(row["index"]) if len(run.lanes) == 1 else None
+    charts = views.story_views(run, float(row["start_at"]), index)
     if state.is_presenting():  # the token streams right under the headline cards, on the first screen
         chart_ui(story.key, *charts[1], tour.pointer(story, charts[1].chart_id), key)
         charts = charts[:1] + charts[2:]
@@ -82,51 +80,6 @@ def _timeline(story: Story, run: RunFrames) -> None:
     for chart in charts:
         pick = (lambda point: _pick(story, run, point)) if chart.chart_id == "passes" else None
         chart_ui(story.key, *chart, tour.pointer(story, chart.chart_id), key, on_pick=pick)
-
-
-class TimelineChart(NamedTuple):
-    """One of the step-through's timelines: what chart_ui needs to draw it."""
-
-    chart_id: str
-    title: str
-    caption: str
-    build: Callable[[], object]  # -> an Altair chart, built only when its spec is not cached
-
-
-def timeline_charts(run: RunFrames, row) -> list[TimelineChart]:
-    """The four timelines, each with the cursor at `row`'s start: passes, tokens, KV, queue."""
-    at, end = float(row["start_at"]), run.end_at
-    index = int(row["index"]) if len(run.lanes) == 1 else None
-    stall_s = run.stall_threshold_s
-    return [
-        TimelineChart(
-            "passes", "Pass timeline: what the GPU ran",
-            "One bar per forward pass (runs of identical decode passes merged), width = how long it took. "
-            "Orange: a prefill chunk; blue: decode; green: a mixed pass (chunk + one decode token for each "
-            "running request). The black outline is the pass under the cursor. Click a bar to move the "
-            "cursor there.",
-            lambda: timelines.pass_timeline(run.passes, at, end, index)),
-        TimelineChart(
-            "tokens", "Token streams: who got a token, and when",
-            f"One lane per request, a tick per token (thinned where nothing happens). Pink to dark purple: "
-            f"no token for {stall_s:g} s or more — a stall, darker the longer it lasts"
-            f"{' (' + timelines.chunk_pass_words(run.chunk_pass_s) + ')' if run.chunk_pass_s else ''}. "
-            "Orange/green blocks: this request's prompt being prefilled, chunk by chunk. Light grey: waiting "
-            "in the queue; dark grey: retracted, waiting to be prefilled again.",
-            lambda: timelines.token_streams(run.tokens, run.stalls, run.chunks, run.waits,
-                                            run.request_order, at, end, stall_s, run.chunk_pass_s)),
-        TimelineChart(
-            "kv", "KV cache slots",
-            "How much of the KV pool holds tokens (blue), is reserved for requests not yet running "
-            "(orange, PD decode only) or is free. Purple rules: retractions — the pool could not give "
-            "every running request its next token.",
-            lambda: timelines.kv_occupancy(run.kv, run.retractions, at, end)),
-        TimelineChart(
-            "queue", "Queue depth",
-            "Requests waiting for a prefill, and requests in the running (decode) batch, as the scheduler "
-            "saw them.",
-            lambda: timelines.queue_depth(run.queue, at, end)),
-    ]
 
 
 def _pick(story: Story, run: RunFrames, point: dict) -> None:

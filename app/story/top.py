@@ -7,12 +7,12 @@ import streamlit as st
 
 from app import compute, state
 from app.charts.frames import RunFrames
+from app.present.fmt import shown_value
 from app.story.cost_panel import cost_panel_ui
 from app.story.exports import remember_note
 from app.story.headline import headline_ui
 from app.story.tour import narration_ui, tour_ui
 from app.ui.controls import control_ui
-from app.ui.fmt import shown_value
 from app.ui.resolved import cut_off_ui, resolved_ui
 from engine_model import InputError, Story
 

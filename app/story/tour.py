@@ -1,5 +1,5 @@
 """The guided tour: numbered steps that set the controls, move the cursor and point at one chart. A step's
-narration quotes the runs on screen (app.story.numbers.narrate), so it is drawn once they are computed."""
+narration quotes the runs on screen (app.present.numbers.narrate), so it is drawn once they are computed."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import streamlit as st
 from app import state
 from app.charts.frames import RunFrames
 from app.pd import params as pd_params
-from app.story.numbers import narrate
+from app.present.numbers import narrate
 from app.ui.chart import look_here
 from engine_model import Story
 

@@ -3,7 +3,7 @@ Turned on by a sidebar switch or ?present=1.
 
 It is laid out for one 1080p screen: on a story page the headline cards and the token streams lie within
 the first 1,080 px without scrolling (tests/test_browser_room.py); charts get larger labels too
-(app.ui.chart.room_spec).
+(app.present.shown.room_spec).
 """
 
 from __future__ import annotations

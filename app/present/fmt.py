@@ -31,3 +31,7 @@ def shown_value(control, value, resolved_chunk=None) -> str:
     if control.key == "chunk" and value == "auto" and isinstance(resolved_chunk, int):
         return f"{resolved_chunk:,} (auto, from GPU memory)"
     return control.fmt(value)
+
+
+def signed_seconds(diff: float) -> str:
+    return ("+" if diff > 0 else "−" if diff < 0 else "±") + fmt_seconds(abs(diff))

@@ -1,5 +1,7 @@
-"""The numbers a story quotes, computed from its runs: headline values, the price of a change, the percentile
-trap, and tour narration with its figures filled in. Pure functions: no Streamlit."""
+"""The numbers a story quotes, computed from its runs: headline values and cards, the price of a change, the
+percentile trap, and tour narration with its figures filled in. Pure functions: no Streamlit. Every surface
+(the page, an exported image, the standalone page, the slides and their notes) takes its numbers and words
+from here, so they cannot disagree."""
 
 from __future__ import annotations
 
@@ -8,7 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.charts.frames import RunFrames
-from app.ui.fmt import fmt_count, fmt_seconds
+from app.charts.words import NO_TOKEN
+from app.present.fmt import fmt_count, fmt_seconds
 from engine_model import Headline, Story
 
 TRAP_RATIO = 10  # the longest pause at least this many times p99: p99 hides the stall
@@ -17,6 +20,53 @@ FIGURE = re.compile(r"\{(before|now):([\w-]+)\.(\w+)(?:\.(\w+))?\}")
 
 def headline_value(run: RunFrames, headline: Headline):
     return run.summary.metrics.value(headline.group, headline.metric, headline.stat)
+
+
+def headline_label(headline: Headline, run: RunFrames) -> str:
+    count = run.summary.metrics.value(headline.group or "", "num_requests")
+    return headline.label.format(group_count="" if count is None else count)
+
+
+def headline_fmt(headline: Headline) -> Callable[[float | None], str]:
+    return fmt_seconds if headline.unit == "s" else fmt_count
+
+
+def card(before, now, fmt, same: bool = False, is_count: bool = False) -> tuple[str, str | None]:
+    """A card's value ('before → after', or one number when nothing moved) and its delta."""
+    if same or now is None or before is None or abs(now - before) < 1e-9:
+        return fmt(now) if now is not None else NO_TOKEN, None
+    diff = now - before
+    if is_count:
+        return f"{fmt(before)} → {fmt(now)}", f"{diff:+,}"
+    pct = f" ({diff / before:+.1%})" if before and abs(diff / before) < 0.1 else (
+        f" ({diff / before:+.0%})" if before else "")
+    return f"{fmt(before)} → {fmt(now)}", f"{'-' if diff < 0 else '+'}{fmt(abs(diff))}{pct}"
+
+
+@dataclass(frozen=True)
+class HeadlineRow:
+    """One headline number as every surface shows it: its label, SGLang's defaults, this setting, the card."""
+
+    label: str
+    before: str
+    now: str
+    card: str
+    delta: str | None
+
+
+def headline_rows(story: Story, current: RunFrames, base: RunFrames) -> list[HeadlineRow]:
+    same = current.summary.config == base.summary.config
+    rows = []
+    for h in story.headlines:
+        fmt, now, before = headline_fmt(h), headline_value(current, h), headline_value(base, h)
+        value, delta = card(before, now, fmt, same, h.unit == "count")
+        rows.append(HeadlineRow(headline_label(h, current), _shown(fmt, before), _shown(fmt, now), value,
+                                delta))
+    return rows
+
+
+def _shown(fmt, value) -> str:
+    return NO_TOKEN if value is None else fmt(value)
 
 
 # -- the price of a change ---------------------------------------------------------------------------
@@ -94,16 +144,33 @@ def percentile_trap(group: str, before: RunFrames, after: RunFrames) -> str | No
 # -- tour narration ----------------------------------------------------------------------------------
 def figure(run: RunFrames, group: str, metric: str, stat: str | None) -> str:
     """One number of a run as the narration quotes it: seconds for durations, a count otherwise."""
-    value = run.summary.metrics.value(None if group == "all" else group, metric, stat)
+    try:
+        value = run.summary.metrics.value(None if group == "all" else group, metric, stat)
+    except AttributeError:
+        value = None
     if value is None:
         raise KeyError(f"{group}.{metric}.{stat}: this run has no such number")
     return fmt_seconds(value) if metric.endswith("_s") else fmt_count(value)
 
 
+class NarrationError(ValueError):
+    """A narration names a figure the runs do not have, or holds a placeholder nobody fills."""
+
+
+LEFT_OVER = re.compile(r"\{[^{}]*\}")
+
+
 def narrate(say: str, story: Story, before: RunFrames, now: RunFrames) -> str:
     """A tour step's narration with its figures filled in from the runs on screen (see
-    engine_model.stories)."""
+    engine_model.stories). Raises NarrationError rather than print a placeholder."""
     runs = {"before": before, "now": now}
-    text = FIGURE.sub(lambda m: figure(runs[m[1]], m[2], m[3], m[4]), say)
+    try:
+        text = FIGURE.sub(lambda m: figure(runs[m[1]], m[2], m[3], m[4]), say)
+    except KeyError as err:
+        raise NarrationError(f"{story.key}: {err.args[0]}") from None
     trap = percentile_trap(story.stream_group, before, now) or ""
-    return re.sub(r"\s+", " ", text.replace("{trap}", trap)).strip()
+    text = re.sub(r"\s+", " ", text.replace("{trap}", trap)).strip()
+    if LEFT_OVER.search(text):
+        raise NarrationError(f"{story.key}: {LEFT_OVER.search(text)[0]} is not a figure narration can fill "
+                             "({now:GROUP.METRIC.STAT}, {before:…} or {trap})")
+    return text

@@ -1,0 +1,119 @@
+"""The charts a run is shown with, each once: its id, title, caption and builder. The Streamlit page, an
+exported image, the standalone page and the slides all take a chart from here, so a chart's picture and its
+words are written in one place. No `st.*` calls here.
+
+A view's builder is called only when its spec is needed (the page caches specs per run and cursor).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+from app.charts import latency, timelines
+from app.charts.frames import RunFrames
+from app.pd.charts import request_phases
+
+
+class View(NamedTuple):
+    """One chart of a run: what a surface needs to draw it, title and caption included."""
+
+    chart_id: str
+    title: str
+    caption: str
+    build: Callable[[], object]  # -> an Altair chart, built only when its spec is not cached
+
+
+# -- a story's timelines -----------------------------------------------------------------------------
+def story_views(run: RunFrames, at: float | None = None, index: int | None = None) -> list[View]:
+    """The four timelines of one run on one time axis: passes, token streams, KV, queue. `at`: the cursor's
+    time (None: no cursor, as a standalone page or a slide shows them); `index`: the pass under it."""
+    end = run.end_at
+    stall_s = run.stall_threshold_s
+    yardstick = timelines.chunk_pass_words(run.chunk_pass_s)
+    return [
+        View("passes", "Pass timeline: what the GPU ran",
+             "One bar per forward pass (runs of identical decode passes merged), width = how long it took. "
+             "Orange: a prefill chunk; blue: decode; green: a mixed pass (chunk + one decode token for each "
+             "running request)." + (" The black outline is the pass under the cursor. Click a bar to move "
+                                    "the cursor there." if at is not None else ""),
+             lambda: timelines.pass_timeline(run.passes, at, end, index)),
+        View("tokens", "Token streams: who got a token, and when",
+             f"One lane per request, a tick per token (thinned where nothing happens). Pink to dark purple: "
+             f"no token for {stall_s:g} s or more — a stall, darker the longer it lasts"
+             f"{' (' + yardstick + ')' if yardstick else ''}. "
+             "Orange/green blocks: this request's prompt being prefilled, chunk by chunk. Light grey: "
+             "waiting in the queue; dark grey: retracted, waiting to be prefilled again.",
+             lambda: timelines.token_streams(run.tokens, run.stalls, run.chunks, run.waits,
+                                             run.request_order, at, end, stall_s, run.chunk_pass_s)),
+        View("kv", "KV cache slots",
+             "How much of the KV pool holds tokens (blue), is reserved for requests not yet running "
+             "(orange, PD decode only) or is free. Purple rules: retractions — the pool could not give "
+             "every running request its next token.",
+             lambda: timelines.kv_occupancy(run.kv, run.retractions, at, end)),
+        View("queue", "Queue depth",
+             "Requests waiting for a prefill, and requests in the running (decode) batch, as the scheduler "
+             "saw them.",
+             lambda: timelines.queue_depth(run.queue, at, end)),
+    ]
+
+
+def story_view(run: RunFrames, chart_id: str) -> View:
+    """One of `story_views` (no cursor), or a group's gaps histogram ('itl-GROUP')."""
+    if chart_id.startswith("itl-"):
+        return itl_views(run)[chart_id]
+    return next(v for v in story_views(run) if v.chart_id == chart_id)
+
+
+ITL_CAPTION = ("How long readers waited between two tokens. Most gaps are one decode pass; a stall shows up "
+               "as a lonely bar far to the right. Dashed lines: p50, p95, p99. Both axes are logarithmic; "
+               "every group's chart shares one time axis.")
+
+
+def itl_views(run: RunFrames) -> dict[str, View]:
+    """One gaps histogram per group, every group on one shared x axis."""
+    groups = [g for g in run.summary.metrics.groups if g in set(run.itl_hist.get("group", []))]
+    domain = latency.gap_domain(run.itl_hist)
+    return {f"itl-{group}": View(
+        f"itl-{group}", f"Gaps between tokens: {group}", ITL_CAPTION,
+        lambda group=group: latency.itl_distribution(run.itl_hist, run.itl_stats, group, groups, domain))
+        for group in groups}
+
+
+# -- a PD run ----------------------------------------------------------------------------------------
+def pd_views(run: RunFrames, policy: str, end: float) -> list[View]:
+    """One PD run's charts on a shared time axis ending at `end`: its workers' passes, KV per worker, and
+    where each request's time went."""
+    views = [View(f"{policy}-passes", f"{policy}: one lane per worker",
+                  "Each worker's forward passes. Prefill workers run prefill chunks; decode workers decode.",
+                  lambda: timelines.pass_timeline(run.passes, None, end))]
+    for lane, chart, pool in timelines.kv_panels(run.kv, run.retractions, None, end):
+        what = ("Orange: decode KV reserved for requests still in prefill or transfer — held, not yet used. "
+                "With prefill_complete it stays near zero." if lane.startswith("decode")
+                else "A prefill worker holds a prompt's KV only until it is sent to decode.")
+        views.append(View(f"{policy}-kv-{lane}", f"{policy}: KV on {lane}",
+                          f"{pool[:1].upper()}{pool[1:]}. {what}", lambda chart=chart: chart))
+    views.append(View(f"{policy}-phases", f"{policy}: each request's time",
+                      "One lane per request: grey waiting at prefill, purple waiting for decode KV, orange "
+                      "prefill chunks, thin blue the KV transfer, dark blue decoding. Under early, decode KV "
+                      "is reserved before prefill may start; under prefill_complete, after it ends.",
+                      lambda: request_phases(run.spans, end)))
+    return views
+
+
+def decode_kv_view(run: RunFrames, end) -> View:
+    """The KV of the worker requests decode on (the engine, or a PD run's first decode worker): in use and
+    reserved-not-yet-used."""
+    lane = next((x for x in timelines.kv_lanes(run.kv) if x.startswith("decode")), "engine")
+    part = run.kv[run.kv["lane"].isin([lane, "engine"])] if len(run.kv) else run.kv
+    return View("decode-kv", "KV where requests decode",
+                "The KV pool of the worker requests decode on: in use (blue), reserved for requests still in "
+                "prefill or transfer (orange: held, not yet used), free. Purple rules: retractions.",
+                lambda: timelines.kv_panel(part, run.retractions, None, end))
+
+
+def phases_view(run: RunFrames, end) -> View:
+    return View("phases", "Each request's time",
+                "One lane per request (sampled per group): grey waiting at prefill, purple waiting for "
+                "decode KV, orange prefill chunks, thin blue the KV transfer, dark blue decoding. One engine "
+                "has no such phases.", lambda: request_phases(run.spans, end))

@@ -1,0 +1,85 @@
+"""`who-waits`: the engine's commands (`run`, `diagnose`, `trace`, … : engine_model.cli), plus `figure`, which
+draws and so lives here, in the presentation layer (`python -m app.present figure …` is the same).
+
+    who-waits figure forty_replies --set engine.enable_mixed_chunk=true --out forty.html
+    who-waits figure forty_replies --vary mixed,chunk --slides deck/
+    who-waits figure upstream_pd_replica --out pd.html
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from app.present import FIGURES, figure_page, story_of, story_slides, write_slides
+from app.present.pd import KEYS as PD_KEYS
+from app.present.slides import FORMATS
+from engine_model import InputError
+from engine_model import cli as engine_cli
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="who-waits figure",
+                                description="A story outside the app: one standalone interactive page "
+                                            "(HTML / XHTML, no server or network), or its tour as slides.")
+    p.add_argument("story", help=f"a story or PD preset: {', '.join(FIGURES)}")
+    p.add_argument("--out", metavar="FILE.html", help="the page to write (default: STORY.html)")
+    p.add_argument("--slides", metavar="DIR",
+                   help="write one 16:9 slide per tour step into DIR (PNG and SVG), with speaker notes (.md)")
+    p.add_argument("--formats", default="png,svg", metavar="png,svg,pdf", help="the slides' formats")
+    p.add_argument("--set", action="append", default=[], metavar="key=value",
+                   help="where the page opens and what every run holds: a control as the app's URL writes it "
+                        "(mixed=1, chunk=2048) or a scenario key (engine.enable_mixed_chunk=true, "
+                        "hardware.gpu=h200); repeat it for more")
+    p.add_argument("--vary", metavar="a,b",
+                   help="the controls a reader flips (e.g. mixed,chunk); default: the story's own choice")
+    p.add_argument("--bare", action="store_true",
+                   help="leave out the page's own heading, teaser and note (to sit inside a post)")
+    return p
+
+
+def figure(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    if args.story not in PD_KEYS:
+        story_of(args.story)  # an unknown story exits 2 before any work
+    formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
+    if not formats or set(formats) - set(FORMATS):
+        raise InputError("--formats", f"{args.formats!r}: expected some of {', '.join(FORMATS)}")
+    if args.out and not Path(args.out).resolve().parent.is_dir():
+        raise InputError("--out", f"{Path(args.out).parent} is not a folder")
+    vary = tuple(v.strip() for v in args.vary.split(",") if v.strip()) if args.vary else None
+    if args.story in PD_KEYS and (args.set or vary):
+        raise InputError("--set" if args.set else "--vary",
+                         "the PD figure has its own settings (workload and deployment); it takes neither "
+                         "--set nor --vary")
+    try:
+        if args.slides:
+            paths = write_slides(story_slides(args.story), Path(args.slides), formats)
+            print(f"wrote {len(paths)} files to {args.slides}: one 1920x1080 slide per tour step "
+                  f"({', '.join(formats)}) and its speaker notes (.md)")
+        if args.out or not args.slides:
+            out = Path(args.out or f"{args.story}.html")
+            options = {} if args.story in PD_KEYS else {"vary": vary, "sets": tuple(args.set)}
+            text = figure_page(args.story, bare=args.bare, **options)
+            out.write_text(text, encoding="utf-8")
+            print(f"wrote {out} ({len(text.encode()):,} bytes; opens from disk, no server or network needed)")
+    except OSError as err:
+        raise InputError("--slides" if args.slides and not args.out else "--out",
+                         f"cannot write there: {err.strerror or err}") from None
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] != "figure":
+        return engine_cli.main(argv)
+    try:
+        return figure(argv[1:])
+    except InputError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

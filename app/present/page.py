@@ -1,0 +1,320 @@
+"""A story as one self-contained page: the app's charts over a grid of precomputed runs, the headline table,
+radio buttons that switch the runs, no server and no network.
+
+The file is polyglot: well-formed XHTML (so an EPUB 3 book can carry it as a content document) that a
+browser also reads as HTML (a blog links it or embeds it in an <iframe>). Scripts sit in CDATA sections behind
+`//` comments, which both parsers accept. Each chart's container holds a PNG of the page's first setting, so
+a reader with scripting off (many e-readers) still sees the figure; the script replaces it with the live
+chart. Everything is scoped by the figure's id, so several figures can share one page.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import altair as alt
+
+from app.charts import views
+from app.charts.frames import RunFrames
+from app.present import spec as scope
+from app.present.export import export_spec, render
+from app.present.grid import Grid
+from app.present.numbers import headline_rows
+from app.present.pack import UNPACK_JS, pack
+from app.present.shown import room_spec
+
+CHARTS = {  # story -> the charts its page shows, in order
+    "forty_replies": ("tokens", "passes"),
+    "other_stall": ("tokens", "kv", "passes"),
+    "ten_oclock_rush": ("tokens", "passes"),
+    "real_traffic": ("tokens", "passes"),
+}
+FALLBACK_WIDTH = 720  # px of the image a reader without scripts sees
+
+
+@dataclass
+class Chart:
+    chart_id: str
+    title: str
+    caption: str
+    spec: dict  # Vega-Lite, datasets by name (the page holds them once)
+    image: bytes  # PNG of the first setting
+    alt: str
+
+
+@dataclass
+class Shown:
+    """What one setting shows beside its charts: its run, its tables of numbers, a sentence of them."""
+
+    key: str  # the setting as the page spells it: axis indices joined by '|'
+    run: RunFrames
+    tables: list[dict]  # {"head": [...], "rows": [[...]], "bold": column index}
+    summary: str
+
+
+@dataclass
+class Figure:
+    """Everything one page shows, before it becomes HTML (tests read it)."""
+
+    uid: str
+    title: str
+    teaser: str
+    note: str
+    axes: list[dict]  # {"name", "label", "labels", "start"}
+    cells: dict[str, dict]  # setting key -> {"run", "tables", "summary"}
+    ends: list[float]
+    charts: list[Chart]
+    datasets: dict[str, list[dict]]
+
+    @property
+    def first(self) -> dict:
+        return self.cells["|".join(str(a["start"]) for a in self.axes)]
+
+
+def build_figure(uid: str, title: str, teaser: str, note: str, axes: list[dict], shown: list[Shown],
+                 views_of: Callable[[RunFrames], list[views.View]]) -> Figure:
+    """Each distinct run once, each chart of `views_of` built once over all of them (every row tagged with
+    its run), and a PNG of the first setting's charts for readers without scripts."""
+    runs, run_of = scope.distinct([s.run for s in shown])
+    first_key = "|".join(str(a["start"]) for a in axes)
+    first = next(i for i, s in enumerate(shown) if s.key == first_key)
+    start = run_of[first]
+    ends = [round(float(r.end_at), 4) for r in runs]
+    cells = {s.key: {"run": r, "tables": s.tables, "summary": s.summary}
+             for s, r in zip(shown, run_of, strict=True)}
+    datasets: dict[str, list[dict]] = {}
+    charts = []
+    for view, own in zip(views_of(scope.merged(runs)), views_of(shown[first].run), strict=True):
+        with alt.data_transformers.enable("default", max_rows=None):  # every run's rows, by design
+            built = room_spec(view.build().to_dict(validate=False))
+        datasets.update(built.pop("datasets", {}))
+        charts.append(Chart(view.chart_id, view.title, own.caption, scope.scoped(built, start, ends[start]),
+                            fallback_png(own), f"{view.title}. {shown[first].summary}"))
+    return Figure(uid, title, teaser, note, axes, cells, ends, charts, datasets)
+
+
+def story_figure(grid: Grid, setup: str) -> Figure:
+    """A story's grid of runs as one figure."""
+    story = grid.story
+    shown = []
+    for cell in grid.cells:
+        rows = headline_rows(story, cell.run, cell.base)
+        table = {"head": ["number", "SGLang defaults", "this setting"], "bold": 2,
+                 "rows": [[h.label, h.before, h.now] for h in rows]}
+        shown.append(Shown(cell.key, cell.run, [table], summary_text(rows, cell.run)))
+    uid = "ww-" + hashlib.sha1(f"{story.key}|{grid.first.key}|{grid.sets}".encode()).hexdigest()[:8]
+    axes = [{"name": a.control.key, "label": a.control.label, "labels": [a.label(v) for v in a.values],
+             "start": i} for a, i in zip(grid.axes, grid.start, strict=True)]
+    note = (f"Every setting above was simulated in advance ({setup}); the buttons switch between the runs. "
+            "Numbers beside SGLang's defaults use the same requests and seed. The charts are the Who Waits "
+            "app's.")
+    charts = CHARTS.get(story.key, ("tokens", "passes"))
+    return build_figure(uid, story.title, story.teaser, note, axes, shown,
+                        lambda run: [views.story_view(run, c) for c in charts])
+
+
+def summary_text(rows, run) -> str:
+    """The headline in a sentence, for the alt text and the text under the chart."""
+    parts = [f"{h.label}: {h.now}" + ("" if h.now == h.before else f" (SGLang's defaults: {h.before})")
+             for h in rows]
+    yardstick = views.timelines.chunk_pass_words(run.chunk_pass_s)
+    return "; ".join(parts) + "." + (f" For scale, {yardstick}." if yardstick else "")
+
+
+def fallback_png(view: views.View) -> bytes:
+    spec = export_spec(view.build().to_dict(validate=False), view.title, (), FALLBACK_WIDTH)
+    return render(spec, "png", scale=1)
+
+
+# -- HTML --------------------------------------------------------------------------------------------
+CSS = """
+.ww-figure { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #222;
+  max-width: 1100px; margin: 0 auto; box-sizing: border-box; }
+.ww-figure * { box-sizing: border-box; }
+.ww-figure h1 { font-size: 1.4rem; margin: 0 0 .3rem; }
+.ww-figure p { margin: .3rem 0 .6rem; line-height: 1.4; }
+.ww-controls { display: flex; flex-wrap: wrap; gap: .4rem 1.2rem; margin: .6rem 0; break-inside: avoid; }
+.ww-controls fieldset { border: 1px solid #ccc; border-radius: 6px; padding: .2rem .6rem .4rem; margin: 0; }
+.ww-controls legend { font-weight: 600; padding: 0 .3rem; }
+.ww-controls label { display: inline-block; margin: .15rem .7rem .15rem 0; white-space: nowrap; }
+.ww-numbers { border-collapse: collapse; margin: .4rem 0 .8rem; width: 100%; max-width: 40rem; }
+.ww-numbers th, .ww-numbers td { text-align: left; padding: .2rem .6rem .2rem 0;
+  border-bottom: 1px solid #eee; vertical-align: top; }
+.ww-numbers td.now { font-weight: 700; }
+.ww-chart { width: 100%; min-width: 0; margin: .8rem 0 .2rem; break-inside: avoid; }
+.ww-chart img { max-width: 100%; height: auto; }
+.ww-chart-title { font-weight: 600; margin: .9rem 0 0; }
+.ww-caption, .ww-note { color: #555; font-size: .85rem; }
+.ww-summary { font-size: .95rem; }
+"""
+
+TEMPLATE = """<?xml version="1.0" encoding="utf-8"?>
+<!DOCTYPE html>
+<html xmlns="http://www.w3.org/1999/xhtml" lang="en" xml:lang="en">
+<head>
+<meta charset="utf-8"/>
+<meta name="viewport" content="width=device-width, initial-scale=1"/>
+<title>{title}</title>
+<style>/*<![CDATA[*/{css}/*]]>*/</style>
+</head>
+<body>
+{body}
+<script>//<![CDATA[
+{bundle}
+//]]></script>
+<script>//<![CDATA[
+{unpack}
+{mount}
+wwMount({data});
+//]]></script>
+</body>
+</html>
+"""
+
+MOUNT_JS = """function wwMount(fig) {
+  var root = document.getElementById(fig.uid), shown = [];
+  function choice(axis) {
+    var on = root.querySelector('input[name="' + fig.uid + '-' + axis.name + '"]:checked');
+    return on ? on.value : String(axis.start);
+  }
+  function cell() { return fig.cells[fig.axes.map(choice).join('|')]; }
+  function show() {
+    var c = cell();
+    root.querySelectorAll('.ww-numbers').forEach(function (table, t) {
+      var spec = c.tables[t], body = table.querySelector('tbody'), head = table.querySelector('thead tr');
+      head.innerHTML = '';
+      spec.head.forEach(function (text) {
+        var th = document.createElement('th');
+        th.setAttribute('scope', 'col');
+        th.textContent = text;
+        head.appendChild(th);
+      });
+      body.innerHTML = '';
+      spec.rows.forEach(function (r) {
+        var tr = document.createElement('tr');
+        r.forEach(function (text, i) {
+          var el = document.createElement(i === 0 ? 'th' : 'td');
+          el.textContent = text;
+          if (i === 0) el.setAttribute('scope', 'row');
+          if (i === spec.bold) el.className = 'now';
+          tr.appendChild(el);
+        });
+        body.appendChild(tr);
+      });
+    });
+    root.querySelector('.ww-summary').textContent = c.summary;
+    shown.forEach(function (view) {
+      view.signal('run', c.run).signal('end', fig.ends[c.run]).runAsync();
+    });
+  }
+  fig.charts.forEach(function (chart) {
+    var spec = chart.spec, data = {};
+    chart.datasets.forEach(function (name) { data[name] = wwRows(fig.datasets[name]); });
+    spec.datasets = data;
+    var box = document.getElementById(fig.uid + '-' + chart.id);
+    vegaEmbed(box, spec, {actions: false, renderer: 'svg'}).then(function (result) {
+      shown.push(result.view);
+      var svg = box.querySelector('svg');
+      if (svg) { svg.setAttribute('aria-label', chart.title); svg.setAttribute('role', 'img'); }
+      show();
+      if (window.parent !== window) {
+        window.parent.postMessage({whoWaits: fig.uid, height: document.documentElement.scrollHeight}, '*');
+      }
+    });
+  });
+  root.querySelectorAll('.ww-controls input').forEach(function (input) {
+    input.addEventListener('change', show);
+  });
+  window.whoWaits = window.whoWaits || {};
+  window.whoWaits[fig.uid] = {views: shown, show: show};
+}"""
+
+
+def figure_html(figure: Figure, bare: bool = False, bundle: str | None = None) -> str:
+    """The page. `bare`: without its own heading, teaser and note, to sit inside a post."""
+    body = _body(figure, bare)
+    data = {"uid": figure.uid, "axes": figure.axes, "cells": figure.cells, "ends": figure.ends,
+            "charts": [{"id": c.chart_id, "title": c.title, "spec": c.spec, "datasets": _names(c.spec)}
+                       for c in figure.charts],
+            "datasets": {name: pack(rows, [c.spec for c in figure.charts]) for name, rows in
+                         figure.datasets.items()}}
+    return TEMPLATE.format(title=html.escape(figure.title), css=CSS, body=body, unpack=UNPACK_JS,
+                           mount=MOUNT_JS, bundle=vega_bundle() if bundle is None else bundle,
+                           data=json_for_script(data))
+
+
+def _names(spec) -> list[str]:
+    found = re.findall(r'"data":\s*\{"name":\s*"([^"]+)"', json.dumps(spec))
+    return list(dict.fromkeys(found))
+
+
+def _body(figure: Figure, bare: bool) -> str:
+    e = html.escape
+    first = figure.first
+    head = "" if bare else f"<h1>{e(figure.title)}</h1>\n<p>{e(figure.teaser)}</p>\n"
+    groups = []
+    for axis in figure.axes:
+        name = f"{figure.uid}-{axis['name']}"
+        options = "".join(f'<label><input type="radio" name="{name}" value="{i}"'
+                          f'{_checked(i == axis["start"])}/> {e(label)}</label>'
+                          for i, label in enumerate(axis["labels"]))
+        groups.append(f"<fieldset><legend>{e(axis['label'])}</legend>{options}</fieldset>")
+    tables = "".join(_table(t) for t in first["tables"])
+    charts = "".join(
+        f'<p class="ww-chart-title" id="{figure.uid}-{c.chart_id}-title">{e(c.title)}</p>'
+        f'<div class="ww-chart" id="{figure.uid}-{c.chart_id}" role="figure" '
+        f'aria-labelledby="{figure.uid}-{c.chart_id}-title">'
+        f'<img src="data:image/png;base64,{base64.b64encode(c.image).decode()}" alt="{e(c.alt)}"/></div>'
+        f'<p class="ww-caption">{e(c.caption)}</p>' for c in figure.charts)
+    note = "" if bare else f'<p class="ww-note">{e(figure.note)}</p>'
+    return (f'<section class="ww-figure" id="{figure.uid}" aria-label="{e(figure.title)}">\n{head}'
+            f'<form class="ww-controls" aria-label="Settings">{"".join(groups)}</form>\n{tables}'
+            f'<p class="ww-summary" aria-live="polite">{e(first["summary"])}</p>\n'
+            f"{charts}\n{note}</section>")
+
+
+def _table(table: dict) -> str:
+    e = html.escape
+    head = "".join(f'<th scope="col">{e(h)}</th>' for h in table["head"])
+    rows = "".join("<tr>" + "".join(
+        f'<th scope="row">{e(v)}</th>' if i == 0 else f'<td{_bold(i == table["bold"])}>{e(v)}</td>'
+        for i, v in enumerate(row)) + "</tr>" for row in table["rows"])
+    return (f'<table class="ww-numbers"><thead><tr>{head}</tr></thead>'
+            f'<tbody aria-live="polite">{rows}</tbody></table>\n')
+
+
+def _bold(on: bool) -> str:
+    return ' class="now"' if on else ""
+
+
+def _checked(on: bool) -> str:
+    return ' checked="checked"' if on else ""
+
+
+def vega_bundle() -> str:
+    """Vega, Vega-Lite and vega-embed as one script, from vl-convert (what Altair's `save(inline=True)`
+    inlines)."""
+    import vl_convert
+
+    return cdata_safe(vl_convert.javascript_bundle())
+
+
+def cdata_safe(script: str) -> str:
+    """A script that may sit in a CDATA section: "]]>" only as code (`x[y[z]]>w`), where a space is free."""
+    safe = re.sub(r"\]\]>(?=[\w$(])", "]] >", script)
+    if "]]>" in safe or "</script" in safe.lower():
+        raise ValueError("the Vega bundle has ']]>' or '</script' where a space cannot go; "
+                         "update page.cdata_safe")
+    return safe
+
+
+def json_for_script(value) -> str:
+    """JSON that cannot close a script or a CDATA section: <, > and & (only in strings) as \\u escapes."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

@@ -1,0 +1,41 @@
+"""Settings in words, as every surface prints them: what changed from the story's defaults, the controls'
+values on one line, and the three lines an exported chart carries under its title. Pure functions."""
+
+from __future__ import annotations
+
+from app.charts.frames import RunFrames
+from app.present.fmt import shown_value
+from app.present.numbers import headline_fmt, headline_label, headline_value
+from engine_model import Control, Story
+
+
+def changes_words(story: Story, values: dict | None) -> str:
+    """'Changed: Mixed chunk off → on; KV pool (tokens) 60,000 → 120,000.' or that nothing changed."""
+    found = story.changes(values) if values is not None else []
+    if not found:
+        return ("You are on the story's defaults: change a setting above, or take the tour, to see "
+                "before → after.")
+    return "Changed: " + "; ".join(f"{c.label} {shown_value(c, was)} → {shown_value(c, now)}"
+                                   for c, was, now in found) + "."
+
+
+def settings_words(controls: list[Control], values: dict, resolved_chunk=None) -> str:
+    """'Mixed chunk: on · Chunk size: 8,192 (auto, from GPU memory)': the controls' values in words. A cost
+    figure appears only when edited (left empty it is the preset's, which the GPU and model already say)."""
+    return " · ".join(f"{c.label}: {shown_value(c, values[c.key], resolved_chunk)}" for c in controls
+                      if c.where != "cost" or values[c.key] != c.default)
+
+
+def story_note(story: Story, values: dict, current: RunFrames, base: RunFrames) -> tuple[str, str, str]:
+    """Three lines: the SGLang flags, the workload and hardware, and the story's headline number against
+    SGLang's defaults on the same requests."""
+    resolved_chunk = current.summary.config["resolved"]["chunked_prefill_size"]
+    flags = settings_words([c for c in story.controls if c.is_flag], values, resolved_chunk)
+    rest = settings_words([c for c in story.controls if not c.is_flag], values, resolved_chunk)
+    head = story.headlines[0]
+    fmt = headline_fmt(head)
+    now, before = headline_value(current, head), headline_value(base, head)
+    number = f"{headline_label(head, current)}: {fmt(now)}" + (
+        " (SGLang's defaults)" if fmt(now) == fmt(before)
+        else f" (SGLang's defaults, same requests: {fmt(before)})")
+    return f"SGLang flags: {flags}", f"Workload: {rest}", number

@@ -1,0 +1,75 @@
+"""One chart for many precomputed runs: the app's own chart, built once over every run's rows (each tagged
+with its run `r`), with two parameters the page sets — `run` (which rows each view keeps) and `end` (the
+shown run's last second, the time axis' end). The chart's marks, colours, axes and tooltips are the app's,
+because the app's builder drew it; only the rows it keeps switch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pandas as pd
+
+from app.charts.frames import RunFrames
+from app.charts.request_frames import gap_band
+
+FRAMES = ("passes", "tokens", "stalls", "chunks", "waits", "kv", "queue", "spans", "retractions", "itl_hist",
+          "itl_stats")
+RUN, END = "run", "end"  # the page's parameters
+
+
+def distinct(runs: list[RunFrames]) -> tuple[list[RunFrames], list[int]]:
+    """The distinct runs (a setting that changes nothing, such as logprobs with mixing off, repeats a run)
+    and, for each given run, its index among them."""
+    seen: dict[int, int] = {}
+    out, index = [], []
+    for run in runs:
+        key = fingerprint(run)
+        if key not in seen:
+            seen[key] = len(out)
+            out.append(run)
+        index.append(seen[key])
+    return out, index
+
+
+def fingerprint(run: RunFrames) -> int:
+    parts = [pd.util.hash_pandas_object(getattr(run, name), index=False).sum() for name in FRAMES
+             if len(getattr(run, name))]
+    return hash((tuple(int(p) for p in parts), run.end_at))
+
+
+def merged(runs: list[RunFrames]) -> RunFrames:
+    """One RunFrames whose every frame holds all runs' rows, tagged `r`; its end is the parameter END, so a
+    builder's time axis ends where the shown run ends. Stalls keep one set of shades (the lowest threshold
+    of the runs), and the chunk-pass yardstick, which differs per run, is left to the page's text."""
+    first = runs[0]
+    threshold = min(r.stall_threshold_s for r in runs)
+    frames = {name: pd.concat([getattr(r, name).assign(r=i) for i, r in enumerate(runs)], ignore_index=True)
+              for name in FRAMES}
+    stalls = frames["stalls"]
+    if len(stalls):
+        stalls["band"] = [gap_band(g, threshold) for g in stalls["gap_s"]]
+    return dataclasses.replace(first, **frames, end_at=END, chunk_pass_s=None, stall_threshold_s=threshold)
+
+
+def scoped(spec: dict, start: int, start_end: float) -> dict:
+    """The spec with the page's parameters, every view keeping the shown run's rows. Selections (the app's
+    click-to-move-the-cursor) are dropped: a page has no cursor."""
+    out = _filtered(spec)
+    out["params"] = [*out.get("params", []), {"name": RUN, "value": start},
+                     {"name": END, "value": round(start_end, 4)}]
+    return out
+
+
+def _filtered(node):
+    if isinstance(node, list):
+        return [_filtered(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: (_filtered(v) if k in ("layer", "vconcat", "hconcat", "concat", "spec") else v)
+           for k, v in node.items()}
+    if "name" in out.get("data", {}) and ("mark" in out or "layer" in out):
+        out["transform"] = [{"filter": f"datum.r == {RUN}"}, *out.get("transform", [])]
+    if "params" in out:
+        out["params"] = [p for p in out["params"] if "select" not in p]
+    return out
