@@ -8,6 +8,7 @@ fixtures. Run: pytest -m browser tests/test_browser_exports.py
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -41,16 +42,24 @@ def test_a_story_chart_exports_as_svg_with_title_and_settings_and_no_cursor(serv
     assert "cursor" not in svg
 
 
-def test_the_standalone_page_button_gives_one_self_contained_file(server, page):  # noqa: F811
-    page.goto(server + "/forty_replies")
-    settle(page)
-    page.get_by_text("Export this run").click()  # a fold: its CSV buttons arrive with a rerun
-    page.get_by_role("button", name="Per-request metrics (CSV)").wait_for(timeout=60_000)
+def test_the_standalone_page_button_gives_one_file_that_opens_where_the_person_was(server, page):  # noqa: F811
+    page.goto(server + "/forty_replies?mixed=1&streams=20")
     settle(page)
     button = page.get_by_role("button", name="Export → standalone page (HTML)")
     name, data = download(page, button.click)
+    text = data.decode()
     assert name == "forty_replies.html" and len(data) < 3_000_000
-    assert data.startswith(b"<?xml") and b"vegaEmbed(" in data and b'"name":"mixed"' in data
+    assert text.startswith("<?xml") and "wwMount(" in text
+    assert re.search(r'name="ww-\w+-mixed" value="1" checked="checked"', text)  # mixed on, as on the page
+    assert "Longest pause, the 20 streams" in text  # the page's 20 streams hold for every run
+
+
+def test_the_ten_oclock_page_exports_the_pd_figure(server, page):  # noqa: F811
+    page.goto(server + "/ten_oclock_rush")
+    settle(page, timeout_s=120)
+    name, data = download(page, page.get_by_role("button", name="Export → PD figure (HTML)").click, 240)
+    text = data.decode()
+    assert name == "pd.html" and "PD, prefill_complete" in text and "The upstream test replica" in text
 
 
 def test_compare_exports_before_and_after_side_by_side(server, page):  # noqa: F811
