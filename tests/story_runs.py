@@ -40,3 +40,23 @@ def _run_json(scenario_json: str) -> frames.RunFrames:
 def scenario_run(scenario: Scenario) -> frames.RunFrames:
     """Any scenario's run as the app draws it, cached for the whole test session (figures, slides)."""
     return _run_json(scenario.model_dump_json())
+
+
+def channels(spec, channel: str) -> list[dict]:
+    """Every encoding of `channel` ("x", "color", …) in a chart spec, in order; data is not walked."""
+    found = []
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            encoding = node.get("encoding")
+            if isinstance(encoding, dict) and isinstance(encoding.get(channel), dict):
+                found.append(encoding[channel])
+            for key, value in node.items():
+                if key not in ("datasets", "data"):
+                    walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(spec)
+    return found

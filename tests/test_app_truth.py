@@ -5,6 +5,7 @@ import json
 import re
 
 import pytest
+from story_runs import channels
 from test_app import metric, open_page
 
 from app.pd import params
@@ -90,21 +91,8 @@ def test_no_internal_path_where_a_reader_expects_words():
 
 def time_domains(spec: dict) -> list[tuple]:
     """The x domains of every time axis in a chart spec (x titled 'time (s)')."""
-    found = []
-
-    def walk(node) -> None:
-        if isinstance(node, dict):
-            x = node.get("encoding", {}).get("x") if isinstance(node.get("encoding"), dict) else None
-            if isinstance(x, dict) and x.get("title") == "time (s)" and "domain" in x.get("scale", {}):
-                found.append(tuple(x["scale"]["domain"]))
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(spec)
-    return found
+    return [tuple(x["scale"]["domain"]) for x in channels(spec, "x")
+            if x.get("title") == "time (s)" and "domain" in x.get("scale", {})]
 
 
 def test_the_pd_pairs_share_one_clock():

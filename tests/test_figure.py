@@ -14,6 +14,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from story_runs import channels
 from story_runs import scenario_run as run_of
 
 from app.charts import views
@@ -92,23 +93,8 @@ def test_every_setting_has_its_numbers_from_its_own_run(forty):
 # -- the charts are the app's ------------------------------------------------------------------------
 def colour_scales(spec) -> list:
     """Every colour scale in a spec, in order: its field and {value: colour}."""
-    found = []
-
-    def walk(node):
-        if isinstance(node, dict):
-            colour = node.get("encoding", {}).get("color", {})
-            if "scale" in colour:
-                scale = colour["scale"]
-                found.append((colour.get("field"), dict(zip(scale.get("domain"), scale.get("range"),
-                                                             strict=True))))
-            for key, value in node.items():
-                if key not in ("datasets", "data"):
-                    walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-    walk(spec)
-    return found
+    return [(c.get("field"), dict(zip(c["scale"]["domain"], c["scale"]["range"], strict=True)))
+            for c in channels(spec, "color") if "domain" in c.get("scale", {})]
 
 
 def test_each_chart_of_the_page_has_the_apps_colours_and_is_valid_vega_lite(forty):
