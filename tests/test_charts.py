@@ -3,6 +3,7 @@
 import json
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
 import vl_convert as vlc
@@ -34,6 +35,7 @@ def builders(f: frames.RunFrames):
                                                  f.end_at, f.stall_threshold_s, f.chunk_pass_s),
         "kv_occupancy": timelines.kv_occupancy(f.kv, f.retractions, t, f.end_at),
         "queue_depth": timelines.queue_depth(f.queue, t, f.end_at),
+        "next_token_wait": timelines.next_token_wait(f.pauses, t, f.end_at),
         "request_phases": pd_charts.request_phases(f.spans, f.end_at),
         **{f"kv_panel {lane}": chart
            for lane, chart, _ in timelines.kv_panels(f.kv, f.retractions, t, f.end_at)},
@@ -156,3 +158,32 @@ def test_cursor_specs_land_on_the_right_iteration():
     assert cursor.resolve(its, ("at", 0.25)) == cursor.at_time(its, 0.25)
     assert cursor.next_event(its, 0) == first
     assert cursor.play_step(its, len(its) - 1) == len(its) - 1
+
+
+def test_a_thinned_lane_never_looks_empty_where_tokens_kept_coming(run):
+    """Wherever a request got a token, a mark stands within one drawing bin of it (or a stall is drawn)."""
+    result, f = run
+    width = 2 * max(result.end_at, 1e-3) / max(6, 2_500 // max(len(result.requests), 1)) * 1.5 ** 4
+    for req in result.requests:
+        times = np.asarray(req.token_times)
+        if times.size == 0:
+            continue
+        marks = np.sort(f.tokens.loc[f.tokens["rid"] == req.rid, "at"].to_numpy())
+        nearest = np.abs(marks[np.clip(np.searchsorted(marks, times), 0, len(marks) - 1)] - times)
+        before = np.abs(marks[np.clip(np.searchsorted(marks, times) - 1, 0, len(marks) - 1)] - times)
+        assert (np.minimum(nearest, before) <= width).all(), req.rid
+
+
+def test_the_wait_for_the_next_token_is_a_ramp_for_a_freeze_and_teeth_for_a_trickle():
+    """Mixed chunk off: each stream waits once, as long as its longest pause. On: many short teeth."""
+    for mixed, teeth in ((False, 1), (True, 10)):
+        sets = [f"engine.enable_mixed_chunk={str(mixed).lower()}"]
+        f = frames.build(simulate(load_scenario("forty_replies", sets)))
+        stream = f.pauses[f.pauses["rid"] == "streams-00"]
+        peaks = stream[stream["wait_s"] > 0]
+        pause = f.summary.metrics.groups["streams"].max_itl_s.max
+        assert peaks["wait_s"].max() == pytest.approx(float(f.requests.set_index("rid").loc["streams-00",
+                                                                                          "max_itl_s"]))
+        assert (len(peaks) == 1) if teeth == 1 else (len(peaks) >= teeth)
+        assert f.pauses["wait_s"].max() == pytest.approx(pause)
+        assert (stream["at"].diff().dropna() >= 0).all()  # one line, left to right

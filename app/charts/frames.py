@@ -26,6 +26,7 @@ from app.charts.request_frames import (
     chunks_frame,
     itl_histogram,
     itl_stats,
+    pauses_frame,
     requests_frame,
     retractions_frame,
     token_frames,
@@ -44,6 +45,7 @@ class RunFrames:
     passes: pd.DataFrame  # Gantt bars, aggregated
     tokens: pd.DataFrame  # thinned token marks
     stalls: pd.DataFrame  # gaps >= stall threshold, one row each
+    pauses: pd.DataFrame  # each request's wait for its next token, as sawtooth points
     chunks: pd.DataFrame  # prefill rows: one per (pass, request)
     waits: pd.DataFrame  # time in the waiting queue (first wait and after retraction)
     kv: pd.DataFrame  # KV slots used / reserved / free over time
@@ -69,6 +71,7 @@ def build(result: Result) -> RunFrames:
         passes=passes_frame(its),
         tokens=toks,
         stalls=stalls,
+        pauses=pauses_frame(stalls, toks),
         chunks=chunks_frame(result),
         waits=waits_frame(result),
         kv=kv_frame(its),

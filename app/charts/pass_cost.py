@@ -13,12 +13,13 @@ import pandas as pd
 from app.charts.scales import CURSOR_COLOUR, WIDTH
 from engine_model import PassCost
 
-# Okabe-Ito again; the GPU terms in cool colours, the CPU terms in warm ones
+# Cost terms are not the timelines' meanings, so none of their colours (app.charts.scales.PALETTE): Paul Tol's
+# muted set, the GPU terms in cool colours, the CPU terms in browns
 TERM_COLOURS = {
-    "GEMMs": "#0072B2", "attention": "#56B4E9", "element-wise": "#009E73", "all-reduce": "#F0E442",
-    "floors": "#999999", "kernel launches": "#E69F00", "scheduler per pass": "#D55E00",
-    "per running request": "#CC79A7", "a, per pass": "#999999", "b × new tokens": "#0072B2",
-    "c × past tokens": "#56B4E9",
+    "GEMMs": "#332288", "attention": "#88CCEE", "element-wise": "#44AA99", "all-reduce": "#117733",
+    "floors": "#999933", "kernel launches": "#DDCC77", "scheduler per pass": "#8C510A",
+    "per running request": "#BF812D", "a, per pass": "#999933", "b × new tokens": "#332288",
+    "c × past tokens": "#88CCEE",
 }
 ROW_PX = 30
 ROWS = ("GPU", "CPU", "pass")  # top to bottom

@@ -42,11 +42,11 @@ def stall_threshold(result: Result) -> float:
 
 
 def token_frames(result: Result, max_rows: int = MAX_TOKEN_MARKS) -> tuple[pd.DataFrame, pd.DataFrame, float]:
-    """Token marks (thinned) and stall segments (every gap >= threshold, never thinned)."""
+    """Token marks (thinned) and stall segments (every gap >= threshold, never thinned). Each mark keeps its
+    place in its request's stream (`n`, this run's tokens so far)."""
     threshold = stall_threshold(result)
     reqs = [r for r in result.requests if r.token_times or r.is_mid_reply]
-    per_request = max(6, max_rows // max(len(reqs), 1))
-    marks, stalls = [], []
+    streams, stalls = [], []
     for req in result.requests:
         times = np.asarray(req.token_times, dtype=float)
         starts = (np.concatenate([[req.arrival_at], times[:-1]]) if req.is_mid_reply
@@ -56,25 +56,57 @@ def token_frames(result: Result, max_rows: int = MAX_TOKEN_MARKS) -> tuple[pd.Da
         for i in np.flatnonzero(is_stall):
             stalls.append({"rid": req.rid, "group": req.group, "start_at": starts[i], "end_at": times[i],
                            "gap_s": gaps[i], "band": gap_band(gaps[i], threshold)})
-        if times.size == 0:
-            continue
-        step = max(1, int(np.ceil(times.size / per_request)))
-        near_stall = is_stall.copy()  # the token that ends a gap ...
-        near_stall[:-1] |= is_stall[1:]  # ... and the one that starts it
-        keep = near_stall.copy()
-        keep[::step] = True
-        keep[-1] = True
-        for t, g, near in zip(times[keep], gaps[keep], near_stall[keep], strict=True):
-            marks.append({"rid": req.rid, "group": req.group, "at": t, "gap_before_s": g, "near_stall": near})
-    tokens = pd.DataFrame(marks, columns=["rid", "group", "at", "gap_before_s", "near_stall"])
+        if times.size:
+            near = is_stall.copy()  # the token that ends a gap ...
+            near[:-1] |= is_stall[1:]  # ... and the one that starts it
+            streams.append((req, times, gaps, near))
+    per_request = max(6, max_rows // max(len(reqs), 1))
+    keep = _thinned(streams, 2 * max(result.end_at, 1e-3) / per_request, per_request // 2, max_rows)
+    marks = [{"rid": req.rid, "group": req.group, "at": t, "gap_before_s": g, "n": int(i) + 1}
+             for (req, times, gaps, _), kept in zip(streams, keep, strict=True)
+             for i, t, g in zip(np.flatnonzero(kept), times[kept], gaps[kept], strict=True)]
+    tokens = pd.DataFrame(marks, columns=["rid", "group", "at", "gap_before_s", "n"])
     stall_frame = pd.DataFrame(stalls, columns=["rid", "group", "start_at", "end_at", "gap_s", "band"])
-    budget = max_rows - int(tokens["near_stall"].sum())
-    regular = ~tokens["near_stall"]
-    if regular.sum() > budget > 0:  # thin the regular marks further; marks at a stall's edges all stay
-        every = int(np.ceil(regular.sum() / budget))
-        keep = tokens["near_stall"] | (regular & (regular.cumsum() % every == 0))
-        tokens = tokens[keep]
-    return tokens.drop(columns=["near_stall"]).reset_index(drop=True), stall_frame, threshold
+    return tokens, stall_frame, threshold
+
+
+def _thinned(streams: list, width_s: float, every: float, max_rows: int) -> list[np.ndarray]:
+    """Which tokens of each stream to draw: both tokens around every stall and the last one; one in `every`
+    tokens, so ticks stay dense where tokens come fast; and the first token in every time bin of `width_s`,
+    so a thinned lane never looks empty where tokens kept coming. Both loosen until the marks fit
+    `max_rows`."""
+    while True:
+        keep = []
+        for _, times, _, near in streams:
+            bins = np.floor(times / width_s)
+            kept = near | np.concatenate([[True], bins[1:] != bins[:-1]])
+            kept[:: max(1, int(np.ceil(times.size / every)))] = True
+            kept[-1] = True
+            keep.append(kept)
+        if sum(int(k.sum()) for k in keep) <= max_rows or width_s > 1e7:
+            return keep
+        width_s, every = width_s * 1.5, max(1.0, every / 1.5)
+
+
+def pauses_frame(stalls: pd.DataFrame, tokens: pd.DataFrame) -> pd.DataFrame:
+    """Each request's wait for its next token as points of a sawtooth (rid, order, at, wait_s): 0 at a token,
+    rising through a stall to its length at the token that ends it, then 0 again."""
+    if tokens.empty:
+        return pd.DataFrame(columns=["rid", "group", "order", "at", "wait_s"])
+    ends = tokens.groupby("rid", sort=False).agg(group=("group", "first"), start=("at", "min"),
+                                                 stop=("at", "max"))
+    rows = []
+    for rid, group, start, stop in ends.itertuples():
+        rows += [(rid, group, start, 0.0), (rid, group, stop, 0.0)]
+    for stall in stalls.itertuples(index=False):
+        rows += [(stall.rid, stall.group, stall.start_at, 0.0), (stall.rid, stall.group, stall.end_at,
+                                                                  stall.gap_s),
+                 (stall.rid, stall.group, stall.end_at, 0.0)]
+    frame = pd.DataFrame(rows, columns=["rid", "group", "at", "wait_s"])
+    frame["order"] = range(len(frame))
+    frame = frame.sort_values(["rid", "at", "order"], kind="stable")  # at one instant: the peak, then 0
+    frame["order"] = range(len(frame))
+    return frame.reset_index(drop=True)
 
 
 def chunks_frame(result: Result) -> pd.DataFrame:

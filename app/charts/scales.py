@@ -1,8 +1,11 @@
 """The colours, scales and layers every chart shares. No `st.*` calls here.
 
-One shared colour scale for pass kinds (Okabe-Ito, colour-blind safe): prefill chunk vermillion,
-decode blue, mixed bluish green, idle grey. A cursor (a time in seconds) draws the same dashed rule on
-every timeline so step-through moves them together.
+One colour per meaning, on every chart and every surface (docs/app.md, "Colours"): `PALETTE` names each
+meaning once with its colour and the labels charts give it, and every constant below is read from it. Pass
+kinds are Okabe-Ito (colour-blind safe): prefill chunk vermillion, decode blue, mixed bluish green; pinks to
+purples mean only "no token" (a stall, darker the longer); greys mean waiting (mid), retracted (dark) and
+unused (light). A cursor (a time in seconds) draws the same dashed rule on every timeline so step-through
+moves them together.
 """
 
 from __future__ import annotations
@@ -12,17 +15,35 @@ import pandas as pd
 
 from app.charts.phases import PHASES
 
-# Okabe-Ito
-PHASE_COLOURS = ("#D55E00", "#0072B2", "#009E73", "#BBBBBB")
-STALL = ("no token (stall)", "#CC79A7")
-GAP_SHADES = ("#F2C4DD", "#DB86B8", "#A8437F", "#5E1449")  # a stall's length, short (light) to long (dark)
-QUEUED = ("waiting in queue", "#BDBDBD")
-RETRACTED = ("retracted, waiting to re-prefill", "#6E6E6E")
+PALETTE = {  # meaning -> (colour, the labels charts give it)
+    "prefill": ("#D55E00", ("prefill chunk", "prefill chunks")),
+    "decode": ("#0072B2", ("decode", "decoding", "running", "used")),
+    "mixed": ("#009E73", ("mixed",)),
+    "unused": ("#DDDDDD", ("idle", "free")),
+    "waiting": ("#A6A6A6", ("waiting in queue", "waiting", "waiting at prefill")),
+    "retracted": ("#4D4D4D", ("retracted, waiting to re-prefill", "retracted", "retraction")),
+    "reserved": ("#E69F00", ("reserved, not yet used",)),
+    "waiting for decode KV": ("#DDAA33", ("waiting for decode KV",)),
+    "transfer": ("#56B4E9", ("KV transfer",)),
+    "token": ("#222222", ("token", "gaps under the stall threshold")),
+}
+GAP_SHADES = ("#F2C4DD", "#DB86B8", "#A8437F", "#5E1449")  # "no token": a stall's length, short to long
+SERIES_COLOURS = ("#332288", "#999933", "#44AA99", "#8C510A")  # series that are not a meaning (Tol's muted)
+
+
+def colour(meaning: str) -> str:
+    return PALETTE[meaning][0]
+
+
+PHASE_COLOURS = tuple(colour(m) for m in ("prefill", "decode", "mixed", "unused"))
+STALL = ("no token (stall)", GAP_SHADES[1])
+QUEUED = ("waiting in queue", colour("waiting"))
+RETRACTED = ("retracted, waiting to re-prefill", colour("retracted"))
 KV_SERIES = ("used", "reserved, not yet used", "free")
-KV_COLOURS = ("#0072B2", "#E69F00", "#E6E6E6")
+KV_COLOURS = (colour("decode"), colour("reserved"), colour("unused"))
 QUEUE_SERIES = ("waiting", "running")
-QUEUE_COLOURS = ("#CC79A7", "#0072B2")
-GROUP_COLOURS = ("#56B4E9", "#E69F00", "#CC79A7", "#009E73", "#F0E442", "#000000", "#D55E00", "#0072B2")
+QUEUE_COLOURS = (colour("waiting"), colour("decode"))
+GROUP_COLOURS = SERIES_COLOURS
 CURSOR_COLOUR = "#000000"
 CURSOR_NAME = "cursor"  # the cursor's layers are named, so an exported image can leave them out
 WIDTH = "container"

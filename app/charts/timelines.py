@@ -21,8 +21,8 @@ from app.charts.scales import (
     QUEUE_SERIES,
     QUEUED,
     RETRACTED,
-    STALL,
     WIDTH,
+    colour,
     cursor_layer,
     phase_scale,
     timeline_scale,
@@ -106,16 +106,17 @@ def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFra
     x = alt.X("start_at:Q", title="time (s)", scale=x_domain(end_at))
     wait_state = waits["why"].map(lambda why: RETRACTED[0] if why.startswith("retracted") else QUEUED[0])
     present = set(chunks["kind"]) | set(wait_state)
-    colour = alt.Color("state:N", title=None, scale=timeline_scale(present),
-                       legend=alt.Legend(orient="top", labelLimit=260, columns=1))
+    state_colour = alt.Color("state:N", title=None, scale=timeline_scale(present),
+                             legend=alt.Legend(orient="top", labelLimit=260, columns=1))
     lane_layers = []
     if len(waits):
         lane_layers.append(alt.Chart(waits.assign(state=wait_state)).mark_bar(opacity=0.85).encode(
-            x=x, x2="end_at:Q", y=y, color=colour,
+            x=x, x2="end_at:Q", y=y, color=state_colour,
             tooltip=[alt.Tooltip("rid:N", title="request"), alt.Tooltip("why:N", title="state"),
                      alt.Tooltip("wait_s:Q", title="waited (s)", format=".3f")]))
     if len(tokens):
-        lane_layers.append(alt.Chart(tokens).mark_tick(color="#222222", thickness=1, opacity=0.8).encode(
+        tick = alt.Chart(tokens).mark_tick(color=colour("token"), thickness=1, opacity=0.8)
+        lane_layers.append(tick.encode(
             x=alt.X("at:Q", title="time (s)", scale=x_domain(end_at)), y=y,
             tooltip=[alt.Tooltip("rid:N", title="request"),
                      alt.Tooltip("at:Q", title="token at (s)", format=".3f"),
@@ -123,7 +124,7 @@ def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFra
     if len(chunks):
         lane_layers.append(alt.Chart(chunks.rename(columns={"kind": "state"})).mark_bar(
             stroke="white", strokeWidth=0.5).encode(
-            x=x, x2="end_at:Q", y=y, color=colour,
+            x=x, x2="end_at:Q", y=y, color=state_colour,
             tooltip=[alt.Tooltip("rid:N", title="request"), alt.Tooltip("state:N", title="pass"),
                      alt.Tooltip("index:Q", title="iteration"),
                      alt.Tooltip("extend:Q", title="prompt tokens in this chunk", format=","),
@@ -144,6 +145,23 @@ def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFra
         layers.append(cursor)
     chart = alt.layer(*layers).properties(width=WIDTH, height=height)
     return chart.resolve_scale(color="independent") if len(stalls) else chart
+
+
+def next_token_wait(pauses: pd.DataFrame, cursor_at: float | None = None,
+                    end_at: float | None = None) -> alt.Chart:
+    """How long each reply has waited for its next token (app.charts.request_frames.pauses_frame): a tall
+    ramp is a freeze, small teeth a trickle, a flat line at 0 full speed. One line per request, all in the
+    colour of "no token"."""
+    top = float(pauses["wait_s"].max()) if len(pauses) else 0.0  # over every run a page switches between
+    lines = alt.Chart(pauses).mark_line(strokeWidth=1.3, opacity=0.6, color=GAP_SHADES[2]).encode(
+        x=alt.X("at:Q", title="time (s)", scale=x_domain(end_at)),
+        y=alt.Y("wait_s:Q", title="waiting for its next token (s)",
+                scale=alt.Scale(domain=[0, max(top, 1.0)], nice=True)),
+        detail="rid:N", order=alt.Order("order:Q"),
+        tooltip=[alt.Tooltip("rid:N", title="request"), alt.Tooltip("group:N"),
+                 alt.Tooltip("wait_s:Q", title="waited (s)", format=".3f"),
+                 alt.Tooltip("at:Q", title="at (s)", format=".3f")])
+    return with_cursor(lines, cursor_at).properties(width=WIDTH, height=180)
 
 
 # -- KV and queue ------------------------------------------------------------------------------------
@@ -184,7 +202,7 @@ def kv_panel(part: pd.DataFrame, retractions: pd.DataFrame | None = None, cursor
     ).transform_calculate(order=f"indexof({list(KV_SERIES)}, datum.series)")
     layers = [area]
     if retractions is not None and len(retractions):
-        layers.append(alt.Chart(retractions).mark_rule(color=STALL[1], strokeWidth=2).encode(
+        layers.append(alt.Chart(retractions).mark_rule(color=RETRACTED[1], strokeWidth=2).encode(
             x="at:Q", tooltip=[alt.Tooltip("at:Q", title="retraction at (s)", format=".3f"),
                                alt.Tooltip("rids:N", title="retracted"),
                                alt.Tooltip("kv_free_before:Q", title="free slots before", format=","),

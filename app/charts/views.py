@@ -26,8 +26,9 @@ class View(NamedTuple):
 
 # -- a story's timelines -----------------------------------------------------------------------------
 def story_views(run: RunFrames, at: float | None = None, index: int | None = None) -> list[View]:
-    """The four timelines of one run on one time axis: passes, token streams, KV, queue. `at`: the cursor's
-    time (None: no cursor, as a standalone page or a slide shows them); `index`: the pass under it."""
+    """The timelines of one run on one time axis: passes, token streams, tokens so far, KV, queue. `at`: the
+    cursor's time (None: no cursor, as a standalone page or a slide shows them); `index`: the pass under
+    it."""
     end = run.end_at
     stall_s = run.stall_threshold_s
     yardstick = timelines.chunk_pass_words(run.chunk_pass_s)
@@ -46,6 +47,11 @@ def story_views(run: RunFrames, at: float | None = None, index: int | None = Non
              "waiting in the queue; dark grey: retracted, waiting to be prefilled again.",
              lambda: timelines.token_streams(run.tokens, run.stalls, run.chunks, run.waits,
                                              run.request_order, at, end, stall_s, run.chunk_pass_s)),
+        View("wait", "Waiting for the next token: a ramp is a freeze, small teeth a trickle",
+             "One line per reply: how long it has waited for its next token. It climbs while no token comes "
+             f"and drops to 0 when one arrives, so a tall ramp is a freeze and small teeth are a trickle; "
+             f"gaps under {stall_s:g} s stay at 0.",
+             lambda: timelines.next_token_wait(run.pauses, at, end)),
         View("kv", "KV cache slots",
              "How much of the KV pool holds tokens (blue), is reserved for requests not yet running "
              "(orange, PD decode only) or is free. Purple rules: retractions — the pool could not give "

@@ -5,10 +5,11 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from app.charts.scales import PHASE_COLOURS, WIDTH, x_domain
+from app.charts.scales import WIDTH, colour, x_domain
 
-SPAN_COLOURS = {"waiting": "#BBBBBB", "waiting_for_decode_kv": "#CC79A7", "prefill": PHASE_COLOURS[0],
-                "transfer": "#56B4E9", "decode": PHASE_COLOURS[1], "retracted": "#000000"}
+SPAN_COLOURS = {"waiting": colour("waiting"), "waiting_for_decode_kv": colour("waiting for decode KV"),
+                "prefill": colour("prefill"), "transfer": colour("transfer"), "decode": colour("decode"),
+                "retracted": colour("retracted")}
 SPAN_LABELS = {"waiting": "waiting at prefill", "waiting_for_decode_kv": "waiting for decode KV",
                "prefill": "prefill chunks", "transfer": "KV transfer", "decode": "decoding",
                "retracted": "retracted"}

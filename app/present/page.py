@@ -30,10 +30,10 @@ from app.present.pack import UNPACK_JS, pack
 from app.present.shown import room_spec
 
 CHARTS = {  # story -> the charts its page shows, in order
-    "forty_replies": ("tokens", "passes"),
-    "other_stall": ("tokens", "kv", "passes"),
-    "ten_oclock_rush": ("tokens", "passes"),
-    "real_traffic": ("tokens", "passes"),
+    "forty_replies": ("tokens", "wait", "passes"),
+    "other_stall": ("tokens", "wait", "kv", "passes"),
+    "ten_oclock_rush": ("tokens", "wait", "passes"),
+    "real_traffic": ("tokens", "wait", "passes"),
 }
 FALLBACK_WIDTH = 720  # px of the image a reader without scripts sees
 
@@ -114,7 +114,7 @@ def story_figure(grid: Grid, setup: str) -> Figure:
     note = (f"Every setting above was simulated in advance ({setup}); the buttons switch between the runs. "
             "Numbers beside SGLang's defaults use the same requests and seed. The charts are the Who Waits "
             "app's.")
-    charts = CHARTS.get(story.key, ("tokens", "passes"))
+    charts = CHARTS.get(story.key, ("tokens", "wait", "passes"))
     return build_figure(uid, story.title, story.teaser, note, axes, shown,
                         lambda run: [views.story_view(run, c) for c in charts])
 

@@ -13,8 +13,8 @@ import pandas as pd
 from app.charts.frames import RunFrames
 from app.charts.request_frames import gap_band
 
-FRAMES = ("passes", "tokens", "stalls", "chunks", "waits", "kv", "queue", "spans", "retractions", "itl_hist",
-          "itl_stats")
+FRAMES = ("passes", "tokens", "stalls", "pauses", "chunks", "waits", "kv", "queue", "spans", "retractions",
+          "itl_hist", "itl_stats")
 RUN, END = "run", "end"  # the page's parameters
 
 
