@@ -155,7 +155,7 @@ def next_token_wait(pauses: pd.DataFrame, cursor_at: float | None = None,
     top = float(pauses["wait_s"].max()) if len(pauses) else 0.0  # over every run a page switches between
     lines = alt.Chart(pauses).mark_line(strokeWidth=1.3, opacity=0.6, color=GAP_SHADES[2]).encode(
         x=alt.X("at:Q", title="time (s)", scale=x_domain(end_at)),
-        y=alt.Y("wait_s:Q", title="waiting for its next token (s)",
+        y=alt.Y("wait_s:Q", title="no token for (s)",
                 scale=alt.Scale(domain=[0, max(top, 1.0)], nice=True)),
         detail="rid:N", order=alt.Order("order:Q"),
         tooltip=[alt.Tooltip("rid:N", title="request"), alt.Tooltip("group:N"),
