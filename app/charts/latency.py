@@ -34,7 +34,7 @@ def itl_distribution(hist: pd.DataFrame, stats: pd.DataFrame, group: str, groups
         x=alt.X("bin_start:Q", title="gap between two tokens (s, log scale)", scale=x_scale),
         x2="bin_end:Q",
         y=alt.Y("count:Q", title="gaps (count, log scale)", scale=alt.Scale(type="symlog"),
-                axis=alt.Axis(values=[0, 1, 10, 100, 1_000, 10_000, 100_000], labelExpr=COUNT_LABEL)),
+                axis=alt.Axis(values=[1, 10, 100, 1_000, 10_000, 100_000], labelExpr=COUNT_LABEL)),
         y2=alt.datum(0),
         color=alt.Color("group:N", scale=group_scale(groups), legend=None),
         tooltip=[alt.Tooltip("group:N"), alt.Tooltip("bin_start:Q", title="from (s)", format=".3f"),

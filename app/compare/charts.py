@@ -5,7 +5,10 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from app.charts.scales import CURSOR_COLOUR, GROUP_COLOURS, PHASE_COLOURS, WIDTH
+from app.charts.scales import CURSOR_COLOUR, SERIES_COLOURS, WIDTH
+
+SECONDS_LABEL = ("datum.value < 1 ? format(datum.value * 1000, '~g') + ' ms' : "
+                 "format(datum.value, '~g') + ' s'")  # a log axis of waits: 200 ms, 2 s, 20 s (never 0)
 
 
 def sweep_lines(sweep: pd.DataFrame, x_title: str, current: float | None = None,
@@ -16,8 +19,9 @@ def sweep_lines(sweep: pd.DataFrame, x_title: str, current: float | None = None,
               axis=alt.Axis(values=sorted(sweep["setting"].unique().tolist()) if len(sweep) else None,
                             labelExpr="format(datum.value, ',')"))
     base = alt.Chart(sweep).encode(
-        x=x, y=alt.Y("seconds:Q", title="seconds (log scale)", scale=alt.Scale(type="symlog")),
-        color=alt.Color("metric:N", title="", scale=alt.Scale(range=list(GROUP_COLOURS)),
+        x=x, y=alt.Y("seconds:Q", title="seconds (log scale)", scale=alt.Scale(type="log"),
+                     axis=alt.Axis(labelExpr=SECONDS_LABEL)),
+        color=alt.Color("metric:N", title="", scale=alt.Scale(range=list(SERIES_COLOURS)),
                         legend=alt.Legend(orient="top")),  # columns: app.present.shown.room_spec
         tooltip=[alt.Tooltip("setting:Q", title=x_title, format=","), alt.Tooltip("metric:N"),
                  alt.Tooltip("seconds:Q", format=".3f")])
@@ -35,12 +39,12 @@ def tradeoff_curve(curve: pd.DataFrame, x_title: str, y_title: str,
     """Each setting is a point (x: what the streams feel, y: what the long prompt feels), joined in order.
     `defaults` (x_s, y_s, label): SGLang's defaults on the same requests, drawn apart for contrast."""
     base = alt.Chart(curve).encode(
-        x=alt.X("x_s:Q", title=x_title, scale=alt.Scale(zero=False)),
-        y=alt.Y("y_s:Q", title=y_title, scale=alt.Scale(zero=False)),
+        x=alt.X("x_s:Q", title=x_title, scale=alt.Scale(zero=True)),  # from 0: a 1 s change looks its size
+        y=alt.Y("y_s:Q", title=y_title, scale=alt.Scale(zero=True)),
         tooltip=[alt.Tooltip("label:N", title="setting"), alt.Tooltip("x_s:Q", title=x_title, format=".3f"),
                  alt.Tooltip("y_s:Q", title=y_title, format=".3f")])
     line = base.mark_line(color="#888888").encode(order="order:Q")
-    points = base.mark_point(filled=True, size=70, color=PHASE_COLOURS[2])
+    points = base.mark_point(filled=True, size=70, color=SERIES_COLOURS[0])
     current = base.transform_filter("datum.is_current").mark_point(size=380, color=CURSOR_COLOUR,
                                                                    strokeWidth=2.5)
     labels = alt.layer(_labels(base, "!datum.is_current"), _labels(base, "datum.is_current", "bold"))
@@ -49,9 +53,9 @@ def tradeoff_curve(curve: pd.DataFrame, x_title: str, y_title: str,
         mark = alt.Chart(defaults).encode(x="x_s:Q", y="y_s:Q", tooltip=[
             alt.Tooltip("label:N", title="setting"), alt.Tooltip("x_s:Q", title=x_title, format=".3f"),
             alt.Tooltip("y_s:Q", title=y_title, format=".3f")])
-        layers += [mark.mark_point(shape="diamond", filled=True, size=160, color=PHASE_COLOURS[0]),
+        layers += [mark.mark_point(shape="diamond", filled=True, size=160, color=SERIES_COLOURS[1]),
                    mark.mark_text(align="right", dx=-10, dy=-8, fontWeight="bold",
-                                  color=PHASE_COLOURS[0]).encode(text="label:N")]
+                                  color=SERIES_COLOURS[1]).encode(text="label:N")]
     return alt.layer(*layers).properties(width=WIDTH, height=320)
 
 

@@ -129,7 +129,8 @@ def defaults_point(story: Story, values: dict) -> pd.DataFrame:
     x, y = _stat(s, story.stream_group, "max_itl_s", "max"), _stat(s, story.long_group, "ttft_s", "p95")
     if x is None or y is None:
         return pd.DataFrame(columns=["x_s", "y_s", "label"])
-    return pd.DataFrame([{"x_s": x, "y_s": y, "label": f"SGLang defaults: {fmt_seconds(x)}"}])
+    return pd.DataFrame([{"x_s": x, "y_s": y,
+                          "label": f"SGLang defaults: pause {fmt_seconds(x)}, first token {fmt_seconds(y)}"}])
 
 
 def possessive(group: str) -> str:

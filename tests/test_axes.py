@@ -1,0 +1,58 @@
+"""Axes that do not lie (every chart of every story and of PD, and Compare's): no 0 on a log axis, the
+trade-off curve from 0 on both axes with both titled, and what a mark names says which axis it reads."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+import vl_convert as vlc
+from story_runs import channels
+from test_palette import every_chart
+
+from app.compare import charts as compare_charts
+from app.compare.sweep import defaults_point
+from app.present.fmt import fmt_seconds
+from engine_model import STORIES, load_scenario, simulate, summary
+
+
+def compare_specs() -> dict[str, dict]:
+    sweep = pd.DataFrame({"setting": [512, 1024, 512, 1024], "metric": ["a", "a", "b", "b"],
+                          "seconds": [0.11, 0.2, 3.0, 2.0]})
+    curve = pd.DataFrame({"label": ["512", "1,024"], "x_s": [12.8, 13.9], "y_s": [3.0, 2.0], "order": [0, 1],
+                          "is_current": [False, True]})
+    story = STORIES["forty_replies"]
+    defaults = defaults_point(story, story.defaults)  # the app's own point, from the story's run
+    return {"sweep": compare_charts.sweep_lines(sweep, "chunk size (tokens)", 1024).to_dict(),
+            "tradeoff": compare_charts.tradeoff_curve(curve, "longest pause (s)", "first token (s)",
+                                                      defaults).to_dict()}
+
+
+def test_no_log_axis_has_a_zero_tick():
+    charts = {**every_chart(), **compare_specs()}
+    bad = []
+    for name, spec in charts.items():
+        for channel in ("x", "y"):
+            for enc in channels(spec, channel):
+                scale, axis = enc.get("scale", {}), enc.get("axis") or {}
+                if scale.get("type") in ("log", "symlog") and 0 in (axis.get("values") or []):
+                    bad.append((name, channel, enc.get("field")))
+    assert bad == []
+
+
+def test_the_sweeps_log_axis_prints_small_waits_as_milliseconds_not_zero():
+    svg = vlc.vegalite_to_svg({**compare_specs()["sweep"], "width": 500})
+    labels = re.findall(r"<text[^>]*>([^<]+)</text>", svg)
+    assert "0" not in labels and any(label.endswith(" ms") for label in labels)
+
+
+def test_the_tradeoff_curve_starts_at_zero_titles_both_axes_and_names_both_numbers_of_the_defaults():
+    spec = compare_specs()["tradeoff"]
+    xs, ys = channels(spec, "x"), channels(spec, "y")
+    titled = [e for e in xs + ys if e.get("title")]
+    assert {e["title"] for e in titled} == {"longest pause (s)", "first token (s)"}
+    assert all(e["scale"]["zero"] is True for e in titled)
+    svg = vlc.vegalite_to_svg({**spec, "width": 500})
+    s = summary(simulate(load_scenario("forty_replies"))).metrics
+    pause, first = s.value("streams", "max_itl_s", "max"), s.value("log", "ttft_s", "p95")
+    assert f"SGLang defaults: pause {fmt_seconds(pause)}, first token {fmt_seconds(first)}" in svg
