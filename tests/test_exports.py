@@ -109,12 +109,14 @@ def test_compare_exports_one_side_by_side_image_with_both_titles(runs):
 def test_the_sweep_speaks_in_words_and_marks_sglang_defaults(runs):
     values = {**FORTY.defaults, "mixed": True}
     point = defaults_point(FORTY, values)
-    assert point["label"].tolist() == [f"SGLang defaults: {gap(runs[0])}"]
+    first = fmt_seconds(runs[0].summary.metrics.value("log", "ttft_s", "p95"))
+    label = f"SGLang defaults: pause {gap(runs[0])}, first token {first}"  # which number is on which axis
+    assert point["label"].tolist() == [label]
 
     curve = pd.DataFrame({"x_s": [0.1, 1.6], "y_s": [12.0, 11.4], "label": ["512", "8,192"], "order": [0, 1],
                           "is_current": [False, True]})
     spec = compare_charts.tradeoff_curve(curve, "x", "y", point).to_dict()
-    assert f"SGLang defaults: {gap(runs[0])}" in svg_text({**spec, "width": 500})
+    assert label in svg_text({**spec, "width": 500})
     sweep = pd.DataFrame({"setting": [512.0, 1024.0], "label": ["512", "1,024"], "metric": ["m", "m"],
                           "seconds": [0.1, 0.2]})
     svg = svg_text({**compare_charts.sweep_lines(sweep, "chunk size", 1024.0).to_dict(), "width": 500})

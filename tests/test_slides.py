@@ -21,6 +21,7 @@ from engine_model import STORIES
 
 pytestmark = pytest.mark.xdist_group("figures")  # one worker builds the decks once
 LEFT_OVER = re.compile(r"\{[^{}]*\}")
+SAME_BOTH_SIDES = re.compile(r"(\d[\d,.]*(?: ms| s)?) (?:→|to) \1(?! \(unchanged\))(?![\d.])")
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +52,15 @@ def test_every_step_is_filled_from_its_runs_on_every_surface(decks):
                         "slide": " ".join(svg_texts(svg))}
             for surface, text in surfaces.items():
                 assert not LEFT_OVER.search(text), (key, step.title, surface, LEFT_OVER.search(text)[0])
+                same = SAME_BOTH_SIDES.search(text)
+                assert not same, (key, step.title, surface, same and same[0])
             assert step.title in slide.notes() and slide.numbers in slide.notes()
+
+
+def test_a_number_that_did_not_move_never_reads_as_a_change():
+    assert SAME_BOTH_SIDES.search("comes a little later (12.9 s → 12.9 s)")
+    assert not SAME_BOTH_SIDES.search("comes a little later (12.88 s → 12.90 s)")
+    assert not SAME_BOTH_SIDES.search("3 → 3 (unchanged)") and not SAME_BOTH_SIDES.search("1.8 s → 1.85 s")
 
 
 def test_narration_with_a_figure_nobody_fills_fails_when_it_is_built():

@@ -14,6 +14,24 @@ def fmt_seconds(value: float | None) -> str:
     return f"{value:.1f} s" if value < 100 else f"{value:.0f} s"
 
 
+def seconds_finer(value: float | None) -> str:
+    """Seconds with one more digit than `fmt_seconds`, for two numbers that print alike but differ."""
+    if value is None:
+        return "—"
+    if value < 1:
+        return f"{value * 1000:.1f} ms" if value >= 0.01 else f"{value * 1000:.2f} ms"
+    return f"{value:.2f} s" if value < 100 else f"{value:.1f} s"
+
+
+def pair(before: float | None, now: float | None, fmt, finer=None) -> tuple[str, str, bool]:
+    """Two numbers as they read side by side: (before, now, unchanged). Numbers that differ but print alike
+    get one more digit (`finer`); numbers that print alike even then read as unchanged."""
+    a, b = fmt(before), fmt(now)
+    if a == b and finer is not None and before is not None and now is not None and before != now:
+        a, b = finer(before), finer(now)
+    return a, b, a == b
+
+
 def seconds_cell(value: float | None, missing: str = NO_TOKEN) -> str:
     """A table's seconds cell; `missing` where the run has no value (by default: its requests got no token,
     and a sentence under the table says why)."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from app.charts.frames import RunFrames
 from app.charts.words import NO_TOKEN
-from app.present.fmt import fmt_count, fmt_seconds
+from app.present.fmt import fmt_count, fmt_seconds, pair, seconds_finer
 from engine_model import Headline, Story
 
 TRAP_RATIO = 10  # the longest pause at least this many times p99: p99 hides the stall
@@ -32,15 +32,19 @@ def headline_fmt(headline: Headline) -> Callable[[float | None], str]:
 
 
 def card(before, now, fmt, same: bool = False, is_count: bool = False) -> tuple[str, str | None]:
-    """A card's value ('before → after', or one number when nothing moved) and its delta."""
+    """A card's value ('before → after', or one number when nothing moved) and its delta. Numbers that print
+    alike get one more digit; alike even then, they read as one number with no delta (never "↓ -0")."""
     if same or now is None or before is None or abs(now - before) < 1e-9:
         return fmt(now) if now is not None else NO_TOKEN, None
+    shown_before, shown_now, unchanged = pair(before, now, fmt, FINER.get(fmt))
+    if unchanged:
+        return shown_now, None
     diff = now - before
     if is_count:
-        return f"{fmt(before)} → {fmt(now)}", f"{diff:+,}"
+        return f"{shown_before} → {shown_now}", f"{diff:+,}"
     pct = f" ({diff / before:+.1%})" if before and abs(diff / before) < 0.1 else (
         f" ({diff / before:+.0%})" if before else "")
-    return f"{fmt(before)} → {fmt(now)}", f"{'-' if diff < 0 else '+'}{fmt(abs(diff))}{pct}"
+    return f"{shown_before} → {shown_now}", f"{'-' if diff < 0 else '+'}{fmt(abs(diff))}{pct}"
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,13 @@ class Price:
 def fmt_rate(value: float | None) -> str:
     """Tokens per second; the unit is in the card's label, so 'before → after' fits a card."""
     return "—" if value is None else f"{value:,.0f}"
+
+
+def rate_finer(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.1f}"
+
+
+FINER = {fmt_seconds: seconds_finer, fmt_rate: rate_finer}  # each formatter's one-more-digit form
 
 
 def prices(story: Story, before: RunFrames, after: RunFrames) -> list[Price]:
@@ -142,15 +153,34 @@ def percentile_trap(group: str, before: RunFrames, after: RunFrames) -> str | No
 
 
 # -- tour narration ----------------------------------------------------------------------------------
-def figure(run: RunFrames, group: str, metric: str, stat: str | None) -> str:
-    """One number of a run as the narration quotes it: seconds for durations, a count otherwise."""
+def figure_value(run: RunFrames, group: str, metric: str, stat: str | None):
     try:
         value = run.summary.metrics.value(None if group == "all" else group, metric, stat)
     except AttributeError:
         value = None
     if value is None:
         raise KeyError(f"{group}.{metric}.{stat}: this run has no such number")
+    return value
+
+
+def figure(run: RunFrames, group: str, metric: str, stat: str | None) -> str:
+    """One number of a run as the narration quotes it: seconds for durations, a count otherwise."""
+    value = figure_value(run, group, metric, stat)
     return fmt_seconds(value) if metric.endswith("_s") else fmt_count(value)
+
+
+# "{before:X} → {now:X}" or "from {before:X} to {now:X}": one number, before and now
+PAIR = re.compile(r"\{before:([\w-]+)\.(\w+)(?:\.(\w+))?\}(\s*(?:→|to)\s*)\{now:\1\.\2(?:\.\3)?\}")
+
+
+def figure_pair(before: RunFrames, now: RunFrames, group: str, metric: str, stat: str | None,
+                joint: str) -> str:
+    """Before and now of one number: one more digit where they print alike but differ, and "(unchanged)"
+    where they are alike even then, so narration never reads "12.9 s → 12.9 s" as a change."""
+    a, b = figure_value(before, group, metric, stat), figure_value(now, group, metric, stat)
+    fmt, finer = (fmt_seconds, seconds_finer) if metric.endswith("_s") else (fmt_count, None)
+    shown_a, shown_b, unchanged = pair(a, b, fmt, finer)
+    return f"{shown_a}{joint}{shown_b}" + (" (unchanged)" if unchanged else "")
 
 
 class NarrationError(ValueError):
@@ -165,7 +195,8 @@ def narrate(say: str, story: Story, before: RunFrames, now: RunFrames) -> str:
     engine_model.stories). Raises NarrationError rather than print a placeholder."""
     runs = {"before": before, "now": now}
     try:
-        text = FIGURE.sub(lambda m: figure(runs[m[1]], m[2], m[3], m[4]), say)
+        text = PAIR.sub(lambda m: figure_pair(before, now, m[1], m[2], m[3], m[4]), say)
+        text = FIGURE.sub(lambda m: figure(runs[m[1]], m[2], m[3], m[4]), text)
     except KeyError as err:
         raise NarrationError(f"{story.key}: {err.args[0]}") from None
     trap = percentile_trap(story.stream_group, before, now) or ""
