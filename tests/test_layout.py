@@ -145,3 +145,11 @@ def test_scheduling_code_names_capabilities_not_release_strings():
                  if ("version ==" in line or "version !=" in line
                      or "version <" in line or "version >" in line)]
     assert offenders == []
+
+
+def test_the_app_draws_no_emoji_that_needs_an_emoji_font():
+    """Emoji (U+1F000 and up) show as a missing-glyph box where no emoji font is installed (a room machine,
+    headless Chromium): icons are Streamlit's own (:material/…:, shipped with it) or inline SVG."""
+    found = [(str(p.relative_to(REPO)), i) for p in sorted((REPO / "app").rglob("*.py"))
+             for i, line in enumerate(p.read_text().splitlines(), 1) if any(ord(c) >= 0x1F000 for c in line)]
+    assert found == []

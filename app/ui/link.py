@@ -13,7 +13,10 @@ COPY_LINK = """
 <div class="ww-copy-link" style="display:flex;align-items:center;gap:0.75rem;flex-wrap:wrap">
   <button type="button" data-testid="wwCopyLink" style="font:inherit;padding:0.35rem 0.9rem;
     border-radius:0.5rem;border:1px solid rgba(49,51,63,0.25);background:#fff;cursor:pointer">
-    🔗 Copy link to this view</button>
+    <svg width="15" height="15" viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="2.2"
+      aria-hidden="true" style="vertical-align:-2px"><g transform="rotate(-45 12 12)"><rect x="2" y="8"
+      width="11" height="8" rx="4"/><rect x="11" y="8" width="11" height="8" rx="4"/></g></svg>
+    Copy link to this view</button>
   <code data-testid="wwCopiedLink" style="overflow-wrap:anywhere"></code>
 </div>
 <script>
