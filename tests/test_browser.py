@@ -198,3 +198,33 @@ def test_the_load_benchmarks_websocket_client_gets_a_whole_page_from_the_server(
     assert answer.problems == [] and plain.problems == []
     assert answer.num_charts == plain.num_charts >= 5
     assert 0 < answer.seconds < 120 and answer.num_bytes > 50_000
+
+
+WATCH = """() => {
+  window.wwSeen = [];
+  const look = () => {
+    const card = document.querySelector('[data-testid="stMetric"]');
+    if (!card) return;
+    const box = card.closest('.stElementContainer');
+    window.wwSeen.push([card.querySelector('[data-testid="stMetricValue"]').innerText,
+                        box && box.getAttribute('data-stale') === 'true',
+                        parseFloat(getComputedStyle(card).opacity)]);
+  };
+  new MutationObserver(look).observe(document.body, {subtree: true, attributes: true, childList: true});
+}"""
+
+
+def test_while_a_change_is_on_its_way_the_old_numbers_fade_and_say_so(server, page):
+    """A setting no cache holds (23 streams) so the rerun takes a moment: every time the first card still
+    shows the old number while the page is stale, it is faded."""
+    page.goto(server + "/forty_replies?streams=23")
+    settle(page)
+    old = headline(page, "Longest pause")
+    page.evaluate(WATCH)
+    toggle(page, "Mixed chunk").locator("label").click()
+    value = "document.querySelector('[data-testid=\"stMetricValue\"]').innerText"
+    page.wait_for_function(f"() => !{value}.startsWith({old!r}) || {value}.includes('→')", timeout=60_000)
+    seen = page.evaluate("window.wwSeen")
+    stale_old = [s for s in seen if s[1] and s[0] == old]
+    assert stale_old, "the rerun never showed the old card as stale"
+    assert all(opacity < 0.5 for _, _, opacity in stale_old)

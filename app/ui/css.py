@@ -2,7 +2,7 @@
 
 Streamlit cuts long widget labels, metric values and button text with an ellipsis ("Mixe…", "398 m",
 "E…"); here they wrap instead. tests/test_browser_room.py checks every label, value and button at three
-widths.
+widths. While a rerun is on its way, the numbers it will replace fade at once and say "updating…".
 """
 
 from __future__ import annotations
@@ -17,6 +17,15 @@ button .stMarkdownEllipsis p, [data-testid="stPageLink"] * {
 }
 [data-testid="stMetricValue"] { height: auto !important; line-height: 1.25 !important; }
 [data-testid="stWidgetLabel"] { height: auto !important; min-height: 1.5rem; }
+/* While a rerun has not yet redrawn them, the numbers and the tour's words fade at once and say so: the
+   previous step's numbers never pass for the new ones. */
+.stElementContainer[data-stale="true"] [data-testid="stMetric"],
+.stElementContainer[data-stale="true"] [data-testid="stAlert"] {
+  opacity: 0.3 !important; transition: none !important;
+}
+.stElementContainer[data-stale="true"] [data-testid="stMetric"]::after {
+  content: "updating…"; display: block; font-size: 0.8rem; color: #555;
+}
 </style>
 """
 
