@@ -239,3 +239,23 @@ def test_the_rush_tour_points_at_the_pd_section():
     pointers = [i for i, text in enumerate(texts) if "Look here" in text]
     assert len(pointers) == 1 and step.title in texts[pointers[0]]  # one pointer, naming the step
     assert "(PD disaggregation)" in texts[pointers[0] - 1]  # right under the PD section's heading
+
+
+def test_the_upstream_pd_step_shows_the_replicas_cards_not_the_single_engines():
+    from story_runs import scenario_run
+
+    from app.pd.presets import pd_scenario
+    from app.present.fmt import fmt_seconds
+
+    at = open_page("app_pages/ten_oclock_rush.py")
+    step = stories.RUSH.tour[5]
+    assert step.focus == "pd" and step.section == {"preset": "upstream"}
+    at.button(key="ten_oclock_rush.tour.5").click().run()
+    assert not at.error, [e.value for e in at.error]
+    early, late = (scenario_run(pd_scenario("upstream", stories.RUSH.defaults, p, 0, 1, 1))
+                   for p in ("early", "prefill_complete"))
+    ttft = [r.summary.metrics.value(None, "ttft_s", "p95") for r in (early, late)]
+    card = metric(at, "p95 first token")
+    assert card.value == f"{fmt_seconds(ttft[0])} → {fmt_seconds(ttft[1])}"
+    labels = [m.label for m in at.metric]
+    assert not any(label.startswith("Questions' p95 first token") for label in labels)  # not the one engine

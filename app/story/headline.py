@@ -7,11 +7,23 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app import state
+from app import compute, state
 from app.charts.frames import RunFrames
 from app.charts.words import never_got_a_token
-from app.present.fmt import seconds_cell, signed_seconds
-from app.present.numbers import card, headline_fmt, headline_label, headline_value, percentile_trap, prices
+from app.pd import tables
+from app.pd.params import PRESETS as PD_PRESETS
+from app.pd.presets import pd_scenario
+from app.present.fmt import fmt_seconds, seconds_cell, signed_seconds
+from app.present.numbers import (
+    Price,
+    card,
+    fmt_rate,
+    headline_fmt,
+    headline_label,
+    headline_value,
+    percentile_trap,
+    prices,
+)
 from app.present.settings import changes_words
 from app.ui.fold import folded
 from engine_model import Story
@@ -83,3 +95,17 @@ def group_table(current: RunFrames, base: RunFrames) -> pd.DataFrame:
                              "before": seconds_cell(was), "after": seconds_cell(now),
                              "change": "" if now is None or was is None else signed_seconds(now - was)})
     return pd.DataFrame(rows)
+
+
+def pd_headline_ui(preset: str, values: dict) -> None:
+    """A PD tour step's cards: the preset's own early -> prefill_complete (not the single engine's numbers,
+    which the step is not about)."""
+    early, late = (compute.run_scenario(pd_scenario(preset, values, policy, 0, 1, 1))
+                   for policy in ("early", "prefill_complete"))
+    st.markdown(f"#### early → prefill_complete, {PD_PRESETS[preset].lower()}")
+    st.caption("This tour step is about the PD section below: these cards are its runs, the same requests "
+               "under each decode allocation policy.")
+    rows = tables.tradeoff(early, late)
+    price_cards(st.columns(len(rows)), [Price(r["label"], r["early"], r["prefill_complete"],
+                                              fmt_seconds if r["unit"] == "s" else fmt_rate, r["better"])
+                                        for r in rows], False)

@@ -38,6 +38,12 @@ def narration_ui(story: Story, slot, current: RunFrames, base: RunFrames) -> int
     return active
 
 
+def active_step(story: Story):
+    """The tour step on screen, or None."""
+    active = st.session_state.get(state.keys(story.key).tour_step)
+    return None if active is None else story.tour[active]
+
+
 def _apply_step(story: Story, i: int) -> None:
     step, keys = story.tour[i], state.keys(story.key)
     for control in story.controls:
