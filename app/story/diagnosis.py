@@ -49,6 +49,9 @@ def diagnose(run: RunFrames) -> dict:
         "kv_peak_fraction": float((run.iterations["kv_used"] / run.iterations["kv_capacity"]).max())
         if len(run.iterations) else 0.0,
         "retracted_pause_s": retracted_pause(run),
+        "longest_pause_s": float(run.requests["max_itl_s"].max()) if run.requests["max_itl_s"].notna().any()
+        else 0.0,
+        "mixed_passes": int((run.iterations["kind"] == "mixed").sum()) if len(run.iterations) else 0,
     }
 
 
@@ -69,7 +72,14 @@ def verdict(d: dict, stall_threshold_s: float) -> str:
         return "This run shows the chunked-prefill stall."
     if d["num_retractions"]:
         return "This run shows the KV stall (retraction)."
-    return "Neither stall is large in this run."
+    longest = d.get("longest_pause_s", 0.0)
+    if longest >= stall_threshold_s and d.get("mixed_passes"):
+        return (f"No back-to-back prefill and no retraction, but replies still pause up to {longest:.1f} s: "
+                "one mixed pass at a time (the chunked-prefill stall, spread into one pause per chunk).")
+    if longest >= stall_threshold_s:
+        return (f"Neither stall in this run, but replies pause up to {longest:.1f} s (see the pass timeline "
+                "for what ran meanwhile).")
+    return "Neither stall is large in this run: no reply pauses for more than a few decode passes."
 
 
 def apart_table(d: dict) -> pd.DataFrame:
