@@ -15,7 +15,7 @@ from engine_model.figure import figure_html, slides_zip
 from engine_model.hardware import GPUS, LINKS, MODELS
 from engine_model.logs import Diagnosis, ParsedLog, Timeline, build_timeline, diagnose, parse_log
 from engine_model.logs import settings as log_settings
-from engine_model.logs.diagnose import longest_chunk_run
+from engine_model.logs.diagnose import longest_chunk_run, longest_run
 from engine_model.logs.replay import ASSUMED_OUTPUT_LEN, scenario_from_log
 from engine_model.metrics import GroupMetrics, Metrics, Stats, e2e, gaps, max_itl, queue, tpot, ttft
 from engine_model.pass_cost import CostTerm, PassCost, cost_figures, pass_cost, pass_shape
@@ -59,7 +59,7 @@ __all__ = [
     "mixed_control",
     # server logs
     "ASSUMED_OUTPUT_LEN", "Diagnosis", "ParsedLog", "Timeline", "build_timeline", "diagnose", "log_settings",
-    "longest_chunk_run", "parse_log", "scenario_from_log",
+    "longest_chunk_run", "longest_run", "parse_log", "scenario_from_log",
     # request traces
     "Trace", "load_trace", "request_mix",
     # a story outside the app: one standalone HTML page, the tour as slides (engine_model/figure)

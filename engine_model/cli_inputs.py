@@ -18,7 +18,8 @@ from engine_model.logs.diagnose import longest_chunk_run
 from engine_model.traces import bucket_mix, load_trace, request_mix
 
 VERDICT_WORDS = {
-    "chunked_prefill_stall": "chunked-prefill stall",
+    "chunked_prefill_stall": "chunked-prefill stall (a long prompt, chunk after chunk)",
+    "prefill_queue_ramp": "a queue ramp under prefill-first admission (many prompts, pass after pass)",
     "kv_retraction": "KV stall (the pool filled; requests were retracted)",
     "queueing_running_cap": "requests queue behind max_running_requests",
     "queueing_token_pool": "requests queue on a nearly full KV pool",

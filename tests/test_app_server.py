@@ -81,10 +81,16 @@ def test_the_retraction_sample_shows_the_kv_verdict_with_its_evidence_lines_and_
     assert "[2025-04-30" in evidence
 
 
-def test_the_chunk_sample_shows_the_chunked_prefill_verdict_and_the_flag_that_changes_it():
+def test_the_chunk_sample_shows_a_queue_ramp_and_its_replay_runs_the_logs_passes():
+    """Issue 11970's lines admit eight ~1,000-token prompts a pass from a queue of 114: a queue ramp, not a
+    long prompt; its replay prefills as many passes back to back as the log shows (it ran 4 at first)."""
     at = open_page(log="chunk")
-    assert verdict(at) == "Verdict: it is the chunked-prefill stall"
+    assert verdict(at) == "Verdict: it is a queue ramp under prefill-first admission"
     assert "`--enable-mixed-chunk`" in texts(at.markdown)
+    assert "`--chunked-prefill-size (smaller)`" not in texts(at.markdown)
+    row = at.table[0].value.loc["back-to-back prefill passes while replies ran"]
+    assert row["your log"] == "8 Prefill lines (9 in the run)" and row["the model"].startswith("8 passes, ")
+    assert "ends with 53 requests still queued" in texts(at.caption)
     settings = at.dataframe[0].value.set_index("setting")
     assert settings.loc["--chunked-prefill-size", "value"] == "8,192"
     assert settings.loc["--chunked-prefill-size", "from"].startswith("inferred")
@@ -152,7 +158,8 @@ def test_a_truncated_log_is_read_and_the_cut_line_is_named():
     at.text_area(key="your_server.paste").input(cut)
     at.run()
     assert not at.exception
-    assert "line 9" in texts(at.warning) and verdict(at) == "Verdict: it is the chunked-prefill stall"
+    assert "line 9" in texts(at.warning)
+    assert verdict(at) == "Verdict: it is a queue ramp under prefill-first admission"
 
 
 @pytest.mark.parametrize(("data", "says"), [

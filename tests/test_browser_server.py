@@ -15,7 +15,8 @@ pytestmark = pytest.mark.browser
 def test_picking_the_retraction_sample_shows_the_kv_verdict(server, page):  # noqa: F811
     page.goto(server + "/your_server?log=chunk")
     settle(page)
-    assert "it is the chunked-prefill stall" in page.locator('[data-testid="stMain"]').inner_text()
+    main = page.locator('[data-testid="stMain"]').inner_text()
+    assert "it is a queue ramp under prefill-first admission" in main
     page.get_by_text("Docs CI, Qwen2.5-0.5B: KV pool capped (retraction)").click()
     page.wait_for_function("() => document.querySelector('[data-testid=\"stMain\"]').innerText"
                            ".includes('Verdict: it is the KV stall')", timeout=60_000)

@@ -34,9 +34,10 @@ LOG_SAMPLES = {s.key: s for s in (
            "SGLang's docs CI ran a batch job against a 20,480-token KV pool; the cache filled four times.",
            "server-log lines from an executed notebook of SGLang's documentation, built by SGLang's CI on "
            "2025-04-30 (Apache-2.0)"),
-    Sample("chunk", "Issue 11970, v0.5.3: 8,192-token chunks back to back",
+    Sample("chunk", "Issue 11970, v0.5.3: a queue of 114 prefilled 8,192 tokens a pass",
            "07_issue11970_prefill_chunk8192_v0.5.3.log",
-           "Nine Prefill lines in three seconds, each 8,192 new tokens, with up to 64 requests running.",
+           "Nine Prefill lines in three seconds, each 8,192 new tokens of about eight new requests from a "
+           "queue of 114, while up to 64 replies wait.",
            "lines posted in SGLang's GitHub issue #11970 (Apache-2.0)"),
 )}
 TRACE_SAMPLES = {s.key: s for s in (

@@ -28,6 +28,11 @@ VERDICTS = {  # verdict -> (colour, icon, in a few words, in a sentence)
     "chunked_prefill_stall": ("orange", ":material/view_week:", "the chunked-prefill stall",
                               "Prefill chunks ran back to back while replies were mid-stream, so those "
                               "replies got no token until the last chunk."),
+    "prefill_queue_ramp": ("orange", ":material/stacks:", "a queue ramp under prefill-first admission",
+                           "A queue of new requests was prefilled pass after pass while replies were "
+                           "mid-stream, so those replies got no token until the queue drained. Not one long "
+                           "prompt: a smaller chunk will not help; mixed chunk or a prefill-decode interval "
+                           "will."),
     "queueing_running_cap": ("blue", ":material/hourglass_top:",
                              "neither stall: a queue behind max_running_requests",
                              "Requests queued behind the --max-running-requests cap."),
