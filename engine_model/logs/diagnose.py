@@ -88,16 +88,20 @@ def longest_chunk_run(parsed: ParsedLog, timeline: Timeline) -> int:
 
 
 def run_kind(run: list[PrefillRecord]) -> str:
-    """What a run of back-to-back full chunks is: one long prompt, or a queue drained pass after pass.
+    """What started a run of back-to-back full chunks: one long prompt, or a queue drained pass after pass.
 
-    A chunked request continues first in the next batch (`add_chunked_req`), so a line that admits more
-    than that one request (`#new-seq` >= 2) took new prompts from the queue. When most lines after the
-    first do, the run is many prompts filling each chunk budget: a queue ramp under prefill-first
-    admission, not a long prompt.
+    A chunked request continues first in the next batch (`add_chunked_req`). When the second pass carried
+    that request alone, filling the whole chunk, the prompt was longer than a chunk: a long prompt. When
+    it also admitted new requests (`#new-seq` >= 2), the passes are many prompts filling each chunk
+    budget: a queue ramp under prefill-first admission.
     """
-    later = run[1:]
-    admitting = sum(r.num_new_reqs >= 2 for r in later)
-    return "prefill_queue_ramp" if 2 * admitting > len(later) else "chunked_prefill_stall"
+    return "chunked_prefill_stall" if run[1].num_new_reqs == 1 else "prefill_queue_ramp"
+
+
+def queue_behind(run: list[PrefillRecord]) -> list[PrefillRecord]:
+    """The lines of a long-prompt run after the prompt's last chunk: the queue that built up behind it."""
+    carried = next((i for i, r in enumerate(run[1:], start=1) if r.num_new_reqs != 1), len(run))
+    return run[carried:]
 
 
 def num_fresh(run: list[PrefillRecord]) -> int:
@@ -141,6 +145,11 @@ def long_prompt_finding(runs: list[list[PrefillRecord]], chunk_size: int | None,
     else:
         explanation = (f"{ran} while up to {num_waiting} requests were mid-reply. "
                        + mixed_words(found, "the last pass is done"))
+    behind = queue_behind(worst)
+    if behind:
+        queued = sum(r.num_new_reqs - 1 for r in behind)
+        explanation += (f" The last {len(behind)} of those passes admitted {queued:,} requests that had "
+                        "queued behind the long prompt.")
     return Finding(
         kind="chunked_prefill_stall",
         severity="observed" if num_waiting else "latent",
@@ -289,13 +298,16 @@ def pool_finding(lines: list[Record]) -> Finding:
     )
 
 
-def diagnose(parsed: ParsedLog, *, rank: str | None = None) -> Diagnosis:
-    """Findings for one rank (default TP0 / DP0), observed ones first; the verdict is the first of those."""
+def diagnose(parsed: ParsedLog, *, rank: str | None = None, known: dict | None = None) -> Diagnosis:
+    """Findings for one rank (default TP0 / DP0), observed ones first; the verdict is the first of those.
+
+    `known`: resolved settings from elsewhere (a /server_info); the log's own lines win where both say.
+    """
     rank = default_rank(parsed) if rank is None else rank
     records = records_of(parsed, rank)
-    found = settings(parsed)
+    found = {**(known or {}), **settings(parsed)}
     prefills = [r for r in records if isinstance(r, PrefillRecord)]
-    chunk_size, _ = chunk_size_of(parsed, prefills)
+    chunk_size, _ = chunk_size_of(parsed, prefills, known)
     findings = []
     findings.extend(chunk_findings(chunk_runs(records, chunk_size), chunk_size, found))
     has_retraction = any(isinstance(r, RetractionRecord) for r in records)
@@ -319,15 +331,15 @@ def diagnose(parsed: ParsedLog, *, rank: str | None = None) -> Diagnosis:
     findings.sort(key=lambda f: (f.severity != "observed", KIND_ORDER.index(f.kind)))
     observed = [f for f in findings if f.severity == "observed"]
     return Diagnosis(
-        observed[0].kind if observed else "none", findings, rank, found, notes_for(parsed, records)
+        observed[0].kind if observed else "none", findings, rank, found, notes_for(parsed, records, found)
     )
 
 
-def notes_for(parsed: ParsedLog, records: list[Record]) -> list[str]:
+def notes_for(parsed: ParsedLog, records: list[Record], found: dict) -> list[str]:
     notes = []
     if not records:
         notes.append("no Prefill batch, Decode batch or retraction lines were found for this rank")
-    if "enable_mixed_chunk" not in settings(parsed):
+    if "enable_mixed_chunk" not in found:
         notes.append("no server_args line: mixed chunk and other flags are assumed at their defaults")
     if len(parsed.ranks) > 1:
         notes.append(f"the log has {len(parsed.ranks)} ranks; only one is diagnosed: {sorted(parsed.ranks)}")
