@@ -212,5 +212,7 @@ def test_a_scrape_over_the_size_limit_is_refused_before_it_is_parsed():
 def test_samples_beyond_the_limit_are_not_read_and_it_says_so():
     text = "".join(itl_scrape([0.01], f"2026-03-02T14:00:{i:02d}Z") for i in range(10))
     found = read_scrapes([("many", text)], max_samples=100)
-    assert len(found.scrapes) == 3  # 26 samples each: 24 buckets, _count, _sum
-    assert "only the first 78 samples were read (3 scrapes); 7 more scrapes were not" in found.warnings[0]
+    assert len(found.scrapes) == 4  # 26 samples each: 24 buckets, _count, _sum; the 4th cut after 22
+    assert found.warnings == ["only the first 100 samples were read (4 scrapes, the last cut short); the "
+                              "rest of the file was not"]
+    assert len(found.left_out) == 1 and "has no +Inf bucket" in found.left_out[0]  # the cut histogram

@@ -22,9 +22,10 @@ from engine_model.files import decode, name_of, read_capped
 from engine_model.logs.histogram import Histogram
 
 MAX_BYTES = 20_000_000  # about 150 scrapes of a real server (≈130 KB each)
-MAX_SAMPLES = 100_000  # samples of the families read; about 300 a scrape
+MAX_SAMPLES = 50_000  # samples of the families read: about 300 a scrape, so 160 scrapes (0.05 s each)
 MAX_SCRAPES = 2_000
 MAX_EXAMPLES = 5
+MAX_LINE = 1_000_000  # characters; a real sample line is a few hundred
 HISTOGRAMS = (  # SGLang name (after "sglang:") -> the name the report uses
     ("inter_token_latency_seconds", "itl_s"),
     ("time_to_first_token_seconds", "ttft_s"),
@@ -134,6 +135,9 @@ def split_blocks(reading: Reading, lines: list[str], start_line: int = 1) -> Non
     for line_no, raw in enumerate(lines, start=start_line):
         line = raw.rstrip("\r").strip()
         if not line:
+            continue
+        if len(line) > MAX_LINE:
+            reading.bad_line(line_no, f"the line has {len(line):,} characters; the limit is {MAX_LINE:,}")
             continue
         if line.startswith("#"):
             marker = MARKER.match(line)
@@ -311,9 +315,15 @@ def not_metrics(reading: Reading, lines: list[str]) -> tuple[str, str]:
 def freeze(reading: Reading, sources: list[str], max_samples: int) -> ScrapeSet:
     scrapes, num_samples = [], 0
     for block in reading.blocks[:MAX_SCRAPES]:
-        if num_samples + len(block.lines) > max_samples:
-            reading.warnings.append(f"only the first {num_samples:,} samples were read ({len(scrapes)} "
-                                    f"scrapes); {len(reading.blocks) - len(scrapes)} more scrapes were not")
+        room = max_samples - num_samples
+        if len(block.lines) > room:
+            if room:  # the last scrape read is cut short
+                block.lines = block.lines[:room]
+                scrapes.append(scrape_of(reading, block, len(scrapes)))
+            cut = ", the last cut short" if room else ""
+            reading.warnings.append(f"only the first {max_samples:,} samples were read ({len(scrapes)} "
+                                    f"scrapes{cut}); the rest of the file was not")
+            num_samples = max_samples
             break
         num_samples += len(block.lines)
         scrapes.append(scrape_of(reading, block, len(scrapes)))

@@ -42,7 +42,9 @@ def usable(value) -> bool:
     """A setting a real server holds: a bool, a short string, None, or a finite number within ±10¹²."""
     if isinstance(value, bool) or value is None:
         return True
-    if isinstance(value, int | float):
+    if isinstance(value, int):
+        return abs(value) <= MAX_NUMBER
+    if isinstance(value, float):
         return math.isfinite(value) and abs(value) <= MAX_NUMBER
     return isinstance(value, str) and len(value) <= 1000
 
@@ -61,6 +63,8 @@ def read_server_info(text: str, *, source: str = "server_info", max_bytes: int =
                          "of curl http://HOST:PORT/server_info") from None
     except RecursionError:
         raise InputError(source, "is nested too deep to be a /server_info") from None
+    except ValueError as err:  # a number of more than 4,300 digits
+        raise InputError(source, f"holds a value no /server_info holds ({str(err)[:60]})") from None
     if not isinstance(doc, dict):
         raise InputError(source, f"is a JSON {type(doc).__name__}, not the object /server_info returns")
     return info_of(doc, source)
