@@ -15,8 +15,13 @@ from engine_model.figure import figure_html, slides_zip
 from engine_model.hardware import GPUS, LINKS, MODELS
 from engine_model.logs import Diagnosis, ParsedLog, Timeline, build_timeline, diagnose, parse_log
 from engine_model.logs import settings as log_settings
+from engine_model.logs.check import Aligned, ServerCheck, check_server
 from engine_model.logs.diagnose import longest_chunk_run, longest_run
+from engine_model.logs.live import Poll, base_url, poll
 from engine_model.logs.replay import ASSUMED_OUTPUT_LEN, scenario_from_log
+from engine_model.logs.scrape import Scrape, ScrapeSet, read_scrapes
+from engine_model.logs.scrape_report import MetricsReport, Tail, report
+from engine_model.logs.server_info import ServerInfo, read_server_info
 from engine_model.metrics import GroupMetrics, Metrics, Stats, e2e, gaps, max_itl, queue, tpot, ttft
 from engine_model.pass_cost import CostTerm, PassCost, cost_figures, pass_cost, pass_shape
 from engine_model.report import Summary, summary
@@ -60,6 +65,9 @@ __all__ = [
     # server logs
     "ASSUMED_OUTPUT_LEN", "Diagnosis", "ParsedLog", "Timeline", "build_timeline", "diagnose", "log_settings",
     "longest_chunk_run", "longest_run", "parse_log", "scenario_from_log",
+    # a server's /metrics and /server_info beside its log, and polled live (docs/logs-and-traces.md §8)
+    "Aligned", "MetricsReport", "Poll", "Scrape", "ScrapeSet", "ServerCheck", "ServerInfo", "Tail",
+    "base_url", "check_server", "poll", "read_scrapes", "read_server_info", "report",
     # request traces
     "Trace", "load_trace", "request_mix",
     # a story outside the app: one standalone HTML page, the tour as slides (engine_model/figure)

@@ -49,7 +49,7 @@ def log_source_ui() -> tuple[str, str] | None:
     choice = control_ui(PAGE, LOG, radio=True)
     if choice in LOG_SAMPLES:
         sample: Sample = LOG_SAMPLES[choice]
-        st.caption(f"{sample.says} A real SGLang log: {sample.source}.")
+        st.caption(f"{sample.says} {sample.origin} {sample.source}.")
         return sample.file, sample_text(sample)
     if choice == "paste":
         text = st.text_area(f"Server log (up to {LOG_LIMIT_MB} MB)", key=state.keys(PAGE).widget("paste"),

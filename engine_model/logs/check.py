@@ -96,7 +96,7 @@ def why_not_aligned(parsed: ParsedLog | None, metrics: MetricsReport | None, fou
         return "one scrape holds everything since the server started; two or more give intervals"
     if None in times:
         return ("the scrapes carry no time: put a '# scraped_at 2026-03-02T14:00:05Z' line before each "
-                "(see docs/logs-and-traces.md §8)")
+                "(date -u +'# scraped_at %FT%TZ' writes one)")
     first, last = span_of(timeline, log_epoch(parsed))
     if times[-1] < first or times[0] > last:
         gap_h = ((times[0] - last) if times[0] > last else (first - times[-1])) / 3600
