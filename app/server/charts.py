@@ -115,3 +115,35 @@ def bucket_latency(frame: pd.DataFrame) -> alt.Chart:
     if not panels:
         return alt.Chart(pd.DataFrame({"x": []})).mark_bar().encode(x=alt.X("x:Q", title="seconds"))
     return alt.hconcat(*panels).resolve_scale(y="independent")
+
+
+TAIL_COLOURS = {"p50": "#56B4E9", "p99": "#0072B2", "p99.9": "#000000"}
+
+
+def itl_tail(tails: pd.DataFrame, prefills: pd.DataFrame | None = None, end_at: float | None = None,
+             x_title: str = "time since the first log line (s)") -> alt.Chart:
+    """The ITL tail per scrape interval (a segment across each interval, log scale), over the log's Prefill
+    lines when given (grey bars, #new-token on the right axis): a stall shows as silence, then long gaps,
+    after a row of full chunks."""
+    series = list(TAIL_COLOURS)
+    segments = alt.Chart(tails).mark_rule(strokeWidth=3).encode(
+        x=alt.X("start_s:Q", title=x_title, scale=x_domain(end_at)), x2="end_s:Q",
+        y=alt.Y("seconds:Q", title="inter-token gap (s, log scale)",
+                scale=alt.Scale(type="log", domain=[0.001, 10], clamp=True)),
+        color=alt.Color("series:N", title="ITL in each scrape interval", sort=series,
+                        scale=alt.Scale(domain=series, range=list(TAIL_COLOURS.values())),
+                        legend=alt.Legend(orient="top")),
+        tooltip=[alt.Tooltip("series:N", title="percentile"), alt.Tooltip("seconds:Q", format=".3g"),
+                 alt.Tooltip("bucket:N", title="within the bucket"),
+                 alt.Tooltip("num_gaps:Q", title="gaps in the interval", format=",")])
+    if prefills is None:
+        return segments.properties(width=WIDTH, height=260)
+    bars = alt.Chart(prefills).mark_bar(size=4, color="#BBBBBB", opacity=0.7).encode(
+        x=alt.X("at:Q", scale=x_domain(end_at)),
+        y=alt.Y("num_new_tokens:Q", title="#new-token of each Prefill line (grey)",
+                axis=alt.Axis(orient="right", labelExpr=COUNT_LABEL)),
+        tooltip=[alt.Tooltip("line_no:Q", title="log line"),
+                 alt.Tooltip("at:Q", title="at (s)", format=".1f"),
+                 alt.Tooltip("num_new_tokens:Q", title="#new-token", format=","),
+                 alt.Tooltip("is_full_chunk:N", title="full chunk")])
+    return alt.layer(bars, segments).resolve_scale(y="independent").properties(width=WIDTH, height=300)

@@ -45,7 +45,9 @@ class ServerCheck:
     verdict: str
     diagnosis: Diagnosis | None
     settings: dict  # the log's, with /server_info's where the log is silent
+    log_settings: dict  # the log's own (server_args and the scheduler's startup line)
     metrics: MetricsReport | None
+    scrapes: ScrapeSet | None  # what was read, and what was not (counts, reasons)
     info: ServerInfo | None
     mismatches: list[Mismatch]
     aligned: list[Aligned]
@@ -122,7 +124,7 @@ def check_server(parsed: ParsedLog | None, found: ScrapeSet | None = None, info:
     verdict = found_diagnosis.verdict if found_diagnosis is not None else metrics_verdict(metrics)
     notes = understatements(merged, metrics, streaming_share(found) if found else None,
                             parsed.version_hints if parsed else [])
-    return ServerCheck(verdict, found_diagnosis, merged, metrics, info,
+    return ServerCheck(verdict, found_diagnosis, merged, log_settings, metrics, found, info,
                        mismatches(log_settings, info) if info is not None else [], rows, why, say, sentence,
                        notes)
 
