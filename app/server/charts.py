@@ -121,7 +121,8 @@ TAIL_COLOURS = {"p50": "#56B4E9", "p99": "#0072B2", "p99.9": "#000000"}
 
 
 def itl_tail(tails: pd.DataFrame, prefills: pd.DataFrame | None = None, end_at: float | None = None,
-             x_title: str = "time since the first log line (s)") -> alt.Chart:
+             x_title: str = "time since the first log line (s)",
+             silent: pd.DataFrame | None = None) -> alt.Chart:
     """The ITL tail per scrape interval (a segment across each interval, log scale), over the log's Prefill
     lines when given (grey bars, #new-token on the right axis): a stall shows as silence, then long gaps,
     after a row of full chunks."""
@@ -136,14 +137,18 @@ def itl_tail(tails: pd.DataFrame, prefills: pd.DataFrame | None = None, end_at: 
         tooltip=[alt.Tooltip("series:N", title="percentile"), alt.Tooltip("seconds:Q", format=".3g"),
                  alt.Tooltip("bucket:N", title="within the bucket"),
                  alt.Tooltip("num_gaps:Q", title="gaps in the interval", format=",")])
+    layers = [segments]
+    if silent is not None and len(silent):  # intervals with no gap while replies ran: the stall itself
+        layers.insert(0, alt.Chart(silent).mark_rect(color=STALL[1], opacity=0.25).encode(
+            x="start_s:Q", x2="end_s:Q", tooltip=[alt.Tooltip("label:N", title="in this interval")]))
     if prefills is None:
-        return segments.properties(width=WIDTH, height=260)
+        return alt.layer(*layers).properties(width=WIDTH, height=260)
     bars = alt.Chart(prefills).mark_bar(size=4, color="#BBBBBB", opacity=0.7).encode(
         x=alt.X("at:Q", scale=x_domain(end_at)),
-        y=alt.Y("num_new_tokens:Q", title="#new-token of each Prefill line (grey)",
+        y=alt.Y("num_new_tokens:Q", title="#new-token (grey bars)",
                 axis=alt.Axis(orient="right", labelExpr=COUNT_LABEL)),
         tooltip=[alt.Tooltip("line_no:Q", title="log line"),
                  alt.Tooltip("at:Q", title="at (s)", format=".1f"),
                  alt.Tooltip("num_new_tokens:Q", title="#new-token", format=","),
                  alt.Tooltip("is_full_chunk:N", title="full chunk")])
-    return alt.layer(bars, segments).resolve_scale(y="independent").properties(width=WIDTH, height=300)
+    return alt.layer(bars, *layers).resolve_scale(y="independent").properties(width=WIDTH, height=300)

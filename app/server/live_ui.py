@@ -82,8 +82,8 @@ def draw(polls: list) -> None:
     gauges = polls[-1].scrape
     cards = (("Running", _gauge(metrics, "num_running_reqs")), ("Queued", _gauge(metrics, "num_queue_reqs")),
              ("Token usage", _gauge(metrics, "token_usage", "{:.0%}")),
-             ("ITL p99, last interval", "—" if p99 is None else f"{p99.value:.3g} s"),
-             ("Gaps over 0.4 s, last interval", "—" if itl is None else f"{itl.num_long:,.0f}"))
+             ("ITL p99, last interval", "—" if p99 is None else f"{p99.value:.2g} s"),
+             ("Long gaps, last interval", "—" if itl is None else f"{itl.num_long:,.0f}"))
     for col, (label, value) in zip(st.columns(len(cards)), cards, strict=True):
         col.metric(label, value, border=True)
     st.caption(f"{len(polls)} scrapes since Start; last at {mf.clock(gauges.at)}. "

@@ -42,6 +42,14 @@ def tail_rows(metrics: MetricsReport, origin: float) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["start_s", "end_s", "series", "seconds", "bucket", "num_gaps"])
 
 
+def silent_rows(check: ServerCheck) -> pd.DataFrame:
+    """Intervals in which no inter-token gap was recorded while requests were running: the stall itself."""
+    rows = [{"start_s": r.start_s, "end_s": r.end_s, "running": r.num_running,
+             "label": f"no token for {r.num_running:.0f} running replies"}
+            for r in check.aligned if r.itl is None and (r.num_running or 0) > 0]
+    return pd.DataFrame(rows, columns=["start_s", "end_s", "running", "label"])
+
+
 def gauge_rows(metrics: MetricsReport, origin: float) -> pd.DataFrame:
     rows = [{"at_s": at - origin, "series": GAUGE_LABELS[name], "value": value}
             for name in ("num_running_reqs", "num_queue_reqs") for at, value in metrics.gauges.get(name, [])
@@ -51,7 +59,7 @@ def gauge_rows(metrics: MetricsReport, origin: float) -> pd.DataFrame:
 
 def gaps_text(tail: Tail | None, running: float | None) -> str:
     if tail is None:
-        return f"none recorded ({running:.0f} running)" if running else "none recorded"
+        return f"none ({running:.0f} running)" if running else "none"
     return f"{tail.num_long:,.0f}" if tail.long_bound is not None else "—"
 
 
@@ -65,13 +73,13 @@ def interval_table(check: ServerCheck) -> pd.DataFrame:
             "interval": f"{clock(row.start_at)}–{clock(row.end_at)}",
             "ITL p99 (s)": "—" if p99 is None else f"{p99.value:.3g} ({bucket_text(p99.lower, p99.upper)})",
             "gaps > 0.4 s": gaps_text(tail, row.num_running),
-            "longest gap (bucket)": bucket_text(*tail.top) if tail and tail.top else "—",
+            "longest gap": bucket_text(*tail.top) if tail and tail.top else "—",
             "running": "—" if row.num_running is None else f"{row.num_running:.0f}",
             "queued": "—" if row.num_queued is None else f"{row.num_queued:.0f}",
             "Prefill lines": row.num_prefill_lines,
             "full chunks": row.num_full_chunks,
-            "largest #new-token": f"{row.max_new_tokens:,}" if row.max_new_tokens else "—",
-            "log lines": f"{row.lines[0]}–{row.lines[1]}" if row.lines else "—",
+            "max #new-token": f"{row.max_new_tokens:,}" if row.max_new_tokens else "—",
+            "lines": f"{row.lines[0]}–{row.lines[1]}" if row.lines else "—",
         })
     return pd.DataFrame(rows)
 

@@ -111,8 +111,8 @@ def said_ui(check: ServerCheck) -> None:
         cols = st.columns(len(cards) + 1)
         for col, (label, q) in zip(cols, cards, strict=False):
             where = None if q is None else f"interpolated in the {mf.bucket_text(q.lower, q.upper)} bucket"
-            col.metric(label, "—" if q is None else f"{q.value:.3g} s", border=True, help=where)
-        cols[-1].metric(f"Gaps over {itl.long_bound:g} s", f"{itl.num_long:,.0f} of {itl.count:,.0f}",
+            col.metric(label, "—" if q is None else f"{q.value:.2g} s", border=True, help=where)
+        cols[-1].metric(f"Gaps over {itl.long_bound:g} s (of {itl.count:,.0f})", f"{itl.num_long:,.0f}",
                         border=True)
     st.caption(f"Over the window: {metrics.window}. " + " ".join(metrics.notes))
 
@@ -128,8 +128,10 @@ def tails_ui(check: ServerCheck, read: compute.ReadLog, text: str) -> None:
         chart_ui(PAGE, "metrics_itl", "The replies' inter-token gaps, beside the Prefill lines",
                  "Each segment is one scrape interval's ITL percentile (log scale; interpolated inside its "
                  "bucket), over the log's Prefill lines as grey bars. The chunked-prefill stall shows as "
-                 "intervals with no gap while replies run, then long gaps, after a row of full chunks.",
-                 lambda: server_charts.itl_tail(tails, prefills, end_at), cache_key=key)
+                 "intervals with no gap while replies run (pink), then long gaps, after a row of full "
+                 "chunks.",
+                 lambda: server_charts.itl_tail(tails, prefills, end_at, silent=mf.silent_rows(check)),
+                 cache_key=key)
         st.dataframe(mf.interval_table(check), hide_index=True, width="stretch")
         queue = mf.gauge_rows(metrics, epoch)
         frame = queue.rename(columns={"at_s": "at", "value": "requests"}).assign(

@@ -29,8 +29,9 @@ def simulate_log_ui(read: ReadLog, values: dict) -> None:
     st.divider()
     st.markdown("### Simulate this server")
     st.markdown("The model runs the log's settings on a GPU and model you pick, with the requests the "
-                "Prefill lines imply (arrival = the line's time) and those already streaming when the log "
-                "begins (the log does not say how long replies were).")
+                "Prefill lines imply (arrival: the line's time, or earlier when a `#queue-req` said the "
+                "request was already waiting) and those already streaming when the log begins (the log "
+                "does not say how long replies were).")
     model_path = settings(read.parsed).get("model_path")
     for col, control in zip(st.columns(3), (GPU, MODEL, OUTPUT), strict=True):
         with col:
