@@ -47,7 +47,8 @@ def test_the_examples_metrics_stand_beside_its_log_and_confirm_its_verdict():
     assert (cards["ITL p99"], cards["Gaps over 0.4 s (of 26,063)"]) == ("0.061 s", "41")
     table = next(d.value for d in at.dataframe if "interval" in d.value.columns)
     assert list(table["interval"])[3:5] == ["14:00:15–14:00:20", "14:00:20–14:00:25"]
-    assert list(table["gaps > 0.4 s"])[3:6] == ["none (10 running)", "none (10 running)", "41"]
+    assert list(table["gaps > 0.4 s"])[3:6] == ["none", "none", "41"]
+    assert list(table["running / queued"])[3:5] == ["10 / 19", "10 / 31"]
     assert "(the example's /server_info, SGLang 0.5.23)" in texts(at.markdown) and not at.warning
 
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
-from engine_model import MetricsReport, ServerCheck, Tail
+from engine_model import MetricsReport, ServerCheck
 
 TAIL_SERIES = ("p50", "p99", "p99_9")
 TAIL_LABELS = {"p50": "p50", "p99": "p99", "p99_9": "p99.9"}
@@ -57,27 +57,20 @@ def gauge_rows(metrics: MetricsReport, origin: float) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["at_s", "series", "value"])
 
 
-def gaps_text(tail: Tail | None, running: float | None) -> str:
-    if tail is None:
-        return f"none ({running:.0f} running)" if running else "none"
-    return f"{tail.num_long:,.0f}" if tail.long_bound is not None else "—"
-
-
 def interval_table(check: ServerCheck) -> pd.DataFrame:
     """The scrape intervals beside the log's Prefill lines of the same seconds."""
     rows = []
     for row in check.aligned:
         tail = row.itl
         p99 = tail.quantiles.get("p99") if tail else None
+        running, queued = (("—" if v is None else f"{v:.0f}") for v in (row.num_running, row.num_queued))
         rows.append({
             "interval": f"{clock(row.start_at)}–{clock(row.end_at)}",
-            "ITL p99 (s)": "—" if p99 is None else f"{p99.value:.3g} ({bucket_text(p99.lower, p99.upper)})",
-            "gaps > 0.4 s": gaps_text(tail, row.num_running),
+            "ITL p99 (s)": "—" if p99 is None else f"{p99.value:.2g} ({p99.lower:g}–{p99.upper:g})",
+            "gaps > 0.4 s": "none" if tail is None else f"{tail.num_long:,.0f}",
             "longest gap": bucket_text(*tail.top) if tail and tail.top else "—",
-            "running": "—" if row.num_running is None else f"{row.num_running:.0f}",
-            "queued": "—" if row.num_queued is None else f"{row.num_queued:.0f}",
-            "Prefill lines": row.num_prefill_lines,
-            "full chunks": row.num_full_chunks,
+            "running / queued": f"{running} / {queued}",
+            "Prefill lines (full)": f"{row.num_prefill_lines} ({row.num_full_chunks})",
             "max #new-token": f"{row.max_new_tokens:,}" if row.max_new_tokens else "—",
             "lines": f"{row.lines[0]}–{row.lines[1]}" if row.lines else "—",
         })
