@@ -217,6 +217,16 @@ def test_ten_million_new_requests_in_one_line_build_no_more_than_the_cap(corpus)
     assert len(scenario.workload.requests) == 2000
 
 
+def test_scrapes_over_the_sample_limit_are_read_only_up_to_it_in_bounded_memory(corpus):
+    _, paths = corpus
+    tracemalloc.start()
+    found = read_scrape_files([paths["metrics-many-samples"]])  # 60,000 samples, 3 MB
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert found.num_samples == 50_000 and "only the first 50,000 samples" in found.warnings[0]
+    assert peak < 150_000_000
+
+
 def test_a_large_trace_is_read_only_up_to_the_rows_a_run_uses(tmp_path):
     path = big_trace(tmp_path / "big.jsonl", 60_000)  # about 5 MB, in time order
     tracemalloc.start()
@@ -243,7 +253,7 @@ sys.exit(status)
 
 
 @pytest.mark.parametrize("name", ["log-ten-million-seqs", "toml-ten-million", "set-deep-nesting",
-                                  "path-proc-mem", "metrics-many-samples"])
+                                  "path-proc-mem"])
 def test_in_a_subprocess_memory_stays_bounded(name, corpus):
     case, (folder, paths) = BY_NAME[name], corpus
     argv = argvs(case, folder, paths)[-1]

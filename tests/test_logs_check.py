@@ -79,6 +79,13 @@ def test_settings_that_spread_a_stall_over_several_tokens_are_named(changes, say
     assert any(says in note for note in found.understates)
 
 
+def test_speculative_decoding_in_the_logs_server_args_is_named_too():
+    text = LOG.read_text().replace("'speculative_algorithm': None", "'speculative_algorithm': 'EAGLE'")
+    found = check_server(parse_log(text), read_scrape_files([PROM]))
+    assert found.settings["speculative_algorithm"] == "EAGLE"
+    assert any("speculative decoding (EAGLE)" in note for note in found.understates)
+
+
 def test_requests_not_streamed_are_named_as_hiding_a_stall():
     text = PROM.read_text().replace('is_streaming="true"', 'is_streaming="false"')
     found = check_server(None, read_scrapes([("s", text)]), read_server_info(INFO.read_text()))

@@ -38,7 +38,10 @@ class Handler(BaseHTTPRequestHandler):
         for key, value in {"Content-Length": str(len(data)), **headers}.items():
             self.send_header(key, value)
         self.end_headers()
-        self.wfile.write(data)
+        try:
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the reader stopped at its size limit and hung up, as it should
 
     def log_message(self, *args):
         pass

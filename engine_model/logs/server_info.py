@@ -18,7 +18,7 @@ from engine_model.files import decode, name_of, read_capped
 from engine_model.logs.startup import MAX_NUMBER, SETTING_KEYS
 
 MAX_BYTES = 5_000_000  # a real /server_info is a few tens of KB
-KEYS = (*SETTING_KEYS, "speculative_algorithm", "enable_metrics")
+KEYS = (*SETTING_KEYS, "enable_metrics")
 RESOLVED = {"max_total_num_tokens": "max_total_tokens"}  # the pool the scheduler resolved, not the flag
 
 
