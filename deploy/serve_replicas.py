@@ -112,7 +112,13 @@ def start_replica(port: int, log: Path) -> subprocess.Popen:
                "--server.address", "127.0.0.1", "--server.port", str(port),
                "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"]
     with open(log, "wb") as out:
-        return subprocess.Popen(command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+        return subprocess.Popen(command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env=replica_env())
+
+
+def replica_env() -> dict[str, str]:
+    """This process's environment without WHO_WAITS_LIVE*: a room's replicas never poll a server a
+    visitor names, even when the shell that started them allowed it (app/server/live.py)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("WHO_WAITS_LIVE")}
 
 
 def wait_healthy(url: str, proc: subprocess.Popen, timeout_s: float, what: str, log: Path) -> None:

@@ -14,8 +14,13 @@ from engine_model.errors import InputError
 from engine_model.hardware import GPUS, LINKS, MODELS
 from engine_model.logs import Diagnosis, ParsedLog, Timeline, build_timeline, diagnose, parse_log
 from engine_model.logs import settings as log_settings
-from engine_model.logs.diagnose import longest_chunk_run
+from engine_model.logs.check import Aligned, ServerCheck, check_server
+from engine_model.logs.diagnose import longest_chunk_run, longest_run
+from engine_model.logs.live import Poll, base_url, poll
 from engine_model.logs.replay import ASSUMED_OUTPUT_LEN, scenario_from_log
+from engine_model.logs.scrape import Scrape, ScrapeSet, read_scrapes
+from engine_model.logs.scrape_report import MetricsReport, Tail, report
+from engine_model.logs.server_info import ServerInfo, read_server_info
 from engine_model.metrics import GroupMetrics, Metrics, Stats, e2e, gaps, max_itl, queue, tpot, ttft
 from engine_model.pass_cost import CostTerm, PassCost, cost_figures, pass_cost, pass_shape
 from engine_model.report import Summary, summary
@@ -67,7 +72,10 @@ __all__ = [
     "mixed_control",
     # server logs
     "ASSUMED_OUTPUT_LEN", "Diagnosis", "ParsedLog", "Timeline", "build_timeline", "diagnose", "log_settings",
-    "longest_chunk_run", "parse_log", "scenario_from_log",
+    "longest_chunk_run", "longest_run", "parse_log", "scenario_from_log",
+    # a server's /metrics and /server_info beside its log, and polled live (docs/logs-and-traces.md §8)
+    "Aligned", "MetricsReport", "Poll", "Scrape", "ScrapeSet", "ServerCheck", "ServerInfo", "Tail",
+    "base_url", "check_server", "poll", "read_scrapes", "read_server_info", "report",
     # request traces
     "Trace", "load_trace", "request_mix",
 ]

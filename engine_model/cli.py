@@ -98,9 +98,9 @@ def cmd_scenarios(args) -> int:
 
 
 def cmd_diagnose(args) -> int:
-    from engine_model.cli_inputs import log_document, print_log
+    from engine_model.cli_inputs import print_server, server_document
 
-    return emit(log_document(args.log), args.json, print_log)
+    return emit(server_document(args.log, args.metrics, args.server_info), args.json, print_server)
 
 
 def cmd_trace(args) -> int:
@@ -146,8 +146,15 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--set", action="append", default=[], metavar="dotted.key=value", help=SET_HELP)
     run.add_argument("--json", action="store_true", help="print one JSON document")
     run.set_defaults(func=cmd_run)
-    diag = sub.add_parser("diagnose", help="read an SGLang server log: its timeline and which stall it shows")
-    diag.add_argument("log", help="a server log file (the scheduler's stdout)")
+    diag = sub.add_parser("diagnose", help="read an SGLang server log: its timeline and which stall it "
+                                           "shows; its /metrics scrapes and /server_info beside it",
+                          epilog="example: python -m engine_model diagnose server.log --metrics scrapes.prom "
+                                 "--server-info server_info.json --json")
+    diag.add_argument("log", nargs="?", help="a server log file (the scheduler's stdout)")
+    diag.add_argument("--metrics", action="append", default=[], metavar="SCRAPE",
+                      help="SGLang's /metrics (Prometheus text, --enable-metrics); repeat for more files. "
+                           "A file may hold several scrapes, each after a '# scraped_at <ISO time>' line")
+    diag.add_argument("--server-info", metavar="FILE", help="the JSON of the server's /server_info")
     diag.add_argument("--json", action="store_true", help="print one JSON document")
     diag.set_defaults(func=cmd_diagnose)
     trace = sub.add_parser("trace", help="a request trace's mix: lengths by bucket, arrivals (no simulation)")

@@ -13,16 +13,22 @@ from pathlib import Path
 from engine_model.config import MetricsConfig
 from engine_model.errors import InputError
 from engine_model.files import name_of
-from engine_model.logs import build_timeline, diagnose, parse_log_file
+from engine_model.logs import build_timeline, parse_log_file
+from engine_model.logs.check import check_server
+from engine_model.logs.check_doc import check_doc, info_doc, metrics_doc
 from engine_model.logs.diagnose import longest_chunk_run
+from engine_model.logs.scrape import read_scrape_files
+from engine_model.logs.server_info import read_server_info_file
 from engine_model.traces import bucket_mix, load_trace, request_mix
 
 VERDICT_WORDS = {
-    "chunked_prefill_stall": "chunked-prefill stall",
+    "chunked_prefill_stall": "chunked-prefill stall (a long prompt, chunk after chunk)",
+    "prefill_queue_ramp": "a queue ramp under prefill-first admission (many prompts, pass after pass)",
     "kv_retraction": "KV stall (the pool filled; requests were retracted)",
     "queueing_running_cap": "requests queue behind max_running_requests",
     "queueing_token_pool": "requests queue on a nearly full KV pool",
     "none": "none: no stall found",
+    "needs_log": "replies paused, but the metrics alone cannot say which stall: add the server log",
 }
 
 
@@ -42,7 +48,7 @@ def plain(value):
 # ---- diagnose LOG ----------------------------------------------------------------------------------
 
 
-def log_document(path: str) -> dict:
+def read_log(path: str):
     parsed = parse_log_file(Path(path))
     num_records = len(parsed.prefills) + len(parsed.decodes) + len(parsed.retractions)
     if not num_records and parsed.server_args is None and parsed.startup is None:
@@ -52,7 +58,30 @@ def log_document(path: str) -> dict:
         raise InputError(name_of(path),
                          f"no usable SGLang scheduler line among its {parsed.num_lines:,} lines{why}; "
                          "expected 'Prefill batch', 'Decode batch', a retraction or server_args=")
-    timeline, found = build_timeline(parsed), diagnose(parsed)
+    return parsed
+
+
+def server_document(log: str | None, metrics: list[str], server_info: str | None) -> dict:
+    """`diagnose [LOG] [--metrics SCRAPE ...] [--server-info FILE]`: the log's document, with the metrics
+    beside it and /server_info's settings, when given."""
+    if log is None and not metrics and server_info is None:
+        raise InputError("diagnose", "give a LOG, --metrics SCRAPE or --server-info FILE")
+    parsed = read_log(log) if log is not None else None
+    scrapes = read_scrape_files(metrics) if metrics else None
+    info = read_server_info_file(server_info) if server_info is not None else None
+    check = check_server(parsed, scrapes, info)
+    doc = log_document(log, parsed, check.diagnosis) if parsed is not None else {"log": None}
+    doc.update(verdict=check.verdict, verdict_words=VERDICT_WORDS[check.verdict],
+               settings=plain(check.settings))
+    if scrapes is not None:
+        doc.update(metrics=plain(metrics_doc(scrapes, check)), metrics_check=plain(check_doc(check)))
+    if info is not None:
+        doc["server_info"] = plain(info_doc(check))
+    return doc
+
+
+def log_document(path: str, parsed, found) -> dict:
+    timeline = build_timeline(parsed)
     return plain({
         "log": name_of(path),
         "verdict": found.verdict,
@@ -112,6 +141,65 @@ def print_log(doc: dict) -> None:
             print(f"    try {fix['flag']}: {fix['effect']}")
     for note in [*doc["warnings"], *doc["notes"]]:
         print(f"  note: {note}")
+
+
+def print_server(doc: dict) -> None:
+    if doc["log"] is not None:
+        print_log(doc)
+    else:
+        print(f"metrics only: verdict: {doc['verdict_words']}")
+    if "server_info" in doc:
+        info = doc["server_info"]
+        print(f"  /server_info ({info['source']}, SGLang {info['version'] or 'version not given'}): "
+              + ", ".join(f"{k}={v}" for k, v in info["settings"].items()))
+        for m in info["mismatches"]:
+            print(f"    mismatch: {m['key']} is {m['log']} in the log, {m['server_info']} in /server_info")
+        for warning in info["warnings"]:
+            print(f"    note: {warning}")
+    if "metrics" in doc:
+        print_metrics(doc["metrics"], doc["metrics_check"])
+
+
+def print_metrics(m: dict, check: dict) -> None:
+    lines = m["lines"]
+    print(f"  metrics: {m['num_scrapes']} scrapes ({', '.join(m['sources'])}), {m['window']}; "
+          f"{lines['num_samples']:,} samples read, {lines['num_other']:,} of other families skipped, "
+          f"{lines['num_malformed']:,} malformed")
+    for where, why in lines["malformed_examples"]:
+        print(f"    malformed {where}: {why}")
+    for name in ("itl_s", "ttft_s", "e2e_s", "tpot_s", "queue_time_s"):
+        if m[name]:
+            print(f"    {name}: {tail_text(m[name])}")
+    print(f"    ({m['interpolation']})")
+    for item in m["intervals"]:
+        log = item.get("log")
+        beside = (f" | log: {log['num_prefill_lines']} Prefill lines, {log['num_full_chunks']} full chunks"
+                  + (f", lines {log['lines'][0]}-{log['lines'][1]}" if log["lines"] else "")) if log else ""
+        itl = item["itl_s"]
+        gaps = (f"ITL p99 {itl['p99']:.3g} s, {itl['num_above_long_bound']:,.0f} gaps > "
+                f"{itl['long_bound']:g} s" if itl else "no ITL recorded")
+        gauges = item["gauges"]
+        print(f"    {(item['start'] or '?')[11:19]}-{(item['end'] or '?')[11:19]}  {gaps}, running "
+              f"{gauges.get('num_running_reqs', '-')}, queued {gauges.get('num_queue_reqs', '-')}{beside}")
+    print(f"  metrics check ({check['says']}): {check['sentence']}")
+    for note in [*check["understates"], *m["notes"], *m["warnings"]]:
+        print(f"    note: {note}")
+    for why in m["left_out"]:
+        print(f"    left out: {why}")
+
+
+def tail_text(tail: dict) -> str:
+    parts = [f"{name.replace('_', '.')} {tail[name]:.3g} s in {bounds(tail[f'{name}_bucket'])}"
+             for name in ("p50", "p90", "p99", "p99_9") if tail[name] is not None]
+    top = tail["top_bucket"]
+    return (", ".join(parts) + f"; {tail['count']:,.0f} observed"
+            + (f", mean {tail['mean']:.3g} s" if tail["mean"] is not None else "")
+            + (f", the longest in {bounds(top)}" if top else ""))
+
+
+def bounds(pair: list) -> str:
+    """A bucket as (lower, upper]; the JSON writes an infinite bound as text."""
+    return f"({float(pair[0]):g}, {float(pair[1]):g}]"
 
 
 # ---- trace FILE ------------------------------------------------------------------------------------

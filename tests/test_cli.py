@@ -119,14 +119,14 @@ def test_plain_run_output_gives_every_rejection_its_reason(capsys):
 def test_diagnose_a_chunked_prefill_log(capsys):
     log = f"{SAMPLES}/07_issue11970_prefill_chunk8192_v0.5.3.log"
     status, out, _ = run_main(capsys, "diagnose", log)
-    assert status == 0 and out.startswith(f"{log}: verdict: chunked-prefill stall\n")
+    assert status == 0 and out.startswith(f"{log}: verdict: a queue ramp under prefill-first admission")
     assert "  read 9 lines: 9 Prefill, 0 Decode, 0 retraction; skipped 0 unrecognised, 0 malformed" in out
     assert "    try --enable-mixed-chunk: " in out
     status, out, _ = run_main(capsys, "diagnose", log, "--json")
     doc = json.loads(out)
     assert (doc["verdict"], doc["timeline"]["chunk_size"], doc["timeline"]["longest_chunk_run"]) == (
-        "chunked_prefill_stall", 8192, 9)
-    assert [f["kind"] for f in doc["findings"]] == ["chunked_prefill_stall"]
+        "prefill_queue_ramp", 8192, 9)
+    assert [f["kind"] for f in doc["findings"]] == ["prefill_queue_ramp"]
 
 
 def test_diagnose_a_retraction_log_as_json_with_its_settings(capsys):

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import DATA
 
-VENDORED = ["sglang_logs", "sglang_reference", "traces"]
+VENDORED = ["sglang_logs", "sglang_metrics", "sglang_reference", "traces"]
 LISTED = re.compile(r"^- (\S+) ([0-9a-f]{64})$", re.MULTILINE)
 NOT_DATA = re.compile(r"^(SOURCE\.md|README\.md|LICENSE\..*)$")
 

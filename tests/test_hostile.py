@@ -36,13 +36,19 @@ from engine_model import (
 from engine_model.cli import main
 from engine_model.core import RequestState
 from engine_model.logs import parse_log_file, scenario_hints
-from tests.hostile.make_corpus import CASES, big_trace, write
+from engine_model.logs.check import check_server
+from engine_model.logs.scrape import read_scrape_files, read_scrapes
+from engine_model.logs.scrape_report import report
+from engine_model.logs.server_info import read_server_info, read_server_info_file
+from tests.hostile.make_corpus import CASES, GOOD_LOG, big_trace, write
 
 SECONDS = 10.0
 MAX_LINE = 600
 BY_NAME = {case.name: case for case in CASES}
-COMMANDS = {"log": ["diagnose"], "trace": ["trace"], "scenario": ["run"],
-            "path": ["diagnose", "trace", "run"]}
+COMMANDS = {"log": [["diagnose"]], "trace": [["trace"]], "scenario": [["run"]],
+            "metrics": [["diagnose", "--metrics"]], "server_info": [["diagnose", "--server-info"]],
+            "path": [["diagnose"], ["trace"], ["run"], ["diagnose", "--metrics"],
+                     ["diagnose", "--server-info"]]}
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +66,7 @@ def argvs(case, folder: Path, paths: dict[str, Path]) -> list[list[str]]:
     if case.kind == "sets":
         sets = [part for item in sets_of(case, folder) for part in ("--set", item)]
         return [["run", str(folder / "tiny.toml"), *sets]]
-    return [[command, str(paths[case.name])] for command in COMMANDS[case.kind]]
+    return [[*command, str(paths[case.name])] for command in COMMANDS[case.kind]]
 
 
 def clean(call):
@@ -117,6 +123,29 @@ def test_log_functions_answer_cleanly(name, corpus):
         parsed = clean(lambda: parse_log(case.data.decode("utf-8", "replace")))
         if not isinstance(parsed, InputError):
             log_chain(parsed)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, c in BY_NAME.items() if c.kind in ("metrics", "path")))
+def test_metrics_functions_answer_cleanly(name, corpus):
+    case, (_, paths) = BY_NAME[name], corpus
+    found = [clean(lambda: read_scrape_files([paths[name]]))]
+    if case.kind == "metrics":
+        found.append(clean(lambda: read_scrapes([("pasted", case.data.decode("utf-8", "replace"))])))
+    for scrapes in found:
+        if not isinstance(scrapes, InputError):
+            assert len(scrapes.scrapes) >= 1
+            clean(lambda scrapes=scrapes: report(scrapes))
+            clean(lambda scrapes=scrapes: check_server(parse_log(GOOD_LOG), scrapes))
+
+
+@pytest.mark.parametrize("name", sorted(n for n, c in BY_NAME.items() if c.kind in ("server_info", "path")))
+def test_server_info_functions_answer_cleanly(name, corpus):
+    case, (_, paths) = BY_NAME[name], corpus
+    clean(lambda: read_server_info_file(paths[name]))
+    if case.kind == "server_info":
+        info = clean(lambda: read_server_info(case.data.decode("utf-8", "replace")))
+        if not isinstance(info, InputError):
+            clean(lambda: check_server(parse_log(GOOD_LOG), None, info))
 
 
 @pytest.mark.parametrize("name", sorted(n for n, c in BY_NAME.items() if c.kind in ("trace", "path")))
@@ -186,6 +215,16 @@ def test_ten_million_new_requests_in_one_line_build_no_more_than_the_cap(corpus)
     assert len(observed) == 100_000 and peak < 50_000_000  # ten million would take about 1.8 GB
     scenario, _ = scenario_from_log(parsed, Scenario())
     assert len(scenario.workload.requests) == 2000
+
+
+def test_scrapes_over_the_sample_limit_are_read_only_up_to_it_in_bounded_memory(corpus):
+    _, paths = corpus
+    tracemalloc.start()
+    found = read_scrape_files([paths["metrics-many-samples"]])  # 60,000 samples, 3 MB
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert found.num_samples == 50_000 and "only the first 50,000 samples" in found.warnings[0]
+    assert peak < 150_000_000
 
 
 def test_a_large_trace_is_read_only_up_to_the_rows_a_run_uses(tmp_path):

@@ -10,19 +10,26 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app.server.input import decode_upload
-from engine_model import InputError
-from tests.hostile.make_corpus import LOGS, TRACES
+from engine_model import InputError, read_scrapes, read_server_info
+from tests.hostile.make_corpus import INFOS, LOGS, METRICS, TRACES
 
 MAIN = str(Path(__file__).resolve().parents[1] / "app" / "main.py")
 
 
-@pytest.mark.parametrize("case", LOGS + TRACES, ids=lambda c: c.name)
+@pytest.mark.parametrize("case", LOGS + TRACES + METRICS + INFOS, ids=lambda c: c.name)
 def test_an_upload_is_text_or_one_line_naming_where(case):
     try:
         text, notes = decode_upload(case.data, case.kind, limit_mb=20)
     except InputError as err:
         assert err.where.startswith(case.kind) and "\n" not in err.problem
         return
+    if case.kind in ("metrics", "server_info"):  # then the page's reader: a result or one line
+        reader = (lambda: read_scrapes([("upload", text)])) if case.kind == "metrics" else (
+            lambda: read_server_info(text))
+        try:
+            reader()
+        except InputError as err:
+            assert "\n" not in str(err)
     assert isinstance(text, str) and all("\n" not in note for note in notes)
 
 

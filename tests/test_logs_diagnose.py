@@ -161,12 +161,12 @@ REAL_VERDICTS = {
     ),
     "03_docsci_2025-02-25_llama31_8b_batch_retract.log": ("kv_retraction", [("kv_retraction", "observed")]),
     "05_pr13023_l40s_prefill_burst_chunk4096.log": (
-        "chunked_prefill_stall",
-        [("chunked_prefill_stall", "observed")],
+        "prefill_queue_ramp",
+        [("prefill_queue_ramp", "observed")],
     ),
     "07_issue11970_prefill_chunk8192_v0.5.3.log": (
-        "chunked_prefill_stall",
-        [("chunked_prefill_stall", "observed")],
+        "prefill_queue_ramp",
+        [("prefill_queue_ramp", "observed")],
     ),
     "10_issue36081_v0.5.18_long_prompt_chunked_prefill_then_decode.log": (
         "none",
@@ -189,6 +189,49 @@ def test_real_long_prompt_log_says_how_many_more_chunks_were_pending():
     [finding] = diagnose(parsed).findings
     assert "the first left 157,704 prompt tokens pending, about 20 more passes" in finding.explanation
     assert "no request was mid-reply" in finding.explanation
+
+
+def queue_ramp(mixed: bool | None = None) -> str:
+    """Sixty requests of 1,000 tokens queue at once: each 8k pass admits eight, one carried to the next."""
+    head = [args(chunked_prefill_size=8192, enable_mixed_chunk=mixed)] if mixed is not None else []
+    lines = [
+        f"[2026-01-01 12:00:{i:02d}] Prefill batch, #new-seq: {9 if i else 8}, #new-token: 8192, "
+        f"#cached-token: 0, token usage: 0.10, #running-req: {8 * i}, #queue-req: {52 - 8 * i}, "
+        "#pending-token: 0, cuda graph: False, input throughput (token/s): 1000.00"
+        for i in range(6)
+    ]
+    return "\n".join([*head, *lines, decode(7, 48)])
+
+
+def test_a_queue_drained_in_full_chunks_is_a_queue_ramp_not_a_long_prompt():
+    diagnosis = diagnose(parse_log(queue_ramp()))
+    assert (diagnosis.verdict, [f.kind for f in diagnosis.findings]) == ("prefill_queue_ramp",
+                                                                        ["prefill_queue_ramp"])
+    [finding] = diagnosis.findings
+    assert "6 prefill passes of up to 8,192 tokens ran back to back" in finding.explanation
+    assert ("They were not one long prompt: the passes admitted 48 new requests of about 1,020 prompt tokens "
+            "each (#new-seq 8-9 a pass, one of them carried over from the pass before), from a queue of 52")\
+        in finding.explanation
+    assert "A smaller --chunked-prefill-size does not help here" in finding.explanation
+    assert [fix.flag for fix in finding.fixes] == [
+        "--enable-mixed-chunk", "--prefill-decode-interval N", "--max-running-requests (lower)"]
+
+
+def test_a_log_with_a_long_prompt_and_a_queue_ramp_has_both_findings():
+    ramp = queue_ramp().replace("12:00:", "12:01:")
+    diagnosis = diagnose(parse_log(forty_replies_and_a_long_prompt(mixed=False) + "\n" + ramp))
+    assert [f.kind for f in diagnosis.findings] == ["chunked_prefill_stall", "prefill_queue_ramp"]
+    assert diagnosis.verdict == "chunked_prefill_stall"
+
+
+def test_the_issue_11970_log_is_a_queue_of_114_not_a_long_prompt():
+    """Its lines admit eight ~1,000-token prompts a pass from a queue of 114: the rule that read every full
+    chunk as a long prompt called it the long-prompt stall (issue 19, item 8)."""
+    [finding] = diagnose(parse_log_file(LOGS / "07_issue11970_prefill_chunk8192_v0.5.3.log")).findings
+    assert finding.kind == "prefill_queue_ramp" and finding.severity == "observed"
+    assert "the passes admitted 70 new requests" in finding.explanation
+    assert "from a queue of 114 at the first line" in finding.explanation
+    assert "while up to 64 requests were mid-reply" in finding.explanation
 
 
 def test_real_burst_log_quotes_the_stalled_passes():
@@ -219,7 +262,7 @@ def test_scenario_hints_from_a_real_server_args_log():
         "schedule_conservativeness": 1.0,
         "disable_overlap_schedule": False,  # an engine setting since the cost model prices the overlap
     }
-    assert observed[:4] == [(14.0, 6), (19.0, 37), (19.0, 54), (20.0, 8)]
+    assert observed[:4] == [(14.0, 6), (19.0, 37), (19.0, 49), (20.0, 8)]  # #new-token, cached left out
 
 
 def test_observed_requests_join_the_chunks_of_one_long_prompt():
@@ -239,4 +282,5 @@ def test_observed_requests_split_shared_passes_evenly():
         ]
     )
     parsed = parse_log(args(chunked_prefill_size=8192) + "\n" + text)
-    assert scenario_hints(parsed)["observed_requests"] == [(1.0, 2731), (1.0, 2731), (1.0, 3231), (2.0, 500)]
+    # the 4th request was one of the 5 queued at the first line: it arrived by then
+    assert scenario_hints(parsed)["observed_requests"] == [(1.0, 500), (1.0, 2731), (1.0, 2731), (1.0, 3231)]

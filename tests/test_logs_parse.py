@@ -327,6 +327,7 @@ def test_real_server_args_give_the_key_settings():
         "enable_dp_attention": False,
         "disable_overlap_schedule": False,
         "stream_interval": 1,
+        "speculative_algorithm": None,  # the tail understates a stall with it (logs-and-traces §8.3)
         "mem_fraction_static": 0.8,
         "kv_cache_dtype": "auto",
         "schedule_conservativeness": 1.0,

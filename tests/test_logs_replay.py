@@ -47,3 +47,15 @@ def test_without_decode_lines_the_reply_length_is_the_stated_assumption():
     assert {r.output_len for r in scenario.workload.requests} == {256} and "assumed 256 tokens" in notes[-1]
     scenario, notes = scenario_from_log(parsed, load_scenario("forty_replies"), output_len=64)
     assert {r.output_len for r in scenario.workload.requests} == {64}
+
+
+def test_the_issue_11970_replay_runs_the_logs_nine_back_to_back_passes():
+    """Its first line says 114 requests were queued, so the 70 its lines admit were all waiting at 0 s; at
+    their Prefill lines' own times (to the second) the replay ran four passes, not the log's nine."""
+    parsed = parse_log_file(LOGS / "07_issue11970_prefill_chunk8192_v0.5.3.log")
+    scenario, notes = scenario_from_log(parsed, load_scenario("forty_replies"))
+    requests = scenario.workload.requests
+    assert (len(requests), {r.arrival_at for r in requests}) == (70, {0.0})
+    assert scenario.engine.chunked_prefill_size == 8192 and any("8,192 inferred" in n for n in notes)
+    passes = [it.kind.name for it in simulate(scenario).iterations if it.kind.name != "IDLE"]
+    assert passes[:10] == ["PREFILL"] * 9 + ["DECODE"]

@@ -209,8 +209,9 @@ PATH = re.compile(r"\b(app|docs|tests|engine_model|scenarios)/[\w./-]+|\w+\.(md|
 
 
 @pytest.mark.parametrize("params", [{}, {"log": "chunk"}, {"view": "trace"},
-                                    {"view": "trace", "trace": "mooncake"}],
-                         ids=["retraction", "chunk", "azure", "mooncake"])
+                                    {"view": "trace", "trace": "mooncake"},
+                                    {"log": "example", "metrics": "example"}, {"view": "live"}],
+                         ids=["retraction", "chunk", "azure", "mooncake", "metrics", "live"])
 def test_the_page_names_no_internal_file_paths(params):
     at = open_page(**params)
     shown = [e.value for kind in ("markdown", "caption", "info", "warning", "error", "success")

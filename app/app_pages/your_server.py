@@ -1,12 +1,15 @@
-"""Your server: paste a log and see its timeline and which stall it shows, simulate it; or load a request
-trace."""
+"""Your server: paste a log and see its timeline and which stall it shows, its metrics beside it, simulate
+it; load a request trace; or watch a running server's metrics live (when the app is started to allow it)."""
 
 from app.server import log_ui, page, trace_ui
+from app.server.live_ui import live_ui
+from app.server.metrics_ui import metrics_ui
 from app.server.simulate_ui import simulate_log_ui
 from app.ui.simplifications import simplifications_ui
 
 values = page.page_header_ui()
-if page.view_ui() == "log":
+view = page.view_ui()
+if view == "log":
     source = log_ui.log_source_ui()
     if source is not None:
         name, text = source
@@ -16,7 +19,10 @@ if page.view_ui() == "log":
         log_ui.line_counts_ui(read)
         log_ui.log_timeline_ui(read, text)
         log_ui.diagnosis_ui(read)
+        metrics_ui(read, text)
         simulate_log_ui(read, values)
+elif view == "live":
+    live_ui()
 else:
     source = trace_ui.trace_source_ui()
     if source is not None:

@@ -9,11 +9,21 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from app.charts.scales import COUNT_LABEL, GROUP_COLOURS, KV_COLOURS, STALL, WIDTH, phase_scale, x_domain
+from app.charts.scales import (
+    COUNT_LABEL,
+    KV_COLOURS,
+    RETRACTED,
+    SERIES_COLOURS,
+    STALL,
+    WIDTH,
+    colour,
+    phase_scale,
+    x_domain,
+)
 
 
 def _retraction_rules(retractions: pd.DataFrame) -> alt.Chart:
-    return alt.Chart(retractions).mark_rule(color=STALL[1], strokeWidth=2).encode(
+    return alt.Chart(retractions).mark_rule(color=RETRACTED[1], strokeWidth=2).encode(
         x="at:Q", tooltip=[alt.Tooltip("at:Q", title="retraction at (s)", format=".1f"),
                            alt.Tooltip("rids:N", title="retracted"),
                            alt.Tooltip("ratio:N", title="new_token_ratio")])
@@ -69,7 +79,7 @@ def prompt_mix(mix: pd.DataFrame, long_threshold: int) -> alt.Chart:
         y=alt.Y("share:Q", title="share", axis=alt.Axis(format="%")),
         xOffset=alt.XOffset("series:N", sort=series),
         color=alt.Color("series:N", title="", sort=series, legend=alt.Legend(orient="top"),
-                        scale=alt.Scale(domain=series, range=[GROUP_COLOURS[0], GROUP_COLOURS[6]])),
+                        scale=alt.Scale(domain=series, range=[SERIES_COLOURS[0], SERIES_COLOURS[1]])),
         tooltip=[alt.Tooltip("bin:N", title="prompt length"), alt.Tooltip("series:N", title=""),
                  alt.Tooltip("share:Q", format=".1%"),
                  alt.Tooltip("num_requests:Q", title="requests", format=",")])
@@ -85,7 +95,7 @@ def prompt_mix(mix: pd.DataFrame, long_threshold: int) -> alt.Chart:
 
 def output_mix(mix: pd.DataFrame) -> alt.Chart:
     order = list(dict.fromkeys(mix.sort_values("order")["bin"]))
-    return alt.Chart(mix).mark_bar(color=GROUP_COLOURS[3]).encode(
+    return alt.Chart(mix).mark_bar(color=SERIES_COLOURS[2]).encode(
         x=alt.X("bin:N", title="reply length (tokens, bins double)", sort=order, axis=alt.Axis(labelAngle=0)),
         y=alt.Y("share:Q", title="share of requests", axis=alt.Axis(format="%")),
         tooltip=[alt.Tooltip("bin:N", title="reply length"), alt.Tooltip("share:Q", format=".1%"),
@@ -105,13 +115,51 @@ def bucket_latency(frame: pd.DataFrame) -> alt.Chart:
             x=alt.X("bucket:N", title="prompt length (tokens)", sort=buckets, axis=alt.Axis(labelAngle=0)),
             xOffset=alt.XOffset("stat:N", sort=stats),
             y=alt.Y("seconds:Q", title="seconds (log scale)", scale=alt.Scale(type="symlog", constant=0.001),
-                    axis=alt.Axis(values=[0, 0.01, 0.1, 1, 10, 100, 1000], format=",~r")),
+                    axis=alt.Axis(values=[0.01, 0.1, 1, 10, 100, 1000], format=",~r")),
             y2=alt.datum(0),
             color=alt.Color("stat:N", title="", sort=stats, legend=alt.Legend(orient="top"),
-                            scale=alt.Scale(domain=stats, range=["#56B4E9", "#0072B2", "#000000"])),
+                            scale=alt.Scale(domain=stats, range=[SERIES_COLOURS[2], SERIES_COLOURS[0],
+                                                                 "#000000"])),
             tooltip=[alt.Tooltip("bucket:N", title="prompt length"), alt.Tooltip("stat:N"),
                      alt.Tooltip("seconds:Q", format=".3f"), alt.Tooltip("num_requests:Q", title="requests")],
         ).properties(width=240, height=280, title=metric))
     if not panels:
         return alt.Chart(pd.DataFrame({"x": []})).mark_bar().encode(x=alt.X("x:Q", title="seconds"))
     return alt.hconcat(*panels).resolve_scale(y="independent")
+
+
+TAIL_COLOURS = {"p50": SERIES_COLOURS[2], "p99": SERIES_COLOURS[0], "p99.9": "#000000"}  # not meanings
+
+
+def itl_tail(tails: pd.DataFrame, prefills: pd.DataFrame | None = None, end_at: float | None = None,
+             x_title: str = "time since the first log line (s)",
+             silent: pd.DataFrame | None = None) -> alt.Chart:
+    """The ITL tail per scrape interval (a segment across each interval, log scale), over the log's Prefill
+    lines when given (bars in the prefill colour, #new-token on the right axis): a stall shows as silence,
+    then long gaps, after a row of full chunks."""
+    series = list(TAIL_COLOURS)
+    segments = alt.Chart(tails).mark_rule(strokeWidth=3).encode(
+        x=alt.X("start_s:Q", title=x_title, scale=x_domain(end_at)), x2="end_s:Q",
+        y=alt.Y("seconds:Q", title="inter-token gap (s, log scale)",
+                scale=alt.Scale(type="log", domain=[0.001, 10], clamp=True)),
+        color=alt.Color("series:N", title="ITL in each scrape interval", sort=series,
+                        scale=alt.Scale(domain=series, range=list(TAIL_COLOURS.values())),
+                        legend=alt.Legend(orient="top")),
+        tooltip=[alt.Tooltip("series:N", title="percentile"), alt.Tooltip("seconds:Q", format=".3g"),
+                 alt.Tooltip("bucket:N", title="within the bucket"),
+                 alt.Tooltip("num_gaps:Q", title="gaps in the interval", format=",")])
+    layers = [segments]
+    if silent is not None and len(silent):  # intervals with no gap while replies ran: the stall itself
+        layers.insert(0, alt.Chart(silent).mark_rect(color=STALL[1], opacity=0.25).encode(
+            x="start_s:Q", x2="end_s:Q", tooltip=[alt.Tooltip("label:N", title="in this interval")]))
+    if prefills is None:
+        return alt.layer(*layers).properties(width=WIDTH, height=260)
+    bars = alt.Chart(prefills).mark_bar(size=4, color=colour("prefill"), opacity=0.5).encode(
+        x=alt.X("at:Q", scale=x_domain(end_at)),
+        y=alt.Y("num_new_tokens:Q", title="#new-token (prefill bars)",
+                axis=alt.Axis(orient="right", labelExpr=COUNT_LABEL)),
+        tooltip=[alt.Tooltip("line_no:Q", title="log line"),
+                 alt.Tooltip("at:Q", title="at (s)", format=".1f"),
+                 alt.Tooltip("num_new_tokens:Q", title="#new-token", format=","),
+                 alt.Tooltip("is_full_chunk:N", title="full chunk")])
+    return alt.layer(bars, *layers).resolve_scale(y="independent").properties(width=WIDTH, height=300)

@@ -13,18 +13,22 @@ from dataclasses import dataclass
 import streamlit as st
 
 from app.charts import frames
-from app.server.input import LOG_LIMIT_MB
+from app.server.input import LOG_LIMIT_MB, METRICS_LIMIT_MB
 from engine_model import (
     Diagnosis,
     ParsedLog,
     Request,
     Scenario,
+    ServerCheck,
     Timeline,
     Trace,
     build_timeline,
+    check_server,
     diagnose,
     load_trace,
     parse_log,
+    read_scrapes,
+    read_server_info,
     simulate,
 )
 
@@ -41,6 +45,17 @@ def read_log(text: str, rank: str | None = None) -> ReadLog:
     """Parse, rebuild one rank's timeline and diagnose it (raises InputError on unusable text)."""
     parsed = parse_log(text, max_bytes=LOG_LIMIT_MB * 1_000_000)
     return ReadLog(parsed, build_timeline(parsed, rank=rank), diagnose(parsed, rank=rank))
+
+
+@st.cache_data(max_entries=16, show_spinner="Reading the metrics…")
+def check(text: str, scrapes: tuple[tuple[str, str], ...], info: tuple[str, str] | None,
+          rank: str | None = None) -> ServerCheck:
+    """The log's verdict with its /metrics scrapes and /server_info beside it (raises InputError naming the
+    scrape or /server_info and the line when one holds nothing usable)."""
+    parsed = parse_log(text, max_bytes=LOG_LIMIT_MB * 1_000_000)
+    found = read_scrapes(list(scrapes), max_bytes=METRICS_LIMIT_MB * 1_000_000) if scrapes else None
+    server = read_server_info(info[1], source=info[0]) if info else None
+    return check_server(parsed, found, server, rank=rank)
 
 
 @st.cache_data(max_entries=32, show_spinner="Loading the trace…")

@@ -22,11 +22,16 @@ def _keeps(data: dict, value) -> None:
     """For controls that choose what to read, not how the server runs."""
 
 
-VIEW = Control("view", "What do you have?", "select", "log", _keeps, ("log", "trace"), is_flag=False,
-               fmt=lambda v: {"log": "A server log", "trace": "A request trace"}[v])
+VIEW = Control("view", "What do you have?", "select", "log", _keeps, ("log", "trace", "live"), is_flag=False,
+               fmt=lambda v: {"log": "A server log", "trace": "A request trace",
+                              "live": "A running server (live)"}[v])
 LOG = Control("log", "Log", "select", "retraction", _keeps, (*LOG_SAMPLES, "paste", "upload"), is_flag=False,
               fmt=lambda v: (LOG_SAMPLES[v].label if v in LOG_SAMPLES
                              else {"paste": "Paste a log", "upload": "Upload a file"}[v]))
+METRICS = Control("metrics", "Metrics", "select", "none", _keeps, ("none", "example", "paste", "upload"),
+                  is_flag=False,
+                  fmt=lambda v: {"none": "None", "example": "The example's own (made by the model)",
+                                 "paste": "Paste scrapes", "upload": "Upload scrape files"}[v])
 OUTPUT = Control("out", "Reply length (tokens)", "select", "auto", _keeps,
                  ("auto", 32, 64, 128, 256, 512, 1024, 2048, 4096), is_flag=False,
                  fmt=lambda v: "estimated from the Decode lines" if v == "auto" else f"{v:,}",
@@ -73,7 +78,7 @@ REPLAY_SWITCHES = {"mixed": REPLAY_MIXED, "chunk": REPLAY_CHUNK, "interval": REP
 RUN_CONTROLS = (mixed_control(), chunk_control(), interval_control(), *common_controls())
 GPU, MODEL, SEED = RUN_CONTROLS[3:]
 TRACE_OPTIONS = (WINDOW_START, WINDOW_LEN, SPEEDUP, SAMPLE, MAX_REQUESTS, LONG)
-CONTROLS = (VIEW, LOG, OUTPUT, TRACE, WINDOW_START, WINDOW_LEN, SPEEDUP, SAMPLE, MAX_REQUESTS, LONG,
+CONTROLS = (VIEW, LOG, METRICS, OUTPUT, TRACE, WINDOW_START, WINDOW_LEN, SPEEDUP, SAMPLE, MAX_REQUESTS, LONG,
             *RUN_CONTROLS, *REPLAY_SWITCHES.values())
 
 

@@ -14,6 +14,9 @@ from engine_model import InputError
 SAMPLES_DIR = Path(__file__).resolve().parents[1] / "samples"
 LOG_LIMIT_MB = 5  # a log is pasted or uploaded; 5 MB is ~25,000 scheduler lines, enough around a stall
 TRACE_LIMIT_MB = 20
+METRICS_LIMIT_MB = 20  # about 150 scrapes of a real server
+INFO_LIMIT_MB = 1  # a /server_info is a few tens of KB
+METRICS_EXAMPLE = ("chat_long_prompt.prom", "server_info.json")  # the example log's scrapes and /server_info
 SNIFF_CHARS = 65_536
 MAX_UNDECODABLE = 0.01  # more than 1 % replaced characters in the first 64 KiB (and more than 16): not text
 MIN_UNDECODABLE = 16
@@ -26,6 +29,7 @@ class Sample:
     file: str
     says: str  # what the page should show for it, in a sentence
     source: str  # where it comes from and its licence, in words (the page names no file paths)
+    origin: str = "A real SGLang log:"  # what the page calls it, before its source
 
 
 LOG_SAMPLES = {s.key: s for s in (
@@ -34,9 +38,17 @@ LOG_SAMPLES = {s.key: s for s in (
            "SGLang's docs CI ran a batch job against a 20,480-token KV pool; the cache filled four times.",
            "server-log lines from an executed notebook of SGLang's documentation, built by SGLang's CI on "
            "2025-04-30 (Apache-2.0)"),
-    Sample("chunk", "Issue 11970, v0.5.3: 8,192-token chunks back to back",
+    Sample("example", "Made by the model: chat and a 100,000-token paste, with its /metrics",
+           "chat_long_prompt.log",
+           "Not a recording: one run of the model, written in SGLang 0.5.23's log format, with the /metrics "
+           "scrapes and /server_info SGLang would have given for it (pick them under *Your metrics beside "
+           "the log*).",
+           "this project, from a run of its model, in SGLang's formats, metric names and buckets "
+           "(Apache-2.0)", origin="Written by"),
+    Sample("chunk", "Issue 11970, v0.5.3: a queue of 114 prefilled 8,192 tokens a pass",
            "07_issue11970_prefill_chunk8192_v0.5.3.log",
-           "Nine Prefill lines in three seconds, each 8,192 new tokens, with up to 64 requests running.",
+           "Nine Prefill lines in three seconds, each 8,192 new tokens of about eight new requests from a "
+           "queue of 114, while up to 64 replies wait.",
            "lines posted in SGLang's GitHub issue #11970 (Apache-2.0)"),
 )}
 TRACE_SAMPLES = {s.key: s for s in (

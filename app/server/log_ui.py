@@ -28,6 +28,11 @@ VERDICTS = {  # verdict -> (colour, icon, in a few words, in a sentence)
     "chunked_prefill_stall": ("orange", ":material/view_week:", "the chunked-prefill stall",
                               "Prefill chunks ran back to back while replies were mid-stream, so those "
                               "replies got no token until the last chunk."),
+    "prefill_queue_ramp": ("orange", ":material/stacks:", "a queue ramp under prefill-first admission",
+                           "A queue of new requests was prefilled pass after pass while replies were "
+                           "mid-stream, so those replies got no token until the queue drained. Not one long "
+                           "prompt: a smaller chunk will not help; mixed chunk or a prefill-decode interval "
+                           "will."),
     "queueing_running_cap": ("blue", ":material/hourglass_top:",
                              "neither stall: a queue behind max_running_requests",
                              "Requests queued behind the --max-running-requests cap."),
@@ -44,7 +49,7 @@ def log_source_ui() -> tuple[str, str] | None:
     choice = control_ui(PAGE, LOG, radio=True)
     if choice in LOG_SAMPLES:
         sample: Sample = LOG_SAMPLES[choice]
-        st.caption(f"{sample.says} A real SGLang log: {sample.source}.")
+        st.caption(f"{sample.says} {sample.origin} {sample.source}.")
         return sample.file, sample_text(sample)
     if choice == "paste":
         text = st.text_area(f"Server log (up to {LOG_LIMIT_MB} MB)", key=state.keys(PAGE).widget("paste"),

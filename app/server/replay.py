@@ -121,6 +121,37 @@ def replay_scenario(parsed: ParsedLog, timeline: Timeline, base: Scenario, outpu
     return validate(data), notes + ([note] if note else [])
 
 
+def streak_note(run_lines: list, num_stalled: int, num_model: int, resolved: dict, timeline: Timeline) -> str:
+    """How the log's and the model's back-to-back prefill passes are counted, and why they differ if they do.
+
+    Both count passes while replies were running (a pass with nobody running stalls no one). `run_lines`:
+    the log's longest run of full-chunk Prefill lines; `resolved`: the model run's resolved settings.
+    """
+    chunk_size = timeline.chunk_size
+    text = ("Counted alike: back-to-back prefill passes while replies were running (the log's run of full "
+            "chunks with no Decode line between; the model's consecutive prefill passes).")
+    reasons = []
+    model_chunk = resolved.get("chunked_prefill_size")
+    if chunk_size and model_chunk != chunk_size:
+        reasons.append(f"the model's chunk size is {model_chunk or 'off'}, the log's {chunk_size:,}")
+    cap = resolved.get("max_running_requests")
+    most = max(((r.num_running_reqs or 0) + r.num_new_reqs for r in run_lines), default=0)
+    if isinstance(cap, int) and most > cap:
+        reasons.append(f"the model caps running requests at {cap:,}, the log ran {most:,}")
+    if num_stalled != num_model:
+        reasons.append("arrivals are estimates (the lines' times to the second, or earlier where #queue-req "
+                       "said a request was waiting) and prompts are equal shares of each line's tokens, so "
+                       "passes can pack differently")
+        text += f" They differ ({num_stalled} vs {num_model}): " + "; ".join(reasons) + "."
+    last = run_lines[-1] if run_lines else None
+    ends_log = last is not None and timeline.samples[-1].line_no == last.line_no
+    if ends_log and last.num_queue_reqs:
+        text += (f" The log's run ends with {last.num_queue_reqs:,} requests still queued at its last line: "
+                 "SGLang went on prefilling them after it, and the replay has only the requests the lines "
+                 "show.")
+    return text
+
+
 def with_switches(scenario: Scenario, switches: dict) -> Scenario:
     """A replayed scenario under the switches not left AS_LOGGED: the same requests, without reading the log
     again (for a log at the size limit that took 0.3 s a rerun)."""

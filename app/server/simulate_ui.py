@@ -16,12 +16,12 @@ from app.server.compute import ReadLog
 from app.server.controls import AS_LOGGED, GPU, MODEL, OUTPUT, PAGE, REPLAY_SWITCHES, base_data
 from app.server.log_ui import VERDICTS
 from app.server.page import cache_key, headline_ui
-from app.server.replay import replay_scenario, with_switches
+from app.server.replay import replay_scenario, streak_note, with_switches
 from app.story import diagnosis
 from app.ui.chart import chart_ui
 from app.ui.controls import control_ui
 from app.ui.resolved import cut_off_ui, resolved_ui
-from engine_model import InputError, longest_chunk_run, validate
+from engine_model import InputError, longest_run, validate
 from engine_model import log_settings as settings
 
 
@@ -29,8 +29,9 @@ def simulate_log_ui(read: ReadLog, values: dict) -> None:
     st.divider()
     st.markdown("### Simulate this server")
     st.markdown("The model runs the log's settings on a GPU and model you pick, with the requests the "
-                "Prefill lines imply (arrival = the line's time) and those already streaming when the log "
-                "begins (the log does not say how long replies were).")
+                "Prefill lines imply (arrival: the line's time, or earlier when a `#queue-req` said the "
+                "request was already waiting) and those already streaming when the log begins (the log "
+                "does not say how long replies were).")
     model_path = settings(read.parsed).get("model_path")
     for col, control in zip(st.columns(3), (GPU, MODEL, OUTPUT), strict=True):
         with col:
@@ -94,7 +95,8 @@ def replay_or_stop(read: ReadLog, values: dict, switches: dict):
 
 def _log_vs_model_ui(read: ReadLog, run: RunFrames) -> None:
     parsed, timeline = read.parsed, read.timeline
-    longest = longest_chunk_run(parsed, timeline)
+    run_lines = longest_run(parsed, timeline)
+    stalled = sum((r.num_running_reqs or 0) > 0 for r in run_lines)
     model = diagnosis.diagnose(run)
     peak = max((s.token_usage for s in timeline.samples if s.token_usage is not None), default=None)
     start, end = sf.log_span(timeline)
@@ -104,8 +106,8 @@ def _log_vs_model_ui(read: ReadLog, run: RunFrames) -> None:
         ("retractions (requests sent back)",
          f"{len(timeline.retractions)} ({sum(r.num_retracted_reqs for r in timeline.retractions)})",
          f"{model['num_retractions']} ({model['num_retracted_requests']})"),
-        ("longest run of full prefill chunks back to back",
-         f"{longest} Prefill lines" if longest >= 2 else "none",
+        ("back-to-back prefill passes while replies ran",
+         f"{stalled} Prefill lines ({len(run_lines)} in the run)" if len(run_lines) >= 2 else "none",
          f"{model['prefill_streak_passes']} passes, {model['prefill_streak_s']:.2f} s"
          if model["prefill_streak_passes"] >= 2 else "none"),
         ("peak KV use", "—" if peak is None else f"{peak:.0%}", f"{model['kv_peak_fraction']:.0%}"),
@@ -113,6 +115,8 @@ def _log_vs_model_ui(read: ReadLog, run: RunFrames) -> None:
     ]
     st.markdown("#### Your log beside the model (the log's own settings)")
     st.table(pd.DataFrame(rows, columns=["", "your log", "the model"]).set_index(""))
+    st.caption(":material/info: " + streak_note(run_lines, stalled, model["prefill_streak_passes"],
+                                                run.summary.config["resolved"], timeline))
     log_kv, model_kv = bool(timeline.retractions), bool(model["num_retractions"])
     if log_kv != model_kv:
         st.caption(":material/info: The model and your log disagree on retraction. The model's requests are "

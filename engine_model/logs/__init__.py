@@ -1,6 +1,7 @@
 """Read SGLang server logs: parse lines, rebuild a timeline, diagnose which stall it shows."""
 
-from engine_model.logs.diagnose import Diagnosis, Finding, Fix, diagnose, scenario_hints
+from engine_model.logs.diagnose import Diagnosis, Finding, Fix, diagnose
+from engine_model.logs.observed import scenario_hints
 from engine_model.logs.parse import (
     DecodeRecord,
     ParsedLog,

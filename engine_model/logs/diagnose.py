@@ -5,7 +5,6 @@ The rules and thresholds are written out in docs/logs-and-traces.md.
 
 from dataclasses import dataclass
 
-from engine_model.config import EngineConfig
 from engine_model.logs.parse import (
     DecodeRecord,
     ParsedLog,
@@ -14,15 +13,18 @@ from engine_model.logs.parse import (
     default_rank,
     settings,
 )
-from engine_model.logs.startup import SETTING_KEYS
 from engine_model.logs.timeline import Record, Timeline, chunk_size_of, is_full_chunk, records_of
 
 HIGH_TOKEN_USAGE = 0.85
-MAX_OBSERVED_REQUESTS = 100_000
 MAX_EVIDENCE = 4
-KIND_ORDER = ("kv_retraction", "chunked_prefill_stall", "queueing_running_cap", "queueing_token_pool")
+KIND_ORDER = (
+    "kv_retraction",
+    "chunked_prefill_stall",
+    "prefill_queue_ramp",
+    "queueing_running_cap",
+    "queueing_token_pool",
+)
 VERDICTS = (*KIND_ORDER, "none")
-HINT_KEYS = tuple(key for key in SETTING_KEYS if key in EngineConfig.model_fields)  # what a scenario accepts
 
 
 @dataclass(frozen=True)
@@ -73,49 +75,81 @@ def chunk_runs(records: list[Record], chunk_size: int | None) -> list[list[Prefi
     return runs
 
 
-def longest_chunk_run(parsed: ParsedLog, timeline: Timeline) -> int:
-    """The most full-chunk Prefill lines in a row with no Decode line between (0 when there is none)."""
+def longest_run(parsed: ParsedLog, timeline: Timeline) -> list[PrefillRecord]:
+    """The longest run of full-chunk Prefill lines with no Decode line between (empty when there is none)."""
     records = records_of(parsed, timeline.rank)
     chunk_size, _ = chunk_size_of(parsed, [r for r in records if isinstance(r, PrefillRecord)])
-    return max((len(run) for run in chunk_runs(records, chunk_size)), default=0)
+    return max(chunk_runs(records, chunk_size), key=len, default=[])
 
 
-def chunk_finding(runs: list[list[PrefillRecord]], chunk_size: int | None, found: dict) -> Finding:
-    def waiting(run: list[PrefillRecord]) -> int:
-        return max(r.num_running_reqs or 0 for r in run)
+def longest_chunk_run(parsed: ParsedLog, timeline: Timeline) -> int:
+    """The most full-chunk Prefill lines in a row with no Decode line between (0 when there is none)."""
+    return len(longest_run(parsed, timeline))
 
-    worst = max(runs, key=lambda run: (len(run) * max(waiting(run), 1), len(run)))
-    num_waiting, num_passes = waiting(worst), len(worst)
+
+def run_kind(run: list[PrefillRecord]) -> str:
+    """What started a run of back-to-back full chunks: one long prompt, or a queue drained pass after pass.
+
+    A chunked request continues first in the next batch (`add_chunked_req`). When the second pass carried
+    that request alone, filling the whole chunk, the prompt was longer than a chunk: a long prompt. When
+    it also admitted new requests (`#new-seq` >= 2), the passes are many prompts filling each chunk
+    budget: a queue ramp under prefill-first admission.
+    """
+    return "chunked_prefill_stall" if run[1].num_new_reqs == 1 else "prefill_queue_ramp"
+
+
+def queue_behind(run: list[PrefillRecord]) -> list[PrefillRecord]:
+    """The lines of a long-prompt run after the prompt's last chunk: the queue that built up behind it."""
+    carried = next((i for i, r in enumerate(run[1:], start=1) if r.num_new_reqs != 1), len(run))
+    return run[carried:]
+
+
+def num_fresh(run: list[PrefillRecord]) -> int:
+    """Requests the run admitted: all of the first line's, and on each later line all but the carried one."""
+    return run[0].num_new_reqs + sum(max(r.num_new_reqs - 1, 0) for r in run[1:])
+
+
+def waiting(run: list[PrefillRecord]) -> int:
+    return max(r.num_running_reqs or 0 for r in run)
+
+
+def ran_back_to_back(run: list[PrefillRecord], chunk_size: int | None) -> str:
+    """'N prefill passes of up to S tokens ran back to back (lines a-b, about t s ...)'."""
     size = f"{chunk_size:,}" if chunk_size else "a full chunk of"
-    span = worst[-1].at - worst[0].at
-    where = f"lines {worst[0].line_no}-{worst[-1].line_no}, about {span:.0f} s from first to last"
-    first = worst[0]
+    span = run[-1].at - run[0].at
+    where = f"lines {run[0].line_no}-{run[-1].line_no}, about {span:.0f} s from first to last"
+    first = run[0]
     if first.num_pending_tokens and not first.num_queue_reqs and chunk_size:
         more = -(-first.num_pending_tokens // chunk_size)
-        where += (
-            f"; the first left {first.num_pending_tokens:,} prompt tokens pending, about {more} more passes"
-        )
-    mixed = found.get("enable_mixed_chunk")
+        where += (f"; the first left {first.num_pending_tokens:,} prompt tokens pending, about {more} more"
+                  " passes")
+    return f"{len(run)} prefill passes of up to {size} tokens ran back to back ({where})"
+
+
+def mixed_words(found: dict, until: str) -> str:
+    """What mixed chunk did to the replies during the run (`until`: when the run ends, in a few words)."""
+    if found.get("enable_mixed_chunk") is True:
+        return ("Mixed chunk is on, so each pass also carried one decode step for every running request: the "
+                "longest gap is about one chunk pass, not all of them. Chunk size is the knob now.")
+    state = "off" if found.get("enable_mixed_chunk") is False else "not in the log (default: off)"
+    return (f"Mixed chunk is {state}, so prefill wins every iteration and those replies get no token until "
+            f"{until}.")
+
+
+def long_prompt_finding(runs: list[list[PrefillRecord]], chunk_size: int | None, found: dict) -> Finding:
+    worst = max(runs, key=lambda run: (len(run) * max(waiting(run), 1), len(run)))
+    num_waiting, ran = waiting(worst), ran_back_to_back(worst, chunk_size)
     if num_waiting == 0:
-        explanation = (
-            f"{num_passes} prefill passes of up to {size} tokens ran back to back ({where}), but no request "
-            "was mid-reply at the time, so nobody stalled here. Had replies been streaming, they would have "
-            "waited for all of them."
-        )
-    elif mixed is True:
-        explanation = (
-            f"{num_passes} prefill passes of up to {size} tokens ran back to back ({where}) while up to "
-            f"{num_waiting} requests were mid-reply. Mixed chunk is on, so each pass also carried one decode "
-            "step for every running request: the longest gap is about one chunk pass, not all of them. "
-            "Chunk size is the knob now."
-        )
+        explanation = (f"{ran}, but no request was mid-reply at the time, so nobody stalled here. Had "
+                       "replies been streaming, they would have waited for all of them.")
     else:
-        state = "off" if mixed is False else "not in the log (default: off)"
-        explanation = (
-            f"{num_passes} prefill passes of up to {size} tokens ran back to back ({where}) while up to "
-            f"{num_waiting} requests were mid-reply. Mixed chunk is {state}, so prefill wins every iteration "
-            "and those replies get no token until the last pass is done."
-        )
+        explanation = (f"{ran} while up to {num_waiting} requests were mid-reply. "
+                       + mixed_words(found, "the last pass is done"))
+    behind = queue_behind(worst)
+    if behind:
+        queued = sum(r.num_new_reqs - 1 for r in behind)
+        explanation += (f" The last {len(behind)} of those passes admitted {queued:,} requests that had "
+                        "queued behind the long prompt.")
     return Finding(
         kind="chunked_prefill_stall",
         severity="observed" if num_waiting else "latent",
@@ -131,6 +165,50 @@ def chunk_finding(runs: list[list[PrefillRecord]], chunk_size: int | None, found
             Fix("--prefill-decode-interval N", "forces N decode rounds after each prefill batch"),
         ],
     )
+
+
+def queue_ramp_finding(runs: list[list[PrefillRecord]], chunk_size: int | None, found: dict) -> Finding:
+    worst = max(runs, key=lambda run: (len(run) * max(waiting(run), 1), len(run)))
+    num_waiting, fresh = waiting(worst), num_fresh(worst)
+    tokens = sum(r.num_new_tokens + r.num_cached_tokens for r in worst)
+    per_seq = sorted(r.num_new_reqs for r in worst)
+    queued = worst[0].num_queue_reqs
+    queue_text = f", from a queue of {queued:,} at the first line" if queued else ""
+    mid_reply = f" while up to {num_waiting} requests were mid-reply" if num_waiting else ""
+    explanation = (
+        f"{ran_back_to_back(worst, chunk_size)}{mid_reply}. They were not one long prompt: the passes "
+        f"admitted {fresh:,} new requests of about "
+        f"{round(tokens / fresh, -1):,.0f} prompt tokens each (#new-seq {per_seq[0]}-{per_seq[-1]} a pass, "
+        f"one of them carried over from the pass before){queue_text}. SGLang schedules a prefill whenever a "
+        "waiting request fits (prefill first), so a queue is drained pass after pass. "
+    )
+    if num_waiting:
+        explanation += (mixed_words(found, "the queue is drained or a limit stops admission")
+                        + " A smaller --chunked-prefill-size does not help here: the queue's tokens stay "
+                        "the same, in more passes.")
+    else:
+        explanation += "No request was mid-reply at the time, so nobody stalled here."
+    return Finding(
+        kind="prefill_queue_ramp",
+        severity="observed" if num_waiting else "latent",
+        title="A queue of new requests is prefilled pass after pass while replies wait",
+        explanation=explanation + (f" The log has {len(runs)} runs like this." if len(runs) > 1 else ""),
+        evidence=quote(worst),
+        fixes=[
+            Fix("--enable-mixed-chunk", "each prefill pass also runs one decode step for the replies"),
+            Fix("--prefill-decode-interval N", "N decode rounds after each prefill batch"),
+            Fix("--max-running-requests (lower)",
+                "admission stops at the cap, so replies decode while the rest wait (first tokens later)"),
+        ],
+    )
+
+
+def chunk_findings(runs: list[list[PrefillRecord]], chunk_size: int | None, found: dict) -> list[Finding]:
+    """One finding per kind of run present: long prompts chunked, and queues drained by prefill."""
+    ramps = [run for run in runs if run_kind(run) == "prefill_queue_ramp"]
+    prompts = [run for run in runs if run_kind(run) == "chunked_prefill_stall"]
+    return ([long_prompt_finding(prompts, chunk_size, found)] if prompts else []) + (
+        [queue_ramp_finding(ramps, chunk_size, found)] if ramps else [])
 
 
 # ---- KV retraction and queueing --------------------------------------------------------------------
@@ -220,17 +298,18 @@ def pool_finding(lines: list[Record]) -> Finding:
     )
 
 
-def diagnose(parsed: ParsedLog, *, rank: str | None = None) -> Diagnosis:
-    """Findings for one rank (default TP0 / DP0), observed ones first; the verdict is the first of those."""
+def diagnose(parsed: ParsedLog, *, rank: str | None = None, known: dict | None = None) -> Diagnosis:
+    """Findings for one rank (default TP0 / DP0), observed ones first; the verdict is the first of those.
+
+    `known`: resolved settings from elsewhere (a /server_info); the log's own lines win where both say.
+    """
     rank = default_rank(parsed) if rank is None else rank
     records = records_of(parsed, rank)
-    found = settings(parsed)
+    found = {**(known or {}), **settings(parsed)}
     prefills = [r for r in records if isinstance(r, PrefillRecord)]
-    chunk_size, _ = chunk_size_of(parsed, prefills)
+    chunk_size, _ = chunk_size_of(parsed, prefills, known)
     findings = []
-    runs = chunk_runs(records, chunk_size)
-    if runs:
-        findings.append(chunk_finding(runs, chunk_size, found))
+    findings.extend(chunk_findings(chunk_runs(records, chunk_size), chunk_size, found))
     has_retraction = any(isinstance(r, RetractionRecord) for r in records)
     if has_retraction:
         findings.append(retraction_finding(records, found, parsed.server_args or {}))
@@ -252,73 +331,16 @@ def diagnose(parsed: ParsedLog, *, rank: str | None = None) -> Diagnosis:
     findings.sort(key=lambda f: (f.severity != "observed", KIND_ORDER.index(f.kind)))
     observed = [f for f in findings if f.severity == "observed"]
     return Diagnosis(
-        observed[0].kind if observed else "none", findings, rank, found, notes_for(parsed, records)
+        observed[0].kind if observed else "none", findings, rank, found, notes_for(parsed, records, found)
     )
 
 
-def notes_for(parsed: ParsedLog, records: list[Record]) -> list[str]:
+def notes_for(parsed: ParsedLog, records: list[Record], found: dict) -> list[str]:
     notes = []
     if not records:
         notes.append("no Prefill batch, Decode batch or retraction lines were found for this rank")
-    if "enable_mixed_chunk" not in settings(parsed):
+    if "enable_mixed_chunk" not in found:
         notes.append("no server_args line: mixed chunk and other flags are assumed at their defaults")
     if len(parsed.ranks) > 1:
         notes.append(f"the log has {len(parsed.ranks)} ranks; only one is diagnosed: {sorted(parsed.ranks)}")
     return notes
-
-
-# ---- hints for a simulation ------------------------------------------------------------------------
-
-
-def scenario_hints(parsed: ParsedLog, *, rank: str | None = None) -> dict:
-    """Engine overrides read from the log, plus `observed_requests`: estimated (arrival_at, prompt_len)."""
-    found = settings(parsed)
-    hints = {key: found[key] for key in HINT_KEYS if key in found and found[key] is not None}
-    rank = default_rank(parsed) if rank is None else rank
-    prefills = [r for r in records_of(parsed, rank) if isinstance(r, PrefillRecord)]
-    chunk_size, _ = chunk_size_of(parsed, prefills)
-    hints["observed_requests"] = observed_requests(prefills, chunk_size)
-    return hints
-
-
-def observed_requests(prefills: list[PrefillRecord], chunk_size: int | None) -> list[tuple[float, int]]:
-    """Guess (arrival_at, prompt_len) per request from Prefill lines.
-
-    A line with S new requests and N new + C cached tokens gives S prompts of (N + C) / S tokens, arriving
-    at the line's time (an upper bound). When a line used a full chunk, its last request continues on the
-    next line; with an empty queue, #pending-token is that request's remainder and fixes its length.
-    A time earlier than the line before (clock step, concatenated logs) is raised to it, as in the
-    timeline. Stops after MAX_OBSERVED_REQUESTS requests: memory never grows with a number in the log.
-    """
-    requests, open_req = [], None  # open_req: [arrival_at, tokens so far, expected total or None]
-    at = 0.0
-    for line in prefills:
-        num = line.num_new_reqs
-        at = max(at, line.at)
-        if num <= 0:
-            continue
-        if len(requests) >= MAX_OBSERVED_REQUESTS:
-            break
-        share = (line.num_new_tokens + line.num_cached_tokens) / num
-        starts = 0
-        if open_req is not None:
-            open_req[1] += share
-            starts = 1
-        num_parts = min(num - starts, MAX_OBSERVED_REQUESTS - len(requests) + 1)  # +1: one may stay open
-        parts = [[at, share, None] for _ in range(num_parts)]
-        if open_req is not None and (parts or not is_full_chunk(line, chunk_size)):
-            requests.append(close(open_req))
-            open_req = None
-        if is_full_chunk(line, chunk_size) and (parts or open_req is not None):
-            open_req = open_req or parts.pop()
-            if line.num_pending_tokens and not line.num_queue_reqs:
-                open_req[2] = open_req[1] + line.num_pending_tokens
-        requests.extend(close(p) for p in parts)
-    if open_req is not None:
-        requests.append(close(open_req))
-    return sorted(requests)[:MAX_OBSERVED_REQUESTS]
-
-
-def close(request: list) -> tuple[float, int]:
-    arrival_at, tokens, expected = request
-    return (arrival_at, max(round(expected if expected is not None else tokens), 1))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from engine_model.config import EngineConfig, Scenario
 from engine_model.errors import InputError
-from engine_model.logs.diagnose import scenario_hints
+from engine_model.logs.observed import scenario_hints
 from engine_model.logs.parse import ParsedLog
-from engine_model.logs.timeline import build_timeline
+from engine_model.logs.timeline import Timeline, build_timeline
 from engine_model.scenario_io import validate
 
 ASSUMED_OUTPUT_LEN = 256  # logs do not say how long replies were (assumption; editable)
@@ -14,10 +14,9 @@ ENGINE_KEYS = set(EngineConfig.model_fields)
 MODELLED_POLICIES = ("fcfs", "lof", "random")
 
 
-def estimated_output_len(parsed: ParsedLog, num_requests: int) -> int | None:
+def estimated_output_len(timeline: Timeline, num_requests: int) -> int | None:
     """Mean reply length: each Decode line stands for `decode_log_interval` decode steps of its #running-req
     requests, so sum(steps x running) / requests. None when the log has no Decode line."""
-    timeline = build_timeline(parsed)
     generated = sum(d.num_steps * d.num_running_reqs for d in timeline.decodes)
     if not generated or not num_requests:
         return None
@@ -33,9 +32,12 @@ def scenario_from_log(parsed: ParsedLog, base: Scenario, *, output_len: int | No
     """
     hints = scenario_hints(parsed)
     observed = hints.pop("observed_requests")[:max_requests]
+    timeline = build_timeline(parsed)
+    if "chunked_prefill_size" not in hints and timeline.chunk_size_source == "inferred":
+        hints["chunked_prefill_size"] = timeline.chunk_size  # the log's own passes, not this GPU's default
     reply_note = f"each reply assumed {output_len} tokens"
     if output_len is None:
-        output_len = estimated_output_len(parsed, len(observed))
+        output_len = estimated_output_len(timeline, len(observed))
         reply_note = ((f"each reply {output_len} tokens: the Decode lines' decode steps x running requests "
                        "over the requests seen (an estimate)") if output_len
                       else f"each reply assumed {ASSUMED_OUTPUT_LEN} tokens")
@@ -43,6 +45,9 @@ def scenario_from_log(parsed: ParsedLog, base: Scenario, *, output_len: int | No
     engine = {k: v for k, v in hints.items() if k in ENGINE_KEYS}
     notes = ["engine settings from the log: "
              f"{', '.join(f'{k}={v}' for k, v in engine.items()) or 'none found'}"]
+    if timeline.chunk_size_source == "inferred":
+        notes.append(f"chunked_prefill_size {timeline.chunk_size:,} inferred: the log states none, and its "
+                     "largest #new-token repeats")
     policy = engine.get("schedule_policy")
     if policy is not None and policy not in MODELLED_POLICIES:
         del engine["schedule_policy"]
@@ -51,8 +56,9 @@ def scenario_from_log(parsed: ParsedLog, base: Scenario, *, output_len: int | No
     requests = [{"rid": f"log-{i:04d}", "group": "observed", "arrival_at": at,
                  "prompt_len": max(1, round(prompt)), "output_len": output_len}
                 for i, (at, prompt) in enumerate(observed)]
-    notes.append(f"{len(requests)} requests estimated from Prefill lines (arrival = the line's time, to the "
-                 f"second); {reply_note}")
+    notes.append(f"{len(requests)} requests estimated from Prefill lines (arrival: the line's time to the "
+                 "second, or an earlier line's where its #queue-req says the request was already waiting; "
+                 f"prompt: its share of #new-token, cached tokens left out); {reply_note}")
     if not requests:
         notes.append("no Prefill lines with new requests: nothing to simulate")
     data = base.model_dump()

@@ -28,6 +28,7 @@ SETTING_KEYS = (
     "enable_dp_attention",
     "disable_overlap_schedule",
     "stream_interval",
+    "speculative_algorithm",
     "mem_fraction_static",
     "kv_cache_dtype",
     "schedule_conservativeness",

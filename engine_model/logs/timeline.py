@@ -118,11 +118,14 @@ def spread_times(records: list[Record], resolution_s: float) -> tuple[dict[int, 
     return spread, num_raised
 
 
-def chunk_size_of(parsed: ParsedLog, prefills: list[PrefillRecord]) -> tuple[int | None, str]:
-    """chunked_prefill_size from the startup lines, else the largest #new-token if it repeats."""
-    known = settings(parsed).get("chunked_prefill_size")
-    if isinstance(known, int) and not isinstance(known, bool):
-        return (known if known > 0 else None), "server_args"
+def chunk_size_of(parsed: ParsedLog, prefills: list[PrefillRecord],
+                  known: dict | None = None) -> tuple[int | None, str]:
+    """chunked_prefill_size from the startup lines, else from `known` settings (a /server_info), else the
+    largest #new-token if it repeats."""
+    for source, found in (("server_args", settings(parsed)), ("server_info", known or {})):
+        value = found.get("chunked_prefill_size")
+        if isinstance(value, int) and not isinstance(value, bool):
+            return (value if value > 0 else None), source
     sizes = Counter(p.num_new_tokens for p in prefills)
     if sizes:
         largest = max(sizes)

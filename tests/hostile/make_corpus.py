@@ -1,8 +1,9 @@
 """A hostile corpus: inputs a user (or an attacker) can hand the engine, written small and on demand.
 
-Every case is a log, a trace, a scenario file, a list of `--set` overrides or a path, built from a few
-bytes of recipe here, so nothing large is committed. `python tests/hostile/make_corpus.py DIR` writes the
-files into DIR to try them by hand; tests/test_hostile.py builds them in a temporary folder.
+Every case is a log, a trace, a /metrics scrape, a /server_info, a scenario file, a list of `--set`
+overrides or a path, built from a few bytes of recipe here, so nothing large is committed.
+`python tests/hostile/make_corpus.py DIR` writes the files into DIR to try them by hand;
+tests/test_hostile.py builds them in a temporary folder.
 
 Each case says what a clean answer must contain (`says`: words of the one-line error, or of the partial
 result), so the test checks the answer is the right one, not only that nothing crashed.
@@ -52,7 +53,7 @@ output_len = 4
 @dataclass(frozen=True)
 class Case:
     name: str
-    kind: str  # "log", "trace", "scenario" (a TOML file), "sets" (--set overrides on TINY_TOML), "path"
+    kind: str  # log, trace, metrics, server_info, scenario (TOML), sets (--set on TINY_TOML), path
     data: bytes | str | list[str] | None  # file bytes; the --set list; a path for "path" (str)
     says: str  # a regex that the clean answer (error line or partial result) matches
 
@@ -150,6 +151,71 @@ TRACES = [
 ]
 
 
+ITL = "sglang:inter_token_latency_seconds"
+ITL_LABELS = 'engine_type="unified",model_name="m"'
+
+
+def itl(*buckets: tuple[str, str]) -> str:
+    return "".join(f'{ITL}_bucket{{{ITL_LABELS},le="{le}"}} {n}\n' for le, n in buckets)
+
+
+def scrape(at: str, count: int = 10) -> str:
+    """One scrape after its marker: an ITL histogram and two gauges, as SGLang exports them."""
+    return (f"# scraped_at {at}\n# TYPE {ITL} histogram\n"
+            + itl(("0.01", str(count - 1)), ("1.0", str(count - 1)), ("+Inf", str(count)))
+            + f"{ITL}_count{{{ITL_LABELS}}} {count}\n{ITL}_sum{{{ITL_LABELS}}} {count * 0.02}\n"
+            + 'sglang:num_running_reqs{tp_rank="0"} 4\nsglang:token_usage{tp_rank="0"} 0.3\n')
+
+
+GOOD_SCRAPES = scrape("2026-01-01T12:00:00Z", 10) + scrape("2026-01-01T12:00:05Z", 30)
+
+
+def many_samples(num: int) -> bytes:
+    return "".join(f'sglang:token_usage{{tp_rank="0",x="{i}"}} 0.5\n' for i in range(num)).encode()
+
+
+METRICS = [
+    Case("metrics-empty", "metrics", b"", "no SGLang metric sample"),
+    Case("metrics-binary", "metrics", binary(), "NUL bytes"),
+    Case("metrics-gzip", "metrics", gz(GOOD_SCRAPES.encode()), "gzip"),
+    Case("metrics-utf16", "metrics", GOOD_SCRAPES.encode("utf-16"), "UTF-16"),
+    Case("metrics-latin1", "metrics", GOOD_SCRAPES.encode() + "# caf\xe9\n".encode("latin-1"), "not UTF-8"),
+    Case("metrics-crlf", "metrics", GOOD_SCRAPES.replace("\n", "\r\n").encode(), "itl_s: p50"),
+    Case("metrics-is-a-log", "metrics", GOOD_LOG.encode(), "is a server log"),
+    Case("metrics-is-json", "metrics", b'{"model_path": "m", "version": "0.5.23"}\n', "is JSON"),
+    Case("metrics-html", "metrics", b"<html><body>404 Not Found</body></html>\n", "not Prometheus text"),
+    Case("metrics-vllm", "metrics", b"vllm:num_requests_running 3\nvllm:gpu_cache_usage_perc 0.5\n",
+         "none of SGLang's"),
+    Case("metrics-no-inf", "metrics", (itl(("0.01", "3"), ("1.0", "5")) + GOOD_SCRAPES).encode(),
+         r"no \+Inf bucket"),
+    Case("metrics-decreasing", "metrics", (itl(("0.01", "5"), ("1.0", "3"), ("+Inf", "6"))
+                                           + GOOD_SCRAPES).encode(), "decrease"),
+    Case("metrics-nan-inf", "metrics", (GOOD_SCRAPES + 'sglang:num_queue_reqs{tp_rank="0"} NaN\n'
+                                        + itl(("0.01", "+Inf"), ("+Inf", "+Inf"))).encode(),
+         "NaN or infinite"),
+    Case("metrics-counter-reset", "metrics", (scrape("2026-01-01T12:00:00Z", 50)
+                                              + scrape("2026-01-01T12:00:05Z", 4)).encode(), "a restart"),
+    Case("metrics-bad-marker", "metrics", ("# scraped_at yesterday\n" + GOOD_SCRAPES).encode(),
+         "holds no time"),
+    Case("metrics-broken-lines", "metrics", (GOOD_SCRAPES + 'sglang:num_running_reqs{tp_rank="0" 4\n'
+                                             "sglang:token_usage 0.5 0.6 0.7 0.8\n").encode(), "malformed"),
+    Case("metrics-giant-line", "metrics", (GOOD_SCRAPES + 'sglang:token_usage{x="' + "9" * 1_200_000
+                                           + '"} 1\n').encode(), "1,000,000"),
+    Case("metrics-many-samples", "metrics", many_samples(60_000), "only the first 50,000 samples"),
+    Case("metrics-huge", "metrics", b"# " + b"x" * 21_000_000 + b"\n", "the limit is 20,000,000"),
+]
+INFOS = [
+    Case("info-empty", "server_info", b"", "is not JSON"),
+    Case("info-binary", "server_info", binary(), "NUL bytes"),
+    Case("info-deep", "server_info", b"[" * 100_000, "nested too deep"),
+    Case("info-array", "server_info", b"[1, 2, 3]", "is a JSON list"),
+    Case("info-not-sglang", "server_info", b'{"hello": "world"}', "holds none of SGLang's settings"),
+    Case("info-huge-numbers", "server_info", b'{"chunked_prefill_size": 1e400, "stream_interval": '
+         + b"9" * 400 + b', "version": "0.5.23"}', "holds none of SGLang's settings|not a setting"),
+    Case("info-is-a-scrape", "server_info", GOOD_SCRAPES.encode(), "is not JSON"),
+]
+
+
 def toml(text: str) -> bytes:
     return text.encode()
 
@@ -212,8 +278,8 @@ PATHS = [
     Case("path-long-name", "path", "/tmp/" + "x" * 5000, r"x\.\.\."),
 ]
 
-CASES = [*LOGS, *TRACES, *SCENARIOS, *SETS, *PATHS]
-SUFFIX = {"log": ".log", "trace": ".jsonl", "scenario": ".toml"}
+CASES = [*LOGS, *TRACES, *METRICS, *INFOS, *SCENARIOS, *SETS, *PATHS]
+SUFFIX = {"log": ".log", "trace": ".jsonl", "scenario": ".toml", "metrics": ".prom", "server_info": ".json"}
 
 
 def write(folder: Path) -> dict[str, Path]:

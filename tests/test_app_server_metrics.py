@@ -1,0 +1,174 @@
+"""'Your server', second half: a server's /metrics scrapes and /server_info beside its log, and a live mode
+that is refused unless the app was started to allow it, and then polls only allowed hosts; deploy/ never
+allows it."""
+
+from __future__ import annotations
+
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import yaml
+from streamlit.testing.v1 import AppTest
+
+from app.server.live import ENABLE, HOSTS, live_config
+
+REPO = Path(__file__).resolve().parents[1]
+MAIN = str(REPO / "app" / "main.py")
+METRICS = REPO / "tests" / "data" / "sglang_metrics"
+SCRAPES = (METRICS / "chat_long_prompt.prom").read_text().split("# scraped_at ")[1:]
+
+
+def open_page(**params) -> AppTest:
+    at = AppTest.from_file(MAIN, default_timeout=300)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    at.switch_page("app_pages/your_server.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def texts(elements) -> str:
+    return "\n".join(str(e.value) for e in elements)
+
+
+# ---- beside the log --------------------------------------------------------------------------------
+
+
+def test_the_examples_metrics_stand_beside_its_log_and_confirm_its_verdict():
+    at = open_page(log="example", metrics="example")
+    assert texts(at.success).startswith("The metrics agree: from 14:00:15 to 14:00:25 no inter-token gap was "
+                                        "recorded while 10 replies were running")
+    cards = {m.label: m.value for m in at.metric}
+    assert (cards["ITL p99"], cards["Gaps over 0.4 s (of 26,063)"]) == ("0.061 s", "41")
+    table = next(d.value for d in at.dataframe if "interval" in d.value.columns)
+    assert list(table["interval"])[3:5] == ["14:00:15–14:00:20", "14:00:20–14:00:25"]
+    assert list(table["gaps > 0.4 s"])[3:6] == ["none", "none", "41"]
+    assert list(table["running / queued"])[3:5] == ["10 / 19", "10 / 31"]
+    assert "(the example's /server_info, SGLang 0.5.23)" in texts(at.markdown) and not at.warning
+
+
+def test_scrapes_from_another_day_than_the_log_are_read_but_not_aligned():
+    at = open_page(log="chunk", metrics="paste")
+    at.text_area(key="your_server.metrics_paste").input("# scraped_at " + SCRAPES[5] + "# scraped_at "
+                                                         + SCRAPES[6])
+    at.run()
+    assert not at.exception
+    assert "do not overlap" in texts(at.info) and "Not set beside the log" in texts(at.caption)
+    assert {m.label: m.value for m in at.metric}["ITL p99"] == "0.12 s"
+
+
+def test_a_pasted_server_info_that_disagrees_with_the_log_is_flagged():
+    info = (METRICS / "server_info.json").read_text().replace('"chunked_prefill_size": 8192',
+                                                              '"chunked_prefill_size": 4096')
+    at = open_page(log="example", metrics="paste")
+    at.text_area(key="your_server.info_paste").input(info)
+    at.run()
+    assert "disagree on `chunked_prefill_size`: 8192 in the log, 4096 in /server_info" in texts(at.warning)
+
+
+def test_a_scrape_that_is_a_log_gets_one_message_naming_the_line():
+    at = open_page(log="example", metrics="paste")
+    at.text_area(key="your_server.metrics_paste").input((METRICS / "chat_long_prompt.log").read_text())
+    at.run()
+    assert not at.exception
+    error = texts(at.error)
+    assert "pasted scrapes line 1" in error and "is a server log, not /metrics text" in error
+
+
+# ---- live ------------------------------------------------------------------------------------------
+
+
+def test_live_mode_is_off_unless_the_app_is_started_with_it(monkeypatch):
+    monkeypatch.delenv(ENABLE, raising=False)
+    at = open_page(view="live")
+    assert "Live mode is off on this app" in texts(at.info) and not at.text_input
+    assert live_config({ENABLE: "yes"}).enabled is False and live_config({ENABLE: "1"}).enabled is True
+    assert live_config({ENABLE: "1", HOSTS: " A.internal, b "}).hosts == ("a.internal", "b")
+
+
+class Stand(BaseHTTPRequestHandler):
+    """SGLang on loopback, as far as the poller sees it: each GET /metrics is the next test scrape."""
+
+    served = 0
+
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        if self.path == "/metrics":
+            body = SCRAPES[min(Stand.served, len(SCRAPES) - 1)].split("\n", 1)[1]
+            Stand.served += 1
+        elif self.path == "/server_info":
+            body = (METRICS / "server_info.json").read_text()
+        else:
+            self.send_error(404)
+            return
+        data = body.encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def stand():
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Stand)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    Stand.served = 3  # from 14:00:15: the stall's silent intervals come next
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def start(at: AppTest, url: str) -> AppTest:
+    at.text_input(key="your_server.live_url").input(url)
+    at.button(key="your_server.live_start").click()
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_live_mode_polls_a_loopback_server_and_draws_what_arrives(monkeypatch, stand):
+    monkeypatch.setenv(ENABLE, "1")
+    at = start(open_page(view="live"), stand)
+    for _ in range(2):  # each run of the page is one poll, as each tick of the panel is
+        at.run()
+    cards = {m.label: m.value for m in at.metric}
+    assert (Stand.served, cards["Running"], cards["Queued"]) == (6, "10", "31")
+    assert cards["ITL p99, last interval"] == "—"  # no token between 14:00:20 and 14:00:25: the stall
+    assert "3 scrapes since Start" in texts(at.caption)
+    at.button(key="your_server.live_stop").click()
+    at.run()
+    assert Stand.served == 6  # stopped: no more polls
+
+
+def test_live_mode_refuses_a_host_the_operator_did_not_list(monkeypatch):
+    monkeypatch.setenv(ENABLE, "1")
+    at = start(open_page(view="live"), "http://169.254.169.254:80")
+    assert "169.254.169.254 is not allowed" in texts(at.error)
+
+
+# ---- deploy/ keeps it off ---------------------------------------------------------------------------
+
+
+def test_the_room_deployment_never_turns_live_mode_on():
+    for name in ("Dockerfile", "k8s.yaml", "serve_replicas.py", "nginx.conf"):
+        text = (REPO / "deploy" / name).read_text()
+        assert not re.search(rf"{ENABLE}\S*\s*[=:]\s*['\"]?1", text), name
+    for doc in yaml.safe_load_all((REPO / "deploy" / "k8s.yaml").read_text()):
+        pod = (doc or {}).get("spec", {}).get("template", {}).get("spec", {})
+        for container in pod.get("containers", []):
+            assert not any(e.get("name", "").startswith(ENABLE) for e in container.get("env", []))
+
+
+def test_replicas_do_not_inherit_live_mode_from_the_shell_that_starts_them(monkeypatch):
+    from deploy.serve_replicas import replica_env
+
+    monkeypatch.setenv(ENABLE, "1")
+    monkeypatch.setenv(HOSTS, "anything")
+    assert not any(k.startswith(ENABLE) for k in replica_env())
