@@ -80,10 +80,12 @@ def test_flipping_mixed_chunk_shrinks_the_streams_gap_and_delays_the_log():
     assert not at.exception
     gap_before, gap_after = before_after(metric(at, "Longest pause, the 40 streams"))
     ttft_before, ttft_after = before_after(metric(at, "The log's first token"))
-    assert (gap_before, ttft_before) == (gap_default, ttft_default)  # the baseline is SGLang's defaults
+    assert gap_before == gap_default  # the baseline is SGLang's defaults ...
+    assert abs(ttft_before - ttft_default) <= 0.05  # ... its first token printed one digit finer (12.88 s)
     assert gap_after < gap_before / 3  # the stall shrinks to about one chunk pass
-    # the log's own first token comes later, by ~15 ms on the calibrated H100: under the 0.1 s shown
-    assert ttft_after >= ttft_before
+    # the log's own first token comes later, by ~15 ms on the calibrated H100: the card shows both one digit
+    # finer, so "12.88 s → 12.90 s" reads as the small change it is
+    assert ttft_after > ttft_before
     assert at.query_params["mixed"] in ("1", ["1"])
 
 
