@@ -1,12 +1,14 @@
 """PD disaggregation read as specifications: where KV is held, what is rejected, and that every run ends."""
 
 import json
+import random
 
 import pytest
 
 from engine_model.cli import main
-from engine_model.core import PassKind, RequestState
+from engine_model.core import PassKind, Request, RequestState
 from engine_model.errors import InputError
+from engine_model.pd.cluster import Cluster
 from engine_model.scenario_io import load_scenario, validate
 from engine_model.simulation import simulate
 
@@ -197,3 +199,19 @@ def test_json_summary_keeps_metrics_and_adds_per_role_figures(capsys):
     assert doc["pd"]["transfer"]["num_transfers"] == served == overall["num_finished"]
     assert set(doc["pd"]["workers"]["decode-0"]) >= {"kv_capacity", "kv_reserved_token_s", "mean_running"}
     assert "num_prefill_tokens" in doc["pd"]["workers"]["prefill-0"]
+
+
+
+def test_prefill_dp_rank_follows_the_bootstrap_room_and_decode_takes_turns():
+    """SGLang's default `--load-balance-method auto`: prefill rank = bootstrap_room % dp, decode in turn."""
+    sc = validate({"hardware": {"gpu": "h100-sxm", "tp_size": 4}, "model": {"name": "llama-3.1-8b"},
+                   "pd": {"prefill": {"dp_size": 4}, "decode": {"dp_size": 4}}})
+    cluster = Cluster(sc, random.Random(sc.seed))
+    for i in range(12):
+        cluster.arrive(Request(rid=f"r{i}", group="g", arrival_at=0.0, prompt_len=500, output_len=4,
+                               max_new_tokens=4))
+    hands = list(cluster.handoffs.values())
+    prefill_ranks = [h.prefill[0].ranks.index(h.prefill[1]) for h in hands]
+    assert prefill_ranks == [h.bootstrap_room % 4 for h in hands]
+    assert len(set(prefill_ranks)) > 1  # the rooms are random draws, not one rank for all
+    assert [h.decode[0].ranks.index(h.decode[1]) for h in hands] == [i % 4 for i in range(12)]
