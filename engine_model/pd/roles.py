@@ -53,9 +53,10 @@ class WorkerCost:
     element-wise ops, collectives and overhead are priced on all ranks' tokens together at tp_size
     (experts and dense weights are shared out over the worker's GPUs), and attention is the slowest
     rank's own attention at attention TP (each rank reads only its own requests' KV). The roofline's
-    attention term is max(FLOPs roof, KV-bytes roof), each linear in the shape, so the two per-unit
-    costs are read off the rank's cost model once (`attention_units`). On the linear predictor: the
-    slowest rank's pass.
+    dense attention term is max(FLOPs roof, KV-bytes roof), each linear in the shape, so the two per-unit
+    costs are read off the rank's cost model once (`attention_units`); DeepSeek sparse attention is not
+    linear (its pairs are capped at top-k per query), so a DSA rank prices its own shape. On the linear
+    predictor: the slowest rank's pass.
     """
 
     whole: object  # the cost model at the worker's tp_size
@@ -69,6 +70,8 @@ class WorkerCost:
         return per_pair, per_kv
 
     def rank_attention_s(self, shape: PassShape) -> float:
+        if self.rank.model.is_dsa:
+            return self.rank.attention_seconds(shape)
         per_pair, per_kv = self.attention_units
         return max(per_pair * shape.attn_pairs, per_kv * (shape.past_kv_sum + 2 * shape.new_tokens))
 
