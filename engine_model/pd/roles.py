@@ -75,13 +75,21 @@ class WorkerCost:
         per_pair, per_kv = self.attention_units
         return max(per_pair * shape.attn_pairs, per_kv * (shape.past_kv_sum + 2 * shape.new_tokens))
 
-    def seconds(self, shapes: list[PassShape]) -> float:
-        if self.rank is None:
-            return self.whole.seconds(shapes[0])
+    def seconds(self, shapes: list[PassShape], held_host_s: float = 0.0) -> float:
+        """The lockstep pass. held_host_s: host time a rank could not overlap with the forward before
+        (decode.DecodeRank.held_host_s); the pass then lasts that plus its GPU or launch time."""
         if not isinstance(self.whole, RooflineCost):
+            if self.rank is None:
+                return self.whole.seconds(shapes[0])
             return max(self.whole.seconds(s) for s in shapes if s.num_rows)
-        merged = PassShape(*map(sum, zip(*shapes, strict=True)))
-        return self.whole.breakdown(merged, attention_s=max(map(self.rank_attention_s, shapes)))["total_s"]
+        if self.rank is None:
+            parts = self.whole.breakdown(shapes[0])
+        else:
+            merged = PassShape(*map(sum, zip(*shapes, strict=True)))
+            parts = self.whole.breakdown(merged, attention_s=max(map(self.rank_attention_s, shapes)))
+        if not held_host_s:
+            return parts["total_s"]
+        return max(parts["total_s"], held_host_s + max(parts["gpu_s"], parts["launch_s"]))
 
     def describe(self) -> str:
         return self.whole.describe() + ("" if self.rank is None

@@ -54,7 +54,9 @@ class Worker:
             if not any(rank.outbox for rank in self.ranks):
                 self.parked_at, self.parked_plans = self.now, plans
             return None
-        end = self.now + self.cost.seconds([p.shape() for p in plans])
+        held = max((rank.held_host_s(plan) for rank, plan in zip(self.ranks, plans, strict=True)
+                    if isinstance(rank, DecodeRank)), default=0.0)
+        end = self.now + self.cost.seconds([p.shape() for p in plans], held_host_s=held)
         return self._record(plans, end, apply=True)
 
     def _record(self, plans: list[Plan], end: float, apply: bool = False) -> Iteration:
