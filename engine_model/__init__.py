@@ -19,7 +19,7 @@ from engine_model.logs.diagnose import longest_chunk_run
 from engine_model.logs.replay import ASSUMED_OUTPUT_LEN, scenario_from_log
 from engine_model.metrics import GroupMetrics, Metrics, Stats, e2e, gaps, max_itl, queue, tpot, ttft
 from engine_model.pass_cost import CostTerm, PassCost, cost_figures, pass_cost, pass_shape
-from engine_model.pd.trade import UPSTREAM_SOURCE, Trade, mean_trade, statement, trade
+from engine_model.pd.trade import UPSTREAM_SOURCE, Trade, mean_policy_trade, policy_trade, trade_statement
 from engine_model.report import Summary, summary
 from engine_model.rules import Rule, rules_of
 from engine_model.scenario_io import apply_sets, load_scenario, read_toml, scenario_names, validate
@@ -49,7 +49,7 @@ __all__ = [
     # its summary (the CLI's JSON is Summary.to_json())
     "GroupMetrics", "Metrics", "Stats", "Summary", "summary",
     # PD: early -> prefill_complete on the four figures upstream measured, the model's beside them
-    "Trade", "UPSTREAM_SOURCE", "mean_trade", "statement", "trade",
+    "Trade", "UPSTREAM_SOURCE", "mean_policy_trade", "policy_trade", "trade_statement",
     # the SGLang rules the model mirrors, and what changed between releases
     "CHANGES", "Rule", "rules_of",
     # what one pass cost, term by term (docs/cost-model.md)

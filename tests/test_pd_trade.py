@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from app.pd.section import pd_scenario
-from engine_model import STORIES, simulate, statement, summary, trade
+from engine_model import STORIES, policy_trade, simulate, summary, trade_statement
 from engine_model.pd.trade import FIGURES, Trade
 
 BY_KEY = {f.key: f for f in FIGURES}
@@ -33,7 +33,7 @@ def test_a_figure_matches_inside_its_band_and_only_there():
 
 def test_the_statement_names_what_matches_and_what_each_other_figure_lacks():
     trades = [one("throughput", 100, 185), one("ttft", 100, 59), one("tpot", 100, 103), one("itl", 100, 100)]
-    said = statement(trades)
+    said = trade_statement(trades)
     assert said[0] == ("Within a factor 2 of upstream: p95 time to first token (model -41 %, upstream "
                        "-49 %); Mean time per output token (model +3 %, upstream +2 %).")
     assert [s.split(":")[0] for s in said[1:]] == ["Not reproduced"] * 2
@@ -66,14 +66,14 @@ def upstream_runs():
 @pytest.mark.slow
 def test_what_the_app_says_about_the_upstream_replica_is_true_of_its_runs(upstream_runs):
     early, late = upstream_runs["early"], upstream_runs["prefill_complete"]
-    trades = trade(summary(early), summary(late))
+    trades = policy_trade(summary(early), summary(late))
     mine_e, mine_l = bench_figures(early), bench_figures(late)
     for t in trades:
         change = mine_l[t.figure.key] / mine_e[t.figure.key] - 1
         assert t.model == pytest.approx(change, rel=1e-6, abs=1e-6), t.figure.key
         low, high = t.band
         assert t.matches == (low <= change <= high), t.figure.key
-    said = statement(trades)
+    said = trade_statement(trades)
     for t in trades:
         sentence = next(s for s in said if t.figure.label in s)
         assert sentence.startswith("Within" if t.matches else "Not reproduced"), sentence
@@ -90,6 +90,6 @@ def test_the_tours_pd_step_says_only_what_the_replica_shows(upstream_runs):
     assert "output throughput up and p95 first token down" in step.say
     assert late["throughput"] > early["throughput"] and late["ttft"] < early["ttft"]
     assert "this model does not show that rise" in step.say
-    trades = trade(summary(upstream_runs["early"]), summary(upstream_runs["prefill_complete"]))
+    trades = policy_trade(summary(upstream_runs["early"]), summary(upstream_runs["prefill_complete"]))
     low, _ = next(t for t in trades if t.figure.key == "itl").band
     assert late["itl"] / early["itl"] - 1 < low

@@ -21,7 +21,15 @@ from app.story.numbers import Price, fmt_rate
 from app.story.tour import focus_marker
 from app.ui.chart import chart_ui
 from app.ui.fmt import fmt_seconds
-from engine_model import STORIES, UPSTREAM_SOURCE, InputError, read_toml, statement, trade, validate
+from engine_model import (
+    STORIES,
+    UPSTREAM_SOURCE,
+    InputError,
+    policy_trade,
+    read_toml,
+    trade_statement,
+    validate,
+)
 
 POLICIES = ("early", "prefill_complete")
 
@@ -129,10 +137,10 @@ def _tradeoff_ui(runs: dict, preset: str) -> None:
 
 def _upstream_ui(runs: dict) -> None:
     """The model's four changes beside the maintainers', and in words which it does not reproduce."""
-    trades = trade(runs["early"].summary, runs["prefill_complete"].summary)
+    trades = policy_trade(runs["early"].summary, runs["prefill_complete"].summary)
     st.markdown("##### This model beside the maintainers' measurement")
     st.dataframe(tables.upstream_table(trades), hide_index=True, width="stretch")
-    sentences = statement(trades)
+    sentences = trade_statement(trades)
     shown = st.warning if any(not t.matches for t in trades) else st.info
     shown("\n\n".join(sentences), icon=":material/compare_arrows:")
     st.caption(f"Upstream: {UPSTREAM_SOURCE}. This model: the benchmark requests (without the warm-up) of "

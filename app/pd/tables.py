@@ -9,7 +9,7 @@ from app.charts.frames import RunFrames
 from app.charts.words import NO_TOKEN, bucket_words
 from app.pd.charts import SPAN_LABELS
 from app.ui.fmt import fmt_seconds, seconds_cell
-from engine_model import Trade, trade
+from engine_model import Trade, policy_trade
 
 PHASE_ORDER = ("waiting", "waiting_for_decode_kv", "prefill", "transfer", "decode")
 SAME_TTFT = 0.05  # p95 first tokens within 5 % of each other: the policies barely differ
@@ -56,7 +56,7 @@ def tradeoff(early: RunFrames, late: RunFrames) -> list[dict]:
              "early": t.early, "prefill_complete": t.prefill_complete,
              "better": "higher" if t.figure.stat is None else "lower",
              "unit": "tok/s" if t.figure.stat is None else "s"}
-            for t in trade(early.summary, late.summary)]
+            for t in policy_trade(early.summary, late.summary)]
 
 
 def upstream_table(trades: list[Trade]) -> pd.DataFrame:

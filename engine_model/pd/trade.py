@@ -2,11 +2,11 @@
 
 Upstream (seed 000; sgl-project/sglang #40703, GLM-5.2-NVFP4 on 12 Rubin GPUs, 2 prefill + 1 decode
 TP4/DP4/EP4, decode KV capped at 163,840 tokens per rank): the arithmetic mean of two runs per policy,
-then the change. `mean_trade` does the same over the model's runs (one run per seed).
+then the change. `mean_policy_trade` does the same over the model's runs (one run per seed).
 
 A figure *matches* when it lies within a factor 2 of upstream's change (same sign); mean TPOT, a change of
-a few percent, matches when its size is at most twice upstream's. `statement` says in words which figures
-match and, for each that does not, what the model leaves out. Pure functions of run summaries.
+a few percent, matches when its size is at most twice upstream's. `trade_statement` says in words which
+figures match and, for each that does not, what the model leaves out. Pure functions of run summaries.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def metrics_of(summary):
     return clients.get(BENCH_CLIENT, summary.metrics.overall)
 
 
-def mean_trade(early: list, late: list) -> list[Trade]:
+def mean_policy_trade(early: list, late: list) -> list[Trade]:
     """The four figures from run summaries, one per seed and policy: each value the mean over seeds."""
     def mean(summaries, figure):
         values = [metrics_of(s).value(figure.metric, figure.stat) for s in summaries]
@@ -102,9 +102,9 @@ def mean_trade(early: list, late: list) -> list[Trade]:
     return [Trade(f, mean(early, f), mean(late, f)) for f in FIGURES]
 
 
-def trade(early, late) -> list[Trade]:
+def policy_trade(early, late) -> list[Trade]:
     """The four figures of one early and one prefill_complete run."""
-    return mean_trade([early], [late])
+    return mean_policy_trade([early], [late])
 
 
 def pct(change: float | None) -> str:
@@ -115,7 +115,7 @@ def pct(change: float | None) -> str:
     return "±0 %" if whole == 0 else f"{whole:+d} %"
 
 
-def statement(trades: list[Trade]) -> list[str]:
+def trade_statement(trades: list[Trade]) -> list[str]:
     """Plain sentences: which figures are within a factor 2 of upstream, and what each other one lacks."""
     same = [t for t in trades if t.matches]
     out = []
