@@ -23,6 +23,7 @@ from engine_model.logs.scrape_report import MetricsReport, Tail, report
 from engine_model.logs.server_info import ServerInfo, read_server_info
 from engine_model.metrics import GroupMetrics, Metrics, Stats, e2e, gaps, max_itl, queue, tpot, ttft
 from engine_model.pass_cost import CostTerm, PassCost, cost_figures, pass_cost, pass_shape
+from engine_model.pd.trade import UPSTREAM_SOURCE, Trade, mean_policy_trade, policy_trade, trade_statement
 from engine_model.report import Summary, summary
 from engine_model.resolve import resolve
 from engine_model.rules import Rule, rules_of
@@ -60,6 +61,8 @@ __all__ = [
     "Iteration", "PassKind", "Request", "RequestState", "Result", "Retraction", "Row", "Run", "simulate",
     # its summary (the CLI's JSON is Summary.to_json())
     "GroupMetrics", "Metrics", "Stats", "Summary", "summary",
+    # PD: early -> prefill_complete on the four figures upstream measured, the model's beside them
+    "Trade", "UPSTREAM_SOURCE", "mean_policy_trade", "policy_trade", "trade_statement",
     # the SGLang rules the model mirrors, and what changed between releases
     "CHANGES", "Rule", "rules_of",
     # what one pass cost, term by term (docs/cost-model.md)

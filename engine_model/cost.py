@@ -27,6 +27,7 @@ from engine_model.kernels import (
     elementwise_kernels,
     elementwise_layer_time,
     experts_touched,
+    indexer_gemms,
     linear_time,
     mlp_gemms,
 )
@@ -226,11 +227,17 @@ class RooflineCost:
             if len(self._memo) > 100_000:
                 self._memo.clear()
             self._memo[key] = self._token_kernels(*key)
-        kv_tokens = shape.past_kv_sum + 2 * shape.new_tokens
-        attention = attention_time(self.gpu, self.model, shape.attn_pairs, kv_tokens, shape.num_rows,
-                                   self.tp_size, self.kv_bytes)
         linear, elementwise, allreduce_s = self._memo[key]
-        return linear, attention, elementwise, allreduce_s
+        return linear, self._attention(shape), elementwise, allreduce_s
+
+    def _attention(self, shape: PassShape) -> Time:
+        kv_tokens = shape.past_kv_sum + 2 * shape.new_tokens
+        return attention_time(self.gpu, self.model, shape.attn_pairs, kv_tokens, shape.num_rows,
+                              self.tp_size, self.kv_bytes, shape.new_tokens)
+
+    def attention_seconds(self, shape: PassShape) -> float:
+        """The attention roofline of one pass (the part a DP worker takes from its slowest rank)."""
+        return self._attention(shape).roof_s
 
     def _token_kernels(self, new_tokens: int, num_rows: int) -> tuple[Time, Time, float]:
         gpu, model, tp = self.gpu, self.model, self.tp_size
@@ -252,13 +259,15 @@ class RooflineCost:
 
 def count_kernels(model: Model, tp_size: int) -> int:
     """Kernels one eager pass launches: per layer its GEMMs, element-wise kernels, attention and KV store
-    (and two all-reduces at tp > 1), the LM head, and KERNELS_PER_PASS more."""
+    (and two all-reduces at tp > 1), the LM head, and KERNELS_PER_PASS more; a DSA indexer layer adds
+    its three projections, its key store, its scores and its top-k."""
     per_layer = len(attention_gemms(model, tp_size)) + len(elementwise_kernels(model, tp_size)) + 2
     per_layer += 2 if tp_size > 1 else 0
     num_moe = model.num_moe_layers
     mlp = (model.num_layers - num_moe) * len(mlp_gemms(model, tp_size, 1, False))
     mlp += num_moe * len(mlp_gemms(model, tp_size, 1, True)) if num_moe else 0
-    return model.num_layers * per_layer + mlp + 1 + KERNELS_PER_PASS
+    indexer = model.num_index_layers * (len(indexer_gemms(model)) + 3)
+    return model.num_layers * per_layer + mlp + indexer + 1 + KERNELS_PER_PASS
 
 
 def cost_of(scenario) -> LinearCost | RooflineCost:

@@ -62,6 +62,12 @@ class Model(BaseModel):
 
     For attention="mla", `head_dim` is the value head dim (v_head_dim) and the query/key head dim is
     qk_nope_head_dim + qk_rope_head_dim. For dense models leave the MoE fields at 0.
+
+    DeepSeek sparse attention (DSA, DeepSeek-V3.2; GLM-5.x as GlmMoeDsaForCausalLM) is MLA with an
+    indexer: `index_topk` > 0 turns it on. The indexer (index_n_heads x index_head_dim, FP8) scores every
+    past token for each query; attention then reads only the top `index_topk` of them. `index_every` > 1
+    lets the layers between two indexers reuse the last top-k (GLM-5.2's IndexShare; SGLang
+    `dsa_layer_skips_topk`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -86,6 +92,10 @@ class Model(BaseModel):
     num_shared_experts: int = Field(default=0, ge=0)
     moe_intermediate_size: int = Field(default=0, ge=0)
     first_k_dense: int = Field(default=0, ge=0)  # leading layers with a dense MLP
+    index_topk: int = Field(default=0, ge=0)  # DSA: keys each query attends (0: dense attention)
+    index_n_heads: int = Field(default=0, ge=0)
+    index_head_dim: int = Field(default=0, ge=0)
+    index_every: int = Field(default=1, ge=1)  # one layer in index_every runs the indexer
     source: str = Field(min_length=1)
 
     @property
@@ -95,6 +105,15 @@ class Model(BaseModel):
     @property
     def num_moe_layers(self) -> int:
         return self.num_layers - self.first_k_dense if self.is_moe else 0
+
+    @property
+    def is_dsa(self) -> bool:
+        return self.attention == "mla" and self.index_topk > 0
+
+    @property
+    def num_index_layers(self) -> int:
+        """Layers that run the DSA indexer (the others reuse the previous top-k)."""
+        return -(-self.num_layers // self.index_every) if self.is_dsa else 0
 
     @property
     def qk_head_dim(self) -> int:
@@ -113,6 +132,14 @@ class Model(BaseModel):
         return q + kv + n * self.head_dim * h
 
     @property
+    def indexer_params(self) -> int:
+        """One DSA indexer: its query up-projection from the q latent, key and head-weight projections."""
+        if not self.is_dsa:
+            return 0
+        d, n = self.index_head_dim, self.index_n_heads
+        return self.q_lora_rank * n * d + self.hidden_size * d + self.hidden_size * n
+
+    @property
     def expert_params(self) -> int:
         """Weights of one routed expert (gate, up and down projections)."""
         return 3 * self.hidden_size * self.moe_intermediate_size
@@ -127,7 +154,7 @@ class Model(BaseModel):
         """Weights every token uses: attention, dense MLPs, shared experts and routers, not embeddings."""
         num_dense = self.num_layers - self.num_moe_layers
         per_moe_layer = self.num_shared_experts * self.expert_params + self.hidden_size * self.num_experts
-        return (self.num_layers * self.attention_params
+        return (self.num_layers * self.attention_params + self.num_index_layers * self.indexer_params
                 + num_dense * 3 * self.hidden_size * self.intermediate_size
                 + self.num_moe_layers * per_moe_layer)
 
@@ -170,17 +197,49 @@ def kv_heads_per_rank(model: Model, tp_size: int) -> int:
     return max(1, model.num_kv_heads // tp_size)
 
 
+# SGLang's DSA KV layout (mem_cache/kv_cache_configurator.py `calculate_mla_kv_cache_dim`, the scaled
+# layout of its default CUDA DSA backends; index_key_cache.py): FP8 latents carry one fp32 scale per 128
+# values and keep the rope part in bf16; every indexer layer adds its FP8 index key with one fp32 scale.
+DSA_QUANT_BLOCK = 128
+FP32_BYTES = 4
+# model_overrides/deepseek_v2.py: a DSA model always runs with pages of 64 x index_kpool tokens on CUDA
+# (GLM-5's config has no index_kpool, so 1)
+DSA_PAGE_SIZE = 64
+
+
+def dsa_latent_bytes(model: Model, kv_dtype: str) -> float:
+    """One DSA layer's latent per token: 512 FP8 + 4 fp32 scales + 64 bf16 rope = 656 bytes (or bf16)."""
+    if kv_dtype == "fp8":
+        return (model.kv_lora_rank + model.kv_lora_rank // DSA_QUANT_BLOCK * FP32_BYTES
+                + model.qk_rope_head_dim * DTYPE_BYTES["bf16"])
+    return (model.kv_lora_rank + model.qk_rope_head_dim) * dtype_bytes(kv_dtype, "kv_dtype", KV_DTYPES)
+
+
+def dsa_index_key_bytes(model: Model) -> float:
+    """One indexer layer's key per token: index_head_dim FP8 values and their scales (132 bytes)."""
+    return model.index_head_dim + model.index_head_dim // DSA_QUANT_BLOCK * FP32_BYTES
+
+
 def kv_bytes_per_token(model: Model, kv_dtype: str = "bf16", tp_size: int = 1) -> float:
     """KV-cache bytes one token occupies on one TP rank.
 
     GQA: K and V, 2 x layers x kv_heads_per_rank x head_dim x bytes.
     MLA: the compressed latent plus the rope key, layers x (kv_lora_rank + qk_rope_head_dim) x bytes;
     it is not split by heads, so every TP rank holds all of it.
+    DSA: SGLang's latent layout per layer (`dsa_latent_bytes`) plus an index key per indexer layer.
     """
     size = dtype_bytes(kv_dtype, "kv_dtype", KV_DTYPES)
+    if model.is_dsa:
+        return (model.num_layers * dsa_latent_bytes(model, kv_dtype)
+                + model.num_index_layers * dsa_index_key_bytes(model))
     if model.attention == "mla":
         return model.num_layers * (model.kv_lora_rank + model.qk_rope_head_dim) * size
     return 2 * model.num_layers * kv_heads_per_rank(model, tp_size) * model.head_dim * size
+
+
+def page_size_of(model: Model, page_size: int) -> int:
+    """The page size SGLang runs with: a DSA model's is forced to DSA_PAGE_SIZE, whatever was set."""
+    return DSA_PAGE_SIZE if model.is_dsa else page_size
 
 
 def weight_bytes(model: Model, weight_dtype: str = "bf16") -> float:
@@ -369,8 +428,19 @@ MODELS: dict[str, Model] = {
         num_kv_heads=8, head_dim=128, intermediate_size=12288, vocab_size=151552, context_length=131072,
         num_experts=160, num_experts_per_token=8, num_shared_experts=1, moe_intermediate_size=1536,
         first_k_dense=3,
-        source=_HF.format("zai-org/GLM-4.5") + "; assumption: stands in for GLM-5.x, whose config is not "
-        "public in the seed's version (GLM-5.2); the MTP layer is not counted"),
+        source=_HF.format("zai-org/GLM-4.5") + "; the GQA GLM-4.5 generation (GLM-5.x is `glm-5`); the MTP "
+        "layer is not counted"),
+    "glm-5": Model(
+        name="GLM-5 (MLA + DeepSeek sparse attention)", num_layers=78, hidden_size=6144, num_heads=64,
+        num_kv_heads=64, head_dim=256, intermediate_size=12288, vocab_size=154880, context_length=202752,
+        attention="mla", q_lora_rank=2048, kv_lora_rank=512, qk_nope_head_dim=192, qk_rope_head_dim=64,
+        num_experts=256, num_experts_per_token=8, num_shared_experts=1, moe_intermediate_size=2048,
+        first_k_dense=3, index_topk=2048, index_n_heads=32, index_head_dim=128,
+        source=_HF.format("zai-org/GLM-5") + " (GlmMoeDsaForCausalLM; the same shapes are the defaults of "
+        "transformers' GlmMoeDsaConfig and the GLM-5 technical report's table); index_topk 2048 as "
+        "DeepSeek-V3.2's DSA (huggingface.co/deepseek-ai/DeepSeek-V3.2-Exp config.json: index_topk 2048, "
+        "index_head_dim 128); GLM-5.1 and 5.2 share the architecture (GLM-5.2 adds IndexShare, one "
+        "indexer per 4 layers: model.overrides.index_every = 4); the MTP layer is not counted"),
 }
 
 LINKS: dict[str, Link] = {

@@ -15,12 +15,15 @@ can show both. docs/cost-model.md has the formulas and the fit against Vidur's m
 from math import ceil
 from typing import NamedTuple
 
-from engine_model.hardware import GPU, Model, dtype_bytes
+from engine_model.hardware import GPU, Model, dsa_index_key_bytes, dtype_bytes
 
 M_TILE = 64  # token rows per GEMM tile (assumption read off Vidur's GEMM times: steps every 64 tokens)
 OVERLAP_MISS = 0.5  # share of the smaller GEMM roof that does not hide behind the larger (fitted, all GPUs)
 ROW_BLOCK_THREADS = 1024  # threads per block of the norm and SiLU kernels (one block per token row)
 ACTIVATION_BYTES = 2  # bf16 activations
+# DSA's indexer writes one fp32 score per (query, key) pair and its top-k kernel reads it back
+# (DeepGEMM fp8_mqa_logits / fp8_paged_mqa_logits return the whole logits matrix): 4 + 4 bytes a pair
+SCORE_BYTES = 8
 
 
 class Time(NamedTuple):
@@ -96,6 +99,13 @@ def attention_gemms(model: Model, tp: int) -> list[Gemm]:
                 Gemm(n * model.head_dim / tp, h)]
 
 
+def indexer_gemms(model: Model) -> list[Gemm]:
+    """A DSA indexer's projections: queries from the q latent, one key and the per-head weights from
+    the hidden state (assumption: replicated on every attention-TP rank, as its one key head is)."""
+    h, n, d = model.hidden_size, model.index_n_heads, model.index_head_dim
+    return [Gemm(model.q_lora_rank, n * d), Gemm(h, d), Gemm(h, n)]
+
+
 def mlp_gemms(model: Model, tp: int, tokens: int, moe: bool) -> list[Gemm]:
     """A dense MLP (gate+up, down), or an MoE layer: router, shared experts, and the routed experts as
     grouped GEMMs over the experts the pass touches (each expert split by tp, all on every rank)."""
@@ -122,6 +132,9 @@ def linear_time(gpu: GPU, model: Model, tokens: int, num_rows: int, weight_dtype
     if num_moe:
         time += gemms_time(gpu, mlp_gemms(model, tp, tokens, True), tokens, weight_dtype,
                            peak_tflops).times(num_moe)
+    if model.is_dsa:
+        time += gemms_time(gpu, indexer_gemms(model), tokens, weight_dtype,
+                           peak_tflops).times(model.num_index_layers)
     return time + gemm_time(gpu, Gemm(model.hidden_size, model.vocab_size / tp), num_rows, weight_dtype,
                             peak_tflops)
 
@@ -178,12 +191,49 @@ def elementwise_layer_time(gpu: GPU, model: Model, tokens: int, tp_size: int = 1
 
 
 def attention_time(gpu: GPU, model: Model, attn_pairs: int, kv_tokens: int, num_rows: int, tp: int,
-                   kv_bytes: float) -> Time:
+                   kv_bytes: float, new_tokens: int = 0) -> Time:
     """All layers' attention on one rank: max(QK^T and PV FLOPs over the causal pairs, KV bytes read and
-    written), each at the GPU's attention efficiency; no layer's kernel below gpu.attention_floor_s."""
+    written), each at the GPU's attention efficiency; no layer's kernel below gpu.attention_floor_s.
+    A DSA model's attention is `dsa_attention_time` (it needs the pass's new tokens)."""
+    if model.is_dsa:
+        return dsa_attention_time(gpu, model, attn_pairs, kv_tokens, num_rows, tp, kv_bytes, new_tokens)
     flops = 2 * model.num_heads * (model.qk_head_dim + model.head_dim) * model.num_layers * attn_pairs
     compute_s = flops / tp / (gpu.bf16_tflops * 1e12 * gpu.attention_mfu)
     memory_s = kv_tokens * kv_bytes / (gpu.memory_tbps * 1e12 * gpu.attention_mbu)
     roof_s = max(compute_s, memory_s)
     floor_s = max(0.0, gpu.attention_floor_s * model.num_layers - roof_s) if num_rows else 0.0
     return Time(roof_s, floor_s, compute_s, memory_s)
+
+
+def dsa_attention_time(gpu: GPU, model: Model, attn_pairs: int, kv_tokens: int, num_rows: int, tp: int,
+                       kv_bytes: float, new_tokens: int) -> Time:
+    """DeepSeek sparse attention (DeepSeek-V3.2's DSA; SGLang's `dsa` backend), three kernels a layer:
+
+    indexer  every causal pair scored by index_n_heads x index_head_dim FP8 dot products on the FP8 peak,
+             reading each index key once and writing an fp32 score (indexer layers only);
+    top-k    reading the scores back to pick index_topk keys per query (indexer layers only);
+    sparse   MLA over the chosen keys only, in its absorbed form (queries of kv_lora_rank + rope, values
+             of kv_lora_rank per head): min(pairs, new tokens x index_topk) pairs, reading at most
+             min(visible keys, new tokens x index_topk) latents and writing the new ones.
+    The pass's pairs are summed over rows, so min(pairs, new tokens x top-k) is exact when every query sees
+    at least top-k keys (a long prompt's later chunks, decode past top-k) and an upper bound otherwise.
+    Each kernel is its own roofline at the GPU's attention efficiency; each has the attention floor."""
+    topk, layers, index_layers = model.index_topk, model.num_layers, model.num_index_layers
+    sparse_pairs = min(attn_pairs, new_tokens * topk)
+    heads = model.num_heads / tp
+    sparse_flops = 2 * heads * (2 * model.kv_lora_rank + model.qk_rope_head_dim) * layers * sparse_pairs
+    index_flops = 2 * model.index_n_heads * model.index_head_dim * index_layers * attn_pairs
+    bandwidth = gpu.memory_tbps * 1e12 * gpu.attention_mbu
+    key_bytes = dsa_index_key_bytes(model) * index_layers  # per token, all indexer layers
+    latent_bytes = kv_bytes - key_bytes  # per token, all layers (hardware.dsa_latent_bytes each)
+    latents = (min(kv_tokens - new_tokens, new_tokens * topk) + new_tokens) * latent_bytes
+    keys = kv_tokens * key_bytes
+    scores = attn_pairs * SCORE_BYTES * index_layers
+    sparse_c = sparse_flops / (gpu.bf16_tflops * 1e12 * gpu.attention_mfu)
+    index_c = index_flops / (gpu.fp8_tflops * 1e12 * gpu.attention_mfu)
+    memory_s = (latents + keys + scores) / bandwidth
+    roof_s = (max(sparse_c, latents / bandwidth) + max(index_c, (keys + scores / 2) / bandwidth)
+              + scores / 2 / bandwidth)
+    floors = gpu.attention_floor_s * (layers + 2 * index_layers)
+    floor_s = max(0.0, floors - roof_s) if num_rows else 0.0
+    return Time(roof_s, floor_s, sparse_c + index_c, memory_s)

@@ -106,6 +106,7 @@ def resolve(scenario: Scenario) -> Resolved:
     engine = scenario.engine
     gpu, model = gpu_of(scenario), model_of(scenario)
     tp_size = scenario.hardware.tp_size
+    page_size = hardware.page_size_of(model, engine.page_size)  # DSA models: 64 (hardware.DSA_PAGE_SIZE)
 
     if engine.chunked_prefill_size == "auto":
         chunk = default_chunked_prefill_size(gpu.memory_gib)
@@ -114,9 +115,8 @@ def resolve(scenario: Scenario) -> Resolved:
         chunk, chunk_source = None, "disabled (chunked_prefill_size <= 0)"
     else:
         chunk, chunk_source = engine.chunked_prefill_size, "set"
-    if chunk is not None and chunk % engine.page_size:
-        raise InputError("engine.chunked_prefill_size",
-                         f"{chunk} must be divisible by page_size {engine.page_size}")
+    if chunk is not None and chunk % page_size:
+        raise InputError("engine.chunked_prefill_size", f"{chunk} must be divisible by page_size {page_size}")
 
     if engine.max_total_tokens is not None:
         pool, pool_source = engine.max_total_tokens, "set (max_total_tokens)"
@@ -141,7 +141,7 @@ def resolve(scenario: Scenario) -> Resolved:
         chunked_prefill_size_source=chunk_source,
         is_mixed_chunk=chunk is not None and engine.enable_mixed_chunk,  # init_chunked_prefill
         max_prefill_tokens=engine.max_prefill_tokens,
-        page_size=engine.page_size,
+        page_size=page_size,
         max_total_tokens=pool,
         max_total_tokens_source=pool_source,
         max_running_requests=engine.max_running_requests or default_max_running_requests(pool, context_len),

@@ -468,10 +468,11 @@ RUSH = Story(
         TourStep("early vs prefill_complete", "The upstream test's shape: two prefill workers, one decode "
                  "worker whose KV is capped at 163,840 tokens per rank, 64 prompts of 131,072 tokens among "
                  "4,096-token ones. Reserving decode KV only once a prompt is prefilled lets more requests "
-                 "through: output throughput up and p95 first token down, but the p99 gap between tokens up "
-                 "— the trade the maintainers measured (+27 %, −49 %, +93 %). On the ten o'clock workload "
-                 "the two barely differ: its one prefill worker is the bottleneck, so a question waits as "
-                 "long either way, only elsewhere.",
+                 "through: output throughput up and p95 first token down, as the maintainers measured on the "
+                 "real test. They also measured the p99 gap between tokens nearly doubling; this model does "
+                 "not show that rise — the box under the cards sets its figures beside theirs and says what "
+                 "it leaves out. On the ten o'clock workload the two barely differ: its one prefill worker "
+                 "is the bottleneck, so a question waits as long either way, only elsewhere.",
                  {}, ("first_after", 10.0), "pd", {"preset": "upstream"}),
     ),
     stream_group="questions",

@@ -43,6 +43,9 @@ CHANGES = (
            "the admission loop adds back the request row the continuing chunked request already holds"),
     Change("defer_has_min_bs", "0.5.23",
            "prefill_decode_interval_min_bs: below that running batch, the prefill deferral is cancelled"),
+    Change("prebuilt_copies_async", "0.5.23",
+           "PD decode: prepare_for_prebuilt copies with async_h2d; 0.5.22's blocking copies held the host "
+           "until the in-flight forward ended, so a pass that merged transferred requests lost its overlap"),
 )
 
 
@@ -59,6 +62,7 @@ class Capabilities:
     has_prefill_complete: bool
     chunk_holds_row: bool
     defer_has_min_bs: bool
+    prebuilt_copies_async: bool
 
 
 def _order(release: str) -> tuple[int, ...]:

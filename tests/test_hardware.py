@@ -27,6 +27,7 @@ PUBLISHED_B = {
     "qwen3-30b-a3b": (30.5, 3.3),
     "deepseek-v3": (671, 37),
     "glm-moe": (355, 32),  # GLM-4.5 card, counting its MTP layer, which we leave out
+    "glm-5": (744, 40),  # GLM-5 card: 744B total, 40B active
 }
 
 

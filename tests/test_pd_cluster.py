@@ -1,12 +1,16 @@
 """PD disaggregation read as specifications: where KV is held, what is rejected, and that every run ends."""
 
 import json
+import random
 
 import pytest
 
 from engine_model.cli import main
-from engine_model.core import PassKind, RequestState
+from engine_model.core import PassKind, Request, RequestState
 from engine_model.errors import InputError
+from engine_model.pass_cost import pass_shape
+from engine_model.pd.cluster import Cluster
+from engine_model.pd.roles import resolve_role
 from engine_model.scenario_io import load_scenario, validate
 from engine_model.simulation import simulate
 
@@ -197,3 +201,53 @@ def test_json_summary_keeps_metrics_and_adds_per_role_figures(capsys):
     assert doc["pd"]["transfer"]["num_transfers"] == served == overall["num_finished"]
     assert set(doc["pd"]["workers"]["decode-0"]) >= {"kv_capacity", "kv_reserved_token_s", "mean_running"}
     assert "num_prefill_tokens" in doc["pd"]["workers"]["prefill-0"]
+
+
+
+def test_prefill_dp_rank_follows_the_bootstrap_room_and_decode_takes_turns():
+    """SGLang's default `--load-balance-method auto`: prefill rank = bootstrap_room % dp, decode in turn."""
+    sc = validate({"hardware": {"gpu": "h100-sxm", "tp_size": 4}, "model": {"name": "llama-3.1-8b"},
+                   "pd": {"prefill": {"dp_size": 4}, "decode": {"dp_size": 4}}})
+    cluster = Cluster(sc, random.Random(sc.seed))
+    for i in range(12):
+        cluster.arrive(Request(rid=f"r{i}", group="g", arrival_at=0.0, prompt_len=500, output_len=4,
+                               max_new_tokens=4))
+    hands = list(cluster.handoffs.values())
+    prefill_ranks = [h.prefill[0].ranks.index(h.prefill[1]) for h in hands]
+    assert prefill_ranks == [h.bootstrap_room % 4 for h in hands]
+    assert len(set(prefill_ranks)) > 1  # the rooms are random draws, not one rank for all
+    assert [h.decode[0].ranks.index(h.decode[1]) for h in hands] == [i % 4 for i in range(12)]
+
+
+
+def joining_passes(version: str):
+    """Two requests on one prefill and one decode worker; b joins while a decodes."""
+    sc = validate({"engine": {"version": version}, "hardware": {"gpu": "h100-sxm"},
+                   "model": {"name": "llama-3.1-8b"},
+                   "workload": {"requests": [{"rid": "a", "prompt_len": 2000, "output_len": 200},
+                                             {"rid": "b", "arrival_at": 0.3, "prompt_len": 2000,
+                                              "output_len": 20}]},
+                   "pd": {"decode_allocation_policy": "early"}})
+    result = simulate(sc)
+    joins = [it for it in result.lanes["decode-0"] if "joined after their transfer" in it.reason]
+    return result, joins, resolve_role(sc, "decode").cost
+
+
+@pytest.mark.parametrize("version", ["0.5.22", "0.5.23"])
+def test_a_pass_that_merges_transferred_requests_hides_its_scheduling_only_from_0_5_23(version):
+    """`_get_new_prebuilt_batch` waits for the forward in flight; 0.5.22's blocking copies in
+    `prepare_for_prebuilt` then hold the host, so that pass costs its CPU time plus its GPU time; 0.5.23
+    copies asynchronously and keeps the overlap."""
+    result, joins, cost = joining_passes(version)
+    late = next(it for it in joins if it.decode_rids == ("a", "b"))  # b joins a running decode
+    parts = cost.whole.breakdown(pass_shape(late))
+    held = cost.whole.per_pass_s + cost.whole.per_request_s * (2 + 1)  # two rows, one joiner
+    if version == "0.5.22":
+        assert late.duration_s == pytest.approx(held + max(parts["gpu_s"], parts["launch_s"]))
+        assert "so this pass's 0.92 ms of scheduling is not hidden" in late.reason
+        assert "_get_new_prebuilt_batch" in late.mirrors
+    else:
+        assert late.duration_s == pytest.approx(parts["total_s"])
+        assert "not hidden" not in late.reason
+    steady = [it for it in result.lanes["decode-0"] if it.decode_rids == ("a", "b") and it not in joins]
+    assert steady and all(it.duration_s < late.duration_s for it in steady) == (version == "0.5.22")

@@ -8,31 +8,49 @@ from engine_model.config import Scenario
 from engine_model.cost import PassShape
 from engine_model.hardware import link
 from engine_model.pd.roles import resolve_role
-from engine_model.pd.router import RankPicker, Router
+from engine_model.pd.router import ROOM_BOUND, RankPicker, Router, resolve_load_balance
 from engine_model.pd.transfer import Network
 
 
 def test_round_robin_takes_workers_in_turn():
-    router = Router("round_robin", random.Random(0))
+    router = Router("round_robin", random.Random(0), random.Random(1))
     assert [router.pick("prefill", [0, 0, 0]) for _ in range(7)] == [0, 1, 2, 0, 1, 2, 0]
 
 
 def test_least_loaded_picks_the_emptiest_and_breaks_ties_low():
-    router = Router("least_loaded", random.Random(0))
+    router = Router("least_loaded", random.Random(0), random.Random(1))
     assert [router.pick("decode", loads) for loads in ([3, 1, 1], [0, 2, 5], [4, 4, 4])] == [1, 0, 0]
 
 
 def test_random_router_is_seeded():
-    picks = [[Router(kind, random.Random(7)).pick("p", [0, 5, 1, 2]) for _ in range(5)]
+    picks = [[Router(kind, random.Random(7), random.Random(1)).pick("p", [0, 5, 1, 2]) for _ in range(5)]
              for kind in ("random", "power_of_two")]
-    again = [[Router(kind, random.Random(7)).pick("p", [0, 5, 1, 2]) for _ in range(5)]
+    again = [[Router(kind, random.Random(7), random.Random(1)).pick("p", [0, 5, 1, 2]) for _ in range(5)]
              for kind in ("random", "power_of_two")]
     assert picks == again
 
 
-def test_dp_ranks_are_taken_in_turn():
-    picker = RankPicker(4)
-    assert [picker.pick() for _ in range(6)] == [0, 1, 2, 3, 0, 1]
+def test_decode_dp_ranks_are_taken_in_turn_whatever_the_room():
+    picker = RankPicker(4, "round_robin")
+    assert [picker.pick(room) for room in (7, 7, 7, 7, 7, 7)] == [0, 1, 2, 3, 0, 1]
+
+
+def test_prefill_dp_rank_is_the_bootstrap_room_modulo_the_ranks():
+    picker = RankPicker(4, "follow_bootstrap_room")
+    assert [picker.pick(room) for room in (0, 5, 10, 15, 2**63 - 1)] == [0, 1, 2, 3, 3]
+
+
+def test_auto_load_balance_resolves_per_role_as_sglang_does():
+    assert [resolve_load_balance("auto", role) for role in ("prefill", "decode")] == [
+        "follow_bootstrap_room", "round_robin"]
+    assert resolve_load_balance("round_robin", "prefill") == "round_robin"
+
+
+def test_bootstrap_rooms_are_seeded_draws_below_2_63():
+    first, again = (Router("round_robin", random.Random(0), random.Random(3)) for _ in range(2))
+    rooms = [first.bootstrap_room() for _ in range(100)]
+    assert rooms == [again.bootstrap_room() for _ in range(100)]
+    assert all(0 <= room < ROOM_BOUND for room in rooms) and max(rooms) > ROOM_BOUND // 2
 
 
 def test_two_transfers_from_one_nic_share_it_and_the_survivor_speeds_up():

@@ -41,13 +41,15 @@ clusters = st.builds(
     prefill_workers=st.integers(1, 2),
     decode_workers=st.integers(1, 2),
     decode_dp=st.sampled_from([1, 1, 2]),
+    prefill_dp=st.sampled_from([1, 1, 2]),  # > 1: the rank follows the bootstrap room
+    cost=st.sampled_from(["linear", "linear", "roofline"]),  # roofline: the prebuilt merge's held host time
     router=st.sampled_from(["round_robin", "random", "least_loaded", "power_of_two"]),
 )
 
 
 def build(reqs, c, seed=0):
-    """A small PD scenario: the linear predictor, the llama-3.1-8b KV size, and the cluster's settings
-    (attention TP 1 per rank, as `prefill_complete` requires)."""
+    """A small PD scenario: the linear predictor or the roofline, the llama-3.1-8b KV size, and the cluster's
+    settings (attention TP 1 per rank, as `prefill_complete` requires)."""
     workload = [{"rid": f"r{i}", "prompt_len": r["prompt_len"], "output_len": r["output_len"],
                  "arrival_at": r["arrival_at"], "ignore_eos": r["ignore_eos"],
                  "max_new_tokens": r["output_len"] + (0 if r["ignore_eos"] else r["slack"])}
@@ -57,13 +59,14 @@ def build(reqs, c, seed=0):
         "engine": {"version": c["version"], "chunked_prefill_size": c["chunk"] * c["page_size"],
                    "page_size": c["page_size"], "max_total_tokens": c["prefill_pool"],
                    "max_running_requests": c["max_running"], "context_length": 32768},
-        "cost": {"kind": "linear"},
+        "cost": {"kind": c.get("cost", "linear")},
         "hardware": {"gpu": "h100-sxm"}, "model": {"name": "llama-3.1-8b"},
         "workload": {"requests": workload},
         "limits": {"max_iterations": 200_000},
         "pd": {"decode_allocation_policy": c["policy"], "router": c["router"],
                "decode_kv_cap_per_rank": c["decode_cap"], "num_reserved_decode_tokens": c["reserved"],
-               "prefill": {"num_workers": c["prefill_workers"]},
+               "prefill": {"num_workers": c["prefill_workers"], "tp_size": c.get("prefill_dp", 1),
+                           "dp_size": c.get("prefill_dp", 1)},
                "decode": {"num_workers": c["decode_workers"], "tp_size": c["decode_dp"],
                           "dp_size": c["decode_dp"]}},
     })

@@ -19,7 +19,14 @@ from app.present.numbers import Price, fmt_rate
 from app.story.headline import price_cards
 from app.story.tour import focus_marker
 from app.ui.chart import chart_ui
-from engine_model import STORIES, InputError, read_toml
+from engine_model import (
+    STORIES,
+    UPSTREAM_SOURCE,
+    InputError,
+    policy_trade,
+    read_toml,
+    trade_statement,
+)
 
 POLICIES = ("early", "prefill_complete")
 
@@ -90,17 +97,35 @@ def deferred_allocation_ui(rush_values: dict | None = None, single=None) -> dict
 
 
 def _tradeoff_ui(runs: dict, preset: str) -> None:
-    """early -> prefill_complete on the three numbers the maintainers measured, and why a preset shows
-    little."""
+    """early -> prefill_complete on the four numbers the maintainers measured; on the upstream replica, the
+    model's changes beside theirs and what the model leaves out; why a preset shows little."""
     st.markdown("#### early → prefill_complete")
     rows = tables.tradeoff(runs["early"], runs["prefill_complete"])
     price_cards(st.columns(len(rows)), [Price(row["label"], row["early"], row["prefill_complete"],
                                               fmt_seconds if row["unit"] == "s" else fmt_rate, row["better"])
                                         for row in rows], False)
+    if preset == "upstream":
+        _upstream_ui(runs)
+    else:
+        st.caption("The maintainers' figures come from another test, the upstream replica's shape (choose "
+                   "that preset to see them beside the model's).")
     group = STORIES["ten_oclock_rush"].stream_group if preset == "rush" else "short"
     why = tables.little_difference(runs["early"], runs["prefill_complete"], group)
     if why:
         st.info(why, icon=":material/info:")
+
+
+def _upstream_ui(runs: dict) -> None:
+    """The model's four changes beside the maintainers', and in words which it does not reproduce."""
+    trades = policy_trade(runs["early"].summary, runs["prefill_complete"].summary)
+    st.markdown("##### This model beside the maintainers' measurement")
+    st.dataframe(tables.upstream_table(trades), hide_index=True, width="stretch")
+    sentences = trade_statement(trades)
+    shown = st.warning if any(not t.matches for t in trades) else st.info
+    shown("\n\n".join(sentences), icon=":material/compare_arrows:")
+    st.caption(f"Upstream: {UPSTREAM_SOURCE}. This model: the benchmark requests (without the warm-up) of "
+               "this preset's seed, one run per policy; the PD notes of the project give the mean of seeds 1 "
+               "and 2, as upstream averaged two runs.")
 
 
 def _charts_ui(runs: dict, run_keys: dict) -> None:
@@ -139,6 +164,4 @@ def _policy_table_ui(runs: dict, single=None, cap: int = 0) -> None:
     extra = f" — it never fit the {cap:,}-token decode cap" if cap else ""
     for sentence in dict.fromkeys(s for run in runs.values() for s in never_got_a_token(run.requests, extra)):
         st.caption(sentence)
-    st.caption("The maintainers' measurement on the real test: about +27% output throughput and −49% p95 "
-               "TTFT, but +93% p99 inter-token latency with prefill_complete (mean of two runs; seed 000). "
-               "These rows are the model's, on this preset.")
+    st.caption("These rows are the model's, on this preset, over every request.")

@@ -9,6 +9,7 @@ from app.charts.frames import RunFrames
 from app.charts.words import NO_TOKEN, bucket_words
 from app.pd.charts import SPAN_LABELS
 from app.present.fmt import fmt_seconds, seconds_cell
+from engine_model import Trade, policy_trade
 
 PHASE_ORDER = ("waiting", "waiting_for_decode_kv", "prefill", "transfer", "decode")
 SAME_TTFT = 0.05  # p95 first tokens within 5 % of each other: the policies barely differ
@@ -49,16 +50,19 @@ def phase_table(runs: dict[str, RunFrames]) -> pd.DataFrame:
 
 
 def tradeoff(early: RunFrames, late: RunFrames) -> list[dict]:
-    """The three numbers the maintainers measured, early -> prefill_complete, over every request."""
-    rows = []
-    for label, metric, stat, better in (("Output, tokens/s", "output_throughput_tok_s", None, "higher"),
-                                        ("p95 first token", "ttft_s", "p95", "lower"),
-                                        ("p99 gap between tokens", "itl_s", "p99", "lower")):
-        before = early.summary.metrics.value(None, metric, stat)
-        after = late.summary.metrics.value(None, metric, stat)
-        rows.append({"label": label, "early": before, "prefill_complete": after, "better": better,
-                     "unit": "tok/s" if stat is None else "s"})
-    return rows
+    """The four figures the maintainers measured, early -> prefill_complete (the benchmark client's requests
+    where the preset has one, as bench_serving reports; else every request)."""
+    return [{"label": t.figure.label + (", tokens/s" if t.figure.stat is None else ""), "key": t.figure.key,
+             "early": t.early, "prefill_complete": t.prefill_complete,
+             "better": "higher" if t.figure.stat is None else "lower",
+             "unit": "tok/s" if t.figure.stat is None else "s"}
+            for t in policy_trade(early.summary, late.summary)]
+
+
+def upstream_table(trades: list[Trade]) -> pd.DataFrame:
+    """The model's change beside the maintainers', figure by figure."""
+    return pd.DataFrame([{"figure": t.figure.label, "this model": t.words[0], "upstream": t.words[1],
+                          "within 2× of upstream": "yes" if t.matches else "no"} for t in trades])
 
 
 def little_difference(early: RunFrames, late: RunFrames, group: str) -> str | None:

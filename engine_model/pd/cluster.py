@@ -22,7 +22,7 @@ from engine_model.pd import messages as msg
 from engine_model.pd.decode import DecodeRank
 from engine_model.pd.prefill import PrefillRank, prefill_copy
 from engine_model.pd.roles import Role, check, resolve_role
-from engine_model.pd.router import RankPicker, Router
+from engine_model.pd.router import RankPicker, Router, resolve_load_balance
 from engine_model.pd.transfer import Network, Transfer
 from engine_model.pd.worker import Worker
 from engine_model.policy import ceil_page
@@ -43,6 +43,7 @@ class Handoff:
     allocated_at: float | None = None
     prefilled_at: float | None = None
     decoding_since: float | None = None
+    bootstrap_room: int = 0  # the router's draw; prefill's DP rank follows it by default
 
     def span(self, phase: str, start: float | None, end: float) -> None:
         if start is not None and end > start:
@@ -75,8 +76,11 @@ class Cluster:
         self.policy = self.roles["prefill"].policy
         self.prefill = self._workers(self.roles["prefill"], rng)
         self.decode = self._workers(self.roles["decode"], rng, pd.num_reserved_decode_tokens)
-        self.pickers = {w.name: RankPicker(len(w.ranks)) for w in self.prefill + self.decode}
-        self.router = Router(pd.router, rng)
+        self.pickers = {w.name: RankPicker(len(w.ranks), resolve_load_balance(
+            getattr(pd, role).load_balance_method, role)) for role in ("prefill", "decode")
+            for w in getattr(self, role)}
+        # bootstrap rooms come from their own seeded stream: drawing them changes no other random choice
+        self.router = Router(pd.router, rng, random.Random(f"bootstrap_room/{scenario.seed}"))
         link = with_overrides(hardware.link(pd.transfer_backend), pd.link_overrides, "pd.link_overrides")
         self.network = Network(link)
         model = with_overrides(hardware.model(scenario.model.name), scenario.model.overrides,
@@ -123,9 +127,10 @@ class Cluster:
             return
         p_worker = self.prefill[self.router.pick("prefill", [self.loads[w.name] for w in self.prefill])]
         d_worker = self.decode[self.router.pick("decode", [self.loads[w.name] for w in self.decode])]
-        p_rank = p_worker.ranks[self.pickers[p_worker.name].pick()]
-        d_rank = d_worker.ranks[self.pickers[d_worker.name].pick()]
-        h = Handoff(req, prefill_copy(req), (p_worker, p_rank), (d_worker, d_rank))
+        room = self.router.bootstrap_room()
+        p_rank = p_worker.ranks[self.pickers[p_worker.name].pick(room)]
+        d_rank = d_worker.ranks[self.pickers[d_worker.name].pick(room)]
+        h = Handoff(req, prefill_copy(req), (p_worker, p_rank), (d_worker, d_rank), bootstrap_room=room)
         self.handoffs[req.rid] = h
         self.loads[p_worker.name] += 1
         self.loads[d_worker.name] += 1

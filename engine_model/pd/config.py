@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 AllocationPolicy = Literal["early", "prefill_complete"]
+LoadBalance = Literal["auto", "round_robin", "follow_bootstrap_room"]
 ROLES = ("prefill", "decode")
 
 
@@ -30,6 +31,9 @@ class RoleConfig(_Frozen):
     dp_size: int = Field(1, ge=1, le=64)  # attention DP ranks (--enable-dp-attention when > 1)
     ep_size: int = Field(1, ge=1, le=64)  # MoE expert parallelism; priced like TP (see docs/pd.md)
     decode_allocation_policy: AllocationPolicy | None = None  # None: pd.decode_allocation_policy
+    # --load-balance-method: which DP rank gets a request; auto = follow_bootstrap_room on prefill,
+    # round_robin on decode (router.resolve_load_balance)
+    load_balance_method: LoadBalance = "auto"
 
 
 class PDConfig(_Frozen):

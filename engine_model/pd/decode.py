@@ -4,11 +4,17 @@ Queues (sglang-scheduler-facts.md 7.2): the prealloc queue (handshake, then a KV
 retracted queue (KV backed up to host), the transfer queue (KV reserved, bytes in flight) and the
 joiners (transfer done). Joiners enter the running batch without a memory check and decode in the
 same iteration; then the single engine's `update_running_batch` runs: check memory, retract, decode.
+
+A pass that merges joiners (a prebuilt batch) can cost its host time: SGLang's overlap loop first makes
+the schedule stream wait for the forward in flight (`_get_new_prebuilt_batch`), and 0.5.22's
+`prepare_for_prebuilt` then copies with blocking H2D copies, which hold the host until that forward
+ends: the scheduler's CPU time of that pass is not hidden behind the GPU (`held_host_s`).
 """
 
 from __future__ import annotations
 
 from engine_model.core import PassKind, Request, RequestState
+from engine_model.cost import RooflineCost
 from engine_model.pd.messages import ALLOCATED, FINISHED, JOINED, REJECTED, RESUMED, RETRACTED, Message
 from engine_model.policy import CLIP_MAX_NEW_TOKENS, ceil_page
 from engine_model.rules import mirrors
@@ -30,6 +36,7 @@ class DecodeRank(Scheduler):
         self.retracted_queue: list[Request] = []
         self.outbox: list[Message] = []
         self.stop_reason = ""
+        self.num_joined = 0  # requests merged as a prebuilt batch in this iteration
 
     # -- budgets ------------------------------------------------------------------------------------
     def allocatable(self, *, count_retracted: bool = True) -> int:
@@ -122,6 +129,7 @@ class DecodeRank(Scheduler):
         batch (up to max_running_requests), then `update_running_batch` decodes everyone."""
         room = self.cfg.max_running_requests - len(self.running)
         joiners, self.joining = self.joining[:room], self.joining[room:]
+        self.num_joined = len(joiners)
         for req in joiners:
             self._join(req)
         plan = self._decode_plan("this is a decode worker")
@@ -131,13 +139,37 @@ class DecodeRank(Scheduler):
         self.waiting = []
         plan.mirrors = (plan.mirrors.replace("Scheduler.get_next_batch_to_run", MIRRORS)
                         .replace("Scheduler.on_idle", MIRRORS))
-        notes = [f"{len(joiners)} request(s) joined after their transfer"] if joiners else []
+        if joiners:
+            plan.mirrors = plan.mirrors.replace(MIRRORS, f"{MIRRORS} -> _get_new_prebuilt_batch", 1)
+        notes = [self._joined_note(plan)] if joiners else []
         notes += [self.stop_reason] if self.stop_reason else []
         if plan.kind is PassKind.IDLE and plan.retraction is None:
             plan.reason = "idle: nothing is decoding"
         plan.reason = ("; ".join([plan.reason, *notes])
                        .replace("; no prefill because this is a decode worker", ""))
         return plan
+
+    def _joined_note(self, plan: Plan) -> str:
+        note = f"{self.num_joined} request(s) joined after their transfer (a prebuilt batch merged)"
+        held = self.held_host_s(plan)
+        if held:
+            return (note + f"; SGLang {self.cfg.version} copies it with blocking H2D copies after waiting "
+                    f"for the forward in flight, so this pass's {held * 1e3:.2f} ms of scheduling is not "
+                    "hidden")
+        return note
+
+    @mirrors("_get_new_prebuilt_batch", "prepare_for_prebuilt")
+    def held_host_s(self, plan: Plan) -> float:
+        """Host time this pass cannot hide: with joiners, before 0.5.23 (blocking copies in
+        `prepare_for_prebuilt` after `schedule_stream.wait_stream(forward_stream)`), the rank's scheduling
+        CPU time (cost.per_pass_s + cost.per_request_s x rows, joiners counted twice, an assumption: their
+        prebuilt batch is built and processed, then decoded); 0 otherwise, or on the linear predictor."""
+        cost = self.cost.whole
+        if not self.num_joined or self.cfg.caps.prebuilt_copies_async or not isinstance(cost, RooflineCost):
+            return 0.0
+        if not cost.overlap:
+            return 0.0  # without the overlap schedule every pass already pays its CPU time
+        return cost.per_pass_s + cost.per_request_s * (len(plan.decode) + self.num_joined)
 
     def _join(self, req: Request) -> None:
         """`process_batch_result_prebuilt`: a transferred request commits the first token prefill made."""

@@ -53,9 +53,10 @@ class WorkerCost:
     element-wise ops, collectives and overhead are priced on all ranks' tokens together at tp_size
     (experts and dense weights are shared out over the worker's GPUs), and attention is the slowest
     rank's own attention at attention TP (each rank reads only its own requests' KV). The roofline's
-    attention term is max(FLOPs roof, KV-bytes roof), each linear in the shape, so the two per-unit
-    costs are read off the rank's cost model once (`attention_units`). On the linear predictor: the
-    slowest rank's pass.
+    dense attention term is max(FLOPs roof, KV-bytes roof), each linear in the shape, so the two per-unit
+    costs are read off the rank's cost model once (`attention_units`); DeepSeek sparse attention is not
+    linear (its pairs are capped at top-k per query), so a DSA rank prices its own shape. On the linear
+    predictor: the slowest rank's pass.
     """
 
     whole: object  # the cost model at the worker's tp_size
@@ -69,16 +70,26 @@ class WorkerCost:
         return per_pair, per_kv
 
     def rank_attention_s(self, shape: PassShape) -> float:
+        if self.rank.model.is_dsa:
+            return self.rank.attention_seconds(shape)
         per_pair, per_kv = self.attention_units
         return max(per_pair * shape.attn_pairs, per_kv * (shape.past_kv_sum + 2 * shape.new_tokens))
 
-    def seconds(self, shapes: list[PassShape]) -> float:
-        if self.rank is None:
-            return self.whole.seconds(shapes[0])
+    def seconds(self, shapes: list[PassShape], held_host_s: float = 0.0) -> float:
+        """The lockstep pass. held_host_s: host time a rank could not overlap with the forward before
+        (decode.DecodeRank.held_host_s); the pass then lasts that plus its GPU or launch time."""
         if not isinstance(self.whole, RooflineCost):
+            if self.rank is None:
+                return self.whole.seconds(shapes[0])
             return max(self.whole.seconds(s) for s in shapes if s.num_rows)
-        merged = PassShape(*map(sum, zip(*shapes, strict=True)))
-        return self.whole.breakdown(merged, attention_s=max(map(self.rank_attention_s, shapes)))["total_s"]
+        if self.rank is None:
+            parts = self.whole.breakdown(shapes[0])
+        else:
+            merged = PassShape(*map(sum, zip(*shapes, strict=True)))
+            parts = self.whole.breakdown(merged, attention_s=max(map(self.rank_attention_s, shapes)))
+        if not held_host_s:
+            return parts["total_s"]
+        return max(parts["total_s"], held_host_s + max(parts["gpu_s"], parts["launch_s"]))
 
     def describe(self) -> str:
         return self.whole.describe() + ("" if self.rank is None

@@ -54,7 +54,9 @@ class Worker:
             if not any(rank.outbox for rank in self.ranks):
                 self.parked_at, self.parked_plans = self.now, plans
             return None
-        end = self.now + self.cost.seconds([p.shape() for p in plans])
+        held = max((rank.held_host_s(plan) for rank, plan in zip(self.ranks, plans, strict=True)
+                    if isinstance(rank, DecodeRank)), default=0.0)
+        end = self.now + self.cost.seconds([p.shape() for p in plans], held_host_s=held)
         return self._record(plans, end, apply=True)
 
     def _record(self, plans: list[Plan], end: float, apply: bool = False) -> Iteration:
@@ -107,7 +109,7 @@ def merge(index: int, its: list[Iteration]) -> Iteration:
         prefill_rows=tuple(row for it in its for row in it.prefill_rows),
         decode_rids=tuple(rid for it in its for rid in it.decode_rids),
         decode_past_kv=sum(it.decode_past_kv for it in its),
-        reason=reason, mirrors=busy[0][1].mirrors,
+        reason=reason, mirrors=max((it.mirrors for _, it in busy), key=len),  # the most detailed chain
         chunked_rid=next((it.chunked_rid for it in its if it.chunked_rid), None),
         finished_rids=tuple(rid for it in its for rid in it.finished_rids),
         kv_used=sum(it.kv_used for it in its), kv_capacity=sum(it.kv_capacity for it in its),
