@@ -4,7 +4,7 @@ app and the tour say about the upstream replica is true of its runs (recomputed 
 import numpy as np
 import pytest
 
-from app.pd.section import pd_scenario
+from app.pd.presets import pd_scenario
 from engine_model import STORIES, policy_trade, simulate, summary, trade_statement
 from engine_model.pd.trade import FIGURES, Trade
 
