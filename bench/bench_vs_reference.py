@@ -1,6 +1,7 @@
-"""Our scheduling loop against SGLang 0.5.23's own scheduler (the reference tool), same workloads, one run each.
+"""Our scheduling loop against SGLang 0.5.23's own scheduler (the reference tool): same workloads, one run
+each.
 
-    .venv/bin/python bench/bench_vs_reference.py --venv /tmp/sgref-venv [--tool ../shared/tools/sglang_reference]
+    .venv/bin/python bench/bench_vs_reference.py --venv /tmp/sgref-venv [--tool TOOL_DIR]
     .venv/bin/python bench/bench_vs_reference.py --ours-only        # our side alone (no reference venv)
 
 Two workloads, written here from a fixed seed: `poisson_200` (200 chat-sized requests, Poisson arrivals) and
@@ -44,8 +45,8 @@ def poisson_200() -> dict:
 
 def retraction_40() -> dict:
     """40 requests of 1,500 prompt and 1,400 reply tokens over 2 s on a 36,000-token pool: it retracts."""
-    requests = [{"rid": f"r{i:02d}", "arrival_s": round(i * 2 / 39, 6), "prompt_len": 1500, "output_len": 1400}
-                for i in range(40)]
+    requests = [{"rid": f"r{i:02d}", "arrival_s": round(i * 2 / 39, 6), "prompt_len": 1500,
+                 "output_len": 1400} for i in range(40)]
     return {"name": "retraction_40", "server_args": {**SERVER_ARGS, "max_total_tokens": 36000},
             "requests": requests}
 
@@ -78,19 +79,20 @@ def main() -> None:
     print("| workload | passes | SGLang 0.5.23 s | ours s | ratio | passes agree |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     with tempfile.TemporaryDirectory() as tmp:
-        for make in (poisson_200, retraction_40):
+        folders = []
+        for make in (poisson_200, retraction_40):  # ours first: the tool's engine processes linger a while
             data = make()
             folder = Path(tmp) / data["name"]
             folder.mkdir()
-            workload = folder / "workload.json"
-            workload.write_text(json.dumps(data))
-            our_s, num_passes = ours(workload, folder / "ours")
+            (folder / "workload.json").write_text(json.dumps(data))
+            folders.append((folder, *ours(folder / "workload.json", folder / "ours")))
+        for folder, our_s, num_passes in folders:
             if args.ours_only:
-                print(f"| {data['name']} | {num_passes} | — | {our_s:.4f} | — | — |")
+                print(f"| {folder.name} | {num_passes} | — | {our_s:.4f} | — | — |")
                 continue
-            ref_s = reference(workload, folder / "ref", args.tool, args.venv)
+            ref_s = reference(folder / "workload.json", folder / "ref", args.tool, args.venv)
             agree = compare(folder / "ref", folder / "ours")["pass_agreement"]
-            print(f"| {data['name']} | {num_passes} | {ref_s:.2f} | {our_s:.4f} | {ref_s / our_s:.0f}× "
+            print(f"| {folder.name} | {num_passes} | {ref_s:.2f} | {our_s:.4f} | {ref_s / our_s:.0f}× "
                   f"| {agree:.0%} |")
 
 

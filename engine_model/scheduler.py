@@ -10,8 +10,10 @@ is applied (tokens stamped at the end of the pass, finished requests release the
 
 from __future__ import annotations
 
+import functools
 import random
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from engine_model.core import Iteration, PassKind, Request, RequestState, Retraction, Row
 from engine_model.cost import PassShape, attn_pairs
@@ -29,6 +31,10 @@ from engine_model.prefix import PrefixCache
 from engine_model.resolve import Resolved
 from engine_model.rules import mirrors
 
+KV_LEN, RID = attrgetter("kv_len"), attrgetter("rid")
+FINISHED, RUNNING = RequestState.FINISHED, RequestState.RUNNING
+EXTEND_KINDS = frozenset((PassKind.PREFILL, PassKind.MIXED))
+DECODE_MIRRORS = "Scheduler.get_next_batch_to_run -> update_running_batch"
 
 @mirrors("handle_generate_request")
 def intake(req: Request, cfg: Resolved) -> str:
@@ -42,7 +48,7 @@ def intake(req: Request, cfg: Resolved) -> str:
     return ""
 
 
-@dataclass
+@dataclass(slots=True)
 class Plan:
     """The batch one iteration runs, and why."""
 
@@ -53,20 +59,31 @@ class Plan:
     mirrors: str = ""
     num_running: int = 0
     retraction: Retraction | None = None
+    decode_past_kv: int = 0  # KV before this pass's decode slot, summed over the decode rows
 
     def shape(self) -> PassShape:
-        past_decode = sum(r.kv_len - 1 for r in self.decode)  # KV before this pass's decode slot
+        num_decode = len(self.decode)
+        past_decode = self.decode_past_kv
+        if not self.prefill:
+            return PassShape(num_decode, num_decode, num_decode, past_decode, past_decode + num_decode)
         new_prefill = sum(extend for _, extend in self.prefill)
         past_prefill = sum(r.kv_len - extend for r, extend in self.prefill)
         pairs = (sum(attn_pairs(e, r.kv_len - e) for r, e in self.prefill)
-                 + past_decode + len(self.decode))
+                 + past_decode + num_decode)
         return PassShape(
-            num_rows=len(self.prefill) + len(self.decode),
-            num_decode_rows=len(self.decode),
-            new_tokens=new_prefill + len(self.decode),
+            num_rows=len(self.prefill) + num_decode,
+            num_decode_rows=num_decode,
+            new_tokens=new_prefill + num_decode,
             past_kv_sum=past_prefill + past_decode,
             attn_pairs=pairs,
         )
+
+
+@functools.lru_cache(maxsize=256)
+def decode_reason(why_not_prefill: str) -> str:
+    """Why a decode pass runs (one string per reason prefill was not formed, built once)."""
+    why = why_not_prefill or "none could be formed"
+    return f"decode: every running request gets one token; no prefill because {why}"
 
 
 class Scheduler:
@@ -152,6 +169,47 @@ class Scheduler:
         self.now = end
         return record
 
+    def decode_streak(self, horizon: float, max_passes: int) -> list[Iteration]:
+        """The decode passes `step()` would run next while nothing can change, run in one go: each pass
+        recorded exactly as `step()` records it, each request's tokens appended once for the streak.
+        Passes start before `horizon` (the next arrival), at most `max_passes`; the pass that changes
+        something is left to `step()`."""
+        num_passes = min(max_passes, self._num_quiet_passes())
+        if num_passes <= 0 or self.now >= horizon:
+            return []
+        self._land()  # nothing in flight: it only forgets what landed last time, as step() would
+        rows, n = self.running, len(self.running)
+        reason, rids = decode_reason(self._prefill_plan()[1]), tuple(map(RID, rows))
+        past, now, ends = sum(map(KV_LEN, rows)), self.now, []
+        first, capacity, num_waiting = len(self.iterations), self.cfg.max_total_tokens, len(self.waiting)
+        while len(ends) < num_passes and now < horizon:
+            self.ratio.decay_step()
+            self.kv_used += n
+            end = now + self.cost.seconds(PassShape(n, n, n, past, past + n))
+            self.iterations.append(Iteration(
+                index=first + len(ends), kind=PassKind.DECODE, start_at=now, end_at=end, prefill_rows=(),
+                decode_rids=rids, decode_past_kv=past, reason=reason, mirrors=DECODE_MIRRORS,
+                chunked_rid=None, finished_rids=(), kv_used=self.kv_used, kv_capacity=capacity,
+                num_waiting=num_waiting, num_running=n, new_token_ratio=self.ratio.value))
+            ends.append(end)
+            past, now = past + n, end
+        for req in rows:
+            req.kv_len += len(ends)
+            req.num_generated += len(ends)
+            req.token_times.extend(ends)
+        self.now = now
+        return self.iterations[first:]
+
+    def _num_quiet_passes(self) -> int:
+        """How many decode passes from now change nothing but the tokens: nothing to merge or land, no
+        prefill to try (the queue is empty or batch_is_full is latched, no chunked request, no interval
+        countdown), a KV slot for every row of every pass (page size 1), no request finishing."""
+        rows = self.running
+        if (self.last_extend or self.in_flight or self.chunked is not None or self.countdown or not rows
+                or self.cfg.page_size != 1 or (self.waiting and not self.batch_is_full) or self.crash):
+            return 0
+        return min(self.kv_free // len(rows), min(r.output_len - r.num_generated for r in rows) - 1)
+
     @mirrors("get_next_batch_to_run")
     def schedule(self) -> Plan:
         """`Scheduler.get_next_batch_to_run`."""
@@ -163,7 +221,7 @@ class Scheduler:
             plan, why_not = self._prefill_plan()
         if plan is None:
             plan = self._decode_plan(why_not)
-        if plan.kind in (PassKind.PREFILL, PassKind.MIXED):
+        if plan.kind in EXTEND_KINDS:
             self.countdown = self.cfg.prefill_decode_interval  # _arm_prefill_decode_interval
         return plan
 
@@ -332,8 +390,8 @@ class Scheduler:
         needed = num_decode_slots_needed(rows, self.cfg.page_size)
         if self.cfg.caps.mixed_checks_decode_mem and self.kv_free < needed:
             return "mixing skipped: not enough KV for the decode rows (check_decode_mem)"
-        self._allocate_decode(rows)  # before 0.5.22 unchecked: _build_prefill sees if it overflows
-        plan.kind, plan.decode = PassKind.MIXED, rows
+        past = self._allocate_decode(rows)  # before 0.5.22 unchecked: _build_prefill sees if it overflows
+        plan.kind, plan.decode, plan.decode_past_kv = PassKind.MIXED, rows, past
         mixed = set(rows)  # requests hash by identity
         self.running = [r for r in self.running if r not in mixed]  # only in-flight finishes stay behind
         return f"mixed chunk: the {len(rows)} running requests each decode one token in this pass"
@@ -380,23 +438,23 @@ class Scheduler:
             self.ratio.decay_step()
         if len(self.running) < num_before:
             self.batch_is_full = False
-        rows = self._decode_rows()
+        if retraction is not None:
+            rows = self._decode_rows()
         if not rows:
             return Plan(PassKind.IDLE, reason="idle: the last running request was aborted",
                         mirrors="retract_decode", retraction=retraction)
-        self._allocate_decode(rows)
-        reason = ("decode: every running request gets one token; no prefill because "
-                  f"{why_not_prefill or 'none could be formed'}")
+        past = self._allocate_decode(rows)
+        reason = decode_reason(why_not_prefill)
         if retraction is not None:
             reason = (f"KV pool full: retracted {', '.join(retraction.rids)} (fewest tokens generated "
                       "first); " + reason)
-        mirrors = "Scheduler.get_next_batch_to_run -> update_running_batch"
+        mirrors = DECODE_MIRRORS
         if retraction is not None:
             mirrors += " -> ScheduleBatch.retract_decode"
         if len(rows) < len(self.running) or self.in_flight:
             reason += "; " + self._in_flight_note(rows)
         return Plan(PassKind.DECODE, decode=rows, reason=reason, mirrors=mirrors,
-                    num_running=num_before, retraction=retraction)
+                    num_running=num_before, retraction=retraction, decode_past_kv=past)
 
     def _decode_rows(self) -> list[Request]:
         """The running requests that get a decode row. With the overlap schedule a request finished by the
@@ -415,8 +473,9 @@ class Scheduler:
         parts += [f"{left} finished by length leave the batch (_reqs_finishing_inflight)"] if left else []
         return "overlap schedule: " + ", ".join(parts) if parts else ""
 
-    def _allocate_decode(self, reqs: list[Request]) -> None:
-        """`prepare_for_decode`: one new KV slot per request."""
+    def _allocate_decode(self, reqs: list[Request]) -> int:
+        """`prepare_for_decode`: one new KV slot per request. Returns their KV before it."""
+        past = sum(map(KV_LEN, reqs))
         page = self.cfg.page_size
         if page == 1:
             self.kv_used += len(reqs)
@@ -424,6 +483,7 @@ class Scheduler:
             self.kv_used += sum(page for r in reqs if r.kv_len % page == 0)
         for req in reqs:
             req.kv_len += 1
+        return past
 
     @mirrors("retract_decode")
     def _retract(self) -> Retraction:
@@ -481,23 +541,31 @@ class Scheduler:
                 req.state = RequestState.RUNNING
                 self.last_extend.append(req)
                 self._hold_if_done(req)
-        for req in plan.decode:
-            if req.state is RequestState.FINISHED:  # its result landed at this pass's launch: a wasted row
-                continue
-            req.add_token(end)
-            if req.is_done and not self.cfg.overlap_schedule:
-                self._finish(req, end)
-                dropped = True
-                continue
-            self._hold_if_done(req)
-            if plan.kind is PassKind.MIXED:
-                self.last_extend.append(req)
-        if plan.kind is PassKind.DECODE:
-            num_before = len(self.running)
-            self.running = [r for r in self.running if r.state is RequestState.RUNNING]
-            dropped = dropped or len(self.running) < num_before
+        finished = self._apply_decode(plan, end)
+        if plan.kind is PassKind.DECODE and finished:  # only a finish changes a running request's state
+            self.running = [r for r in self.running if r.state is RUNNING]
+        dropped = dropped or finished
         if dropped:
             self.batch_is_full = False  # filter_batch shrank the batch
+
+    def _apply_decode(self, plan: Plan, end: float) -> bool:
+        """Each decode row's token (the hot loop: `add_token` and `is_done` written out). True if a request
+        finished and left the batch (without the overlap schedule; with it, it waits in `in_flight`)."""
+        dropped, overlap, mixed = False, self.cfg.overlap_schedule, plan.kind is PassKind.MIXED
+        for req in plan.decode:
+            if req.state is FINISHED:  # its result landed at this pass's launch: a wasted row
+                continue
+            req.token_times.append(end)
+            req.num_generated += 1
+            if req.num_generated >= req.output_len:
+                if not overlap:
+                    self._finish(req, end)
+                    dropped = True
+                    continue
+                self.in_flight.append(req)
+            if mixed:
+                self.last_extend.append(req)
+        return dropped
 
     def _hold_if_done(self, req: Request) -> None:
         if req.is_done:
@@ -507,6 +575,10 @@ class Scheduler:
     def _land(self) -> None:
         """Overlap schedule (`event_loop_overlap`): the last pass's results are processed only now, after the
         next pass was scheduled and launched; its finished requests leave the batch and free their KV."""
+        if not self.in_flight:
+            if self.landed:
+                self.landed = []
+            return
         self.landed, self.in_flight = self.in_flight, []
         for req in self.landed:
             for batch in (self.running, self.last_extend):
@@ -524,16 +596,18 @@ class Scheduler:
     def launch_view(self, plan: Plan) -> dict:
         """What the pass looks like when it is launched (KV already allocated, nothing released yet)."""
         return {
-            "prefill_rows": tuple(Row(r.rid, e, r.kv_len - e) for r, e in plan.prefill),
-            "decode_rids": tuple(r.rid for r in plan.decode),
-            "decode_past_kv": sum(r.kv_len - 1 for r in plan.decode),
+            "prefill_rows": tuple([Row(r.rid, e, r.kv_len - e) for r, e in plan.prefill]),
+            "decode_rids": tuple(map(RID, plan.decode)),
+            "decode_past_kv": plan.decode_past_kv,
             "kv_used": self.kv_used,
             "num_waiting": len(self.waiting),
         }
 
     def record(self, plan: Plan, view: dict, end: float) -> Iteration:
-        done = [r for r, _ in plan.prefill] + [r for r in plan.decode if r not in self.landed]
-        finished = [r.rid for r in done if r.state is RequestState.FINISHED] + [r.rid for r in self.landed]
+        landed = self.landed
+        finished = [r.rid for r, _ in plan.prefill if r.state is FINISHED]
+        finished += [r.rid for r in plan.decode if r.state is FINISHED and r not in landed]
+        finished += [r.rid for r in landed]
         it = Iteration(
             index=len(self.iterations),
             kind=plan.kind,
@@ -543,7 +617,7 @@ class Scheduler:
             mirrors=plan.mirrors,
             chunked_rid=self.chunked.rid if self.chunked else None,
             finished_rids=tuple(finished),
-            wasted_rids=tuple(r.rid for r in plan.decode if r in self.landed),
+            wasted_rids=tuple([r.rid for r in plan.decode if r in landed]) if landed else (),
             kv_capacity=self.cfg.max_total_tokens,
             num_running=plan.num_running,
             new_token_ratio=self.ratio.value,
