@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from engine_model.pd.config import PDConfig
 
-Version = Literal["0.5.20", "0.5.22", "0.5.23"]
+Version = Literal["0.5.20", "0.5.21", "0.5.22", "0.5.23"]
 # Ranges every value must lie in: beyond them a number is a typo or an attack, never a server (assumptions).
 MAX_TOKENS = 10_000_000  # a prompt, reply or chunk; the longest contexts served today are ~1-10M tokens
 MAX_POOL_TOKENS = 10**10  # a KV pool; an 8-GPU H200 node holds well under 10^8 tokens
@@ -41,7 +41,8 @@ class EngineConfig(Frozen):
     page_size: int = Field(1, ge=1, le=256)
     max_running_requests: int | None = Field(None, ge=1, le=MAX_REQUESTS)
     max_total_tokens: int | None = Field(None, ge=16, le=MAX_POOL_TOKENS)  # KV pool in tokens; None: from GPU
-    schedule_policy: Literal["fcfs", "lof", "random"] = "fcfs"
+    # shortest-prefill-first: SGLang 0.5.21+; it needs the radix cache, which the model always has on
+    schedule_policy: Literal["fcfs", "lof", "random", "shortest-prefill-first"] = "fcfs"
     schedule_conservativeness: float = Field(1.0, ge=0.0, le=100.0)
     prefill_decode_interval: int = Field(0, ge=0, le=10_000)
     prefill_decode_interval_min_bs: int = Field(0, ge=0, le=MAX_REQUESTS)

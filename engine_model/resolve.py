@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from engine_model import hardware
 from engine_model.config import Scenario
 from engine_model.errors import InputError
-from engine_model.versions import Capabilities, capabilities
+from engine_model.versions import Capabilities, capabilities, first_release
 
 # `handle_gpu_memory_settings` (arg_groups/memory_hook.py): GPU memory (GiB) below which each chunk size
 # applies.
@@ -130,13 +130,17 @@ def resolve(scenario: Scenario) -> Resolved:
         except InputError as err:
             raise InputError(f"hardware ({err.where})", err.problem) from None
         pool_source = f"from GPU memory: {gpu.name} x TP{tp_size}, {model.name}"
+    caps = capabilities(engine.version)
+    if engine.schedule_policy == "shortest-prefill-first" and not caps.has_shortest_prefill_first:
+        raise InputError("engine.schedule_policy", f"shortest-prefill-first exists from SGLang "
+                         f"{first_release('has_shortest_prefill_first')}; engine.version is {engine.version}")
     context_len = engine.context_length or model.context_length
     max_req_len = min(context_len - 1, pool - 1)  # Scheduler.__init__: max_req_len
     ratio_init = min(INIT_NEW_TOKEN_RATIO * engine.schedule_conservativeness, 1.0)
     ratio_min = min(ratio_init * MIN_NEW_TOKEN_RATIO_FACTOR, 1.0)
     return Resolved(
         version=engine.version,
-        caps=capabilities(engine.version),
+        caps=caps,
         chunked_prefill_size=chunk,
         chunked_prefill_size_source=chunk_source,
         is_mixed_chunk=chunk is not None and engine.enable_mixed_chunk,  # init_chunked_prefill

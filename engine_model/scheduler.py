@@ -26,6 +26,8 @@ from engine_model.policy import (
     num_decode_slots_needed,
     ratio_after_retraction,
     retraction_order,
+    shortest_prefill_chunk_limit,
+    sort_shortest_prefill_first,
 )
 from engine_model.prefix import PrefixCache
 from engine_model.resolve import Resolved
@@ -36,14 +38,20 @@ FINISHED, RUNNING = RequestState.FINISHED, RequestState.RUNNING
 EXTEND_KINDS = frozenset((PassKind.PREFILL, PassKind.MIXED))
 DECODE_MIRRORS = "Scheduler.get_next_batch_to_run -> update_running_batch"
 
-@mirrors("handle_generate_request")
+@mirrors("handle_generate_request", "init_req_max_new_tokens")
 def intake(req: Request, cfg: Resolved) -> str:
     """Before any queue: a prompt at or above max_req_input_len is refused (`validate_input_length`), and
-    max_new_tokens is clipped so the prompt and the reply fit max_req_len. Returns why it is refused, or
-    ""."""
+    `init_req_max_new_tokens` clips max_new_tokens so the prompt and the reply fit max_req_len and an empty
+    KV pool (pool - page-rounded prompt - page - 1, `max_new_tokens_for_memory`): every request can then be
+    admitted once the pool is empty. Returns why it is refused, or ""."""
     if req.prompt_len >= cfg.max_req_input_len:
         return f"prompt of {req.prompt_len} tokens >= max_req_input_len {cfg.max_req_input_len}"
-    req.max_new_tokens = min(req.max_new_tokens, cfg.max_req_len - req.prompt_len - 1)
+    page = cfg.page_size
+    empty_pool = cfg.max_total_tokens - ceil_page(req.prompt_len, page) - page - 1
+    req.max_new_tokens = min(req.max_new_tokens, cfg.max_req_len - req.prompt_len - 1, empty_pool)
+    if req.max_new_tokens < 1:  # SGLang would run it as a prefill-only request and return no token
+        return (f"prompt of {req.prompt_len} tokens leaves no KV slot for a reply in a pool of "
+                f"{cfg.max_total_tokens} (page {page})")
     req.output_len = min(req.output_len, req.max_new_tokens)
     return ""
 
@@ -109,13 +117,21 @@ class Scheduler:
         self.in_flight: list[Request] = []  # overlap: finished by the last pass, its result not yet landed
         self.landed: list[Request] = []  # overlap: the requests whose result landed in this iteration
         self.crash: str | None = None  # why the server stopped: SGLang's allocator raised out of memory
+        self.entered: dict[str, int] = {}  # rid -> when it last entered the queue, as a count
+        self.num_entered = 0
+        self.chunk_cap: int | None = None  # shortest-prefill-first's cap on this pass's continuing chunk
 
     # -- arrivals ---------------------------------------------------------------------------------
     def arrive(self, req: Request) -> None:
         """A request reaches the scheduler (`_add_request_to_queue`, after `intake`'s length checks)."""
         if req.is_mid_reply:
             return self._start_mid_reply(req)
+        self._enqueue(req)
+
+    def _enqueue(self, req: Request) -> None:
+        """`_add_request_to_queue`: to the back of the waiting queue (`wait_queue_entry_time` stamped)."""
         req.state, req.queued_at = RequestState.WAITING, self.now
+        self.entered[req.rid] = self.num_entered = self.num_entered + 1
         self.waiting.append(req)
 
     def _start_mid_reply(self, req: Request) -> None:
@@ -267,7 +283,7 @@ class Scheduler:
         num_mixed = len(self.running) if cfg.is_mixed_chunk else 0
         adder = PrefillAdder(cfg, pool=self.kv_free, running=self.running, ratio=self.ratio.value,
                              num_mixed=num_mixed)
-        still_chunked = adder.add_chunked(self.chunked) if self.chunked else False
+        still_chunked = self._add_chunked(adder) if self.chunked else False
         stop, num_walked = self._admit_waiting(adder, num_allocatable)
         del self.waiting[:num_walked]  # admitted or rejected: always a prefix of the queue (head-of-line)
         if not adder.admitted:
@@ -280,12 +296,35 @@ class Scheduler:
         num_free_slots = self.cfg.max_running_requests - len(self.running) - (self.chunked is not None)
         return min(self.cfg.max_running_requests - len(self.running), num_free_slots)
 
+    @mirrors("calc_priority")
     def _sort_waiting(self) -> None:
-        """`SchedulePolicy.calc_priority`: fcfs keeps list order."""
-        if self.cfg.schedule_policy == "lof":
+        """`SchedulePolicy.calc_priority`, on every prefill attempt: fcfs keeps list order; lof puts the
+        longest max_new_tokens first; random shuffles; shortest-prefill-first puts the least uncached
+        prefill work first."""
+        policy = self.cfg.schedule_policy
+        if policy == "lof":
             self.waiting.sort(key=lambda r: -r.max_new_tokens)
-        elif self.cfg.schedule_policy == "random":
+        elif policy == "random":
             self.rng.shuffle(self.waiting)
+        elif policy == "shortest-prefill-first":
+            for req in self.waiting:  # a PD prefill rank queues without _enqueue: in list order
+                if req.rid not in self.entered:
+                    self.entered[req.rid] = self.num_entered = self.num_entered + 1
+            sort_shortest_prefill_first(self.waiting, self.prefix.match, self.entered)
+
+    def _add_chunked(self, adder: PrefillAdder) -> bool:
+        """The continuing chunk first (`add_chunked_req`). Under shortest-prefill-first its chunk is capped
+        to leave room for the shorter waiting requests (`shortest_prefill_chunk_limit`), and while it stays
+        cut no other request may be cut. True if it is still cut after this pass."""
+        self.chunk_cap = None
+        if self.cfg.schedule_policy != "shortest-prefill-first":
+            return adder.add_chunked(self.chunked)
+        limit = shortest_prefill_chunk_limit(self.chunked, self.waiting, adder.rem_chunk or 0,
+                                             self.cfg.page_size, self.prefix.match)
+        self.chunk_cap = limit
+        still_chunked = adder.add_chunked(self.chunked, limit)
+        adder.no_second_chunk = still_chunked
+        return still_chunked
 
     def _admit_waiting(self, adder: PrefillAdder, num_allocatable: int) -> tuple[str, int]:
         """The admission loop: stops at the first request that does not fit (head-of-line blocking).
@@ -327,7 +366,9 @@ class Scheduler:
         return "", num_walked
 
     def _never_fits(self, adder: PrefillAdder, req: Request) -> bool:
-        """Our guard, not SGLang's: a head request that cannot fit an empty pool would wait forever."""
+        """Our guard, not SGLang's: a head request that cannot fit an empty pool is refused rather than left
+        waiting. Intake's clip (`init_req_max_new_tokens`) makes every request fit an empty single-engine
+        pool, as in SGLang, so this stays a safety net."""
         alone = not self.running and self.chunked is None and not adder.admitted and self.kv_used == 0
         return alone and not adder.fits_empty_pool(req)
 
@@ -401,6 +442,9 @@ class Scheduler:
         parts = []
         if continuing is not None:
             parts.append(f"prefill wins: {continuing.rid} is half-prefilled, so its next chunk runs first")
+            if self.chunk_cap is not None:
+                parts.append(f"shortest-prefill-first caps that chunk at {self.chunk_cap:,} tokens so "
+                             "shorter waiting requests join the pass (shortest_prefill_chunk_limit)")
         else:
             parts.append(f"prefill wins: {len(adder.admitted)} waiting request(s) fit the budgets")
         if self.chunked is not None:
@@ -428,11 +472,12 @@ class Scheduler:
         num_before = len(self.running)
         retraction = None
         if self.kv_free < num_decode_slots_needed(rows, self.cfg.page_size):
-            if self.in_flight and self.cfg.caps.sees_inflight_finishes:
+            finishing = self._finishing_by_length()
+            if finishing:
                 self.batch_is_full = False
                 return Plan(PassKind.IDLE, mirrors="Scheduler.get_next_batch_to_run -> update_running_batch",
-                            reason=f"decode skipped: KV is short, but {len(self.in_flight)} request(s) "
-                                   "finished in the last pass free theirs when its result lands")
+                            reason=f"decode skipped: KV is short, but {len(finishing)} request(s) finished "
+                                   "by length in the last pass free theirs when its result lands")
             retraction = self._retract()
         else:
             self.ratio.decay_step()
@@ -463,7 +508,16 @@ class Scheduler:
         is thrown away."""
         if not self.in_flight or not self.cfg.caps.sees_inflight_finishes:
             return list(self.running)
-        return [r for r in self.running if not (r in self.in_flight and r.num_generated >= r.max_new_tokens)]
+        finishing = self._finishing_by_length()
+        return [r for r in self.running if r not in finishing]
+
+    @mirrors("_reqs_finishing_inflight")
+    def _finishing_by_length(self) -> list[Request]:
+        """`_reqs_finishing_inflight` (0.5.22+, overlap schedule): the running requests whose result still
+        in flight finishes them by length (max_new_tokens); one that stopped on EOS is not among them."""
+        if not self.cfg.caps.sees_inflight_finishes:
+            return []
+        return [r for r in self.in_flight if r.num_generated >= r.max_new_tokens]
 
     def _in_flight_note(self, rows: list[Request]) -> str:
         wasted = sum(r in self.in_flight for r in rows)
@@ -506,9 +560,8 @@ class Scheduler:
         self.running = survivors
         self.ratio.value = ratio_after_retraction(survivors)
         for req in retracted:  # back of the queue, keeping its output (_add_request_to_queue, is_retracted)
-            req.state, req.queued_at = RequestState.WAITING, self.now
             req.num_retractions += 1
-            self.waiting.append(req)
+            self._enqueue(req)
         event = Retraction(
             at=self.now, before_iteration=len(self.iterations), rids=tuple(r.rid for r in retracted),
             num_generated=tuple(r.num_generated for r in retracted), num_running_before=num_before,

@@ -36,7 +36,7 @@ def test_every_figure_of_every_step_is_filled_from_the_runs(story_key, i):
             None if group == "all" else group, metric, stat or None) is not None
 
 
-def test_more_kv_reads_before_to_after_and_conservativeness_alone_still_retracts():
+def test_more_kv_reads_before_to_after():
     story, step, before, now = step_runs("other_stall", 5)
     text = narrate(step.say, story, before, now)
     was, got = (r.summary.metrics for r in (before, now))
@@ -45,11 +45,32 @@ def test_more_kv_reads_before_to_after_and_conservativeness_alone_still_retracts
     pause = (f"from {fmt_seconds(was.value('chats', 'max_itl_s', 'max'))} "
              f"to {fmt_seconds(got.value('chats', 'max_itl_s', 'max'))}")
     assert pause in text
-    alone = run("other_stall", (("conservativeness", 3.0),)).summary.metrics
-    assert alone.value(None, "num_retracted") == 7  # "still pushes 7 back here"
-    halved = (alone.value("chats", "max_itl_s", "max")
-              / before.summary.metrics.value("chats", "max_itl_s", "max"))
-    assert 0.4 < halved < 0.6  # "it halves the longest pause"
+
+
+def test_conservativeness_saturates_so_1_5_and_3_are_the_same_server():
+    """min(0.7 x c, 1): the step says 1.5 and 3 are the same; the runs agree to the last token."""
+    story, step, before, now = step_runs("other_stall", 6)
+    assert step.settings == {"conservativeness": 1.5} and "1.5 and 3" in step.say
+    three = run("other_stall", (("conservativeness", 3.0),))
+    assert now.summary.metrics == three.summary.metrics
+    assert now.iterations.equals(three.iterations)
+    text = narrate(step.say, story, before, now)
+    was, got = (r.summary.metrics.value(None, "num_retracted") for r in (before, now))
+    assert f"Requests pushed back: {was} → {got}" in text
+
+
+@pytest.mark.parametrize("gpu", ["h100-sxm", "h200"])
+def test_shortest_prefill_first_lowers_the_questions_p95_first_token(gpu):
+    story = STORIES["ten_oclock_rush"]
+    step = story.tour[-1]
+    assert step.settings == {"policy": "shortest-prefill-first"}
+    for seed in (0, 3):
+        fcfs, spf = (run("ten_oclock_rush", tuple(sorted({"gpu": gpu, "seed": seed, **extra}.items())))
+                     for extra in ({}, step.settings))
+        p95 = [r.summary.metrics.value("questions", "ttft_s", "p95") for r in (fcfs, spf)]
+        assert p95[1] < p95[0] / 10, (gpu, seed, p95)
+        contracts = [r.summary.metrics.value("contracts", "ttft_s", "p95") for r in (fcfs, spf)]
+        assert contracts[1] > contracts[0]  # "the contracts pay"
 
 
 def test_the_forty_replies_numbers():
