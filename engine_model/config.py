@@ -50,8 +50,22 @@ class EngineConfig(Frozen):
     mem_fraction_static: float | None = Field(None, gt=0.0, lt=1.0)
     context_length: int | None = Field(None, ge=16, le=MAX_TOKENS)
     disable_overlap_schedule: bool = False  # SGLang's default: the overlap schedule is on
-    # None: SGLang's default by GPU and TP; 0: none
-    cuda_graph_max_bs: int | None = Field(None, ge=0, le=65536)
+    # --cuda-graph-max-bs-decode: decode batches up to it replay one captured graph. None: SGLang's default
+    # by GPU memory and TP; 0: no decode graphs (--disable-decode-cuda-graph)
+    cuda_graph_max_bs_decode: int | None = Field(None, ge=0, le=65536)
+    # --cuda-graph-max-bs-prefill (tokens): prefill and mixed passes up to it replay breakable graphs, every
+    # kernel but attention captured (SGLang's default on CUDA). None: the chunk size; 0: none
+    # (--disable-prefill-cuda-graph)
+    cuda_graph_max_bs_prefill: int | None = Field(None, ge=0, le=MAX_TOKENS)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data):
+        """The model's old key, named after a flag SGLang does not have."""
+        if isinstance(data, dict) and "cuda_graph_max_bs" in data:
+            raise ValueError("cuda_graph_max_bs is now cuda_graph_max_bs_decode (SGLang's "
+                             "--cuda-graph-max-bs-decode); prefill graphs: cuda_graph_max_bs_prefill")
+        return data
 
 
 class HardwareConfig(Frozen):

@@ -164,7 +164,7 @@ def common_controls() -> tuple[Control, ...]:
 
 def cost_controls() -> tuple[Control, ...]:
     """The cost panel's figures (docs/cost-model.md): the GPU's efficiency, the CPU's time per pass and per
-    running request, and two SGLang flags about how a pass runs. A figure left empty (None) keeps the GPU
+    running request, and three SGLang flags about how a pass runs. A figure left empty (None) keeps the GPU
     preset's or the documented default. None is `is_flag`: everything here describes the machine the story
     runs on, like the GPU, so the baseline keeps it and "before -> after" compares the story's settings on
     one cost model (docs/cost-model.md, "In the app")."""
@@ -194,12 +194,19 @@ def cost_controls() -> tuple[Control, ...]:
                 where="cost",
                 help="SGLang's --disable-overlap-schedule turns it off: the CPU schedules the next batch "
                      "while the GPU runs this one, hiding the CPU time. SGLang default: on."),
-        Control("graph_bs", "CUDA graphs up to batch", "number", None,
-                optional_setter("engine", "cuda_graph_max_bs"), (0, 4096, 1), is_flag=False, where="cost",
-                fmt=number_label,
-                help="SGLang's --cuda-graph-max-bs: decode batches up to this replay one captured graph "
-                     "instead of launching every kernel. 0: no graphs. Empty: SGLang's default by GPU "
-                     "memory."),
+        Control("graph_bs", "Decode CUDA graphs up to batch", "number", None,
+                optional_setter("engine", "cuda_graph_max_bs_decode"), (0, 4096, 1), is_flag=False,
+                where="cost", fmt=number_label,
+                help="SGLang's --cuda-graph-max-bs-decode: decode batches up to this replay one captured "
+                     "graph instead of launching every kernel. 0: none. Empty: SGLang's default by GPU "
+                     "memory and TP."),
+        Control("prefill_graph", "Prefill CUDA graphs up to (tokens)", "number", None,
+                optional_setter("engine", "cuda_graph_max_bs_prefill"), (0, 1_000_000, 1), is_flag=False,
+                where="cost", fmt=number_label,
+                help="SGLang's --cuda-graph-max-bs-prefill: prefill and mixed passes of up to this many "
+                     "tokens replay a breakable graph (every kernel captured but attention, which runs "
+                     "eagerly between the segments), on by default on CUDA. 0: none "
+                     "(--disable-prefill-cuda-graph). Empty: the chunk size."),
     )
 
 
@@ -209,7 +216,8 @@ COST_FIGURES = {"gemm_mfu": ("gemm_mfu", 1.0), "gemm_mbu": ("gemm_mbu", 1.0),
                 "ew_mbu": ("elementwise_mbu", 1.0),
                 "attn_mfu": ("attention_mfu", 1.0), "attn_mbu": ("attention_mbu", 1.0),
                 "cpu_pass_ms": ("per_pass_s", 1e-3), "cpu_req_us": ("per_request_s", 1e-6),
-                "graph_bs": ("cuda_graph_max_bs", 1)}
+                "graph_bs": ("cuda_graph_max_bs_decode", 1),
+                "prefill_graph": ("cuda_graph_max_bs_prefill", 1)}
 
 
 def number_label(value) -> str:

@@ -39,6 +39,9 @@ CHANGES = (
     Change("sees_inflight_finishes", "0.5.22",
            "overlap schedule: a request whose in-flight result finishes it by length leaves the next batch "
            "(_reqs_finishing_inflight), and decode waits for them instead of retracting when KV is short"),
+    Change("caps_graph_bs_at_running", "0.5.22",
+           "the decode CUDA graph's default max batch is cut to max_running_requests when that is set "
+           "(handle_gpu_memory_settings), so it reserves less memory"),
     Change("has_prefill_complete", "0.5.22",
            "PD's decode_allocation_policy 'prefill_complete' exists (0.5.20 only reserves decode KV early)"),
     Change("stops_on_spent_budget", "0.5.23",
@@ -61,6 +64,7 @@ class Capabilities:
     mixed_checks_decode_mem: bool
     ignore_eos_reserves_all: bool
     sees_inflight_finishes: bool
+    caps_graph_bs_at_running: bool
     has_prefill_complete: bool
     stops_on_spent_budget: bool
     chunk_holds_row: bool

@@ -89,13 +89,13 @@ def test_each_cost_control_sets_the_figure_the_panel_reads_back():
     in the control's unit; left empty, they are the GPU preset's figures and SGLang's defaults."""
     story = STORIES["forty_replies"]
     edited = {"gemm_mfu": 0.5, "gemm_mbu": 0.6, "ew_mbu": 0.4, "attn_mfu": 0.3, "attn_mbu": 0.7,
-              "cpu_pass_ms": 2.5, "cpu_req_us": 100.0, "graph_bs": 0}
+              "cpu_pass_ms": 2.5, "cpu_req_us": 100.0, "graph_bs": 0, "prefill_graph": 1024}
     figures = cost_figures(story.scenario({**story.defaults, **edited, "overlap": False}))
     read_back = {key: round(figures[name] / unit, 9) for key, (name, unit) in COST_FIGURES.items()}
     assert (read_back, figures["overlap"]) == (edited, False)
     assert story.cost_defaults(story.defaults) == {"gemm_mfu": 0.8, "gemm_mbu": 0.925, "ew_mbu": 0.53,
                                                    "attn_mfu": 0.25, "attn_mbu": 0.65, "cpu_pass_ms": 0.79,
-                                                   "cpu_req_us": 43.0, "graph_bs": 256}
+                                                   "cpu_req_us": 43.0, "graph_bs": 256, "prefill_graph": 8192}
 
 
 def test_the_baseline_runs_on_the_same_cost_model():

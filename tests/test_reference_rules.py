@@ -71,3 +71,30 @@ def test_the_running_chunk_cap_and_in_batch_deferral_are_what_the_traces_need():
     with patch.object(policy, "in_batch_deferred", lambda waiting, cached: set()):
         assert agreement("spf_prefix") < 0.7
     assert agreement("spf_rush") == agreement("spf_prefix") == 1.0
+
+
+def test_intake_clips_max_new_to_the_empty_pool_so_the_request_runs():
+    """At page size 16 a 3,000-token prompt asking for 5,000 new tokens on a 6,000-token pool: clipped only
+    to max_req_len it could never be admitted (3,000 + 2,998 + 16 >= 6,000); SGLang clips it further, to
+    6,000 - 3,008 - 16 - 1 = 2,975, and runs it first."""
+    reqs = {r["rid"]: r for r in read_jsonl(EXTRA / "init_clip" / "request.jsonl")}
+    assert reqs["big"]["first_token_s"] < reqs["a"]["first_token_s"] and len(reqs["big"]["token_times"]) == 200
+    result = simulate(scenario_from_workload(EXTRA / "init_clip" / "workload.json"))
+    big = next(r for r in result.requests if r.rid == "big")
+    assert (big.max_new_tokens, big.reject_reason) == (2975, None)
+    assert agreement("init_clip") == 1.0
+
+
+def test_a_retracted_request_is_charged_its_whole_reply_again_at_readmission():
+    """`_commit_prefill_admission` charges min(max_new, 4096), not what the request has left: on this
+    workload, charging only what is left admits a request SGLang kept waiting."""
+    remaining = policy.PrefillAdder._charge
+
+    def charge_what_is_left(self, req, extend, decode_charge, locked=0):
+        if req.num_generated and extend == req.num_uncomputed:
+            decode_charge = min(decode_charge, req.remaining_max_new)
+        return remaining(self, req, extend, decode_charge, locked)
+
+    assert agreement("readmit_charge") == 1.0
+    with patch.object(policy.PrefillAdder, "_charge", charge_what_is_left):
+        assert agreement("readmit_charge") < 1.0

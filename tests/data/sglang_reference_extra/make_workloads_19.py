@@ -114,11 +114,27 @@ def init_clip() -> dict:
             "predictor": PREDICTOR, "requests": requests}
 
 
+def readmit_charge() -> dict:
+    """A 9,000-token pool that retracts: a retracted request re-admitted beside others is charged its whole
+    min(max_new, 4096) at commit, not what it has left (found by searching seeds for a workload where the
+    two charges part)."""
+    rng = random.Random(1009)
+    n = rng.randint(30, 60)
+    requests = [{"rid": f"r{i:02d}", "arrival_s": round(rng.uniform(0, 3), 4), "prompt_len": rng.randint(50, 600),
+                 "output_len": rng.randint(100, 1200)} for i in range(n)]
+    requests.sort(key=lambda r: r["arrival_s"])
+    pool = rng.choice([5000, 7000, 9000])
+    return {"description": "a retracted request comes back charged min(max_new, 4096) again",
+            "server_args": {"chunked_prefill_size": 2048, "max_total_tokens": pool, "max_running_requests": 64},
+            "predictor": PREDICTOR, "requests": requests}
+
+
 WORKLOADS = {
     "spf_rush": lambda: rush("shortest-prefill-first"), "spf_rush_fcfs": lambda: rush("fcfs"),
     "spf_prefix": spf_prefix, "spf_pressure": spf_pressure,
     "conservative_1_5": lambda: conservative(1.5), "conservative_3": lambda: conservative(3.0),
     "spent_budget": spent_budget, "spent_budget_mixed": spent_budget_mixed, "init_clip": init_clip,
+    "readmit_charge": readmit_charge,
 }
 
 
