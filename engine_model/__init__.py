@@ -18,7 +18,7 @@ from engine_model.logs import settings as log_settings
 from engine_model.logs.diagnose import longest_chunk_run
 from engine_model.logs.replay import ASSUMED_OUTPUT_LEN, scenario_from_log
 from engine_model.metrics import GroupMetrics, Metrics, Stats, e2e, gaps, max_itl, queue, tpot, ttft
-from engine_model.pass_cost import CostTerm, PassCost, cost_figures, pass_cost, pass_shape
+from engine_model.pass_cost import CostTerm, PassCost, attention_note, cost_figures, pass_cost, pass_shape
 from engine_model.report import Summary, summary
 from engine_model.rules import Rule, rules_of
 from engine_model.scenario_io import apply_sets, load_scenario, read_toml, scenario_names, validate
@@ -50,7 +50,7 @@ __all__ = [
     # the SGLang rules the model mirrors, and what changed between releases
     "CHANGES", "Rule", "rules_of",
     # what one pass cost, term by term (docs/cost-model.md)
-    "CostTerm", "PassCost", "PassShape", "cost_figures", "pass_cost", "pass_shape",
+    "CostTerm", "PassCost", "PassShape", "attention_note", "cost_figures", "pass_cost", "pass_shape",
     # metrics of one request (docs/metrics.md)
     "e2e", "gaps", "max_itl", "queue", "tpot", "ttft",
     # the stories as data: settings, headline numbers, guided tours

@@ -17,6 +17,7 @@ from engine_model.config import Scenario
 from engine_model.core import Iteration
 from engine_model.cost import LinearCost, PassShape, RooflineCost, attn_pairs, cost_of
 from engine_model.errors import InputError
+from engine_model.hardware import gpu as gpu_preset
 
 GPU, CPU, PASS = "GPU", "CPU", "pass"  # which side of the pass a term runs on (PASS: the linear predictor)
 
@@ -135,3 +136,20 @@ def cost_figures(scenario: Scenario) -> dict:
             "per_pass_s": model.per_pass_s, "per_request_s": model.per_request_s, "overlap": model.overlap,
             "cuda_graph_max_bs_decode": model.cuda_graph_max_bs_decode,
             "cuda_graph_max_bs_prefill": model.cuda_graph_max_bs_prefill}
+
+
+def attention_note(scenario: Scenario) -> str:
+    """One sentence for beside a story's numbers when its prefill attention figure is an assumption (no
+    measured attention profile for the GPU, docs/cost-model.md), or "" when it is measured or set by hand.
+    Long prompts' first tokens and the stalls they cause scale with it."""
+    model = cost_of(scenario)
+    edited = "attention_mfu" in scenario.cost.roofline or "attention_mfu" in scenario.hardware.gpu_overrides
+    if isinstance(model, LinearCost) or edited:
+        return ""
+    source = gpu_preset(scenario.hardware.gpu).efficiency_source
+    if "attention: assumption" not in source and not source.startswith("assumption"):
+        return ""
+    return (f"Prefill attention on the {model.gpu.name} is priced at {model.gpu.attention_mfu:g} of its BF16 "
+            "peak: an assumption, as no measured attention profile exists for this GPU (the A100's measured "
+            "figure, scaled by published FlashAttention utilizations where there are some). The stalls a "
+            "long prompt causes scale with it; the cost model edits it.")

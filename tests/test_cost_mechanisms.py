@@ -137,7 +137,8 @@ def test_engine_switches_reach_the_cost_model():
                                 "cuda_graph_max_bs_prefill": 1024})
     built = roofline_cost(scenario, H100, LLAMA)
     default = roofline_cost(Scenario(), H100, LLAMA)
-    assert (built.overlap, built.cuda_graph_max_bs_decode, built.cuda_graph_max_bs_prefill) == (False, 16, 1024)
+    assert (built.overlap, built.cuda_graph_max_bs_decode, built.cuda_graph_max_bs_prefill) == (
+        False, 16, 1024)
     assert (default.cuda_graph_max_bs_decode, default.cuda_graph_max_bs_prefill) == (256, 8192)
     capped = roofline_cost(Scenario(engine={"chunked_prefill_size": 2048, "max_running_requests": 64}),
                            H100, LLAMA)

@@ -5,6 +5,7 @@ from unittest.mock import patch
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_properties import build, engines, requests
 
 from engine_model import load_scenario
 from engine_model.config import LimitsConfig
@@ -12,7 +13,6 @@ from engine_model.server import Server
 from engine_model.simulation import simulate
 
 from conftest import examples
-from test_properties import build, engines, requests
 
 
 def one_pass_at_a_time(scenario):

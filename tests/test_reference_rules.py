@@ -78,7 +78,8 @@ def test_intake_clips_max_new_to_the_empty_pool_so_the_request_runs():
     to max_req_len it could never be admitted (3,000 + 2,998 + 16 >= 6,000); SGLang clips it further, to
     6,000 - 3,008 - 16 - 1 = 2,975, and runs it first."""
     reqs = {r["rid"]: r for r in read_jsonl(EXTRA / "init_clip" / "request.jsonl")}
-    assert reqs["big"]["first_token_s"] < reqs["a"]["first_token_s"] and len(reqs["big"]["token_times"]) == 200
+    assert reqs["big"]["first_token_s"] < reqs["a"]["first_token_s"]
+    assert len(reqs["big"]["token_times"]) == 200
     result = simulate(scenario_from_workload(EXTRA / "init_clip" / "workload.json"))
     big = next(r for r in result.requests if r.rid == "big")
     assert (big.max_new_tokens, big.reject_reason) == (2975, None)

@@ -13,7 +13,7 @@ from app.charts.words import NO_TOKEN, never_got_a_token
 from app.story.numbers import headline_value, percentile_trap, prices
 from app.ui.fmt import fmt_count, fmt_seconds, seconds_cell, shown_value
 from app.ui.fold import folded
-from engine_model import Headline, Story
+from engine_model import Headline, InputError, Story, attention_note
 
 GROUP_METRICS = {"ttft_s": "first token (TTFT)", "itl_s": "gap between tokens (ITL)",
                  "max_itl_s": "longest pause per request"}
@@ -39,6 +39,14 @@ def changes_words(story: Story, values: dict | None) -> str:
                                    for c, was, now in found) + "."
 
 
+def _attention_note(story: Story, values: dict | None) -> str:
+    """Whether the GPU's prefill attention figure is an assumption (engine_model.attention_note)."""
+    try:
+        return attention_note(story.scenario(values)) if values is not None else ""
+    except InputError:
+        return ""
+
+
 def headline_ui(story: Story, current: RunFrames, base: RunFrames, values: dict | None = None) -> list[dict]:
     """Cards 'before → after', the price of the change and the percentile trap. Returns the numbers shown.
     In presenter mode the gains and their price share one row, so the token streams fit the first screen."""
@@ -49,6 +57,9 @@ def headline_ui(story: Story, current: RunFrames, base: RunFrames, values: dict 
         st.markdown("#### Before → after")
         st.caption("Before: the story as it opened (SGLang's defaults for ⚑ flags, the story's own "
                    f"workload), on the GPU, model and seed you chose. {changes_words(story, values)}")
+        note = _attention_note(story, values)
+        if note:
+            st.caption(note)
     items = prices(story, base, current)
     cols = st.columns(len(story.headlines) + (len(items) if presenting else 0))
     for col, headline in zip(cols, story.headlines, strict=False):

@@ -60,7 +60,8 @@ def spf_pressure() -> dict:
     """Shortest-prefill-first under KV pressure: retracted requests come back with their output as work."""
     rng = random.Random(192)
     requests = [{"rid": f"r{i:02d}", "arrival_s": round(rng.uniform(0, 1.0), 4),
-                 "prompt_len": rng.randint(300, 1500), "output_len": rng.randint(300, 900)} for i in range(30)]
+                 "prompt_len": rng.randint(300, 1500), "output_len": rng.randint(300, 900)}
+                for i in range(30)]
     requests.append({"rid": "long", "arrival_s": 0.5, "prompt_len": 12000, "output_len": 64})
     requests.sort(key=lambda r: r["arrival_s"])
     return {"description": "shortest-prefill-first on a 30,000-token pool (retractions)",
@@ -96,8 +97,9 @@ def spent_budget_mixed() -> dict:
     requests += [{"rid": f"n{i}", "arrival_s": 0.3 + 0.05 * i, "prompt_len": 24, "output_len": 16}
                  for i in range(6)]
     return {"description": "mixed decode rows spend max_prefill_tokens: admission waits (0.5.23)",
-            "server_args": {"chunked_prefill_size": 4096, "max_prefill_tokens": 32, "enable_mixed_chunk": True,
-                            "max_total_tokens": 200000, "max_running_requests": 64},
+            "server_args": {"chunked_prefill_size": 4096, "max_prefill_tokens": 32,
+                            "enable_mixed_chunk": True, "max_total_tokens": 200000,
+                            "max_running_requests": 64},
             "predictor": PREDICTOR, "requests": requests}
 
 
@@ -105,9 +107,10 @@ def init_clip() -> dict:
     """max_new_tokens above what an empty 6,000-token pool leaves, at page size 16: init_req_max_new_tokens
     clips it to pool - page-rounded prompt - page - 1, so the request fits and runs (its reservation uses
     the clipped value). The clip to max_req_len - prompt - 1 alone leaves 3000 + 2998 + 16 >= 6000."""
-    requests = [{"rid": "big", "arrival_s": 0.0, "prompt_len": 3000, "output_len": 200, "max_new_tokens": 5000},
-                {"rid": "a", "arrival_s": 0.0, "prompt_len": 800, "output_len": 100, "max_new_tokens": 3000},
-                {"rid": "b", "arrival_s": 0.2, "prompt_len": 1200, "output_len": 150, "max_new_tokens": 6000}]
+    requests = [
+        {"rid": "big", "arrival_s": 0.0, "prompt_len": 3000, "output_len": 200, "max_new_tokens": 5000},
+        {"rid": "a", "arrival_s": 0.0, "prompt_len": 800, "output_len": 100, "max_new_tokens": 3000},
+        {"rid": "b", "arrival_s": 0.2, "prompt_len": 1200, "output_len": 150, "max_new_tokens": 6000}]
     return {"description": "max_new_tokens clipped to the empty pool at intake (init_req_max_new_tokens)",
             "server_args": {"chunked_prefill_size": 2048, "max_total_tokens": 6000, "max_running_requests": 8,
                             "page_size": 16},
@@ -120,12 +123,13 @@ def readmit_charge() -> dict:
     two charges part)."""
     rng = random.Random(1009)
     n = rng.randint(30, 60)
-    requests = [{"rid": f"r{i:02d}", "arrival_s": round(rng.uniform(0, 3), 4), "prompt_len": rng.randint(50, 600),
-                 "output_len": rng.randint(100, 1200)} for i in range(n)]
+    requests = [{"rid": f"r{i:02d}", "arrival_s": round(rng.uniform(0, 3), 4),
+                 "prompt_len": rng.randint(50, 600), "output_len": rng.randint(100, 1200)} for i in range(n)]
     requests.sort(key=lambda r: r["arrival_s"])
     pool = rng.choice([5000, 7000, 9000])
     return {"description": "a retracted request comes back charged min(max_new, 4096) again",
-            "server_args": {"chunked_prefill_size": 2048, "max_total_tokens": pool, "max_running_requests": 64},
+            "server_args": {"chunked_prefill_size": 2048, "max_total_tokens": pool,
+                            "max_running_requests": 64},
             "predictor": PREDICTOR, "requests": requests}
 
 
