@@ -83,17 +83,18 @@ class PrefillAdder:
         self.pool = pool
         self.rem_input = cfg.max_prefill_tokens - num_mixed
         self.rem_chunk = None if cfg.chunked_prefill_size is None else cfg.chunked_prefill_size - num_mixed
-        self.total_offset = num_mixed + sum(self._reservation(r, ratio) for r in running)
+        self.total_offset = num_mixed + self._reservations(running, ratio)
         self.current_offset = num_mixed
         self.admitted: list[tuple[Request, int]] = []  # (request, extend) in batch order
         self.new_chunked: Request | None = None
         self.no_second_chunk = False  # shortest-prefill-first beside a still-cut chunk: cut no other
 
-    def _reservation(self, req: Request, ratio: float) -> float:
-        """`_get_running_request_total_token_offset`; an ignore_eos request may reserve its whole budget."""
-        if req.ignore_eos and self.cfg.caps.ignore_eos_reserves_all:
-            ratio = 1.0
-        return min(max(req.max_new_tokens - req.num_generated, 0), CLIP_MAX_NEW_TOKENS) * ratio
+    def _reservations(self, running: list[Request], ratio: float) -> float:
+        """`_get_running_request_total_token_offset`: each running request's min(remaining max_new, 4096) x
+        ratio, summed in batch order; an ignore_eos request may reserve its whole budget (ratio 1)."""
+        whole = self.cfg.caps.ignore_eos_reserves_all
+        return sum([min(max(r.max_new_tokens - r.num_generated, 0), CLIP_MAX_NEW_TOKENS)
+                    * (1.0 if whole and r.ignore_eos else ratio) for r in running])
 
     @property
     def rem_total(self) -> float:

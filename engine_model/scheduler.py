@@ -520,7 +520,7 @@ class Scheduler:
         return [r for r in self.in_flight if r.num_generated >= r.max_new_tokens]
 
     def _in_flight_note(self, rows: list[Request]) -> str:
-        wasted = sum(r in self.in_flight for r in rows)
+        wasted = len(set(self.in_flight).intersection(rows))
         left = len(self.in_flight) - wasted
         parts = ([f"{wasted} finished last pass (EOS) still take a row, its token thrown away"]
                  if wasted else [])
