@@ -99,3 +99,21 @@ def test_a_retracted_request_is_charged_its_whole_reply_again_at_readmission():
     assert agreement("readmit_charge") == 1.0
     with patch.object(policy.PrefillAdder, "_charge", charge_what_is_left):
         assert agreement("readmit_charge") < 1.0
+
+
+def test_shortest_prefill_first_without_the_radix_cache_is_refused_as_sglang_refuses_it(tmp_path):
+    """SchedulePolicy._validate_and_adjust_policy raises "Experimental shortest-prefill-first requires prefix
+    caching" when the radix cache is disabled; a reference workload asking for both is refused the same
+    way."""
+    import json
+
+    import pytest
+
+    from engine_model.errors import InputError
+
+    workload = tmp_path / "workload.json"
+    workload.write_text(json.dumps({"server_args": {"schedule_policy": "shortest-prefill-first",
+                                                    "disable_radix_cache": True},
+                                    "requests": [{"rid": "a", "prompt_len": 10, "output_len": 2}]}))
+    with pytest.raises(InputError, match="requires prefix caching"):
+        scenario_from_workload(workload)
