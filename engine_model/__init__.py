@@ -22,7 +22,7 @@ from engine_model.logs.scrape import Scrape, ScrapeSet, read_scrapes
 from engine_model.logs.scrape_report import MetricsReport, Tail, report
 from engine_model.logs.server_info import ServerInfo, read_server_info
 from engine_model.metrics import GroupMetrics, Metrics, Stats, e2e, gaps, max_itl, queue, tpot, ttft
-from engine_model.pass_cost import CostTerm, PassCost, cost_figures, pass_cost, pass_shape
+from engine_model.pass_cost import CostTerm, PassCost, attention_note, cost_figures, pass_cost, pass_shape
 from engine_model.pd.trade import UPSTREAM_SOURCE, Trade, mean_policy_trade, policy_trade, trade_statement
 from engine_model.report import Summary, summary
 from engine_model.resolve import resolve
@@ -66,7 +66,7 @@ __all__ = [
     # the SGLang rules the model mirrors, and what changed between releases
     "CHANGES", "Rule", "rules_of",
     # what one pass cost, term by term (docs/cost-model.md)
-    "CostTerm", "PassCost", "PassShape", "cost_figures", "pass_cost", "pass_shape",
+    "CostTerm", "PassCost", "PassShape", "attention_note", "cost_figures", "pass_cost", "pass_shape",
     # metrics of one request (docs/metrics.md)
     "e2e", "gaps", "max_itl", "queue", "tpot", "ttft",
     # the stories as data: settings, headline numbers, guided tours

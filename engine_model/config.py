@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from engine_model.pd.config import PDConfig
 
-Version = Literal["0.5.20", "0.5.22", "0.5.23"]
+Version = Literal["0.5.20", "0.5.21", "0.5.22", "0.5.23"]
 # Ranges every value must lie in: beyond them a number is a typo or an attack, never a server (assumptions).
 MAX_TOKENS = 10_000_000  # a prompt, reply or chunk; the longest contexts served today are ~1-10M tokens
 MAX_POOL_TOKENS = 10**10  # a KV pool; an 8-GPU H200 node holds well under 10^8 tokens
@@ -41,7 +41,8 @@ class EngineConfig(Frozen):
     page_size: int = Field(1, ge=1, le=256)
     max_running_requests: int | None = Field(None, ge=1, le=MAX_REQUESTS)
     max_total_tokens: int | None = Field(None, ge=16, le=MAX_POOL_TOKENS)  # KV pool in tokens; None: from GPU
-    schedule_policy: Literal["fcfs", "lof", "random"] = "fcfs"
+    # shortest-prefill-first: SGLang 0.5.21+; it needs the radix cache, which the model always has on
+    schedule_policy: Literal["fcfs", "lof", "random", "shortest-prefill-first"] = "fcfs"
     schedule_conservativeness: float = Field(1.0, ge=0.0, le=100.0)
     prefill_decode_interval: int = Field(0, ge=0, le=10_000)
     prefill_decode_interval_min_bs: int = Field(0, ge=0, le=MAX_REQUESTS)
@@ -49,8 +50,22 @@ class EngineConfig(Frozen):
     mem_fraction_static: float | None = Field(None, gt=0.0, lt=1.0)
     context_length: int | None = Field(None, ge=16, le=MAX_TOKENS)
     disable_overlap_schedule: bool = False  # SGLang's default: the overlap schedule is on
-    # None: SGLang's default by GPU and TP; 0: none
-    cuda_graph_max_bs: int | None = Field(None, ge=0, le=65536)
+    # --cuda-graph-max-bs-decode: decode batches up to it replay one captured graph. None: SGLang's default
+    # by GPU memory and TP; 0: no decode graphs (--disable-decode-cuda-graph)
+    cuda_graph_max_bs_decode: int | None = Field(None, ge=0, le=65536)
+    # --cuda-graph-max-bs-prefill (tokens): prefill and mixed passes up to it replay breakable graphs, every
+    # kernel but attention captured (SGLang's default on CUDA). None: the chunk size; 0: none
+    # (--disable-prefill-cuda-graph)
+    cuda_graph_max_bs_prefill: int | None = Field(None, ge=0, le=MAX_TOKENS)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data):
+        """The model's old key, named after a flag SGLang does not have."""
+        if isinstance(data, dict) and "cuda_graph_max_bs" in data:
+            raise ValueError("cuda_graph_max_bs is now cuda_graph_max_bs_decode (SGLang's "
+                             "--cuda-graph-max-bs-decode); prefill graphs: cuda_graph_max_bs_prefill")
+        return data
 
 
 class HardwareConfig(Frozen):

@@ -35,7 +35,7 @@ class PassKind(Enum):
     IDLE = "idle"
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Request:
     """One request and its progress. The scheduler mutates it; the trace keeps what happened."""
 
@@ -119,9 +119,13 @@ class Retraction:
     kv_free_after: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Iteration:
-    """What one scheduler iteration decided and what its forward pass did."""
+    """What one scheduler iteration decided and what its forward pass did.
+
+    The trace is append-only: nothing assigns to an iteration once it is recorded. (It is not a frozen
+    dataclass because a frozen one's __init__ sets each of its 19 fields through object.__setattr__,
+    which cost a fifth of a decode pass's simulation time; docs/performance.md.)"""
 
     index: int
     kind: PassKind

@@ -5,6 +5,7 @@ a cost model is O(1) per pass. docs/cost-model.md gives the formulas in notation
 value and reason, and the check against Vidur's measured operator times.
 """
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -31,7 +32,17 @@ from engine_model.kernels import (
     linear_time,
     mlp_gemms,
 )
-from engine_model.resolve import gpu_of, model_of
+from engine_model.resolve import (
+    chunk_of,
+    decode_graph_bs_of,
+    default_chunked_prefill_size,
+    default_cuda_graph_max_bs,
+    default_prefill_graph_tokens,
+    gpu_of,
+    model_of,
+    prefill_graph_sizes,
+    prefill_graph_tokens_of,
+)
 
 __all__ = ["LinearCost", "PassShape", "RooflineCost", "attn_pairs", "cost_of", "experts_touched",
            "linear_layer_seconds", "roofline_cost"]
@@ -50,10 +61,9 @@ GRAPH_REPLAY_S = 30e-6  # assumption: CPU time to replay one captured CUDA graph
 FRONTEND_S = 2e-3  # assumption: HTTP in and out, tokenizer and detokenizer hops, for the first token
 TOKENIZE_S = 0.5e-6  # assumption: tokenizing one prompt token (a fast tokenizer, ~2M tokens/s)
 ALLREDUCE_LATENCY_S = 20e-6  # assumption: per all-reduce call on NVLink (Vidur DGX profile: 10-40 us)
-# SGLang's default cuda_graph_max_bs by GPU memory (ServerArgs._handle_gpu_memory_settings, 0.5 series):
-# (below GiB, tp < 4, tp >= 4); 512 above 160 GiB. The buckets are those of chunked_prefill_size.
-CUDA_GRAPH_MAX_BS = ((20, 8, 8), (35, 24, 80), (60, 32, 160), (90, 256, 512), (160, 256, 512))
-CUDA_GRAPH_MAX_BS_LARGEST = 512
+# A prefill graph replays only where padding to its captured size at most doubles the tokens
+# (_MAX_PREFILL_CUDA_GRAPH_PADDING_FACTOR, prefill_cuda_graph_runner.py)
+PREFILL_GRAPH_PADDING = 2
 KERNELS_PER_PASS = 4  # assumption: embedding, logits, sampling and the KV-index kernels outside the layers
 CPU_FIGURES = ("per_pass_s", "per_request_s", "kernel_launch_s", "graph_replay_s", "frontend_s", "tokenize_s")
 
@@ -94,14 +104,6 @@ class LinearCost:
         return 0.0
 
 
-def default_cuda_graph_max_bs(memory_gib: float, tp_size: int) -> int:
-    """SGLang's default `cuda_graph_max_bs` for a GPU of this memory at this tp_size."""
-    for below_gib, small_tp, large_tp in CUDA_GRAPH_MAX_BS:
-        if memory_gib < below_gib:
-            return small_tp if tp_size < 4 else large_tp
-    return CUDA_GRAPH_MAX_BS_LARGEST
-
-
 def linear_peak_tflops(gpu: GPU, weight_dtype: str) -> float:
     """bf16 weights run on the BF16 tensor cores; fp8 and nvfp4 (assumption: no FP4 speed-up) on FP8."""
     return gpu.bf16_tflops if weight_dtype == "bf16" else gpu.fp8_tflops
@@ -129,8 +131,9 @@ class RooflineCost:
 
     kernels = GEMMs + attention + element-wise + all-reduce, each a roofline at the GPU's efficiency,
               plus the floors small kernels cannot go below (the GPU's busy time);
-    launch  = one CUDA-graph replay (decode batches up to cuda_graph_max_bs), or every kernel launched
-              from the CPU one by one (prefill, mixed and larger decode passes);
+    launch  = one CUDA-graph replay (decode batches up to cuda_graph_max_bs_decode); for prefill and mixed
+              passes up to cuda_graph_max_bs_prefill tokens a breakable graph: one replay per segment
+              between the attention kernels, which launch eagerly; else every kernel launched one by one;
     cpu     = per_pass_s + per_request_s x rows (scheduling, input preparation, sampling, output);
     pass    = max(kernels, launch + cpu) with SGLang's overlap schedule (the default),
               cpu + max(kernels, launch) without it.
@@ -145,12 +148,16 @@ class RooflineCost:
     per_request_s: float = PER_REQUEST_S
     kernel_launch_s: float = KERNEL_LAUNCH_S
     graph_replay_s: float = GRAPH_REPLAY_S
-    cuda_graph_max_bs: int | None = None  # None: SGLang's default for this GPU and tp_size; 0: no graphs
+    cuda_graph_max_bs_decode: int | None = None  # None: SGLang's default for this GPU and tp_size; 0: none
+    # tokens; None: SGLang's default for this GPU's default chunk; 0: no prefill graphs
+    cuda_graph_max_bs_prefill: int | None = None
     overlap: bool = True  # SGLang's overlap schedule: engine.disable_overlap_schedule = False
     frontend_s: float = FRONTEND_S
     tokenize_s: float = TOKENIZE_S
     allreduce_latency_s: float = ALLREDUCE_LATENCY_S
     num_kernels: int = field(default=0, init=False, compare=False)
+    num_breakable_launches: int = field(default=0, init=False, compare=False)  # per breakable-graph pass
+    prefill_graph_sizes: tuple[int, ...] = field(default=(), init=False, compare=False)
     kv_bytes: float = field(default=0.0, init=False, compare=False)  # per token, this model, dtype and TP
     _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -162,22 +169,40 @@ class RooflineCost:
         for name in (*CPU_FIGURES, "allreduce_latency_s"):
             if getattr(self, name) < 0:
                 raise InputError(name, f"must be >= 0, got {getattr(self, name)}")
-        if self.cuda_graph_max_bs is None:
-            object.__setattr__(self, "cuda_graph_max_bs",
+        if self.cuda_graph_max_bs_decode is None:
+            object.__setattr__(self, "cuda_graph_max_bs_decode",
                                default_cuda_graph_max_bs(self.gpu.memory_gib, self.tp_size))
-        elif self.cuda_graph_max_bs < 0:
-            raise InputError("cuda_graph_max_bs",
-                             f"must be >= 0 (0: no CUDA graphs), got {self.cuda_graph_max_bs}")
+        if self.cuda_graph_max_bs_prefill is None:
+            chunk = default_chunked_prefill_size(self.gpu.memory_gib)
+            object.__setattr__(self, "cuda_graph_max_bs_prefill", default_prefill_graph_tokens(
+                chunk, self.model.name, self.model.attention == "mla", None))
+        for name in ("cuda_graph_max_bs_decode", "cuda_graph_max_bs_prefill"):
+            if getattr(self, name) < 0:
+                raise InputError(name, f"must be >= 0 (0: no CUDA graphs), got {getattr(self, name)}")
+        object.__setattr__(self, "prefill_graph_sizes", prefill_graph_sizes(self.cuda_graph_max_bs_prefill))
         object.__setattr__(self, "num_kernels", count_kernels(self.model, self.tp_size))
+        object.__setattr__(self, "num_breakable_launches", count_breakable_launches(self.model))
         object.__setattr__(self, "kv_bytes", kv_bytes_per_token(self.model, self.kv_dtype, self.tp_size))
 
     def seconds(self, shape: PassShape) -> float:
         return self.breakdown(shape)["total_s"]
 
+    def graph_of(self, shape: PassShape) -> str:
+        """Which CUDA graph the pass replays (the "cuda graph: True/False" field of SGLang's log lines):
+        "decode" for decode batches up to cuda_graph_max_bs_decode; "breakable" for prefill and mixed
+        passes whose tokens fit a captured size without more than doubling (the prefill graph runner,
+        BCG, on by default on CUDA in 0.5.20-0.5.23); "" when it runs eager."""
+        if not shape.num_rows:
+            return ""
+        if shape.num_rows == shape.num_decode_rows:
+            return "decode" if shape.num_rows <= self.cuda_graph_max_bs_decode else ""
+        sizes, tokens = self.prefill_graph_sizes, shape.new_tokens
+        if not sizes or tokens > sizes[-1]:
+            return ""
+        return "breakable" if sizes[bisect_left(sizes, tokens)] <= PREFILL_GRAPH_PADDING * tokens else ""
+
     def uses_cuda_graph(self, shape: PassShape) -> bool:
-        """SGLang replays a captured graph for decode batches up to cuda_graph_max_bs; prefill and mixed
-        passes run eager (the "cuda graph: True/False" field of its Decode and Prefill log lines)."""
-        return 0 < shape.num_rows == shape.num_decode_rows and shape.num_rows <= self.cuda_graph_max_bs
+        return bool(self.graph_of(shape))
 
     def breakdown(self, shape: PassShape, attention_s: float | None = None) -> dict:
         """Every term of seconds(shape), for a hover: total = gpu + launch + cpu - hidden_cpu.
@@ -191,9 +216,8 @@ class RooflineCost:
         attention_s = attention.roof_s if attention_s is None else attention_s
         floor_s = linear.floor_s + attention.floor_s + elementwise.floor_s
         gpu_s = linear.roof_s + attention_s + elementwise.roof_s + allreduce_s + floor_s
-        graph = self.uses_cuda_graph(shape)
-        launch_s = ((self.graph_replay_s if graph else self.num_kernels * self.kernel_launch_s)
-                    if shape.num_rows else 0.0)
+        graph = self.graph_of(shape)
+        launch_s = self.launch_seconds(graph) if shape.num_rows else 0.0
         cpu_s = self.per_pass_s + self.per_request_s * shape.num_rows if shape.num_rows else 0.0
         total_s = max(gpu_s, launch_s + cpu_s) if self.overlap else cpu_s + max(gpu_s, launch_s)
         compute_s = linear.compute_s + attention.compute_s
@@ -201,11 +225,21 @@ class RooflineCost:
         return {
             "linear_s": linear.roof_s, "attention_s": attention_s, "elementwise_s": elementwise.roof_s,
             "allreduce_s": allreduce_s, "floor_s": floor_s, "gpu_s": gpu_s, "launch_s": launch_s,
-            "cpu_s": cpu_s, "hidden_cpu_s": gpu_s + launch_s + cpu_s - total_s, "cuda_graph": graph,
+            "cpu_s": cpu_s, "hidden_cpu_s": gpu_s + launch_s + cpu_s - total_s, "cuda_graph": bool(graph),
+            "graph": graph,
             "overlap": self.overlap, "compute_s": compute_s,
             "memory_s": memory_s, "bound": "compute" if compute_s >= memory_s else "memory",
             "total_s": total_s,
         }
+
+    def launch_seconds(self, graph: str) -> float:
+        """CPU time launching one pass: a decode graph is one replay; a breakable graph one launch per
+        graph segment and per eager attention kernel (assumption: each costs an eager kernel launch);
+        eager, every kernel."""
+        if graph == "decode":
+            return self.graph_replay_s
+        num = self.num_breakable_launches if graph == "breakable" else self.num_kernels
+        return num * self.kernel_launch_s
 
     def frontend_seconds(self, prompt_len: int) -> float:
         """Time a client sees outside the scheduler before its first token: HTTP, tokenizer, detokenizer."""
@@ -217,7 +251,9 @@ class RooflineCost:
                 f"KV {self.kv_dtype}; GEMM mfu {gpu.gemm_mfu} mbu {gpu.gemm_mbu}, element-wise mbu "
                 f"{gpu.elementwise_mbu}, attention mfu {gpu.attention_mfu} mbu {gpu.attention_mbu}; "
                 f"CPU {self.per_pass_s * 1e3:g} ms + {self.per_request_s * 1e6:g} us/request, "
-                f"overlap {'on' if self.overlap else 'off'}, CUDA graphs up to {self.cuda_graph_max_bs}")
+                f"overlap {'on' if self.overlap else 'off'}, CUDA graphs: decode batches up to "
+                f"{self.cuda_graph_max_bs_decode}, prefill (breakable) up to "
+                f"{self.cuda_graph_max_bs_prefill} tokens")
 
     def _kernels(self, shape: PassShape) -> tuple[Time, Time, Time, float]:
         """GEMMs, attention, element-wise kernels and all-reduce; all but attention depend only on the
@@ -270,6 +306,13 @@ def count_kernels(model: Model, tp_size: int) -> int:
     return model.num_layers * per_layer + mlp + indexer + 1 + KERNELS_PER_PASS
 
 
+def count_breakable_launches(model: Model) -> int:
+    """Launches of one breakable-graph pass: a graph segment before each layer's attention and one after
+    the last, the attention and KV-store kernels of each layer eagerly between them, and the eager tail
+    (LM head and the KERNELS_PER_PASS outside the layers)."""
+    return (model.num_layers + 1) + 2 * model.num_layers + 1 + KERNELS_PER_PASS
+
+
 def cost_of(scenario) -> LinearCost | RooflineCost:
     """The scenario's cost model: the reference linear predictor, or the roofline on its GPU and model."""
     if scenario.cost.kind == "linear":
@@ -293,7 +336,9 @@ def roofline_cost(scenario, gpu: GPU, model: Model) -> RooflineCost:
         raise InputError(f"cost.roofline.{first['loc'][0]}", first["msg"]) from None
     cpu = {name: getattr(cost, name) for name in CPU_FIGURES if getattr(cost, name) is not None}
     extra = {k: v for k, v in cost.roofline.items() if k == "allreduce_latency_s"}
+    chunk, _ = chunk_of(scenario, gpu)
     return RooflineCost(
         gpu=gpu, model=model, tp_size=scenario.hardware.tp_size, weight_dtype=scenario.model.weight_dtype,
-        kv_dtype=scenario.model.kv_dtype, cuda_graph_max_bs=engine.cuda_graph_max_bs,
+        kv_dtype=scenario.model.kv_dtype, cuda_graph_max_bs_decode=decode_graph_bs_of(scenario, gpu),
+        cuda_graph_max_bs_prefill=prefill_graph_tokens_of(scenario, model, chunk),
         overlap=not engine.disable_overlap_schedule, **cpu, **extra)

@@ -312,15 +312,32 @@ _NV_SMI = ("memory_gib from nvidia-smi memory.total ({} MiB) as commonly reporte
 # labelled as an assumption. Attention is measured on the A100 only (Vidur's legacy FlashAttention profile).
 _FITTED = "fitted by bench/cost_fit.py on Vidur's measured GEMM and element-wise times ({})"
 _NO_ATTENTION = ("; attention: assumption, the A100's figures (no public measured attention profile for "
-                 "this GPU; FlashAttention-3 on H100 is likely faster, so prefill attention here is "
-                 "conservative)")
+                 "this GPU)")
 # Attention, fitted by bench/cost_fit.py on Vidur's legacy A100 FlashAttention profile where long prompts
 # and busy decode live (prefill chunks of 512+ tokens with past KV, decode batches of 32+; within 35 %);
 # the floor is the shortest measured kernel (15-18 us: a 64-token chunk, one decode request).
 _ATTENTION = dict(attention_mfu=0.25, attention_mbu=0.65, attention_floor_s=15e-6)
+# Hopper and Blackwell have no measured attention profile. Their prefill attention share is the A100's
+# fitted 0.25 scaled by the best forward utilization each generation's FlashAttention paper reports, all
+# on long BF16/FP16 sequences: FlashAttention-2 on A100 73 % (Dao 2023, arXiv:2307.08691: "50-73 %"),
+# FlashAttention-3 on H100 75 % (740 TFLOPS; Shah et al. 2024, arXiv:2407.08608; FlashAttention-2 reaches
+# only 35 % there), FlashAttention-4 on B200 71 % (1,613 TFLOPS; Zadouri, Hoehnerbach, Shah, Liu, Thakkar
+# and Dao 2026, together.ai/blog/flashattention-4).
+# The decode (bandwidth) share stays the A100's. An assumption all the same: serving shapes are not
+# the papers' benchmarks.
+FA_UTILIZATION = {"a100": 0.73, "h100": 0.75, "b200": 0.71}
+_FA_CLASS = ("; attention: assumption, the A100's fitted attention_mfu 0.25 x {gen} / {a100} (the best "
+             "forward utilization of {kernel} on {chip} over FlashAttention-2 on A100, from the papers); "
+             "attention_mbu the A100's")
+_HOPPER_ATTENTION = dict(_ATTENTION, attention_mfu=round(
+    _ATTENTION["attention_mfu"] * FA_UTILIZATION["h100"] / FA_UTILIZATION["a100"], 3))
+_BLACKWELL_ATTENTION = dict(_ATTENTION, attention_mfu=round(
+    _ATTENTION["attention_mfu"] * FA_UTILIZATION["b200"] / FA_UTILIZATION["a100"], 3))
+_FA3 = _FA_CLASS.format(gen="75 %", a100="73 %", kernel="FlashAttention-3", chip="H100")
+_FA4 = _FA_CLASS.format(gen="71 %", a100="73 %", kernel="FlashAttention-4", chip="B200")
 _H100 = dict(num_sms=132, threads_per_sm=2048, gemm_mfu=0.80, gemm_mbu=0.925, gemm_latency_s=7.5e-6,
-             elementwise_mbu=0.53, row_gbps=9.0, kernel_floor_s=2e-6, **_ATTENTION,
-             efficiency_source=_FITTED.format("H100, 5 models, 1-4,096 tokens") + _NO_ATTENTION)
+             elementwise_mbu=0.53, row_gbps=9.0, kernel_floor_s=2e-6, **_HOPPER_ATTENTION,
+             efficiency_source=_FITTED.format("H100, 5 models, 1-4,096 tokens") + _FA3)
 _A100 = dict(num_sms=108, threads_per_sm=2048, gemm_mfu=0.80, gemm_mbu=0.95, gemm_latency_s=4.5e-6,
              elementwise_mbu=0.47, row_gbps=5.0, kernel_floor_s=0.7e-6, **_ATTENTION,
              efficiency_source=_FITTED.format("A100, 7 models, 1-32,768 tokens") + "; attention fitted on "
@@ -330,11 +347,11 @@ _A40 = dict(num_sms=84, threads_per_sm=1536, gemm_mfu=0.875, gemm_mbu=0.80, gemm
             efficiency_source=_FITTED.format("A40, 5 models, 1-4,096 tokens") + _NO_ATTENTION)
 
 
-def _like(figures: dict, calibrated: str, **spec) -> dict:
+def _like(figures: dict, calibrated: str, attention: str = "", **spec) -> dict:
     """A calibrated GPU's efficiency figures for an uncalibrated one, labelled as an assumption."""
     return {**figures, **spec,
             "efficiency_source": f"assumption: the {calibrated}'s fitted efficiency figures "
-                                 "(no public measured operator times for this GPU)"}
+                                 f"(no public measured operator times for this GPU){attention}"}
 
 
 GPUS: dict[str, GPU] = {
@@ -351,12 +368,12 @@ GPUS: dict[str, GPU] = {
         source="NVIDIA H100 datasheet, nvidia.com/en-us/data-center/h100 (SXM: BF16 1,979 / FP8 3,958 TFLOPS "
         "with sparsity, half dense; 3.35 TB/s; NVLink 900 GB/s bidirectional); " + _NV_SMI.format(81559)
         + "; 132 SMs (16,896 CUDA cores / 128), 2,048 threads per SM (compute capability 9.0)"),
-    "h200": GPU(**_like(_H100, "H100"),
+    "h200": GPU(**_like(_H100, "H100", _FA3),
         name="H200 SXM 141GB", memory_gib=140.4, bf16_tflops=989.4, fp8_tflops=1978.9, memory_tbps=4.8,
         interconnect_gbps=450,
         source="NVIDIA H200 datasheet, nvidia.com/en-us/data-center/h200 (141 GB, 4.8 TB/s, H100 compute, "
         "NVLink 900 GB/s bidirectional); " + _NV_SMI.format(143771) + "; 132 SMs as the H100"),
-    "b200": GPU(**_like(_H100, "H100", num_sms=148),
+    "b200": GPU(**_like({**_H100, **_BLACKWELL_ATTENTION}, "H100", _FA4, num_sms=148),
         name="B200 180GB", memory_gib=179.06, bf16_tflops=2250, fp8_tflops=4500, memory_tbps=8.0,
         interconnect_gbps=900,
         source="NVIDIA HGX B200 datasheet, nvidia.com/en-us/data-center/hgx (8 GPUs: 1.44 TB, 64 TB/s, "

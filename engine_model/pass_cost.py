@@ -4,7 +4,7 @@ the scenario's cost model. The step-through shows it beside the decision under t
     pass_cost(scenario, iteration).total_s == iteration.duration_s   (one server; within float error)
 
 A roofline pass splits into the GPU's kernels (GEMMs, attention, element-wise, all-reduce, floors) and the
-CPU's work beside them (kernel launches or one CUDA-graph replay, the scheduler per pass, per running
+CPU's work beside them (kernel launches, or CUDA-graph replays, the scheduler per pass, per running
 request); the overlap schedule hides the CPU part behind the GPU (docs/cost-model.md). A linear pass is
 the reference predictor's three terms, a + b × new tokens + c × past tokens.
 """
@@ -17,6 +17,7 @@ from engine_model.config import Scenario
 from engine_model.core import Iteration
 from engine_model.cost import LinearCost, PassShape, RooflineCost, attn_pairs, cost_of
 from engine_model.errors import InputError
+from engine_model.hardware import gpu as gpu_preset
 
 GPU, CPU, PASS = "GPU", "CPU", "pass"  # which side of the pass a term runs on (PASS: the linear predictor)
 
@@ -85,9 +86,8 @@ def _linear(model: LinearCost, shape: PassShape) -> PassCost:
 def _roofline(model: RooflineCost, shape: PassShape) -> PassCost:
     parts = model.breakdown(shape)
     rows = shape.num_rows
-    graph, ran = parts["cuda_graph"], rows > 0
-    launch = (f"one CUDA-graph replay (batch {rows} ≤ cuda_graph_max_bs {model.cuda_graph_max_bs})" if graph
-              else f"{model.num_kernels:,} kernels launched one by one × {model.kernel_launch_s * 1e6:g} µs")
+    graph, ran = parts["graph"], rows > 0
+    launch = launch_words(model, shape, graph)
     terms = (
         CostTerm("GEMMs", GPU, parts["linear_s"],
                  f"every projection's roofline over {shape.new_tokens:,} new tokens"),
@@ -107,8 +107,21 @@ def _roofline(model: RooflineCost, shape: PassShape) -> PassCost:
     )
     cpu_s = parts["launch_s"] + parts["cpu_s"]
     return PassCost("roofline", shape, terms, parts["total_s"], gpu_s=parts["gpu_s"], cpu_s=cpu_s,
-                    hidden_s=parts["hidden_cpu_s"], overlap=parts["overlap"], cuda_graph=graph,
+                    hidden_s=parts["hidden_cpu_s"], overlap=parts["overlap"], cuda_graph=bool(graph),
                     bound=parts["bound"])
+
+
+def launch_words(model: RooflineCost, shape: PassShape, graph: str) -> str:
+    """How the pass's kernels were launched, with the flag that decided it."""
+    each = f"{model.kernel_launch_s * 1e6:g} µs"
+    if graph == "decode":
+        return (f"one CUDA-graph replay (batch {shape.num_rows} ≤ --cuda-graph-max-bs-decode "
+                f"{model.cuda_graph_max_bs_decode})")
+    if graph == "breakable":
+        return (f"a breakable CUDA graph ({shape.new_tokens:,} tokens ≤ --cuda-graph-max-bs-prefill "
+                f"{model.cuda_graph_max_bs_prefill:,}): {model.num_breakable_launches:,} launches (graph "
+                f"segments and the eager attention kernels) × {each}")
+    return f"{model.num_kernels:,} kernels launched one by one × {each} (no CUDA graph fits this pass)"
 
 
 def cost_figures(scenario: Scenario) -> dict:
@@ -121,4 +134,22 @@ def cost_figures(scenario: Scenario) -> dict:
     return {"gemm_mfu": gpu.gemm_mfu, "gemm_mbu": gpu.gemm_mbu, "elementwise_mbu": gpu.elementwise_mbu,
             "attention_mfu": gpu.attention_mfu, "attention_mbu": gpu.attention_mbu,
             "per_pass_s": model.per_pass_s, "per_request_s": model.per_request_s, "overlap": model.overlap,
-            "cuda_graph_max_bs": model.cuda_graph_max_bs}
+            "cuda_graph_max_bs_decode": model.cuda_graph_max_bs_decode,
+            "cuda_graph_max_bs_prefill": model.cuda_graph_max_bs_prefill}
+
+
+def attention_note(scenario: Scenario) -> str:
+    """One sentence for beside a story's numbers when its prefill attention figure is an assumption (no
+    measured attention profile for the GPU, docs/cost-model.md), or "" when it is measured or set by hand.
+    Long prompts' first tokens and the stalls they cause scale with it."""
+    model = cost_of(scenario)
+    edited = "attention_mfu" in scenario.cost.roofline or "attention_mfu" in scenario.hardware.gpu_overrides
+    if isinstance(model, LinearCost) or edited:
+        return ""
+    source = gpu_preset(scenario.hardware.gpu).efficiency_source
+    if "attention: assumption" not in source and not source.startswith("assumption"):
+        return ""
+    return (f"Prefill attention on the {model.gpu.name} is priced at {model.gpu.attention_mfu:g} of its BF16 "
+            "peak: an assumption, as no measured attention profile exists for this GPU (the A100's measured "
+            "figure, scaled by published FlashAttention utilizations where there are some). The stalls a "
+            "long prompt causes scale with it; the cost model edits it.")

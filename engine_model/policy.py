@@ -3,10 +3,13 @@
 - `NewTokenRatio`: `NewTokenRatioTracker` (scheduler_components/new_token_ratio_tracker.py).
 - `PrefillAdder`: `PrefillAdder` + `PrefillBudget` (schedule_policy.py, mem_cache/prefill_budget.py).
 - `retraction_order`, `ratio_after_retraction`: `ScheduleBatch.retract_decode` (schedule_batch.py).
+- `sort_shortest_prefill_first`, `shortest_prefill_chunk_limit`: `SchedulePolicy` (schedule_policy.py;
+  0.5.21+).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
 
 from engine_model.core import Request
@@ -15,6 +18,9 @@ from engine_model.rules import mirrors
 
 CLIP_MAX_NEW_TOKENS = 4096  # SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION
 RETRACT_DECODE_STEPS = 20  # SGLANG_RETRACT_DECODE_STEPS
+# IN_BATCH_PREFIX_CACHING_CHECK_THRESHOLD and _DEPRIORITIZE_THRESHOLD: a waiting request with at most this
+# many cached tokens that shares at least this many with one ahead of it in the queue is pushed back
+IN_BATCH_PREFIX_THRESHOLD = 32
 
 
 class NewTokenRatio:
@@ -77,16 +83,18 @@ class PrefillAdder:
         self.pool = pool
         self.rem_input = cfg.max_prefill_tokens - num_mixed
         self.rem_chunk = None if cfg.chunked_prefill_size is None else cfg.chunked_prefill_size - num_mixed
-        self.total_offset = num_mixed + sum(self._reservation(r, ratio) for r in running)
+        self.total_offset = num_mixed + self._reservations(running, ratio)
         self.current_offset = num_mixed
         self.admitted: list[tuple[Request, int]] = []  # (request, extend) in batch order
         self.new_chunked: Request | None = None
+        self.no_second_chunk = False  # shortest-prefill-first beside a still-cut chunk: cut no other
 
-    def _reservation(self, req: Request, ratio: float) -> float:
-        """`_get_running_request_total_token_offset`; an ignore_eos request may reserve its whole budget."""
-        if req.ignore_eos and self.cfg.caps.ignore_eos_reserves_all:
-            ratio = 1.0
-        return min(max(req.max_new_tokens - req.num_generated, 0), CLIP_MAX_NEW_TOKENS) * ratio
+    def _reservations(self, running: list[Request], ratio: float) -> float:
+        """`_get_running_request_total_token_offset`: each running request's min(remaining max_new, 4096) x
+        ratio, summed in batch order; an ignore_eos request may reserve its whole budget (ratio 1)."""
+        whole = self.cfg.caps.ignore_eos_reserves_all
+        return sum([min(max(r.max_new_tokens - r.num_generated, 0), CLIP_MAX_NEW_TOKENS)
+                    * (1.0 if whole and r.ignore_eos else ratio) for r in running])
 
     @property
     def rem_total(self) -> float:
@@ -115,11 +123,14 @@ class PrefillAdder:
         self.admitted.append((req, extend))
 
     @mirrors("add_chunked_req")
-    def add_chunked(self, req: Request) -> bool:
-        """`add_chunked_req`: the pending chunk goes first and always progresses. True if still truncated."""
+    def add_chunked(self, req: Request, limit: int | None = None) -> bool:
+        """`add_chunked_req`: the pending chunk goes first and always progresses, within `limit`
+        (`chunked_req_limit`: shortest-prefill-first's cap) if one is set. True if still truncated."""
         room = min(self.rem_chunk, int(self.rem_total)) if self.rem_chunk is not None else int(self.rem_total)
         if room <= 0:
             room = self.rem_chunk if self.rem_chunk is not None else req.num_uncomputed
+        if limit is not None:
+            room = min(room, limit)
         extend = min(req.num_uncomputed, room)
         truncated = extend < req.num_uncomputed
         self._charge(req, extend, 0 if truncated else min(req.max_new_tokens, CLIP_MAX_NEW_TOKENS))
@@ -141,8 +152,13 @@ class PrefillAdder:
         if self.rem_chunk is None and self.admitted and paged >= self.rem_input:
             return Verdict.OTHER
         if self.rem_chunk is None or paged <= self.rem_chunk:
-            self._charge(req, extend, min(req.remaining_max_new, CLIP_MAX_NEW_TOKENS), locked)
+            # admitted whole: charged min(max_new, 4096), not the remaining budget the check used
+            # (`_select_prefill_admission` -> `_commit_prefill_admission`), so a retracted request
+            # coming back is charged its whole reply again
+            self._charge(req, extend, min(req.max_new_tokens, CLIP_MAX_NEW_TOKENS), locked)
             return self.state()
+        if self.no_second_chunk:
+            return Verdict.OTHER  # "Only one unfinished chunked request can be tracked"
         page = self.cfg.page_size
         truncated = self.rem_chunk // page * page
         end = (req.kv_len + truncated) // page * page
@@ -165,3 +181,65 @@ def num_decode_slots_needed(running: list[Request], page_size: int) -> int:
     if page_size == 1:
         return len(running)
     return sum(page_size for r in running if r.kv_len % page_size == 0)
+
+
+def shortest_prefill_work(req: Request, num_cached: int) -> int:
+    """`_shortest_prefill_work`: the tokens this request still has to prefill (prompt plus any reply kept
+    through a retraction, less its cached prefix), at least 1."""
+    return max(1, req.fill_len - num_cached)
+
+
+def shared_prefix(a: Request, b: Request) -> int:
+    """Leading tokens two requests' prompt-plus-reply sequences share: a prefix group's shorter prompt is
+    a prefix of the longer one, and replies (equal tokens) continue it only past equal prompts."""
+    if not a.prefix_group or a.prefix_group != b.prefix_group:
+        return 0
+    shared = min(a.prompt_len, b.prompt_len)
+    return shared + (min(a.num_generated, b.num_generated) if a.prompt_len == b.prompt_len else 0)
+
+
+@mirrors("_compute_prefix_matches")
+def in_batch_deferred(waiting: list[Request], cached: Callable[[Request], int]) -> set[int]:
+    """`_compute_prefix_matches`: in queue order, a request with at most 32 cached tokens that shares 32
+    or more with a request ahead of it is deferred this pass (so only one of them fills the cache); the
+    others are remembered. Returns the deferred requests' ids."""
+    ahead: dict[str, list[Request]] = {}
+    deferred = set()
+    for req in waiting:
+        if cached(req) > IN_BATCH_PREFIX_THRESHOLD or not req.prefix_group:
+            continue  # not checked; a request of no group shares nothing with any other
+        others = ahead.setdefault(req.prefix_group, [])
+        if max((shared_prefix(req, o) for o in others), default=0) >= IN_BATCH_PREFIX_THRESHOLD:
+            deferred.add(id(req))
+        else:
+            others.append(req)
+    return deferred
+
+
+@mirrors("_sort_by_shortest_prefill")
+def sort_shortest_prefill_first(waiting: list[Request], cached: Callable[[Request], int],
+                                entered: dict[str, int]) -> None:
+    """`_sort_by_shortest_prefill`: deferred requests last, then the least uncached work first, ties by
+    when the request entered the queue (`wait_queue_entry_time`; a retracted request re-enters)."""
+    deferred = in_batch_deferred(waiting, cached)
+    waiting.sort(key=lambda r: (id(r) in deferred, shortest_prefill_work(r, cached(r)), entered[r.rid]))
+
+
+@mirrors("shortest_prefill_chunk_limit")
+def shortest_prefill_chunk_limit(chunked: Request, waiting: list[Request], budget: int, page_size: int,
+                                 cached: Callable[[Request], int]) -> int | None:
+    """`SchedulePolicy.shortest_prefill_chunk_limit`: cap the continuing chunk so the shorter waiting
+    requests (sorted first) join this pass. From the queue's head, each request whose whole work is less
+    than the chunk's remaining prompt reserves its page-rounded work, while the reservations leave a page
+    of the budget; the chunk gets the rest, page-aligned. None: no cap (nothing shorter waits, or the
+    budget is under two pages)."""
+    if budget < 2 * page_size:
+        return None
+    remaining, reserved = chunked.num_uncomputed, 0
+    for req in waiting:
+        work = shortest_prefill_work(req, cached(req))
+        charge = ceil_page(work, page_size)
+        if work >= remaining or reserved + charge > budget - page_size:
+            break
+        reserved += charge
+    return (budget - reserved) // page_size * page_size if reserved else None

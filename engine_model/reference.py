@@ -50,6 +50,9 @@ def scenario_from_workload(path: Path) -> Scenario:
     if unknown:
         raise InputError(f"{path}: server_args.{unknown[0]}",
                          f"not accepted; allowed: {', '.join(sorted(SERVER_ARGS))}")
+    if args.get("disable_radix_cache") and args.get("schedule_policy") == "shortest-prefill-first":
+        raise InputError(f"{path}: server_args.schedule_policy", "shortest-prefill-first needs the radix "
+                         "cache (SGLang: 'Experimental shortest-prefill-first requires prefix caching')")
     for key, allowed in NOT_MODELLED.items():
         if key in args and args.pop(key) not in allowed:
             raise InputError(f"{path}: server_args.{key}", f"only {allowed} is modelled")

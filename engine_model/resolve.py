@@ -13,13 +13,24 @@ from pydantic import ValidationError
 from engine_model import hardware
 from engine_model.config import Scenario
 from engine_model.errors import InputError
-from engine_model.versions import Capabilities, capabilities
+from engine_model.versions import Capabilities, capabilities, first_release
 
 # `handle_gpu_memory_settings` (arg_groups/memory_hook.py): GPU memory (GiB) below which each chunk size
 # applies.
 CHUNK_BY_GPU_MEMORY = ((20, 2048), (35, 4096), (60, 4096), (90, 8192), (160, 8192))
 CHUNK_FOR_LARGEST_GPU = 16384
 
+# `handle_gpu_memory_settings`: the decode CUDA graph's default max batch by GPU memory (GiB below which
+# each applies): (below, tp < 4, tp >= 4); 512 above 160 GiB. Checked in the 0.5.20-0.5.23 wheels.
+CUDA_GRAPH_MAX_BS = ((20, 8, 8), (35, 48, 160), (60, 32, 160), (90, 256, 512), (160, 256, 512))
+CUDA_GRAPH_MAX_BS_LARGEST = 512
+# `handle_gpu_memory_settings` -> mem_fraction_static = (GPU memory - reserved) / GPU memory, reserved in MiB:
+MEM_BASE_MIB = 512  # constant metadata (attention backend) and activation slack
+MEM_PER_ACTIVATION_TOKEN_MIB = 1.5  # x max(chunked_prefill_size, 2048) activation tokens
+MEM_PER_DECODE_GRAPH_BS_MIB = 2  # x the decode CUDA graph's max batch (`reserve_for_graph_mb`)
+MEM_PER_PREFILL_GRAPH_MIB = 8  # x the number of prefill (breakable) graph sizes captured
+MEM_MLA_PREFILL_GRAPH_MIB = 1536  # MLA models: instead of the line above
+MEM_FLOOR_ABOVE_60GIB_MIB = 10 * 1024  # on GPUs above 60 GiB, reserve at least this much
 INIT_NEW_TOKEN_RATIO = 0.7  # SGLANG_INIT_NEW_TOKEN_RATIO
 MIN_NEW_TOKEN_RATIO_FACTOR = 0.14  # SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR
 NEW_TOKEN_RATIO_DECAY_STEPS = 600  # SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS
@@ -65,6 +76,55 @@ def default_chunked_prefill_size(gpu_memory_gib: float) -> int:
     return CHUNK_FOR_LARGEST_GPU
 
 
+def default_cuda_graph_max_bs(memory_gib: float, tp_size: int) -> int:
+    """SGLang's default `--cuda-graph-max-bs-decode` for a GPU of this memory at this tp_size."""
+    for below_gib, small_tp, large_tp in CUDA_GRAPH_MAX_BS:
+        if memory_gib < below_gib:
+            return small_tp if tp_size < 4 else large_tp
+    return CUDA_GRAPH_MAX_BS_LARGEST
+
+
+def prefill_graph_sizes(max_tokens: int) -> tuple[int, ...]:
+    """`generate_prefill_cuda_graph_batch_sizes`: the token counts a prefill (breakable) CUDA graph is
+    captured at, up to max_tokens: every 4 to 32, 16 to 256, 32 to 512, 64 to 1,024, 256 to 4,096, then
+    every 512."""
+    steps = ((4, 32, 4), (48, 256, 16), (288, 512, 32), (576, 1024, 64), (1280, 4096, 256))
+    sizes = [n for start, stop, step in steps for n in range(start, stop + 1, step)]
+    sizes += range(4608, max_tokens + 1, 512)
+    return tuple(n for n in sizes if n <= max_tokens)
+
+
+def default_prefill_graph_tokens(chunk: int | None, model_name: str, is_mla: bool,
+                                 max_total_tokens: int | None) -> int:
+    """`handle_gpu_memory_settings`: the prefill graph's max "batch" (tokens) is chunked_prefill_size (MLA
+    at most 8,192), at most max_total_tokens when that is set, at most 4,096 for Llama-2; 0 without
+    chunking (no size is captured)."""
+    if chunk is None:
+        return 0
+    tokens = min(chunk, 8192) if is_mla else chunk
+    if max_total_tokens is not None:
+        tokens = min(tokens, max_total_tokens)
+    if "llama-2" in model_name.lower():
+        tokens = min(tokens, 4096)
+    return tokens
+
+
+def default_mem_fraction_static(gpu_memory_gib: float, activation_tokens: int, tp_size: int,
+                                decode_graph_bs: int, num_prefill_graphs: int, is_mla: bool) -> float:
+    """`handle_gpu_memory_settings` (0.5.20-0.5.23, the same arithmetic): reserve room for activations
+    (1.5 MiB per token of the larger of the chunk and 2,048), CUDA-graph buffers and metadata, and give the
+    rest to weights and the KV pool: round((memory - reserved) / memory, 3)."""
+    memory_mib = gpu_memory_gib * 1024
+    reserved = MEM_BASE_MIB + max(activation_tokens, 2048) * MEM_PER_ACTIVATION_TOKEN_MIB
+    reserved += tp_size / 8 * 1024  # "adjustments for large parallel size" (pp = 1)
+    reserved += decode_graph_bs * MEM_PER_DECODE_GRAPH_BS_MIB
+    if num_prefill_graphs:
+        reserved += MEM_MLA_PREFILL_GRAPH_MIB if is_mla else num_prefill_graphs * MEM_PER_PREFILL_GRAPH_MIB
+    if memory_mib > 60 * 1024:
+        reserved = max(reserved, MEM_FLOOR_ABOVE_60GIB_MIB)
+    return round((memory_mib - reserved) / memory_mib, 3)
+
+
 def default_max_running_requests(max_total_tokens: int, context_len: int) -> int:
     """`resolve_max_num_reqs` (mem_cache/kv_cache_configurator.py): 512 per context, clamped."""
     by_context = min(max(int(max_total_tokens / context_len * 512), 2048), 4096)
@@ -102,41 +162,83 @@ def model_of(scenario: Scenario):
     return preset_of(hardware.model, m.name, "model.name", m.overrides, "model.overrides")
 
 
+def chunk_of(scenario: Scenario, gpu) -> tuple[int | None, str]:
+    """chunked_prefill_size as SGLang resolves it (None: chunking off), and where it came from."""
+    chunk = scenario.engine.chunked_prefill_size
+    if chunk == "auto":
+        return (default_chunked_prefill_size(gpu.memory_gib),
+                f"auto: {gpu.memory_gib:g} GiB GPU memory (handle_gpu_memory_settings)")
+    if chunk <= 0:
+        return None, "disabled (chunked_prefill_size <= 0)"
+    return chunk, "set"
+
+
+def decode_graph_bs_of(scenario: Scenario, gpu) -> int:
+    """The decode CUDA graph's max batch: the flag, else SGLang's default by GPU memory and TP, capped at
+    max_running_requests when that is set (0.5.22+); 0: no decode graphs."""
+    engine = scenario.engine
+    if engine.cuda_graph_max_bs_decode is not None:
+        return engine.cuda_graph_max_bs_decode
+    bs = default_cuda_graph_max_bs(gpu.memory_gib, scenario.hardware.tp_size)
+    if engine.max_running_requests is not None and capabilities(engine.version).caps_graph_bs_at_running:
+        bs = min(bs, engine.max_running_requests)
+    return bs
+
+
+def prefill_graph_tokens_of(scenario: Scenario, model, chunk: int | None) -> int:
+    """The largest prefill or mixed pass (tokens) a breakable CUDA graph replays: the flag, else SGLang's
+    default; 0: no prefill graphs."""
+    engine = scenario.engine
+    if engine.cuda_graph_max_bs_prefill is not None:
+        return engine.cuda_graph_max_bs_prefill
+    return default_prefill_graph_tokens(chunk, model.name, model.attention == "mla", engine.max_total_tokens)
+
+
+def mem_fraction_of(scenario: Scenario, gpu, model, chunk: int | None) -> tuple[float, str]:
+    """engine.mem_fraction_static if set, else SGLang's derivation from this GPU's memory."""
+    engine = scenario.engine
+    if engine.mem_fraction_static is not None:
+        return engine.mem_fraction_static, "set"
+    activation = chunk if chunk is not None else engine.max_prefill_tokens
+    num_prefill = len(prefill_graph_sizes(prefill_graph_tokens_of(scenario, model, chunk)))
+    fraction = default_mem_fraction_static(gpu.memory_gib, activation, scenario.hardware.tp_size,
+                                           decode_graph_bs_of(scenario, gpu), num_prefill,
+                                           model.attention == "mla")
+    return fraction, "derived from GPU memory as SGLang does (handle_gpu_memory_settings)"
+
+
 def resolve(scenario: Scenario) -> Resolved:
     engine = scenario.engine
     gpu, model = gpu_of(scenario), model_of(scenario)
     tp_size = scenario.hardware.tp_size
     page_size = hardware.page_size_of(model, engine.page_size)  # DSA models: 64 (hardware.DSA_PAGE_SIZE)
 
-    if engine.chunked_prefill_size == "auto":
-        chunk = default_chunked_prefill_size(gpu.memory_gib)
-        chunk_source = f"auto: {gpu.memory_gib:g} GiB GPU memory (handle_gpu_memory_settings)"
-    elif engine.chunked_prefill_size <= 0:
-        chunk, chunk_source = None, "disabled (chunked_prefill_size <= 0)"
-    else:
-        chunk, chunk_source = engine.chunked_prefill_size, "set"
+    chunk, chunk_source = chunk_of(scenario, gpu)
     if chunk is not None and chunk % page_size:
         raise InputError("engine.chunked_prefill_size", f"{chunk} must be divisible by page_size {page_size}")
 
+    fraction, fraction_source = mem_fraction_of(scenario, gpu, model, chunk)
     if engine.max_total_tokens is not None:
         pool, pool_source = engine.max_total_tokens, "set (max_total_tokens)"
     else:
-        kwargs = ({} if engine.mem_fraction_static is None
-                  else {"mem_fraction_static": engine.mem_fraction_static})
         try:
-            pool = hardware.kv_capacity_tokens(
-                gpu, model, tp_size, scenario.model.weight_dtype, scenario.model.kv_dtype, **kwargs
-            )
+            pool = hardware.kv_capacity_tokens(gpu, model, tp_size, scenario.model.weight_dtype,
+                                               scenario.model.kv_dtype, mem_fraction_static=fraction)
         except InputError as err:
             raise InputError(f"hardware ({err.where})", err.problem) from None
-        pool_source = f"from GPU memory: {gpu.name} x TP{tp_size}, {model.name}"
+        pool_source = (f"from GPU memory: {gpu.name} x TP{tp_size}, {model.name}, mem_fraction_static "
+                       f"{fraction:g} ({fraction_source})")
+    caps = capabilities(engine.version)
+    if engine.schedule_policy == "shortest-prefill-first" and not caps.has_shortest_prefill_first:
+        raise InputError("engine.schedule_policy", f"shortest-prefill-first exists from SGLang "
+                         f"{first_release('has_shortest_prefill_first')}; engine.version is {engine.version}")
     context_len = engine.context_length or model.context_length
     max_req_len = min(context_len - 1, pool - 1)  # Scheduler.__init__: max_req_len
     ratio_init = min(INIT_NEW_TOKEN_RATIO * engine.schedule_conservativeness, 1.0)
     ratio_min = min(ratio_init * MIN_NEW_TOKEN_RATIO_FACTOR, 1.0)
     return Resolved(
         version=engine.version,
-        caps=capabilities(engine.version),
+        caps=caps,
         chunked_prefill_size=chunk,
         chunked_prefill_size_source=chunk_source,
         is_mixed_chunk=chunk is not None and engine.enable_mixed_chunk,  # init_chunked_prefill

@@ -10,8 +10,10 @@ is applied (tokens stamped at the end of the pass, finished requests release the
 
 from __future__ import annotations
 
+import functools
 import random
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from engine_model.core import Iteration, PassKind, Request, RequestState, Retraction, Row
 from engine_model.cost import PassShape, attn_pairs
@@ -24,25 +26,37 @@ from engine_model.policy import (
     num_decode_slots_needed,
     ratio_after_retraction,
     retraction_order,
+    shortest_prefill_chunk_limit,
+    sort_shortest_prefill_first,
 )
 from engine_model.prefix import PrefixCache
 from engine_model.resolve import Resolved
 from engine_model.rules import mirrors
 
+KV_LEN, RID = attrgetter("kv_len"), attrgetter("rid")
+FINISHED, RUNNING = RequestState.FINISHED, RequestState.RUNNING
+EXTEND_KINDS = frozenset((PassKind.PREFILL, PassKind.MIXED))
+DECODE_MIRRORS = "Scheduler.get_next_batch_to_run -> update_running_batch"
 
-@mirrors("handle_generate_request")
+@mirrors("handle_generate_request", "init_req_max_new_tokens")
 def intake(req: Request, cfg: Resolved) -> str:
     """Before any queue: a prompt at or above max_req_input_len is refused (`validate_input_length`), and
-    max_new_tokens is clipped so the prompt and the reply fit max_req_len. Returns why it is refused, or
-    ""."""
+    `init_req_max_new_tokens` clips max_new_tokens so the prompt and the reply fit max_req_len and an empty
+    KV pool (pool - page-rounded prompt - page - 1, `max_new_tokens_for_memory`): every request can then be
+    admitted once the pool is empty. Returns why it is refused, or ""."""
     if req.prompt_len >= cfg.max_req_input_len:
         return f"prompt of {req.prompt_len} tokens >= max_req_input_len {cfg.max_req_input_len}"
-    req.max_new_tokens = min(req.max_new_tokens, cfg.max_req_len - req.prompt_len - 1)
+    page = cfg.page_size
+    empty_pool = cfg.max_total_tokens - ceil_page(req.prompt_len, page) - page - 1
+    req.max_new_tokens = min(req.max_new_tokens, cfg.max_req_len - req.prompt_len - 1, empty_pool)
+    if req.max_new_tokens < 1:  # SGLang would run it as a prefill-only request and return no token
+        return (f"prompt of {req.prompt_len} tokens leaves no KV slot for a reply in a pool of "
+                f"{cfg.max_total_tokens} (page {page})")
     req.output_len = min(req.output_len, req.max_new_tokens)
     return ""
 
 
-@dataclass
+@dataclass(slots=True)
 class Plan:
     """The batch one iteration runs, and why."""
 
@@ -53,20 +67,31 @@ class Plan:
     mirrors: str = ""
     num_running: int = 0
     retraction: Retraction | None = None
+    decode_past_kv: int = 0  # KV before this pass's decode slot, summed over the decode rows
 
     def shape(self) -> PassShape:
-        past_decode = sum(r.kv_len - 1 for r in self.decode)  # KV before this pass's decode slot
+        num_decode = len(self.decode)
+        past_decode = self.decode_past_kv
+        if not self.prefill:
+            return PassShape(num_decode, num_decode, num_decode, past_decode, past_decode + num_decode)
         new_prefill = sum(extend for _, extend in self.prefill)
         past_prefill = sum(r.kv_len - extend for r, extend in self.prefill)
         pairs = (sum(attn_pairs(e, r.kv_len - e) for r, e in self.prefill)
-                 + past_decode + len(self.decode))
+                 + past_decode + num_decode)
         return PassShape(
-            num_rows=len(self.prefill) + len(self.decode),
-            num_decode_rows=len(self.decode),
-            new_tokens=new_prefill + len(self.decode),
+            num_rows=len(self.prefill) + num_decode,
+            num_decode_rows=num_decode,
+            new_tokens=new_prefill + num_decode,
             past_kv_sum=past_prefill + past_decode,
             attn_pairs=pairs,
         )
+
+
+@functools.lru_cache(maxsize=256)
+def decode_reason(why_not_prefill: str) -> str:
+    """Why a decode pass runs (one string per reason prefill was not formed, built once)."""
+    why = why_not_prefill or "none could be formed"
+    return f"decode: every running request gets one token; no prefill because {why}"
 
 
 class Scheduler:
@@ -92,13 +117,21 @@ class Scheduler:
         self.in_flight: list[Request] = []  # overlap: finished by the last pass, its result not yet landed
         self.landed: list[Request] = []  # overlap: the requests whose result landed in this iteration
         self.crash: str | None = None  # why the server stopped: SGLang's allocator raised out of memory
+        self.entered: dict[str, int] = {}  # rid -> when it last entered the queue, as a count
+        self.num_entered = 0
+        self.chunk_cap: int | None = None  # shortest-prefill-first's cap on this pass's continuing chunk
 
     # -- arrivals ---------------------------------------------------------------------------------
     def arrive(self, req: Request) -> None:
         """A request reaches the scheduler (`_add_request_to_queue`, after `intake`'s length checks)."""
         if req.is_mid_reply:
             return self._start_mid_reply(req)
+        self._enqueue(req)
+
+    def _enqueue(self, req: Request) -> None:
+        """`_add_request_to_queue`: to the back of the waiting queue (`wait_queue_entry_time` stamped)."""
         req.state, req.queued_at = RequestState.WAITING, self.now
+        self.entered[req.rid] = self.num_entered = self.num_entered + 1
         self.waiting.append(req)
 
     def _start_mid_reply(self, req: Request) -> None:
@@ -152,6 +185,47 @@ class Scheduler:
         self.now = end
         return record
 
+    def decode_streak(self, horizon: float, max_passes: int) -> list[Iteration]:
+        """The decode passes `step()` would run next while nothing can change, run in one go: each pass
+        recorded exactly as `step()` records it, each request's tokens appended once for the streak.
+        Passes start before `horizon` (the next arrival), at most `max_passes`; the pass that changes
+        something is left to `step()`."""
+        num_passes = min(max_passes, self._num_quiet_passes())
+        if num_passes <= 0 or self.now >= horizon:
+            return []
+        self._land()  # nothing in flight: it only forgets what landed last time, as step() would
+        rows, n = self.running, len(self.running)
+        reason, rids = decode_reason(self._prefill_plan()[1]), tuple(map(RID, rows))
+        past, now, ends = sum(map(KV_LEN, rows)), self.now, []
+        first, capacity, num_waiting = len(self.iterations), self.cfg.max_total_tokens, len(self.waiting)
+        while len(ends) < num_passes and now < horizon:
+            self.ratio.decay_step()
+            self.kv_used += n
+            end = now + self.cost.seconds(PassShape(n, n, n, past, past + n))
+            self.iterations.append(Iteration(
+                index=first + len(ends), kind=PassKind.DECODE, start_at=now, end_at=end, prefill_rows=(),
+                decode_rids=rids, decode_past_kv=past, reason=reason, mirrors=DECODE_MIRRORS,
+                chunked_rid=None, finished_rids=(), kv_used=self.kv_used, kv_capacity=capacity,
+                num_waiting=num_waiting, num_running=n, new_token_ratio=self.ratio.value))
+            ends.append(end)
+            past, now = past + n, end
+        for req in rows:
+            req.kv_len += len(ends)
+            req.num_generated += len(ends)
+            req.token_times.extend(ends)
+        self.now = now
+        return self.iterations[first:]
+
+    def _num_quiet_passes(self) -> int:
+        """How many decode passes from now change nothing but the tokens: nothing to merge or land, no
+        prefill to try (the queue is empty or batch_is_full is latched, no chunked request, no interval
+        countdown), a KV slot for every row of every pass (page size 1), no request finishing."""
+        rows = self.running
+        if (self.last_extend or self.in_flight or self.chunked is not None or self.countdown or not rows
+                or self.cfg.page_size != 1 or (self.waiting and not self.batch_is_full) or self.crash):
+            return 0
+        return min(self.kv_free // len(rows), min(r.output_len - r.num_generated for r in rows) - 1)
+
     @mirrors("get_next_batch_to_run")
     def schedule(self) -> Plan:
         """`Scheduler.get_next_batch_to_run`."""
@@ -163,7 +237,7 @@ class Scheduler:
             plan, why_not = self._prefill_plan()
         if plan is None:
             plan = self._decode_plan(why_not)
-        if plan.kind in (PassKind.PREFILL, PassKind.MIXED):
+        if plan.kind in EXTEND_KINDS:
             self.countdown = self.cfg.prefill_decode_interval  # _arm_prefill_decode_interval
         return plan
 
@@ -209,7 +283,7 @@ class Scheduler:
         num_mixed = len(self.running) if cfg.is_mixed_chunk else 0
         adder = PrefillAdder(cfg, pool=self.kv_free, running=self.running, ratio=self.ratio.value,
                              num_mixed=num_mixed)
-        still_chunked = adder.add_chunked(self.chunked) if self.chunked else False
+        still_chunked = self._add_chunked(adder) if self.chunked else False
         stop, num_walked = self._admit_waiting(adder, num_allocatable)
         del self.waiting[:num_walked]  # admitted or rejected: always a prefix of the queue (head-of-line)
         if not adder.admitted:
@@ -222,12 +296,35 @@ class Scheduler:
         num_free_slots = self.cfg.max_running_requests - len(self.running) - (self.chunked is not None)
         return min(self.cfg.max_running_requests - len(self.running), num_free_slots)
 
+    @mirrors("calc_priority")
     def _sort_waiting(self) -> None:
-        """`SchedulePolicy.calc_priority`: fcfs keeps list order."""
-        if self.cfg.schedule_policy == "lof":
+        """`SchedulePolicy.calc_priority`, on every prefill attempt: fcfs keeps list order; lof puts the
+        longest max_new_tokens first; random shuffles; shortest-prefill-first puts the least uncached
+        prefill work first."""
+        policy = self.cfg.schedule_policy
+        if policy == "lof":
             self.waiting.sort(key=lambda r: -r.max_new_tokens)
-        elif self.cfg.schedule_policy == "random":
+        elif policy == "random":
             self.rng.shuffle(self.waiting)
+        elif policy == "shortest-prefill-first":
+            for req in self.waiting:  # a PD prefill rank queues without _enqueue: in list order
+                if req.rid not in self.entered:
+                    self.entered[req.rid] = self.num_entered = self.num_entered + 1
+            sort_shortest_prefill_first(self.waiting, self.prefix.match, self.entered)
+
+    def _add_chunked(self, adder: PrefillAdder) -> bool:
+        """The continuing chunk first (`add_chunked_req`). Under shortest-prefill-first its chunk is capped
+        to leave room for the shorter waiting requests (`shortest_prefill_chunk_limit`), and while it stays
+        cut no other request may be cut. True if it is still cut after this pass."""
+        self.chunk_cap = None
+        if self.cfg.schedule_policy != "shortest-prefill-first":
+            return adder.add_chunked(self.chunked)
+        limit = shortest_prefill_chunk_limit(self.chunked, self.waiting, adder.rem_chunk or 0,
+                                             self.cfg.page_size, self.prefix.match)
+        self.chunk_cap = limit
+        still_chunked = adder.add_chunked(self.chunked, limit)
+        adder.no_second_chunk = still_chunked
+        return still_chunked
 
     def _admit_waiting(self, adder: PrefillAdder, num_allocatable: int) -> tuple[str, int]:
         """The admission loop: stops at the first request that does not fit (head-of-line blocking).
@@ -269,7 +366,9 @@ class Scheduler:
         return "", num_walked
 
     def _never_fits(self, adder: PrefillAdder, req: Request) -> bool:
-        """Our guard, not SGLang's: a head request that cannot fit an empty pool would wait forever."""
+        """Our guard, not SGLang's: a head request that cannot fit an empty pool is refused rather than left
+        waiting. Intake's clip (`init_req_max_new_tokens`) makes every request fit an empty single-engine
+        pool, as in SGLang, so this stays a safety net."""
         alone = not self.running and self.chunked is None and not adder.admitted and self.kv_used == 0
         return alone and not adder.fits_empty_pool(req)
 
@@ -332,8 +431,8 @@ class Scheduler:
         needed = num_decode_slots_needed(rows, self.cfg.page_size)
         if self.cfg.caps.mixed_checks_decode_mem and self.kv_free < needed:
             return "mixing skipped: not enough KV for the decode rows (check_decode_mem)"
-        self._allocate_decode(rows)  # before 0.5.22 unchecked: _build_prefill sees if it overflows
-        plan.kind, plan.decode = PassKind.MIXED, rows
+        past = self._allocate_decode(rows)  # before 0.5.22 unchecked: _build_prefill sees if it overflows
+        plan.kind, plan.decode, plan.decode_past_kv = PassKind.MIXED, rows, past
         mixed = set(rows)  # requests hash by identity
         self.running = [r for r in self.running if r not in mixed]  # only in-flight finishes stay behind
         return f"mixed chunk: the {len(rows)} running requests each decode one token in this pass"
@@ -343,6 +442,9 @@ class Scheduler:
         parts = []
         if continuing is not None:
             parts.append(f"prefill wins: {continuing.rid} is half-prefilled, so its next chunk runs first")
+            if self.chunk_cap is not None:
+                parts.append(f"shortest-prefill-first caps that chunk at {self.chunk_cap:,} tokens so "
+                             "shorter waiting requests join the pass (shortest_prefill_chunk_limit)")
         else:
             parts.append(f"prefill wins: {len(adder.admitted)} waiting request(s) fit the budgets")
         if self.chunked is not None:
@@ -370,33 +472,34 @@ class Scheduler:
         num_before = len(self.running)
         retraction = None
         if self.kv_free < num_decode_slots_needed(rows, self.cfg.page_size):
-            if self.in_flight and self.cfg.caps.sees_inflight_finishes:
+            finishing = self._finishing_by_length()
+            if finishing:
                 self.batch_is_full = False
                 return Plan(PassKind.IDLE, mirrors="Scheduler.get_next_batch_to_run -> update_running_batch",
-                            reason=f"decode skipped: KV is short, but {len(self.in_flight)} request(s) "
-                                   "finished in the last pass free theirs when its result lands")
+                            reason=f"decode skipped: KV is short, but {len(finishing)} request(s) finished "
+                                   "by length in the last pass free theirs when its result lands")
             retraction = self._retract()
         else:
             self.ratio.decay_step()
         if len(self.running) < num_before:
             self.batch_is_full = False
-        rows = self._decode_rows()
+        if retraction is not None:
+            rows = self._decode_rows()
         if not rows:
             return Plan(PassKind.IDLE, reason="idle: the last running request was aborted",
                         mirrors="retract_decode", retraction=retraction)
-        self._allocate_decode(rows)
-        reason = ("decode: every running request gets one token; no prefill because "
-                  f"{why_not_prefill or 'none could be formed'}")
+        past = self._allocate_decode(rows)
+        reason = decode_reason(why_not_prefill)
         if retraction is not None:
             reason = (f"KV pool full: retracted {', '.join(retraction.rids)} (fewest tokens generated "
                       "first); " + reason)
-        mirrors = "Scheduler.get_next_batch_to_run -> update_running_batch"
+        mirrors = DECODE_MIRRORS
         if retraction is not None:
             mirrors += " -> ScheduleBatch.retract_decode"
         if len(rows) < len(self.running) or self.in_flight:
             reason += "; " + self._in_flight_note(rows)
         return Plan(PassKind.DECODE, decode=rows, reason=reason, mirrors=mirrors,
-                    num_running=num_before, retraction=retraction)
+                    num_running=num_before, retraction=retraction, decode_past_kv=past)
 
     def _decode_rows(self) -> list[Request]:
         """The running requests that get a decode row. With the overlap schedule a request finished by the
@@ -405,18 +508,28 @@ class Scheduler:
         is thrown away."""
         if not self.in_flight or not self.cfg.caps.sees_inflight_finishes:
             return list(self.running)
-        return [r for r in self.running if not (r in self.in_flight and r.num_generated >= r.max_new_tokens)]
+        finishing = self._finishing_by_length()
+        return [r for r in self.running if r not in finishing]
+
+    @mirrors("_reqs_finishing_inflight")
+    def _finishing_by_length(self) -> list[Request]:
+        """`_reqs_finishing_inflight` (0.5.22+, overlap schedule): the running requests whose result still
+        in flight finishes them by length (max_new_tokens); one that stopped on EOS is not among them."""
+        if not self.cfg.caps.sees_inflight_finishes:
+            return []
+        return [r for r in self.in_flight if r.num_generated >= r.max_new_tokens]
 
     def _in_flight_note(self, rows: list[Request]) -> str:
-        wasted = sum(r in self.in_flight for r in rows)
+        wasted = len(set(self.in_flight).intersection(rows))
         left = len(self.in_flight) - wasted
         parts = ([f"{wasted} finished last pass (EOS) still take a row, its token thrown away"]
                  if wasted else [])
         parts += [f"{left} finished by length leave the batch (_reqs_finishing_inflight)"] if left else []
         return "overlap schedule: " + ", ".join(parts) if parts else ""
 
-    def _allocate_decode(self, reqs: list[Request]) -> None:
-        """`prepare_for_decode`: one new KV slot per request."""
+    def _allocate_decode(self, reqs: list[Request]) -> int:
+        """`prepare_for_decode`: one new KV slot per request. Returns their KV before it."""
+        past = sum(map(KV_LEN, reqs))
         page = self.cfg.page_size
         if page == 1:
             self.kv_used += len(reqs)
@@ -424,6 +537,7 @@ class Scheduler:
             self.kv_used += sum(page for r in reqs if r.kv_len % page == 0)
         for req in reqs:
             req.kv_len += 1
+        return past
 
     @mirrors("retract_decode")
     def _retract(self) -> Retraction:
@@ -446,9 +560,8 @@ class Scheduler:
         self.running = survivors
         self.ratio.value = ratio_after_retraction(survivors)
         for req in retracted:  # back of the queue, keeping its output (_add_request_to_queue, is_retracted)
-            req.state, req.queued_at = RequestState.WAITING, self.now
             req.num_retractions += 1
-            self.waiting.append(req)
+            self._enqueue(req)
         event = Retraction(
             at=self.now, before_iteration=len(self.iterations), rids=tuple(r.rid for r in retracted),
             num_generated=tuple(r.num_generated for r in retracted), num_running_before=num_before,
@@ -481,23 +594,31 @@ class Scheduler:
                 req.state = RequestState.RUNNING
                 self.last_extend.append(req)
                 self._hold_if_done(req)
-        for req in plan.decode:
-            if req.state is RequestState.FINISHED:  # its result landed at this pass's launch: a wasted row
-                continue
-            req.add_token(end)
-            if req.is_done and not self.cfg.overlap_schedule:
-                self._finish(req, end)
-                dropped = True
-                continue
-            self._hold_if_done(req)
-            if plan.kind is PassKind.MIXED:
-                self.last_extend.append(req)
-        if plan.kind is PassKind.DECODE:
-            num_before = len(self.running)
-            self.running = [r for r in self.running if r.state is RequestState.RUNNING]
-            dropped = dropped or len(self.running) < num_before
+        finished = self._apply_decode(plan, end)
+        if plan.kind is PassKind.DECODE and finished:  # only a finish changes a running request's state
+            self.running = [r for r in self.running if r.state is RUNNING]
+        dropped = dropped or finished
         if dropped:
             self.batch_is_full = False  # filter_batch shrank the batch
+
+    def _apply_decode(self, plan: Plan, end: float) -> bool:
+        """Each decode row's token (the hot loop: `add_token` and `is_done` written out). True if a request
+        finished and left the batch (without the overlap schedule; with it, it waits in `in_flight`)."""
+        dropped, overlap, mixed = False, self.cfg.overlap_schedule, plan.kind is PassKind.MIXED
+        for req in plan.decode:
+            if req.state is FINISHED:  # its result landed at this pass's launch: a wasted row
+                continue
+            req.token_times.append(end)
+            req.num_generated += 1
+            if req.num_generated >= req.output_len:
+                if not overlap:
+                    self._finish(req, end)
+                    dropped = True
+                    continue
+                self.in_flight.append(req)
+            if mixed:
+                self.last_extend.append(req)
+        return dropped
 
     def _hold_if_done(self, req: Request) -> None:
         if req.is_done:
@@ -507,6 +628,10 @@ class Scheduler:
     def _land(self) -> None:
         """Overlap schedule (`event_loop_overlap`): the last pass's results are processed only now, after the
         next pass was scheduled and launched; its finished requests leave the batch and free their KV."""
+        if not self.in_flight:
+            if self.landed:
+                self.landed = []
+            return
         self.landed, self.in_flight = self.in_flight, []
         for req in self.landed:
             for batch in (self.running, self.last_extend):
@@ -524,16 +649,18 @@ class Scheduler:
     def launch_view(self, plan: Plan) -> dict:
         """What the pass looks like when it is launched (KV already allocated, nothing released yet)."""
         return {
-            "prefill_rows": tuple(Row(r.rid, e, r.kv_len - e) for r, e in plan.prefill),
-            "decode_rids": tuple(r.rid for r in plan.decode),
-            "decode_past_kv": sum(r.kv_len - 1 for r in plan.decode),
+            "prefill_rows": tuple([Row(r.rid, e, r.kv_len - e) for r, e in plan.prefill]),
+            "decode_rids": tuple(map(RID, plan.decode)),
+            "decode_past_kv": plan.decode_past_kv,
             "kv_used": self.kv_used,
             "num_waiting": len(self.waiting),
         }
 
     def record(self, plan: Plan, view: dict, end: float) -> Iteration:
-        done = [r for r, _ in plan.prefill] + [r for r in plan.decode if r not in self.landed]
-        finished = [r.rid for r in done if r.state is RequestState.FINISHED] + [r.rid for r in self.landed]
+        landed = self.landed
+        finished = [r.rid for r, _ in plan.prefill if r.state is FINISHED]
+        finished += [r.rid for r in plan.decode if r.state is FINISHED and r not in landed]
+        finished += [r.rid for r in landed]
         it = Iteration(
             index=len(self.iterations),
             kind=plan.kind,
@@ -543,7 +670,7 @@ class Scheduler:
             mirrors=plan.mirrors,
             chunked_rid=self.chunked.rid if self.chunked else None,
             finished_rids=tuple(finished),
-            wasted_rids=tuple(r.rid for r in plan.decode if r in self.landed),
+            wasted_rids=tuple([r.rid for r in plan.decode if r in landed]) if landed else (),
             kv_capacity=self.cfg.max_total_tokens,
             num_running=plan.num_running,
             new_token_ratio=self.ratio.value,

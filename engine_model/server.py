@@ -77,6 +77,11 @@ class Server:
         """One iteration of the scheduler: schedule -> cost -> apply -> record."""
         return [self.scheduler.step()] if self.scheduler.has_work else []
 
+    def fast_forward(self, horizon: float, max_passes: int) -> list[Iteration]:
+        """The decode passes nothing can interrupt before `horizon`, at most `max_passes`
+        (`Scheduler.decode_streak`)."""
+        return self.scheduler.decode_streak(horizon, max_passes)
+
     def record(self) -> dict:
         """What the result keeps of this topology beyond its lanes."""
         return {"resolved": self.resolved, "cost_model": self.cost.describe(),

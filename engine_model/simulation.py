@@ -13,6 +13,7 @@ trace.
 from __future__ import annotations
 
 import heapq
+import math
 import random
 import time
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from engine_model.workload import ClientPool, Workload, build
 from engine_model.workload import trace_requests as trace_requests_of
 
 WALL_CHECK_EVERY = 256  # loop turns between looks at the wall clock
+MAX_STREAK = 256  # decode passes one turn may fast-forward (Scheduler.decode_streak)
 
 
 @dataclass
@@ -103,9 +105,9 @@ class Run:
     def _on_done(self) -> None:
         """Closed-loop clients send their next request when one finishes or is refused."""
         done = self.topology.done
-        new = done[self.num_seen_done:] + self.turned_away
-        if not new:
+        if len(done) == self.num_seen_done and not self.turned_away:
             return
+        new = done[self.num_seen_done:] + self.turned_away
         self.num_seen_done, self.turned_away = len(done), []
         for req in sorted(new, key=lambda r: r.finished_at):
             pool = self.pool_of.get(req.rid)
@@ -130,22 +132,38 @@ class Run:
 
     # -- the loop -------------------------------------------------------------------------------------
     def next_at(self) -> float | None:
-        times = [self.arrivals[0][0]] if self.arrivals else []
         at = self.topology.next_at()
-        return min(times + ([at] if at is not None else []), default=None)
+        if not self.arrivals:
+            return at
+        first = self.arrivals[0][0]
+        return first if at is None or first <= at else at
 
     def step(self) -> list[Iteration] | None:
         """One turn of the loop: the iterations it recorded (maybe none), or None when nothing is left."""
         at = self.next_at()
-        if at is None:
-            return None
+        return None if at is None else self._turn(at, math.inf, MAX_STREAK)
+
+    def _turn(self, at: float, until: float, max_passes: int) -> list[Iteration]:
+        """Idle up to `at`, or deliver what arrived and step; a turn whose next passes nothing can
+        interrupt runs them all (`fast_forward`), each starting no later than `until`."""
         self.at = at
         recorded = self.topology.advance(at)  # a single server records its idle wait as an iteration
         if not recorded:
             self.deliver()
-            recorded = self.topology.step()
+            recorded = self._fast_forward(until, max_passes) or self.topology.step()
             self._on_done()
         return recorded
+
+    def _fast_forward(self, until: float, max_passes: int) -> list[Iteration]:
+        """A single server's uninterruptible decode passes: until the next arrival, at most `max_passes`,
+        none starting after `until` (PD clusters have none)."""
+        fast_forward = getattr(self.topology, "fast_forward", None)
+        if fast_forward is None:
+            return []
+        horizon = math.nextafter(until, math.inf)  # a pass may start at `until`, not after it
+        if self.arrivals:
+            horizon = min(horizon, self.arrivals[0][0])
+        return fast_forward(horizon, max_passes)
 
     def run(self, until: float | None = None) -> Result:
         """Run to the end, to a limit, or to simulated time `until` (default: limits.max_sim_seconds)."""
@@ -153,22 +171,24 @@ class Run:
         limits = self.scenario.limits
         bound = "limits.max_sim_seconds" if until is None else "until"
         until = limits.max_sim_seconds if until is None else until
+        topology, max_still = self.topology, self.topology.resolved.prefill_decode_interval + 2
         cut_off, num_still, num_turns = None, 0, 0
         while (at := self.next_at()) is not None:
             if at > until:  # the next thing happens past the limit: stop here, do not idle up to it
                 cut_off = f"{bound} ({until:g}) reached"
                 break
-            recorded = self.step()
+            max_passes = min(MAX_STREAK, limits.max_iterations - topology.num_iterations)
+            recorded = self._turn(at, until, max_passes)
             for it in recorded:  # zero-time idle iterations in a row: prefill_decode_interval's countdown
-                num_still = num_still + 1 if it.kind is PassKind.IDLE and it.duration_s == 0 else 0
+                num_still = num_still + 1 if it.kind is PassKind.IDLE and it.end_at == it.start_at else 0
             num_turns += 1
-            if self.topology.crash:
-                cut_off = self.topology.crash
-            elif num_still > self.topology.resolved.prefill_decode_interval + 2:
-                cut_off = f"stuck: no pass could run at t={self.topology.now:.3f}s with work waiting"
-            elif self.topology.num_iterations >= limits.max_iterations:
+            if topology.crash:
+                cut_off = topology.crash
+            elif num_still > max_still:
+                cut_off = f"stuck: no pass could run at t={topology.now:.3f}s with work waiting"
+            elif topology.num_iterations >= limits.max_iterations:
                 cut_off = f"limits.max_iterations ({limits.max_iterations}) reached"
-            elif max(self.at, self.topology.now) > until:
+            elif max(self.at, topology.now) > until:
                 cut_off = f"{bound} ({until:g}) reached"
             elif (num_turns % WALL_CHECK_EVERY == 0
                   and time.perf_counter() - started > limits.max_wall_seconds):

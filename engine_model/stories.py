@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from engine_model.config import Scenario
 from engine_model.hardware import GPUS, MODELS
 from engine_model.pass_cost import cost_figures
+from engine_model.resolve import INIT_NEW_TOKEN_RATIO
 from engine_model.scenario_io import apply_sets, read_toml, validate
 
 # -- settings a person changes -----------------------------------------------------------------------
@@ -101,6 +102,18 @@ def group_setter(name: str, key: str, convert=lambda v: v) -> Callable[[dict, ob
     return apply
 
 
+# --schedule-conservativeness: each option starts new_token_ratio at a different value; 1.5 stands for every
+# value from 1/0.7 up, where min(0.7 x c, 1) saturates (ResolvedNewTokenRatio: resolve.INIT_NEW_TOKEN_RATIO)
+CONSERVATIVENESS_OPTIONS = (0.3, 0.5, 0.7, 1.0, 1.2, 1.5)
+
+
+def conservativeness_label(value: float) -> str:
+    start = min(INIT_NEW_TOKEN_RATIO * value, 1.0)
+    if start >= 1.0:
+        return f"{value:g} or more → ratio 1 (saturated)"
+    return f"{value:g} → ratio {start:.2f}"
+
+
 def chunk_value(value):
     return -1 if value == "off" else value
 
@@ -151,7 +164,7 @@ def common_controls() -> tuple[Control, ...]:
 
 def cost_controls() -> tuple[Control, ...]:
     """The cost panel's figures (docs/cost-model.md): the GPU's efficiency, the CPU's time per pass and per
-    running request, and two SGLang flags about how a pass runs. A figure left empty (None) keeps the GPU
+    running request, and three SGLang flags about how a pass runs. A figure left empty (None) keeps the GPU
     preset's or the documented default. None is `is_flag`: everything here describes the machine the story
     runs on, like the GPU, so the baseline keeps it and "before -> after" compares the story's settings on
     one cost model (docs/cost-model.md, "In the app")."""
@@ -181,12 +194,19 @@ def cost_controls() -> tuple[Control, ...]:
                 where="cost",
                 help="SGLang's --disable-overlap-schedule turns it off: the CPU schedules the next batch "
                      "while the GPU runs this one, hiding the CPU time. SGLang default: on."),
-        Control("graph_bs", "CUDA graphs up to batch", "number", None,
-                optional_setter("engine", "cuda_graph_max_bs"), (0, 4096, 1), is_flag=False, where="cost",
-                fmt=number_label,
-                help="SGLang's --cuda-graph-max-bs: decode batches up to this replay one captured graph "
-                     "instead of launching every kernel. 0: no graphs. Empty: SGLang's default by GPU "
-                     "memory."),
+        Control("graph_bs", "Decode CUDA graphs up to batch", "number", None,
+                optional_setter("engine", "cuda_graph_max_bs_decode"), (0, 4096, 1), is_flag=False,
+                where="cost", fmt=number_label,
+                help="SGLang's --cuda-graph-max-bs-decode: decode batches up to this replay one captured "
+                     "graph instead of launching every kernel. 0: none. Empty: SGLang's default by GPU "
+                     "memory and TP."),
+        Control("prefill_graph", "Prefill CUDA graphs up to (tokens)", "number", None,
+                optional_setter("engine", "cuda_graph_max_bs_prefill"), (0, 1_000_000, 1), is_flag=False,
+                where="cost", fmt=number_label,
+                help="SGLang's --cuda-graph-max-bs-prefill: prefill and mixed passes of up to this many "
+                     "tokens replay a breakable graph (every kernel captured but attention, which runs "
+                     "eagerly between the segments), on by default on CUDA. 0: none "
+                     "(--disable-prefill-cuda-graph). Empty: the chunk size."),
     )
 
 
@@ -196,7 +216,8 @@ COST_FIGURES = {"gemm_mfu": ("gemm_mfu", 1.0), "gemm_mbu": ("gemm_mbu", 1.0),
                 "ew_mbu": ("elementwise_mbu", 1.0),
                 "attn_mfu": ("attention_mfu", 1.0), "attn_mbu": ("attention_mbu", 1.0),
                 "cpu_pass_ms": ("per_pass_s", 1e-3), "cpu_req_us": ("per_request_s", 1e-6),
-                "graph_bs": ("cuda_graph_max_bs", 1)}
+                "graph_bs": ("cuda_graph_max_bs_decode", 1),
+                "prefill_graph": ("cuda_graph_max_bs_prefill", 1)}
 
 
 def number_label(value) -> str:
@@ -362,10 +383,11 @@ OTHER_STALL = Story(
         mixed_control(),
         chunk_control(),
         Control("conservativeness", "Conservativeness", "select", 1.0,
-                setter("engine", "schedule_conservativeness"), (0.3, 0.5, 1.0, 1.5, 2.0, 3.0),
-                help="--schedule-conservativeness: scales how much KV the scheduler reserves for replies "
-                     "still being written (new_token_ratio). Higher: fewer admissions, fewer retractions. "
-                     "SGLang default: 1.0."),
+                setter("engine", "schedule_conservativeness"), CONSERVATIVENESS_OPTIONS,
+                help="--schedule-conservativeness c: the reservation guess for replies still being written "
+                     "(new_token_ratio) starts at min(0.7 × c, 1) and decays every decode step. Higher: "
+                     "fewer admissions. It saturates: from c = 1/0.7 ≈ 1.43 up the guess starts at 1, so "
+                     "1.5, 2 and 3 run the same. SGLang default: 1.0.", fmt=conservativeness_label),
         Control("pool", "KV pool (tokens)", "select", 60000, setter("engine", "max_total_tokens"),
                 (40000, 60000, 80000, 120000, 200000), is_flag=False, fmt=lambda v: f"{v:,}",
                 help="The story's small pool, as on a GPU shared with other work (an assumption; edit it)."),
@@ -412,10 +434,16 @@ OTHER_STALL = Story(
         TourStep("More KV is the fix",
                  "Double the pool to 120,000 tokens: requests pushed back drop from "
                  "{before:all.num_retracted} to {now:all.num_retracted} and the longest pause from "
-                 "{before:chats.max_itl_s.max} to {now:chats.max_itl_s.max}. (Raising schedule "
-                 "conservativeness to 3 alone still pushes 7 back here — the reservation guess decays — "
-                 "though it halves the longest pause.)", {"pool": 120000},
+                 "{before:chats.max_itl_s.max} to {now:chats.max_itl_s.max}.", {"pool": 120000},
                  ("retraction", 0), "kv"),
+        TourStep("Conservativeness, and where it stops",
+                 "Back to the small pool, and raise --schedule-conservativeness as far as it goes: the "
+                 "reservation guess starts at min(0.7 × c, 1), which is 1 from c ≈ 1.43 up, so 1.5 and 3 "
+                 "are the same server. Requests pushed back: {before:all.num_retracted} → "
+                 "{now:all.num_retracted}; the longest pause: {before:chats.max_itl_s.max} → "
+                 "{now:chats.max_itl_s.max}. The guess still decays every decode step, so the pool can "
+                 "fill again: reserving more only delays it.", {"conservativeness": 1.5},
+                 ("retraction", 0), "headline"),
     ),
     stream_group="chats",
     long_group="chats",
@@ -425,6 +453,14 @@ OTHER_STALL = Story(
 RUSH_CONTROLS = (
     mixed_control(),
     chunk_control(),
+    Control("policy", "Queue order", "select", "fcfs", setter("engine", "schedule_policy"),
+            ("fcfs", "shortest-prefill-first"), fmt=lambda v: POLICY_LABELS[v],
+            help="--schedule-policy. fcfs (default): the queue in arrival order. shortest-prefill-first "
+                 "(SGLang 0.5.21+): on every prefill attempt the queue is sorted by the prompt tokens a "
+                 "request still has to prefill (what the radix cache does not already hold), fewest first; "
+                 "and while a long prompt is being chunked its next chunk is capped so the shorter waiting "
+                 "requests fit in the same pass (shortest_prefill_chunk_limit). It needs the radix cache: "
+                 "SGLang refuses to start with --disable-radix-cache ('requires prefix caching')."),
     Control("contracts", "Contracts at ten", "slider", 6, group_setter("contracts", "count"), (1, 12, 1),
             is_flag=False, help="How many 120,000-token contracts arrive at once at t = 10 s."),
     Control("qps", "Questions per second", "select", 4.0,
@@ -433,6 +469,10 @@ RUSH_CONTROLS = (
     *common_controls(),
     *cost_controls(),
 )
+
+POLICY_LABELS = {"fcfs": "fcfs (arrival order)",
+                 "shortest-prefill-first": "shortest-prefill-first (caps the running chunk; needs the "
+                                           "radix cache)"}
 
 RUSH = Story(
     key="ten_oclock_rush",
@@ -461,9 +501,10 @@ RUSH = Story(
                  "queue behind the contracts' prefill (their p95 first token {before:questions.ttft_s.p95} → "
                  "{now:questions.ttft_s.p95}).", {"mixed": True}, ("at", 30.0), "headline"),
         TourStep("Split prefill from decode", "With a prefill worker and a decode worker, no reply pauses "
-                 "for a chunk any more: the questions' longest gap drops from tens of seconds to one decode "
-                 "pass (the table). The questions still wait — under early allocation for decode KV held for "
-                 "the contracts (purple lanes), under prefill_complete at prefill.",
+                 "for a chunk any more: the questions' longest gap drops from {now:questions.max_itl_s.max} "
+                 "on one engine to one decode pass (the table). The questions still wait — under early "
+                 "allocation for decode KV held for the contracts (purple lanes), under prefill_complete at "
+                 "prefill.",
                  {}, ("first_after", 10.0), "pd"),
         TourStep("early vs prefill_complete", "The upstream test's shape: two prefill workers, one decode "
                  "worker whose KV is capped at 163,840 tokens per rank, 64 prompts of 131,072 tokens among "
@@ -474,6 +515,15 @@ RUSH = Story(
                  "it leaves out. On the ten o'clock workload the two barely differ: its one prefill worker "
                  "is the bottleneck, so a question waits as long either way, only elsewhere.",
                  {}, ("first_after", 10.0), "pd", {"preset": "upstream"}),
+        TourStep("Shortest prefill first", "Back on one engine, SGLang's own knob for this rush: "
+                 "--schedule-policy shortest-prefill-first (0.5.21+) sorts the queue by the prompt tokens "
+                 "each request still has to prefill, so a question goes before a contract, and caps a "
+                 "contract's running chunk so the waiting questions join its pass (the step-through names "
+                 "the cap). The questions' p95 first token: {before:questions.ttft_s.p95} → "
+                 "{now:questions.ttft_s.p95}. The contracts pay ({before:contracts.ttft_s.p95} → "
+                 "{now:contracts.ttft_s.p95}), and replies already streaming still pause for every chunk "
+                 "(up to {now:questions.max_itl_s.max}). It needs the radix cache, which SGLang has on by "
+                 "default.", {"policy": "shortest-prefill-first"}, ("first_after", 12.0), "headline"),
     ),
     stream_group="questions",
     long_group="contracts",

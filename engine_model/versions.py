@@ -1,14 +1,16 @@
 """What changed between the SGLang releases the model follows, as named capabilities.
 
 Scheduling code asks `cfg.caps.<name>`, never which release it is. Each change below says in one line
-what changed upstream (sglang-scheduler-facts.md marks each "0.5.22+" or "0.5.23 only").
+what changed upstream, checked in the PyPI wheels' source (sglang-scheduler-facts.md marks most "0.5.22+"
+or "0.5.23 only"; it does not cover 0.5.21, which schedules as 0.5.20 does but adds
+shortest-prefill-first).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-RELEASES = ("0.5.20", "0.5.22", "0.5.23")
+RELEASES = ("0.5.20", "0.5.21", "0.5.22", "0.5.23")
 
 
 @dataclass(frozen=True)
@@ -19,12 +21,12 @@ class Change:
 
 
 CHANGES = (
+    Change("has_shortest_prefill_first", "0.5.21",
+           "schedule_policy 'shortest-prefill-first' exists (SchedulePolicy._sort_by_shortest_prefill, "
+           "shortest_prefill_chunk_limit)"),
     Change("clears_full_when_idle", "0.5.22",
            "get_new_batch_prefill resets batch_is_full when the running batch is empty "
            "(0.5.20 could keep it set)"),
-    Change("stops_on_spent_budget", "0.5.22",
-           "the admission loop stops at its top once budget_state() is OTHER "
-           "(the chunk or mixed rows spent it)"),
     Change("latches_full_only_when_busy", "0.5.22",
            "a NO_TOKEN stop latches batch_is_full only if something was admitted or is running "
            "(0.5.20: always)"),
@@ -37,8 +39,14 @@ CHANGES = (
     Change("sees_inflight_finishes", "0.5.22",
            "overlap schedule: a request whose in-flight result finishes it by length leaves the next batch "
            "(_reqs_finishing_inflight), and decode waits for them instead of retracting when KV is short"),
+    Change("caps_graph_bs_at_running", "0.5.22",
+           "the decode CUDA graph's default max batch is cut to max_running_requests when that is set "
+           "(handle_gpu_memory_settings), so it reserves less memory"),
     Change("has_prefill_complete", "0.5.22",
            "PD's decode_allocation_policy 'prefill_complete' exists (0.5.20 only reserves decode KV early)"),
+    Change("stops_on_spent_budget", "0.5.23",
+           "the admission loop stops at its top once budget_state() is OTHER, before the first candidate "
+           "(the continuing chunk or the mixed decode rows spent it); 0.5.22 tries the first one"),
     Change("chunk_holds_row", "0.5.23",
            "the admission loop adds back the request row the continuing chunked request already holds"),
     Change("defer_has_min_bs", "0.5.23",
@@ -53,13 +61,15 @@ CHANGES = (
 class Capabilities:
     """One flag per entry of `CHANGES`: True when the release has that behaviour."""
 
+    has_shortest_prefill_first: bool
     clears_full_when_idle: bool
-    stops_on_spent_budget: bool
     latches_full_only_when_busy: bool
     mixed_checks_decode_mem: bool
     ignore_eos_reserves_all: bool
     sees_inflight_finishes: bool
+    caps_graph_bs_at_running: bool
     has_prefill_complete: bool
+    stops_on_spent_budget: bool
     chunk_holds_row: bool
     defer_has_min_bs: bool
     prebuilt_copies_async: bool

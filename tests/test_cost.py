@@ -147,7 +147,8 @@ def test_vidur_extract_covers_three_gpus_and_1_to_32768_tokens():
 def test_bad_settings_name_the_field():
     for kwargs, where in (({"per_request_s": -1.0}, "per_request_s"), ({"tp_size": 0}, "tp_size"),
                           ({"kv_dtype": "nvfp4"}, "kv_dtype"),
-                          ({"cuda_graph_max_bs": -1}, "cuda_graph_max_bs")):
+                          ({"cuda_graph_max_bs_decode": -1}, "cuda_graph_max_bs_decode"),
+                          ({"cuda_graph_max_bs_prefill": -1}, "cuda_graph_max_bs_prefill")):
         with pytest.raises(InputError) as error:
             RooflineCost(gpu("h100-sxm"), model("llama-3.1-8b"), **kwargs)
         assert error.value.where == where
@@ -161,4 +162,14 @@ def test_more_work_never_takes_less_time(num_rows, past_kv_sum, more_tokens, mor
     bigger = base._replace(new_tokens=num_rows + more_tokens, past_kv_sum=past_kv_sum + more_past,
                            attn_pairs=base.attn_pairs + more_tokens * (past_kv_sum + more_past + more_tokens))
     for cost in (LinearCost(), LLAMA_H100, RooflineCost(gpu("b200"), model("qwen3-30b-a3b"), tp_size=2)):
+        if isinstance(cost, RooflineCost) and cost.graph_of(bigger) != cost.graph_of(base):
+            continue  # crossing a CUDA-graph bound can make a bigger pass cheaper, in SGLang too
         assert cost.seconds(bigger) >= cost.seconds(base)
+
+
+def test_a_one_token_prefill_runs_eager_and_two_tokens_replay_a_graph():
+    """The prefill graph's smallest captured size is 4 tokens and a replay may at most double the tokens:
+    one token runs eager, two tokens replay, so two tokens take less time than one (as in SGLang)."""
+    one, two = (PassShape(1, 0, n, 0, n) for n in (1, 2))
+    assert (LLAMA_H100.graph_of(one), LLAMA_H100.graph_of(two)) == ("", "breakable")
+    assert LLAMA_H100.seconds(two) < LLAMA_H100.seconds(one)

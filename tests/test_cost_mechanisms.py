@@ -95,30 +95,59 @@ def test_overlap_cannot_hide_more_cpu_than_the_gpu_works():
     assert tiny.seconds(decode(1)) == pytest.approx(0.02 + tiny.per_request_s + tiny.graph_replay_s)
 
 
-def test_cuda_graphs_cut_the_launch_cost_of_small_decode_batches_only():
+def test_cuda_graphs_cut_the_launch_cost_of_small_decode_batches():
     """At TP 8 the kernels of a decode step are short: launching ~450 kernels eagerly costs more than
-    running them. A graph replays them all at once, up to cuda_graph_max_bs rows; prefill is eager."""
+    running them. A graph replays them all at once, up to cuda_graph_max_bs_decode rows."""
     graphs, eager = (RooflineCost(H100, LLAMA, tp_size=8),
-                     RooflineCost(H100, LLAMA, tp_size=8, cuda_graph_max_bs=0))
+                     RooflineCost(H100, LLAMA, tp_size=8, cuda_graph_max_bs_decode=0))
     assert eager.seconds(decode(8)) > 2 * graphs.seconds(decode(8))
-    below, above = (graphs.breakdown(decode(n))["cuda_graph"] for n in (512, 513))
-    assert (graphs.cuda_graph_max_bs, below, above, graphs.breakdown(prefill(64))["cuda_graph"]) == (
-        512, True, False, False)
+    below, above = (graphs.breakdown(decode(n))["graph"] for n in (512, 513))
+    assert (graphs.cuda_graph_max_bs_decode, below, above) == (512, "decode", "")
     assert graphs.breakdown(decode(513))["launch_s"] == pytest.approx(
         graphs.num_kernels * graphs.kernel_launch_s)
+
+
+def test_prefill_runs_a_breakable_graph_up_to_the_chunk_size_by_default():
+    """SGLang 0.5.20-0.5.23 capture prefill graphs (BCG) by default on CUDA, sized by the chunk: a pass of
+    up to chunked_prefill_size tokens replays one graph segment per layer and launches only attention
+    eagerly; one token (padding would more than double it) and longer passes run eager."""
+    cost = RooflineCost(H100, LLAMA)  # H100: chunk 8,192
+    kinds = [cost.breakdown(prefill(n))["graph"] for n in (1, 2, 600, 8192, 8193)]
+    assert (cost.cuda_graph_max_bs_prefill, kinds) == (8192, ["", "breakable", "breakable", "breakable", ""])
+    assert cost.num_breakable_launches == (32 + 1) + 2 * 32 + 1 + 4
+    launches = [cost.breakdown(prefill(n))["launch_s"] for n in (600, 8193)]
+    assert launches == pytest.approx([cost.num_breakable_launches * cost.kernel_launch_s,
+                                      cost.num_kernels * cost.kernel_launch_s])
+    off = RooflineCost(H100, LLAMA, cuda_graph_max_bs_prefill=0)
+    assert off.breakdown(prefill(600))["graph"] == ""
+    assert off.breakdown(prefill(600))["launch_s"] > 2.5 * cost.breakdown(prefill(600))["launch_s"]
+    small = [RooflineCost(H100, LLAMA, tp_size=8, cuda_graph_max_bs_prefill=n).seconds(prefill(64))
+             for n in (8192, 0)]
+    assert small[0] < small[1] / 2  # at TP 8 a short prefill is launch-bound: the graph halves it
 
 
 def test_default_cuda_graph_max_bs_follows_sglang_by_gpu_memory_and_tp():
     assert [default_cuda_graph_max_bs(gib, tp) for gib, tp in (
         (15, 1), (30, 1), (30, 4), (45, 1), (45, 8), (79.65, 1), (79.65, 4), (140, 2), (180, 1))] == [
-        8, 24, 80, 32, 160, 256, 512, 256, 512]
+        8, 48, 160, 32, 160, 256, 512, 256, 512]
 
 
 def test_engine_switches_reach_the_cost_model():
-    scenario = Scenario(engine={"disable_overlap_schedule": True, "cuda_graph_max_bs": 16})
+    scenario = Scenario(engine={"disable_overlap_schedule": True, "cuda_graph_max_bs_decode": 16,
+                                "cuda_graph_max_bs_prefill": 1024})
     built = roofline_cost(scenario, H100, LLAMA)
-    assert (built.overlap, built.cuda_graph_max_bs,
-            roofline_cost(Scenario(), H100, LLAMA).cuda_graph_max_bs) == (False, 16, 256)
+    default = roofline_cost(Scenario(), H100, LLAMA)
+    assert (built.overlap, built.cuda_graph_max_bs_decode, built.cuda_graph_max_bs_prefill) == (
+        False, 16, 1024)
+    assert (default.cuda_graph_max_bs_decode, default.cuda_graph_max_bs_prefill) == (256, 8192)
+    capped = roofline_cost(Scenario(engine={"chunked_prefill_size": 2048, "max_running_requests": 64}),
+                           H100, LLAMA)
+    assert (capped.cuda_graph_max_bs_decode, capped.cuda_graph_max_bs_prefill) == (64, 2048)  # 0.5.22+
+
+
+def test_the_old_flag_name_is_refused_with_the_new_ones():
+    with pytest.raises(ValueError, match="cuda_graph_max_bs_decode"):
+        Scenario(engine={"cuda_graph_max_bs": 16})
 
 
 def test_frontend_time_grows_with_the_prompt():

@@ -33,20 +33,22 @@ requests = st.lists(
 
 engines = st.builds(
     dict,
-    version=st.sampled_from(["0.5.20", "0.5.22", "0.5.23"]),
+    version=st.sampled_from(["0.5.20", "0.5.21", "0.5.22", "0.5.23"]),
     page_size=st.sampled_from([1, 1, 16]),
     chunk_pages=st.sampled_from([-1, 32, 128, 512]),
     enable_mixed_chunk=st.booleans(),
     max_total_tokens=st.integers(3_000, 120_000),
     max_running_requests=st.integers(1, 48),
     prefill_decode_interval=st.integers(0, 3),
-    schedule_policy=st.sampled_from(["fcfs", "fcfs", "lof", "random"]),
+    schedule_policy=st.sampled_from(["fcfs", "fcfs", "lof", "random", "shortest-prefill-first"]),
     disable_overlap_schedule=st.booleans(),
 )
 
 
 def build(reqs, engine, seed=0) -> Scenario:
     engine = dict(engine)
+    if engine["schedule_policy"] == "shortest-prefill-first" and engine["version"] == "0.5.20":
+        engine["version"] = "0.5.21"  # the first release with it
     pages = engine.pop("chunk_pages")
     engine["chunked_prefill_size"] = -1 if pages < 0 else pages * engine["page_size"]
     configs = []

@@ -37,7 +37,10 @@ def test_one_capability_flag_per_change_each_with_its_line():
 
 
 def test_capabilities_grow_release_by_release():
-    old, mid, new = (capabilities(v) for v in ("0.5.20", "0.5.22", "0.5.23"))
+    """Checked in the wheels: 0.5.21 schedules as 0.5.20 but has shortest-prefill-first; the stop on a
+    spent pass budget came with 0.5.23, not 0.5.22."""
+    old, first, mid, new = (capabilities(v) for v in ("0.5.20", "0.5.21", "0.5.22", "0.5.23"))
     assert not any(vars(old).values()) and all(vars(new).values())
+    assert {k for k, v in vars(first).items() if v} == {"has_shortest_prefill_first"}
     assert {k for k, v in vars(mid).items() if not v} == {"chunk_holds_row", "defer_has_min_bs",
-                                                          "prebuilt_copies_async"}
+                                                          "stops_on_spent_budget", "prebuilt_copies_async"}

@@ -269,3 +269,71 @@ def test_with_overlap_the_kv_of_a_finished_request_frees_one_pass_later():
         return first_b - last_a
 
     assert (admitted_after(False), admitted_after(True)) == (1, 2)
+
+
+def kv_short_after_a_finish(max_new: int):
+    """Two requests decoding on a pool with no slot left; `a` has just written its last token (3 of
+    max_new), its result still in flight (overlap schedule, 0.5.23)."""
+    sched = scheduler(pool=2000, disable_overlap_schedule=False)
+    a, b = request("a", 900, 3, max_new_tokens=max_new), request("b", 900, 50)
+    for req_, generated in ((a, 3), (b, 10)):
+        req_.state, req_.num_generated, req_.kv_len = RequestState.RUNNING, generated, 900 + generated - 1
+        sched.running.append(req_)
+        sched.kv_used += req_.kv_len
+    sched.kv_used = sched.cfg.max_total_tokens  # the pool is full: no decode slot for anyone
+    sched.in_flight = [a]
+    return sched, sched.schedule()
+
+
+def test_with_overlap_a_short_pool_waits_only_for_finishes_by_length():
+    """`update_running_batch` (0.5.22+): when KV is short but a request in flight finishes by length, decode
+    is skipped for a step (its KV frees when the result lands). A request that stopped on EOS is not among
+    `_reqs_finishing_inflight`: the scheduler retracts instead."""
+    _, by_length = kv_short_after_a_finish(max_new=3)
+    assert (by_length.kind, by_length.retraction) == (PassKind.IDLE, None)
+    assert "finished by length" in by_length.reason
+    _, by_eos = kv_short_after_a_finish(max_new=8)
+    assert by_eos.retraction is not None and by_eos.retraction.rids == ("b",)
+
+
+def test_shortest_prefill_first_sorts_by_uncached_work_and_defers_a_shared_prefix():
+    """`_sort_by_shortest_prefill`: least work first, ties by queue entry; a request with no more than 32
+    cached tokens sharing 32 or more with one ahead of it (`_compute_prefix_matches`) goes last."""
+    sched = scheduler(schedule_policy="shortest-prefill-first")
+    reqs = [request("big", 5000, 4), request("small", 300, 4), request("tie", 300, 4),
+            request("fam-a", 2000, 4, prefix_group="f"), request("fam-b", 1000, 4, prefix_group="f")]
+    for r in reqs:
+        sched.arrive(r)
+    sched._sort_waiting()
+    assert [r.rid for r in sched.waiting] == ["small", "tie", "fam-a", "big", "fam-b"]
+
+
+def test_shortest_prefill_first_caps_the_running_chunk_and_cuts_no_second_request():
+    """`shortest_prefill_chunk_limit`: a long prompt is mid-chunk (chunk 4,096) and two short requests
+    wait: the chunk shrinks by their page-rounded work so both join the pass. A waiting request that would
+    itself need cutting is not admitted beside a chunk that stays cut ("only one unfinished chunked request
+    can be tracked")."""
+    sched = scheduler(chunk=4096, schedule_policy="shortest-prefill-first")
+    long = request("long", 30000, 4)
+    long.state, long.kv_len, sched.chunked = RequestState.PREFILLING, 4096, long
+    sched.kv_used += 4096
+    sched.entered["long"] = 0
+    for rid, prompt in (("q1", 300), ("q2", 500), ("c2", 20000)):
+        sched.arrive(request(rid, prompt, 4))
+    plan = sched.schedule()
+    assert [(r.rid, e) for r, e in plan.prefill] == [("long", 4096 - 800), ("q1", 300), ("q2", 500)]
+    assert sched.chunk_cap == 3296 and "caps that chunk at 3,296 tokens" in plan.reason
+    assert [r.rid for r in sched.waiting] == ["c2"] and sched.chunked is long
+
+
+def test_beside_a_chunk_that_stays_cut_a_request_that_needs_cutting_is_not_admitted():
+    """`_select_prefill_admission` under shortest-prefill-first: with a continuing chunk still cut, a
+    candidate that does not fit the chunk budget whole returns OTHER instead of being cut."""
+    from engine_model.policy import PrefillAdder, Verdict
+
+    sched = scheduler(chunk=4096)
+    for no_second_chunk, expected in ((False, (Verdict.OTHER, [("c2", 1000)])), (True, (Verdict.OTHER, []))):
+        adder = PrefillAdder(sched.cfg, pool=100_000, running=[], ratio=0.7, num_mixed=0)
+        adder.rem_chunk, adder.no_second_chunk = 1000, no_second_chunk
+        verdict = adder.add_one(request("c2", 20000, 4))
+        assert (verdict, [(r.rid, e) for r, e in adder.admitted]) == expected

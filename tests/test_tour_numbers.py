@@ -36,7 +36,7 @@ def test_every_figure_of_every_step_is_filled_from_the_runs(story_key, i):
             None if group == "all" else group, metric, stat or None) is not None
 
 
-def test_more_kv_reads_before_to_after_and_conservativeness_alone_still_retracts():
+def test_more_kv_reads_before_to_after():
     story, step, before, now = step_runs("other_stall", 5)
     text = narrate(step.say, story, before, now)
     was, got = (r.summary.metrics for r in (before, now))
@@ -45,11 +45,32 @@ def test_more_kv_reads_before_to_after_and_conservativeness_alone_still_retracts
     pause = (f"from {fmt_seconds(was.value('chats', 'max_itl_s', 'max'))} "
              f"to {fmt_seconds(got.value('chats', 'max_itl_s', 'max'))}")
     assert pause in text
-    alone = run("other_stall", (("conservativeness", 3.0),)).summary.metrics
-    assert alone.value(None, "num_retracted") == 7  # "still pushes 7 back here"
-    halved = (alone.value("chats", "max_itl_s", "max")
-              / before.summary.metrics.value("chats", "max_itl_s", "max"))
-    assert 0.4 < halved < 0.6  # "it halves the longest pause"
+
+
+def test_conservativeness_saturates_so_1_5_and_3_are_the_same_server():
+    """min(0.7 x c, 1): the step says 1.5 and 3 are the same; the runs agree to the last token."""
+    story, step, before, now = step_runs("other_stall", 6)
+    assert step.settings == {"conservativeness": 1.5} and "1.5 and 3" in step.say
+    three = run("other_stall", (("conservativeness", 3.0),))
+    assert now.summary.metrics == three.summary.metrics
+    assert now.iterations.equals(three.iterations)
+    text = narrate(step.say, story, before, now)
+    was, got = (r.summary.metrics.value(None, "num_retracted") for r in (before, now))
+    assert f"Requests pushed back: {was} → {got}" in text
+
+
+@pytest.mark.parametrize("gpu", ["h100-sxm", "h200"])
+def test_shortest_prefill_first_lowers_the_questions_p95_first_token(gpu):
+    story = STORIES["ten_oclock_rush"]
+    step = story.tour[-1]
+    assert step.settings == {"policy": "shortest-prefill-first"}
+    for seed in (0, 3):
+        fcfs, spf = (run("ten_oclock_rush", tuple(sorted({"gpu": gpu, "seed": seed, **extra}.items())))
+                     for extra in ({}, step.settings))
+        p95 = [r.summary.metrics.value("questions", "ttft_s", "p95") for r in (fcfs, spf)]
+        assert p95[1] < p95[0] / 10, (gpu, seed, p95)
+        contracts = [r.summary.metrics.value("contracts", "ttft_s", "p95") for r in (fcfs, spf)]
+        assert contracts[1] > contracts[0]  # "the contracts pay"
 
 
 def test_the_forty_replies_numbers():
@@ -119,3 +140,24 @@ def test_the_price_of_mixed_chunk_is_throughput_run_length_and_reply_time_per_gr
                            "Reply time, log (median)"]
     assert found["Run length"] == (off.summary.end_at, on.summary.end_at)
     assert found["Reply time, log (median)"][1] == on.summary.metrics.value("log", "e2e_s", "p50")
+
+
+# Numbers a tour may write out: the story's own settings and workload, formula constants, release numbers
+# and upstream's measured figures. A run's result never (issue 19: "still pushes 7 back" was true on one
+# GPU and seed only); it goes in a {now:...} or {before:...} figure.
+WRITTEN_OUT = {
+    "forty_replies": {"0.5", "100,000", "2,048"},
+    "other_stall": {"120,000", "0.7", "1", "1.43", "1.5", "3"},
+    "ten_oclock_rush": {"120,000", "163,840", "64", "131,072", "4,096", "27", "49", "93", "0.5.21"},
+    "real_traffic": {"120", "8,192", "32", "330", "2,048"},
+}
+
+
+@pytest.mark.parametrize("story_key", sorted(STORIES))
+def test_a_tour_writes_out_no_number_of_a_run(story_key):
+    said = set()
+    for step in STORIES[story_key].tour:
+        text = re.sub(r"\{[^}]*\}", "", step.say)
+        text = re.sub(r"\bp(50|95|99)\b", "", text)  # a percentile's name
+        said |= {n.rstrip(".,") for n in re.findall(r"\d[\d,.]*", text)}
+    assert said <= WRITTEN_OUT[story_key], said - WRITTEN_OUT[story_key]

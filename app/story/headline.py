@@ -26,10 +26,18 @@ from app.present.numbers import (
 )
 from app.present.settings import changes_words
 from app.ui.fold import folded
-from engine_model import Story
+from engine_model import InputError, Story, attention_note
 
 GROUP_METRICS = {"ttft_s": "first token (TTFT)", "itl_s": "gap between tokens (ITL)",
                  "max_itl_s": "longest pause per request"}
+
+
+def _attention_note(story: Story, values: dict | None) -> str:
+    """Whether the GPU's prefill attention figure is an assumption (engine_model.attention_note)."""
+    try:
+        return attention_note(story.scenario(values)) if values is not None else ""
+    except InputError:
+        return ""
 
 
 def headline_ui(story: Story, current: RunFrames, base: RunFrames, values: dict | None = None) -> list[dict]:
@@ -42,6 +50,9 @@ def headline_ui(story: Story, current: RunFrames, base: RunFrames, values: dict 
         st.markdown("#### Before → after")
         st.caption("Before: the story as it opened (SGLang's defaults for ⚑ flags, the story's own "
                    f"workload), on the GPU, model and seed you chose. {changes_words(story, values)}")
+        note = _attention_note(story, values)
+        if note:
+            st.caption(note)
     items = prices(story, base, current)
     cols = st.columns(len(story.headlines) + (len(items) if presenting else 0))
     for col, headline in zip(cols, story.headlines, strict=False):

@@ -1,0 +1,19 @@
+"""What the model leaves out is said where a reader finds it: docs/design.md's "Simplifications", which the
+app shows at the foot of every page (app/ui/simplifications.py reads it)."""
+
+import pytest
+
+from app.ui.simplifications import in_words, simplifications_text
+
+SAID = [  # (what the model does not do as SGLang does, the words that must say it)
+    ("PD decode's host backup of retracted KV is unlimited", "Retraction host KV pool exhausted"),
+    ("mem_fraction_static is one server's derivation on every PD role", "sizes a decode role's activations"),
+    ("no --disable-radix-cache; shortest-prefill-first needs it", "refuses to start shortest-prefill-first"),
+    ("attention on Hopper and Blackwell is scaled, not measured", "published FlashAttention-3 and -4"),
+    ("an EOS finish in flight is never retracted", "SGLang could still pick one that stopped on EOS"),
+]
+
+
+@pytest.mark.parametrize(("what", "words"), SAID, ids=[w for w, _ in SAID])
+def test_each_simplification_is_listed_where_the_app_shows_it(what, words):
+    assert words in in_words(simplifications_text())
