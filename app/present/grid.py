@@ -28,10 +28,11 @@ from engine_model import (
 MAX_RUNS = 48  # settings a page may carry: each is a run (plus its baseline) and a share of the file
 CHUNK_SWEEP = (512, 1024, 2048, 4096, 8192, 16384)  # as Compare's sweep
 VALUES = {"chunk": CHUNK_SWEEP}  # a control's values on an axis where its options are not the right set
+STORY_VALUES = {"ten_oclock_rush": {"chunk": (2048, 8192, 16384)}}  # fewer, where a page holds more axes
 VARY = {  # story -> the controls a reader flips by default
     "forty_replies": ("mixed", "chunk", "logprob"),
     "other_stall": ("mixed", "pool"),
-    "ten_oclock_rush": ("mixed", "chunk"),
+    "ten_oclock_rush": ("mixed", "policy", "chunk"),
     "real_traffic": ("mixed", "chunk"),
 }
 
@@ -79,6 +80,8 @@ class Grid:
 def axis_values(story: Story, control: Control) -> tuple:
     if control.widget == "toggle":
         return (False, True)
+    if control.key in STORY_VALUES.get(story.key, {}):
+        return STORY_VALUES[story.key][control.key]
     if control.key in VALUES:
         return VALUES[control.key]
     if control.widget == "select":
@@ -132,7 +135,7 @@ def _on_axis(story: Story, control: Control, values: dict, held: list[str]):
         return value
     scenario = story.scenario(values, tuple(held))
     resolved = resolve(scenario).chunked_prefill_size
-    return min(VALUES.get(control.key, control.options[1:]), key=lambda v: abs(v - resolved))
+    return min(axis_values(story, control), key=lambda v: abs(v - resolved))
 
 
 def control_setting(story: Story, item: str) -> tuple[str, object] | None:
