@@ -55,6 +55,7 @@ class RunFrames:
     requests: pd.DataFrame  # per-request metrics
     retractions: pd.DataFrame
     spans: pd.DataFrame  # PD: where each (sampled) request's time went, one row per phase span
+    replies: dict = field(default_factory=dict)  # every token time of each group's first REPLIES requests
     lanes: list[str] = field(default_factory=list)
     request_order: list[str] = field(default_factory=list)
     stall_threshold_s: float = STALL_MIN_S
@@ -81,12 +82,25 @@ def build(result: Result) -> RunFrames:
         requests=requests_frame(result),
         retractions=retractions_frame(result),
         spans=spans_frame(result),
+        replies=replies_of(result),
         lanes=list(result.lanes),
         request_order=[r.rid for r in result.requests],
         stall_threshold_s=threshold,
         end_at=result.end_at,
         chunk_pass_s=chunk_pass(its, result.resolved.chunked_prefill_size),
     )
+
+
+REPLIES = 8  # requests per group whose every token time is kept (the playback's panes)
+
+
+def replies_of(result: Result) -> dict[str, np.ndarray]:
+    kept, count = {}, {}
+    for req in result.requests:
+        if count.get(req.group, 0) < REPLIES and req.token_times:
+            kept[req.rid] = np.asarray(req.token_times, dtype=float)
+            count[req.group] = count.get(req.group, 0) + 1
+    return kept
 
 
 def chunk_pass(its: pd.DataFrame, chunk_size: int) -> tuple[float, float] | None:

@@ -22,6 +22,7 @@ import altair as alt
 
 from app.charts import views
 from app.charts.frames import RunFrames
+from app.present import playback
 from app.present import spec as scope
 from app.present.export import export_spec, render
 from app.present.grid import Grid
@@ -71,6 +72,7 @@ class Figure:
     ends: list[float]
     charts: list[Chart]
     datasets: dict[str, list[dict]]
+    playback: dict | None = None  # {"runs": panes per distinct run, "threshold": s}: app.present.playback
 
     @property
     def first(self) -> dict:
@@ -78,7 +80,8 @@ class Figure:
 
 
 def build_figure(uid: str, title: str, teaser: str, note: str, axes: list[dict], shown: list[Shown],
-                 views_of: Callable[[RunFrames], list[views.View]]) -> Figure:
+                 views_of: Callable[[RunFrames], list[views.View]],
+                 panes_of: Callable[[RunFrames], list[dict]] | None = None) -> Figure:
     """Each distinct run once, each chart of `views_of` built once over all of them (every row tagged with
     its run), and a PNG of the first setting's charts for readers without scripts."""
     runs, run_of = scope.distinct([s.run for s in shown])
@@ -96,7 +99,9 @@ def build_figure(uid: str, title: str, teaser: str, note: str, axes: list[dict],
         datasets.update(built.pop("datasets", {}))
         charts.append(Chart(view.chart_id, view.title, own.caption, scope.scoped(built, start, ends[start]),
                             fallback_png(own), f"{view.title}. {shown[first].summary}"))
-    return Figure(uid, title, teaser, note, axes, cells, ends, charts, datasets)
+    replies = None if panes_of is None else {"runs": [panes_of(r) for r in runs], "words": playback.TEXT,
+                                             "threshold": min(r.stall_threshold_s for r in runs)}
+    return Figure(uid, title, teaser, note, axes, cells, ends, charts, datasets, replies)
 
 
 def story_figure(grid: Grid, setup: str) -> Figure:
@@ -116,7 +121,8 @@ def story_figure(grid: Grid, setup: str) -> Figure:
             "app's.")
     charts = CHARTS.get(story.key, ("tokens", "wait", "passes"))
     return build_figure(uid, story.title, story.teaser, note, axes, shown,
-                        lambda run: [views.story_view(run, c) for c in charts])
+                        lambda run: [views.story_view(run, c) for c in charts],
+                        lambda run: playback.panes(run, story.stream_group, story.long_group))
 
 
 def summary_text(rows, run) -> str:
@@ -161,7 +167,7 @@ TEMPLATE = """<?xml version="1.0" encoding="utf-8"?>
 <meta charset="utf-8"/>
 <meta name="viewport" content="width=device-width, initial-scale=1"/>
 <title>{title}</title>
-<style>/*<![CDATA[*/{css}/*]]>*/</style>
+<style>/*<![CDATA[*/{css}{play_css}/*]]>*/</style>
 </head>
 <body>
 {body}
@@ -170,6 +176,7 @@ TEMPLATE = """<?xml version="1.0" encoding="utf-8"?>
 //]]></script>
 <script>//<![CDATA[
 {unpack}
+{play}
 {mount}
 wwMount({data});
 //]]></script>
@@ -178,7 +185,13 @@ wwMount({data});
 """
 
 MOUNT_JS = """function wwMount(fig) {
-  var root = document.getElementById(fig.uid), shown = [];
+  var root = document.getElementById(fig.uid), shown = [], play = null;
+  var box = root.querySelector('.ww-play');
+  if (box && fig.playback) {
+    play = wwPlayback(box, {runs: fig.playback.runs, run: fig.cells[fig.axes.map(function (a) {
+      return String(a.start); }).join('|')].run, start: 0, threshold: fig.playback.threshold,
+      words: fig.playback.words});
+  }
   function choice(axis) {
     var on = root.querySelector('input[name="' + fig.uid + '-' + axis.name + '"]:checked');
     return on ? on.value : String(axis.start);
@@ -209,6 +222,7 @@ MOUNT_JS = """function wwMount(fig) {
       });
     });
     root.querySelector('.ww-summary').textContent = c.summary;
+    if (play) play.setRun(c.run);
     shown.forEach(function (view) {
       view.signal('run', c.run).signal('end', fig.ends[c.run]).runAsync();
     });
@@ -232,7 +246,7 @@ MOUNT_JS = """function wwMount(fig) {
     input.addEventListener('change', show);
   });
   window.whoWaits = window.whoWaits || {};
-  window.whoWaits[fig.uid] = {views: shown, show: show};
+  window.whoWaits[fig.uid] = {views: shown, show: show, playback: play};
 }"""
 
 
@@ -244,9 +258,11 @@ def figure_html(figure: Figure, bare: bool = False, bundle: str | None = None) -
                        for c in figure.charts],
             "datasets": {name: pack(rows, [c.spec for c in figure.charts]) for name, rows in
                          figure.datasets.items()}}
-    return TEMPLATE.format(title=html.escape(figure.title), css=CSS, body=body, unpack=UNPACK_JS,
-                           mount=MOUNT_JS, bundle=vega_bundle() if bundle is None else bundle,
-                           data=json_for_script(data))
+    if figure.playback is not None:
+        data["playback"] = figure.playback
+    return TEMPLATE.format(title=html.escape(figure.title), css=CSS, play_css=playback.CSS, body=body,
+                           unpack=UNPACK_JS, play=playback.SCRIPT, mount=MOUNT_JS,
+                           bundle=vega_bundle() if bundle is None else bundle, data=json_for_script(data))
 
 
 def _names(spec) -> list[str]:
@@ -275,8 +291,19 @@ def _body(figure: Figure, bare: bool) -> str:
     note = "" if bare else f'<p class="ww-note">{e(figure.note)}</p>'
     return (f'<section class="ww-figure" id="{figure.uid}" aria-label="{e(figure.title)}">\n{head}'
             f'<form class="ww-controls" aria-label="Settings">{"".join(groups)}</form>\n{tables}'
-            f'<p class="ww-summary" aria-live="polite">{e(first["summary"])}</p>\n'
+            f'<p class="ww-summary" aria-live="polite">{e(first["summary"])}</p>\n{_playback(figure)}'
             f"{charts}\n{note}</section>")
+
+
+def _playback(figure: Figure) -> str:
+    """The reader's view: the widget's shell (its script fills it); none without a playback."""
+    if figure.playback is None:
+        return ""
+    body, _ = playback.playback_html(figure.uid, [], 0, 0.0, figure.playback["threshold"])
+    return ('<p class="ww-chart-title">What a reader sees: the replies as they stream</p>'
+            f"{body}<p class=\"ww-caption\">Each pane is one reply, a word per token at the model's token "
+            "times (the words are a stand-in). Play it, or drag the time: a pane that turns pink has had no "
+            "token for a while.</p>\n")
 
 
 def _table(table: dict) -> str:
