@@ -150,6 +150,5 @@ def attention_note(scenario: Scenario) -> str:
     if "attention: assumption" not in source and not source.startswith("assumption"):
         return ""
     return (f"Prefill attention on the {model.gpu.name} is priced at {model.gpu.attention_mfu:g} of its BF16 "
-            "peak: an assumption, as no measured attention profile exists for this GPU (the A100's measured "
-            "figure, scaled by published FlashAttention utilizations where there are some). The stalls a "
-            "long prompt causes scale with it; the cost model edits it.")
+            "peak: an assumption (no measured attention profile for this GPU); a long prompt's stall scales "
+            "with it. The cost model edits it.")

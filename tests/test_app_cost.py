@@ -22,8 +22,8 @@ def test_the_panel_starts_empty_with_the_gpu_presets_figures_as_hints():
     at = open_page(PAGE)
     fields = {n.key.split(".")[-1]: n for n in at.number_input if n.key.startswith("forty_replies.")}
     assert set(fields) == {"gemm_mfu", "gemm_mbu", "ew_mbu", "attn_mfu", "attn_mbu", "cpu_pass_ms",
-                           "cpu_req_us", "graph_bs"}
-    assert [fields[k].value for k in ("gemm_mfu", "graph_bs")] == [None, None]
+                           "cpu_req_us", "graph_bs", "prefill_graph"}
+    assert [fields[k].value for k in ("gemm_mfu", "graph_bs", "prefill_graph")] == [None, None, None]
     assert at.toggle(key="forty_replies.overlap").value is True
 
 
@@ -71,16 +71,17 @@ def test_back_to_the_preset_clears_every_figure():
 
 
 def test_the_step_through_says_what_the_pass_under_the_cursor_cost():
-    """The story's default cursor is the log's first chunk: a compute-bound prefill, launched eagerly, its
-    CPU work hidden by the overlap schedule; the total is the pass's duration in the decision."""
+    """The story's default cursor is the log's first chunk: a compute-bound prefill, launched as a breakable
+    CUDA graph (SGLang's default on CUDA, up to the chunk size), its CPU work hidden by the overlap schedule;
+    the total is the pass's duration in the decision."""
     at = open_page(PAGE)
     text = cost_text(at)
     took = seconds(re.search(r"The pass took ([\d.]+ m?s)", text).group(1))
     duration = seconds(re.search(r"prefill chunk · ([\d.]+ m?s)",
                                  " ".join(m.value for m in at.markdown)).group(1))
     assert took == duration
-    for words in ("GEMMs", "attention", "element-wise", "kernels launched one by one", "1 request ×",
-                  "compute-bound", "hid behind the GPU"):
+    for words in ("GEMMs", "attention", "element-wise", "a breakable CUDA graph",
+                  "--cuda-graph-max-bs-prefill", "1 request ×", "compute-bound", "hid behind the GPU"):
         assert words in text, words
     at.toggle(key="forty_replies.overlap").set_value(False).run()
     assert "Overlap schedule **off**" in cost_text(at)

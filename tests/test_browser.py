@@ -154,7 +154,9 @@ def test_clicking_a_pass_moves_the_cursor_there(server, page):
     settle(page)
     opening = opening_t("forty_replies")
     assert f"t={opening}" in page.url  # the story opens on the log's first chunk
-    box = page.locator('[data-testid="stVegaLiteChart"]').filter(has_text="GPU worker").first.bounding_box()
+    chart = page.locator('[data-testid="stVegaLiteChart"]').filter(has_text="GPU worker").first
+    chart.scroll_into_view_if_needed()  # as a person scrolls to it
+    box = chart.bounding_box()
     # a decode bar after the log
     page.mouse.click(box["x"] + box["width"] * 0.8, box["y"] + box["height"] * 0.55)
     page.wait_for_function(f"() => !location.search.includes('t={opening}')", timeout=30_000)

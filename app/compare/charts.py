@@ -39,7 +39,10 @@ def tradeoff_curve(curve: pd.DataFrame, x_title: str, y_title: str,
     """Each setting is a point (x: what the streams feel, y: what the long prompt feels), joined in order.
     `defaults` (x_s, y_s, label): SGLang's defaults on the same requests, drawn apart for contrast."""
     base = alt.Chart(curve).encode(
-        x=alt.X("x_s:Q", title=x_title, scale=alt.Scale(zero=True)),  # from 0: a 1 s change looks its size
+        # from 0 on both axes (a 1 s change looks its size); padding: room inside the axes for a label left of
+        # the first point (it must not meet a tick label); the ticks it adds below zero go unlabelled
+        x=alt.X("x_s:Q", title=x_title, scale=alt.Scale(zero=True, padding=40),
+                axis=alt.Axis(labelExpr="datum.value < 0 ? '' : datum.label")),
         y=alt.Y("y_s:Q", title=y_title, scale=alt.Scale(zero=True)),
         tooltip=[alt.Tooltip("label:N", title="setting"), alt.Tooltip("x_s:Q", title=x_title, format=".3f"),
                  alt.Tooltip("y_s:Q", title=y_title, format=".3f")])

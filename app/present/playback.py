@@ -51,7 +51,8 @@ CSS = """
 .ww-pane-head { font-size: .78rem; color: #555; display: flex; justify-content: space-between; gap: .5rem; }
 .ww-pane-text { font-size: .86rem; line-height: 1.35; height: 5.2rem; overflow: hidden;
   display: flex; flex-direction: column; justify-content: flex-end;
-  -webkit-mask-image: linear-gradient(transparent, #000 35%); mask-image: linear-gradient(transparent, #000 35%); }
+  -webkit-mask-image: linear-gradient(transparent, #000 35%);
+  mask-image: linear-gradient(transparent, #000 35%); }
 .ww-pane.frozen { border-color: FROZEN; }
 .ww-pane.frozen .ww-pane-wait { color: FROZEN_TEXT; font-weight: 600; }
 """.replace("FROZEN_TEXT", GAP_SHADES[3]).replace("FROZEN", GAP_SHADES[2])

@@ -21,8 +21,8 @@ from engine_model.errors import InputError
 from engine_model.files import decode, name_of, read_capped
 from engine_model.logs.histogram import Histogram
 
-MAX_BYTES = 20_000_000  # about 150 scrapes of a real server (≈130 KB each)
-MAX_SAMPLES = 50_000  # samples of the families read: about 300 a scrape, so 160 scrapes (0.05 s each)
+MAX_BYTES = 20_000_000  # a file: about 150 scrapes of a real server (≈130 KB each); samples are capped below
+MAX_SAMPLES = 20_000  # of the families read: about 300 a scrape, so 65 scrapes; about a second to parse
 MAX_SCRAPES = 2_000
 MAX_EXAMPLES = 5
 MAX_LINE = 1_000_000  # characters; a real sample line is a few hundred
@@ -321,8 +321,9 @@ def freeze(reading: Reading, sources: list[str], max_samples: int) -> ScrapeSet:
                 block.lines = block.lines[:room]
                 scrapes.append(scrape_of(reading, block, len(scrapes)))
             cut = ", the last cut short" if room else ""
-            reading.warnings.append(f"only the first {max_samples:,} samples were read ({len(scrapes)} "
-                                    f"scrapes{cut}); the rest of the file was not")
+            many = f"{len(scrapes)} scrape{'s' if len(scrapes) != 1 else ''}"
+            reading.warnings.append(f"only the first {max_samples:,} samples were read ({many}{cut}); the "
+                                    "rest of the file was not")
             num_samples = max_samples
             break
         num_samples += len(block.lines)
