@@ -11,8 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
-from story_runs import opening_t
+from story_runs import opening_t, run
 
+from app.story import cursor
 from bench.browser import CHROMIUM, CHROMIUM_ARGS, streamlit_server
 
 PAGES = [("/", "Who Waits"), ("/forty_replies", "The forty replies"), ("/other_stall", "The other stall"),
@@ -230,3 +231,23 @@ def test_while_a_change_is_on_its_way_the_old_numbers_fade_and_say_so(server, pa
     stale_old = [s for s in seen if s[1] and s[0] == old]
     assert stale_old, "the rerun never showed the old card as stale"
     assert all(opacity < 0.5 for _, _, opacity in stale_old)
+
+
+def test_what_a_reader_sees_plays_the_replies_from_the_cursor(server, page):
+    """The fold's panes start at the cursor: at 3 s with mixed chunk off every stream has had no token since
+    the log arrived; Play moves the clock on."""
+    page.goto(server + "/forty_replies?t=3.0")
+    settle(page)
+    page.get_by_text("What a reader sees: the replies played back as text", exact=False).click()
+    page.wait_for_function("() => [...document.querySelectorAll('iframe')].some(f => f.contentDocument "
+                           "&& f.contentDocument.querySelector('.ww-pane'))", timeout=60_000)
+    frame = next(f for f in page.frames if f.query_selector(".ww-pane") is not None)
+    its = run("forty_replies").iterations
+    at = float(its.iloc[cursor.at_time(its, 3.0)]["start_at"])  # the cursor: the pass running at 3 s
+    assert frame.inner_text(".ww-play-clock") == f"t = {at:.1f} s"
+    waits = [w.inner_text() for w in frame.query_selector_all(".ww-pane-wait")]
+    frozen = [float(w.split()[3]) for w in waits if w.startswith("no token for")]
+    assert len(frozen) == 5 and all(at - 0.6 <= w <= at for w in frozen)  # the five streams, since the log
+    frame.click(".ww-play-toggle")
+    page.wait_for_timeout(1200)
+    assert float(frame.inner_text(".ww-play-clock").split()[2]) > 3.5

@@ -19,7 +19,8 @@ DRAWN = """(uid) => {
   const root = document.getElementById(uid);
   const marks = [...root.querySelectorAll('.ww-chart svg .mark-rect path')].map(p => p.getAttribute('d'));
   const numbers = [...root.querySelectorAll('.ww-numbers td')].map(t => t.textContent);
-  return [marks.join(';'), numbers, root.querySelectorAll('.ww-chart svg').length];
+  const drawn = root.querySelectorAll('.ww-chart svg').length;
+  return [marks.join(';'), numbers, drawn === root.querySelectorAll('.ww-chart').length];
 }"""
 
 
@@ -54,7 +55,7 @@ def test_flipping_mixed_chunk_in_the_file_redraws_and_fetches_nothing(page_file,
     folder, uid = page_file
     with sync_playwright() as p:
         browser, page, asked, errors = open_page(p, folder / f"forty.{suffix}", 1100)
-        page.wait_for_function(f"() => ({DRAWN})({uid!r})[2] === 2", timeout=30_000)
+        page.wait_for_function(f"() => ({DRAWN})({uid!r})[2] === true", timeout=30_000)
         marks, numbers, _ = page.evaluate(DRAWN, uid)
         page.locator(f"input[name='{uid}-mixed'][value='1']").check()
         page.wait_for_function(f"() => ({DRAWN})({uid!r})[0] !== {marks!r}", timeout=10_000)
@@ -73,7 +74,7 @@ def test_the_page_fits_a_phone_a_column_and_a_desktop_without_sideways_scroll(pa
     folder, uid = page_file
     with sync_playwright() as p:
         browser, page, _, errors = open_page(p, folder / "forty.html", width)
-        page.wait_for_function(f"() => ({DRAWN})({uid!r})[2] === 2", timeout=30_000)
+        page.wait_for_function(f"() => ({DRAWN})({uid!r})[2] === true", timeout=30_000)
         page.wait_for_timeout(300)
         scroll = page.evaluate("document.documentElement.scrollWidth")
         charts = page.evaluate(f"""() => [...document.querySelectorAll('#{uid} .ww-chart svg')]
@@ -81,3 +82,26 @@ def test_the_page_fits_a_phone_a_column_and_a_desktop_without_sideways_scroll(pa
         browser.close()
     assert errors == [] and scroll <= width
     assert all(right <= width for right in charts)  # the whole time axis is on screen
+
+
+def test_the_pages_playback_feels_the_freeze_and_the_trickle(page_file):
+    """At 6 s with mixed chunk off every stream pane has waited since the log arrived; with it on, under
+    one chunk pass."""
+    from playwright.sync_api import sync_playwright
+
+    folder, uid = page_file
+    waits = {}
+    with sync_playwright() as p:
+        browser, page, _, errors = open_page(p, folder / "forty.html", 1100)
+        page.wait_for_function(f"() => ({DRAWN})({uid!r})[2] === true", timeout=30_000)
+        for mixed in ("0", "1"):
+            page.locator(f"input[name='{uid}-mixed'][value='{mixed}']").check()
+            page.evaluate(f"window.whoWaits[{uid!r}].playback.seek(6)")
+            waits[mixed] = page.evaluate(f"""() => [...document.querySelectorAll('#{uid} .ww-pane-wait')]
+                .map(w => w.textContent)""")
+        browser.close()
+    assert errors == []
+    off = [float(w.split()[3]) for w in waits["0"] if w.startswith("no token for")]
+    on = [float(w.split()[3]) for w in waits["1"] if w.startswith("no token for")]
+    assert len(off) == 5 and min(off) > 5.0  # frozen since about 0.5 s
+    assert max(on, default=0.0) < 2.0  # a trickle: the last token came within one chunk pass

@@ -217,3 +217,17 @@ def test_the_other_commands_pass_through_to_the_engine(capsys):
 def test_pd_page_refuses_a_story_name():
     with pytest.raises(InputError):
         pd_page("forty_replies")
+
+
+def test_the_playback_carries_every_token_of_its_replies_to_the_millisecond(forty):
+    from app.present.playback import NUM_PANES, panes
+
+    grid, figure = forty
+    run = grid.first.run
+    shown = panes(run, "streams", "log")
+    assert [p["rid"] for p in shown] == [f"streams-{i:02d}" for i in range(NUM_PANES - 1)] + ["log"]
+    for pane in shown:
+        times = [round(t * 1000) for t in run.replies[pane["rid"]]]
+        steps = pane["z"]
+        assert [sum(steps[:i + 1]) for i in range(len(steps))] == times
+    assert len(figure.playback["runs"]) == len(figure.ends)  # one set of panes per distinct run

@@ -2,7 +2,7 @@
 
 from app.story.exports import export_ui
 from app.story.link import url_state
-from app.story.sections import itl_ui, stalls_apart_ui
+from app.story.sections import itl_ui, playback_ui, stalls_apart_ui
 from app.story.timeline import timeline_ui
 from app.story.top import story_ui
 from app.ui.simplifications import simplifications_ui
@@ -12,6 +12,7 @@ story = STORIES["forty_replies"]
 
 values, current = story_ui(story)
 timeline_ui(story, current)
+playback_ui(story, current)
 itl_ui(story, current)
 stalls_apart_ui(current)
 export_ui(story, current, values)

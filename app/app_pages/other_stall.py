@@ -2,7 +2,7 @@
 
 from app.story.exports import export_ui
 from app.story.link import url_state
-from app.story.sections import itl_ui, stalls_apart_ui
+from app.story.sections import itl_ui, playback_ui, stalls_apart_ui
 from app.story.timeline import timeline_ui
 from app.story.top import story_ui
 from app.ui.simplifications import simplifications_ui
@@ -13,6 +13,7 @@ story = STORIES["other_stall"]
 values, current = story_ui(story)
 stalls_apart_ui(current, expanded=True)
 timeline_ui(story, current)
+playback_ui(story, current)
 itl_ui(story, current)
 export_ui(story, current, values)
 simplifications_ui()

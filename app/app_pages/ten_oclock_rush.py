@@ -7,7 +7,7 @@ preset (app.pd).
 from app.pd.section import deferred_allocation_ui
 from app.story.exports import export_ui
 from app.story.link import url_state
-from app.story.sections import itl_ui, stalls_apart_ui
+from app.story.sections import itl_ui, playback_ui, stalls_apart_ui
 from app.story.timeline import timeline_ui
 from app.story.top import story_ui
 from app.ui.simplifications import simplifications_ui
@@ -17,6 +17,7 @@ story = STORIES["ten_oclock_rush"]
 
 values, current = story_ui(story)
 timeline_ui(story, current)
+playback_ui(story, current)
 itl_ui(story, current)
 stalls_apart_ui(current)
 pd_params = deferred_allocation_ui(values, current)

@@ -4,9 +4,12 @@ stalls apart in this run."""
 from __future__ import annotations
 
 import streamlit as st
+import streamlit.components.v1 as components
 
+from app import state
 from app.charts import views
 from app.charts.frames import RunFrames
+from app.present import playback
 from app.story import diagnosis, tour
 from app.story.top import run_key
 from app.ui.chart import chart_ui
@@ -21,6 +24,21 @@ def itl_ui(story: Story, run: RunFrames) -> None:
         last = i == len(charts) - 1
         chart_ui(story.key, view.chart_id, view.title, view.caption if last else "", view.build,
                  tour.pointer(story, "itl") if i == 0 else None, cache_key=run_key(story.key))
+
+
+def playback_ui(story: Story, run: RunFrames) -> None:
+    """What a reader sees: a few replies played back as text at the model's token times, from the cursor."""
+    with folded("What a reader sees: the replies played back as text, from the cursor", "playback.open",
+                icon=":material/play_circle:") as is_open:
+        if not is_open:
+            return
+        start = float(st.session_state.get(state.keys(story.key).cursor_t) or 0.0)
+        panes = playback.panes(run, story.stream_group, story.long_group)
+        components.html(playback.app_frame([panes], start, run.stall_threshold_s), height=340,
+                        scrolling=False)
+        st.caption("Each pane is one reply, a word per token at the model's token times (the words are a "
+                   "stand-in); it starts at the cursor. A pane that turns pink has had no token for "
+                   f"{run.stall_threshold_s:g} s or more, and counts the wait.")
 
 
 def stalls_apart_ui(run: RunFrames, expanded: bool = False) -> None:
