@@ -418,8 +418,8 @@ OTHER_STALL = Story(
                  {}, ("retraction", 0), "kv"),
         TourStep("Retraction",
                  "There is no slot for the next token of every running reply, so SGLang retracts the ones "
-                 "with the fewest tokens generated and sends them to the back of the queue. The purple rules "
-                 "mark it.",
+                 "with the fewest tokens generated and sends them to the back of the queue. The dark grey "
+                 "rules mark it.",
                  {}, ("retraction", 0), "why"),
         TourStep("They re-prefill later",
                  "A retracted reply keeps its text but loses its KV: later it is prefilled again — prompt "
@@ -503,7 +503,7 @@ RUSH = Story(
         TourStep("Split prefill from decode", "With a prefill worker and a decode worker, no reply pauses "
                  "for a chunk any more: the questions' longest gap drops from {now:questions.max_itl_s.max} "
                  "on one engine to one decode pass (the table). The questions still wait — under early "
-                 "allocation for decode KV held for the contracts (purple lanes), under prefill_complete at "
+                 "allocation for decode KV held for the contracts (ochre lanes), under prefill_complete at "
                  "prefill.",
                  {}, ("first_after", 10.0), "pd"),
         TourStep("early vs prefill_complete", "The upstream test's shape: two prefill workers, one decode "

@@ -54,7 +54,7 @@ def story_views(run: RunFrames, at: float | None = None, index: int | None = Non
              lambda: timelines.next_token_wait(run.pauses, at, end)),
         View("kv", "KV cache slots",
              "How much of the KV pool holds tokens (blue), is reserved for requests not yet running "
-             "(orange, PD decode only) or is free. Purple rules: retractions — the pool could not give "
+             "(orange, PD decode only) or is free. Dark grey rules: retractions — the pool could not give "
              "every running request its next token.",
              lambda: timelines.kv_occupancy(run.kv, run.retractions, at, end)),
         View("queue", "Queue depth",
@@ -100,7 +100,7 @@ def pd_views(run: RunFrames, policy: str, end: float) -> list[View]:
         views.append(View(f"{policy}-kv-{lane}", f"{policy}: KV on {lane}",
                           f"{pool[:1].upper()}{pool[1:]}. {what}", lambda chart=chart: chart))
     views.append(View(f"{policy}-phases", f"{policy}: each request's time",
-                      "One lane per request: grey waiting at prefill, purple waiting for decode KV, orange "
+                      "One lane per request: grey waiting at prefill, ochre waiting for decode KV, orange "
                       "prefill chunks, thin blue the KV transfer, dark blue decoding. Under early, decode KV "
                       "is reserved before prefill may start; under prefill_complete, after it ends.",
                       lambda: request_phases(run.spans, end)))
@@ -114,12 +114,12 @@ def decode_kv_view(run: RunFrames, end) -> View:
     part = run.kv[run.kv["lane"].isin([lane, "engine"])] if len(run.kv) else run.kv
     return View("decode-kv", "KV where requests decode",
                 "The KV pool of the worker requests decode on: in use (blue), reserved for requests still in "
-                "prefill or transfer (orange: held, not yet used), free. Purple rules: retractions.",
+                "prefill or transfer (orange: held, not yet used), free. Dark grey rules: retractions.",
                 lambda: timelines.kv_panel(part, run.retractions, None, end))
 
 
 def phases_view(run: RunFrames, end) -> View:
     return View("phases", "Each request's time",
-                "One lane per request (sampled per group): grey waiting at prefill, purple waiting for "
+                "One lane per request (sampled per group): grey waiting at prefill, ochre waiting for "
                 "decode KV, orange prefill chunks, thin blue the KV transfer, dark blue decoding. One engine "
                 "has no such phases.", lambda: request_phases(run.spans, end))

@@ -163,8 +163,8 @@ def log_timeline_ui(read: compute.ReadLog, text: str) -> None:
                + ". Estimates: " + "; ".join(timeline.notes) + ".")
     chart_ui(PAGE, "log_prefill", "Prefill batches: #new-token per Prefill line",
              "One bar per Prefill line, as tall as the prompt tokens it computed. A row of bars at the chunk "
-             "size (dashed) with no Decode line between them is the chunked-prefill stall; purple rules are "
-             "retractions."
+             "size (dashed) with no Decode line between them is the chunked-prefill stall; dark grey rules "
+             "are retractions."
              + (" Mixed chunk is on, so passes with requests running are drawn as mixed (green)."
                 if is_mixed else ""),
              lambda: server_charts.prefill_tokens(sf.log_prefills(timeline, is_mixed), retractions,
@@ -179,12 +179,13 @@ def log_timeline_ui(read: compute.ReadLog, text: str) -> None:
     if pool:
         chart_ui(PAGE, "log_kv", "KV cache slots (token usage × pool)",
                  f"`token usage` from each line times the pool of {pool:,} tokens the scheduler resolved. "
-                 "Purple rules: retractions — the pool could not give every running request its next token.",
+                 "Dark grey rules: retractions — the pool could not give every running request its next "
+                 "token.",
                  lambda: timelines.kv_occupancy(kv, retractions, end_at=end_at), cache_key=key)
     else:
         chart_ui(PAGE, "log_kv", "KV cache: token usage",
                  "`token usage` from each line, as a share of the pool (the log does not say the pool's "
-                 "size). Purple rules: retractions.",
+                 "size). Dark grey rules: retractions.",
                  lambda: server_charts.token_usage(kv, retractions, end_at), cache_key=key)
     chart_ui(PAGE, "log_queue", "Running and queued requests",
              "`#running-req` and `#queue-req` as each line reported them. On a Prefill line, running counts "

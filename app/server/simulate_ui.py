@@ -60,7 +60,7 @@ def simulate_log_ui(read: ReadLog, values: dict) -> None:
              "prefill chunk, blue decode, green mixed. Compare its shape with the log's timeline above.",
              lambda: timelines.pass_timeline(shown.passes, end_at=shown.end_at), cache_key=key)
     chart_ui(PAGE, "sim_kv", f"The model's KV cache slots, {which}",
-             "KV slots used (blue) and free, with the model's retractions as purple rules.",
+             "KV slots used (blue) and free, with the model's retractions as dark grey rules.",
              lambda: timelines.kv_occupancy(shown.kv, shown.retractions, end_at=shown.end_at), cache_key=key)
 
 

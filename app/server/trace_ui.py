@@ -139,7 +139,7 @@ def trace_run_ui(trace: Trace, values: dict) -> None:
              "blue decode, green mixed.",
              lambda: timelines.pass_timeline(run.passes, end_at=run.end_at), cache_key=key)
     chart_ui(PAGE, "trace_kv", "KV cache slots",
-             "KV slots used (blue) and free; purple rules are retractions.",
+             "KV slots used (blue) and free; dark grey rules are retractions.",
              lambda: timelines.kv_occupancy(run.kv, run.retractions, end_at=run.end_at), cache_key=key)
     chart_ui(PAGE, "trace_queue", "Queue depth", "Requests waiting for a prefill, and requests decoding.",
              lambda: timelines.queue_depth(run.queue, end_at=run.end_at), cache_key=key)

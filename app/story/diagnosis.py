@@ -96,7 +96,7 @@ def apart_table(d: dict) -> pd.DataFrame:
          "this run": streak},
         {"look at": "KV chart",
          "chunked-prefill stall": "Usage rises chunk by chunk; the pool is not full.",
-         "KV stall (retraction)": "Usage at the pool's top, then a sudden drop at each retraction (purple "
+         "KV stall (retraction)": "Usage at the pool's top, then a sudden drop at each retraction (dark grey "
                                   "rule).",
          "this run": f"peak {d['kv_peak_fraction']:.0%} of the pool; {d['num_retractions']} retraction(s)"},
         {"look at": "Token streams",
