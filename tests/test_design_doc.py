@@ -1,6 +1,8 @@
 """What the model leaves out is said where a reader finds it: docs/design.md's "Simplifications", which the
 app shows at the foot of every page (app/ui/simplifications.py reads it)."""
 
+import re
+
 import pytest
 
 from app.ui.simplifications import in_words, simplifications_text
@@ -17,3 +19,14 @@ SAID = [  # (what the model does not do as SGLang does, the words that must say 
 @pytest.mark.parametrize(("what", "words"), SAID, ids=[w for w, _ in SAID])
 def test_each_simplification_is_listed_where_the_app_shows_it(what, words):
     assert words in in_words(simplifications_text())
+
+
+def test_the_app_says_them_in_plain_words():
+    """No class or attribute of the model, no section number of the project's notes, no file path, no
+    parenthesis left empty or broken by what was taken out."""
+    shown = in_words(simplifications_text())
+    for pattern in (r"`[A-Z][A-Za-z]+\.\w+`", r"§\d", r"\(\s", r"\(\)", r"\s,", r"\b[\w-]+/[\w./-]+\.(py|md)\b"):
+        assert not re.search(pattern, shown), (pattern, re.search(pattern, shown))
+    assert "pop_and_process" in shown  # SGLang's own names stay: a maintainer looks them up
+    assert in_words("timed (bench/gpu_forward_timing.py is ready for one)") == (
+        "timed (a script in the project is ready for one)")

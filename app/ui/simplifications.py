@@ -35,14 +35,24 @@ def simplifications_text(path: Path = DESIGN_DOC) -> str | None:
 PATH = r"`?(?:[\w.-]+/)+[\w.-]+\.(?:py|md|toml|json)`?"  # engine_model/prefix.py, docs/pd.md, `tests/x.py`
 
 
+INTERNAL = r"`[A-Z][A-Za-z]+\.\w+`"  # the model's own names: `Scheduler._land`, `Iteration.wasted_rids`
+SECTION = r"\s*\(?§[\d.]+\)?"  # a section of the project's notes: "(§1.3)"
+
+
 def in_words(text: str) -> str:
-    """The section as a reader outside the project reads it: no file paths. A parenthesis holding only a
-    path goes; 'see docs/pd.md' becomes 'see the project's documentation'; a path listed beside words goes."""
+    """The section as a reader outside the project reads it: no file paths, none of the model's own class and
+    attribute names (SGLang's names stay), no references to sections of the project's notes. A parenthesis
+    holding only a path goes; 'see docs/pd.md' becomes 'see the project's documentation'; a path the sentence
+    needs becomes 'a script in the project'; a path listed beside words goes."""
+    text = re.sub(rf"{INTERNAL}(\s*,\s*)?", "", text)
+    text = re.sub(SECTION, "", text)
+    text = re.sub(rf"\(\s*{PATH}\s+(?=[a-z])", "(a script in the project ", text)
     text = re.sub(rf"\s*\(\s*{PATH}\s*\)", "", text)
     text = re.sub(rf"\bsee {PATH}", "see the project's documentation", text)
     text = re.sub(rf"\(\s*{PATH}\s*,\s*", "(", text)
     text = re.sub(rf",?\s*{PATH}", "", text)
-    return text
+    text = re.sub(r"\(\s*\)", "", text)  # a parenthesis left empty
+    return re.sub(r"\s+,", ",", re.sub(r"\(\s+", "(", text))
 
 
 def simplifications_ui() -> None:
