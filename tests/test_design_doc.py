@@ -25,7 +25,8 @@ def test_the_app_says_them_in_plain_words():
     """No class or attribute of the model, no section number of the project's notes, no file path, no
     parenthesis left empty or broken by what was taken out."""
     shown = in_words(simplifications_text())
-    for pattern in (r"`[A-Z][A-Za-z]+\.\w+`", r"§\d", r"\(\s", r"\(\)", r"\s,", r"\b[\w-]+/[\w./-]+\.(py|md)\b"):
+    patterns = (r"`[A-Z][A-Za-z]+\.\w+`", r"§\d", r"\(\s", r"\(\)", r"\s,", r"\b[\w-]+/[\w./-]+\.(py|md)\b")
+    for pattern in patterns:
         assert not re.search(pattern, shown), (pattern, re.search(pattern, shown))
     assert "pop_and_process" in shown  # SGLang's own names stay: a maintainer looks them up
     assert in_words("timed (bench/gpu_forward_timing.py is ready for one)") == (
