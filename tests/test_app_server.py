@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app.charts import timelines
+from app.charts.words import bucket_words
 from app.server import charts as server_charts
 from app.server import frames as sf
 from app.server.input import LOG_SAMPLES, METRICS_EXAMPLE, TRACE_SAMPLES, decode_upload, sample_text
@@ -111,7 +112,7 @@ def test_each_trace_sample_shows_the_request_mix_first_then_latency_by_prompt_le
     buckets = at.dataframe[0].value
     assert list(buckets.columns[:3]) == ["prompt length (tokens)", "requests", "retracted"]
     assert {"TTFT p50", "TTFT p95", "TTFT p99", "ITL p50", "ITL p95", "ITL p99"} <= set(buckets.columns)
-    expected = ["0-8191"] if sample == "azure" else ["0-8191", "8192-32767", ">=32768"]
+    expected = ["under 8,192"] if sample == "azure" else ["under 8,192", "8,192 to 32,767", "32,768 or more"]
     assert list(buckets["prompt length (tokens)"]) == expected
     assert buckets["requests"].sum() == (1500 if sample == "azure" else 300)
 
@@ -120,7 +121,7 @@ def test_trace_options_change_what_runs_and_live_in_the_link():
     at = open_page(view="trace", trace="mooncake", long="4096", maxreq="100", mixed="1")
     assert "of the prompt tokens (prompts of 4,096 tokens or more)" in texts(at.info)
     buckets = at.dataframe[0].value
-    assert list(buckets["prompt length (tokens)"]) == ["0-4095", "4096-16383", ">=16384"]
+    assert list(buckets["prompt length (tokens)"]) == ["under 4,096", "4,096 to 16,383", "16,384 or more"]
     assert buckets["requests"].sum() == 100
     assert "mixed chunk **on**" in texts(at.caption)
     assert at.query_params["maxreq"] in ("100", ["100"]) and at.query_params["view"] in ("trace", ["trace"])
@@ -218,10 +219,10 @@ def test_mix_and_bucket_charts_build_valid_specs():
     server_charts.output_mix(sf.output_mix(trace)).to_dict()
     run = summary(simulate(load_scenario("real_traffic", ["workload.trace.max_requests=30"])))
     frame = sf.bucket_latency(run)
-    assert list(frame["bucket"].unique()) == list(run.metrics.buckets)
+    assert list(frame["bucket"].unique()) == [bucket_words(b) for b in run.metrics.buckets]  # in words
     first = frame[(frame["bucket"] == frame["bucket"].iloc[0]) & (frame["stat"] == "p95")]
-    assert set(first["seconds"].dropna()) <= {run.metrics.buckets[frame["bucket"].iloc[0]].value(m, "p95")
-                                               for m in ("ttft_s", "itl_s", "max_itl_s")}
+    block = next(iter(run.metrics.buckets.values()))
+    assert set(first["seconds"].dropna()) <= {block.value(m, "p95") for m in ("ttft_s", "itl_s", "max_itl_s")}
     server_charts.bucket_latency(frame).to_dict()
 
 

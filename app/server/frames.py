@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from app.charts.phases import MAX_CHART_ROWS, PHASES
+from app.charts.words import bucket_words
 from app.server.thin import fit_passes, peak_per_bin
 from engine_model import ParsedLog, Summary, Timeline, Trace
 from engine_model import log_settings as settings
@@ -268,8 +269,8 @@ def bucket_latency(summary: Summary) -> pd.DataFrame:
             for stat in ("p50", "p95", "p99"):
                 value = block.value(metric, stat)
                 if value is not None:
-                    rows.append({"bucket": bucket, "order": order, "metric": title, "stat": stat,
-                                 "seconds": value, "num_requests": block.num_requests})
+                    rows.append({"bucket": bucket_words(bucket), "order": order, "metric": title,
+                                 "stat": stat, "seconds": value, "num_requests": block.num_requests})
     return pd.DataFrame(rows, columns=["bucket", "order", "metric", "stat", "seconds", "num_requests"])
 
 
@@ -278,7 +279,7 @@ def bucket_table(summary: Summary, fmt) -> pd.DataFrame:
     `fmt`)."""
     rows = []
     for bucket, block in summary.metrics.buckets.items():
-        row = {"prompt length (tokens)": bucket, "requests": block.num_requests,
+        row = {"prompt length (tokens)": bucket_words(bucket), "requests": block.num_requests,
                "retracted": block.num_retracted}
         for metric, _ in BUCKET_METRICS[:2]:
             short = "TTFT" if metric == "ttft_s" else "ITL"
