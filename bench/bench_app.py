@@ -15,7 +15,9 @@ browser session (a new person):
   PD preset    the ten o'clock page's upstream replica preset: the option clicked in the open list -> both
                policies drawn
 A time runs from the navigation or click to the first moment the page is idle and fully drawn (confirmed by
-later polls, which are not counted). After every action it checks that the address bar changed to match.
+later polls, which are not counted). The floor page (bench/floor_page.py: bare Streamlit, one Altair chart)
+is measured in the same browser before and after the pages; each first view is also printed as a multiple
+of it, so a noisy machine's speed cancels out. After every action it checks that the address bar changed to match.
 """
 
 from __future__ import annotations
@@ -110,6 +112,19 @@ def warm_up(url: str, limit_s: float) -> float | None:
     return limit_s
 
 
+def floor_view(browser, url: str, repeats: int = 3) -> float:
+    """The floor page's first view (bench/floor_page.py), the median of `repeats` fresh browser contexts."""
+    seconds = []
+    for _ in range(repeats):
+        context = browser.new_context(viewport={"width": 1440, "height": 900})
+        page = context.new_page()
+        start = time.perf_counter()
+        page.goto(url + "/")
+        seconds.append(until_idle(page, start))
+        context.close()
+    return statistics.median(seconds)
+
+
 def first_views(browser, url: str, cached: bool = False, parts: dict | None = None) -> dict[str, float]:
     """Each page in a new Streamlit session. `cached`: in one browser that has loaded the app once (its
     frontend files in the browser's cache, as for a person opening a second page or a shared link);
@@ -191,18 +206,24 @@ def main() -> None:
     args = parser.parse_args()
     serve = {"script": args.script} | ({"repo": args.repo.resolve()} if args.repo else {})
     started = time.perf_counter()
-    with streamlit_server(**serve) as url, sync_playwright() as p:
+    with streamlit_server(**serve) as url, streamlit_server(script="bench/floor_page.py") as floor_url, \
+            sync_playwright() as p:
         health = time.perf_counter() - started
         warm = warm_up(url, args.warm_limit)
         print(f"health check answered after {health:.1f} s; warm-up: "
               + ("none" if warm is None else f"{warm:.1f} s"))
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         parts = {}
-        figures = {"health_s": health, "warm_up_s": warm,
+        floor = floor_view(browser, floor_url)
+        figures = {"health_s": health, "warm_up_s": warm, "floor_s": floor,
                    "first_view_s": first_views(browser, url, parts=parts),
                    "first_view_cached_s": first_views(browser, url, cached=True), "first_view_parts_s": parts}
+        floor_after = floor_view(browser, floor_url)
+        figures["floor_after_s"] = floor_after
+        print(f"floor page (bare Streamlit, one Altair chart): {floor:.2f} s before the pages, "
+              f"{floor_after:.2f} s after")
         for path, seconds in figures["first_view_s"].items():
-            print(f"first view {path:18s} {seconds:5.2f} s   "
+            print(f"first view {path:18s} {seconds:5.2f} s = {seconds / floor:.1f}x the floor   "
                   f"(frontend cached: {figures['first_view_cached_s'][path]:5.2f} s)   "
                   + " · ".join(f"{name} {at:.2f}" for name, at in parts[path].items()))
         figures |= story_actions(browser, url, args.flips, args.steps)
