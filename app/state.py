@@ -51,6 +51,7 @@ PRESENT_BAR = "present_bar"  # presenter mode's bar: every page and the way back
 HEADLINE = "headline"  # the headline cards' block (a container's key)
 LOOK_HERE = "look_here"  # the tour's pointer (a container's key: the page scrolls to it)
 SCROLLED_TO = "scrolled_to"  # the pointer the page last scrolled to
+TOUR_WORDS = "tour_words"  # the active step's narration, filled: the pointer repeats it beside its chart
 SAVED = "saved"  # {page: {control key: value}}: a page's settings kept across pages
 PD_PAGE, COMPARE_PAGE, SERVER_PAGE = "pd", "compare", "your_server"  # key prefixes of the non-story sections
 

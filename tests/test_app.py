@@ -261,3 +261,21 @@ def test_the_upstream_pd_step_shows_the_replicas_cards_not_the_single_engines():
     assert card.value == f"{fmt_seconds(ttft[0])} → {fmt_seconds(ttft[1])}"
     labels = [m.label for m in at.metric]
     assert not any(label.startswith("Questions' p95 first token") for label in labels)  # not the one engine
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", ["forty_replies", "other_stall", "ten_oclock_rush", "real_traffic"])
+def test_every_tour_step_points_at_one_place_and_says_its_words_there(key):
+    """Each step has exactly one "Look here" on the page (so every step scrolls the same way, to it), and
+    a pointer away from the narration repeats the step's words beside its chart."""
+    story = stories.STORIES[key]
+    at = open_page(f"app_pages/{key}.py")
+    for i, step in enumerate(story.tour):
+        at.button(key=f"{key}.tour.{i}").click().run()
+        assert not at.exception, (key, i)
+        texts = [m.value for m in at.markdown]
+        pointers = [t for t in texts if "Look here" in t]
+        assert len(pointers) == 1 and step.title in pointers[0], (key, step.title, pointers)
+        words = at.session_state[state.TOUR_WORDS]
+        if step.focus != "headline":
+            assert words in [c.value for c in at.caption], (key, step.title)

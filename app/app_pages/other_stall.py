@@ -11,7 +11,7 @@ from engine_model import STORIES
 story = STORIES["other_stall"]
 
 values, current = story_ui(story)
-stalls_apart_ui(current, expanded=True)
+stalls_apart_ui(current, expanded=True, story=story)
 timeline_ui(story, current)
 playback_ui(story, current)
 itl_ui(story, current)

@@ -11,7 +11,7 @@ from engine_model import STORIES
 story = STORIES["real_traffic"]
 
 values, current = story_ui(story)
-stalls_apart_ui(current)
+stalls_apart_ui(current, story=story)
 timeline_ui(story, current)
 playback_ui(story, current)
 itl_ui(story, current)

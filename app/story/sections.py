@@ -41,8 +41,10 @@ def playback_ui(story: Story, run: RunFrames) -> None:
                    f"{run.stall_threshold_s:g} s or more, and counts the wait.")
 
 
-def stalls_apart_ui(run: RunFrames, expanded: bool = False) -> None:
+def stalls_apart_ui(run: RunFrames, expanded: bool = False, story: Story | None = None) -> None:
     """The two stalls side by side: where to look, what each looks like, and what this run shows."""
+    if story is not None:
+        tour.focus_marker(story, "why")
     found = diagnosis.diagnose(run)
     with folded(f"How to tell the two stalls apart — {diagnosis.verdict(found, run.stall_threshold_s)}",
                 "stalls.open", expanded=expanded) as is_open:

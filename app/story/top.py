@@ -11,7 +11,7 @@ from app.present.fmt import shown_value
 from app.story.cost_panel import cost_panel_ui
 from app.story.exports import remember_note
 from app.story.headline import headline_ui, pd_headline_ui
-from app.story.tour import active_step, narration_ui, tour_ui
+from app.story.tour import active_step, focus_marker, narration_ui, tour_ui
 from app.ui.controls import control_ui
 from app.ui.resolved import cut_off_ui, resolved_ui
 from engine_model import InputError, Story
@@ -32,6 +32,7 @@ def story_ui(story: Story) -> tuple[dict, RunFrames]:
     else:
         resolved_ui(current)
     step = active_step(story)
+    focus_marker(story, "headline", words=False)  # the narration stands just above
     with st.container(key=state.HEADLINE):  # presenter mode's CSS keeps only the cards of it
         if step is not None and step.focus == "pd" and step.section.get("preset", "rush") != "rush":
             pd_headline_ui(step.section["preset"], values)

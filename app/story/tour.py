@@ -31,10 +31,13 @@ def narration_ui(story: Story, slot, current: RunFrames, base: RunFrames) -> int
     """The active step's narration, its figures taken from the current run and its baseline. Returns the
     active step (0-based) or None."""
     active = st.session_state.get(state.keys(story.key).tour_step)
+    st.session_state[state.TOUR_WORDS] = None
     if active is not None:
         step = story.tour[active]
-        slot.info(f"**Step {active + 1} of {len(story.tour)} — {step.title}.** "
-                  f"{narrate(step.say, story, base, current)}", icon=":material/record_voice_over:")
+        words = narrate(step.say, story, base, current)
+        st.session_state[state.TOUR_WORDS] = words
+        slot.info(f"**Step {active + 1} of {len(story.tour)} — {step.title}.** {words}",
+                  icon=":material/record_voice_over:")
     return active
 
 
@@ -68,8 +71,9 @@ def pointer(story: Story, chart_id: str) -> str | None:
     return None
 
 
-def focus_marker(story: Story, chart_id: str) -> None:
-    """The tour's pointer above a section that is not a single chart (e.g. the PD section)."""
+def focus_marker(story: Story, chart_id: str, words: bool = True) -> None:
+    """The tour's pointer above a section that is not a single chart (the PD section, the headline cards,
+    the two stalls apart)."""
     title = pointer(story, chart_id)
     if title is not None:
-        look_here(title)
+        look_here(title, words)

@@ -86,11 +86,15 @@ def _arrow(rows):
     return dataframe_util.convert_pandas_df_to_arrow_bytes(frame)
 
 
-def look_here(title: str) -> None:
-    """The guided tour's pointer: a callout above the chart (or section) a step is about. The first time a
-    step is drawn, the page scrolls to it."""
+def look_here(title: str, words: bool = True) -> None:
+    """The guided tour's pointer: a callout above the chart (or section) a step is about, with the step's
+    narration beside it (`words`: left out where the narration stands just above). The first time a step is
+    drawn, the page scrolls to it — every step the same way."""
     with st.container(key=state.LOOK_HERE):
         st.markdown(f":orange-background[:material/arrow_downward: **Look here** — {title}]")
+        said = st.session_state.get(state.TOUR_WORDS) if words else None
+        if said:
+            st.caption(said)
     if st.session_state.get(state.SCROLLED_TO) != title:
         st.session_state[state.SCROLLED_TO] = title
         st.html(SCROLL_JS.replace("{target}", f".st-key-{state.LOOK_HERE}").replace("{nonce}", title),
