@@ -17,7 +17,8 @@ browser session (a new person):
 A time runs from the navigation or click to the first moment the page is idle and fully drawn (confirmed by
 later polls, which are not counted). The floor page (bench/floor_page.py: bare Streamlit, one Altair chart)
 is measured in the same browser before and after the pages; each first view is also printed as a multiple
-of it, so a noisy machine's speed cancels out. After every action it checks that the address bar changed to match.
+of it, so a noisy machine's speed cancels out. After every action it checks that the address bar changed to
+match.
 """
 
 from __future__ import annotations

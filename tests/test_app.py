@@ -246,8 +246,10 @@ def test_the_rush_tour_points_at_the_pd_section():
 def test_the_upstream_pd_step_shows_the_replicas_cards_not_the_single_engines():
     from story_runs import scenario_run
 
+    from app.pd import tables
     from app.pd.presets import pd_scenario
     from app.present.fmt import fmt_seconds
+    from app.present.numbers import card, fmt_rate
 
     at = open_page("app_pages/ten_oclock_rush.py")
     step = stories.RUSH.tour[5]
@@ -256,9 +258,9 @@ def test_the_upstream_pd_step_shows_the_replicas_cards_not_the_single_engines():
     assert not at.error, [e.value for e in at.error]
     early, late = (scenario_run(pd_scenario("upstream", stories.RUSH.defaults, p, 0, 1, 1))
                    for p in ("early", "prefill_complete"))
-    ttft = [r.summary.metrics.value(None, "ttft_s", "p95") for r in (early, late)]
-    card = metric(at, "p95 first token")
-    assert card.value == f"{fmt_seconds(ttft[0])} → {fmt_seconds(ttft[1])}"
+    for row in tables.tradeoff(early, late):  # the replica's own early -> prefill_complete, card by card
+        fmt = fmt_seconds if row["unit"] == "s" else fmt_rate
+        assert metric(at, row["label"]).value == card(row["early"], row["prefill_complete"], fmt)[0]
     labels = [m.label for m in at.metric]
     assert not any(label.startswith("Questions' p95 first token") for label in labels)  # not the one engine
 

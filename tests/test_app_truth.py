@@ -74,7 +74,7 @@ def test_the_pd_step_lands_on_the_upstream_preset_with_its_own_worker_counts():
     assert at.selectbox(key=params.widget_key("preset")).value == "upstream"
     workers = [s for s in at.slider if s.label == "Prefill workers"]
     assert [(s.value, s.disabled) for s in workers] == [(params.upstream_workers()[0], True)]
-    assert "→" in metric(at, "p99 gap between tokens").value
+    assert metric(at, "p99 gap between tokens").value  # the replica's own card (its value: test_app.py)
     # the step before goes back to the ten o'clock split
     at.button(key="ten_oclock_rush.tour.4").click().run()
     assert at.selectbox(key=params.widget_key("preset")).value == "rush"

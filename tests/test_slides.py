@@ -21,7 +21,7 @@ from engine_model import STORIES
 
 pytestmark = pytest.mark.xdist_group("figures")  # one worker builds the decks once
 LEFT_OVER = re.compile(r"\{[^{}]*\}")
-SAME_BOTH_SIDES = re.compile(r"(\d[\d,.]*(?: ms| s)?) (?:→|to) \1(?! \(unchanged\))(?![\d.])")
+SAME_BOTH_SIDES = re.compile(r"(\d[\d,.]*(?:[ \u00a0]ms|[ \u00a0]s)?) (?:→|to) \1(?! \(unchanged\))(?![\d.])")
 
 
 @pytest.fixture(scope="module")

@@ -33,10 +33,12 @@ def headline_fmt(headline: Headline) -> Callable[[float | None], str]:
 
 def card(before, now, fmt, same: bool = False, is_count: bool = False) -> tuple[str, str | None]:
     """A card's value ('before → after', or one number when nothing moved) and its delta. Numbers that print
-    alike get one more digit; alike even then, they read as one number with no delta (never "↓ -0")."""
+    alike get one more digit; alike even then, they read as one number with no delta (never "↓ -0"). A
+    number and its unit never part: a narrow card wraps at the arrow, never inside "18.6 s"."""
     if same or now is None or before is None or abs(now - before) < 1e-9:
-        return fmt(now) if now is not None else NO_TOKEN, None
-    shown_before, shown_now, unchanged = pair(before, now, fmt, FINER.get(fmt))
+        return whole(fmt(now)) if now is not None else NO_TOKEN, None
+    shown_before, shown_now, unchanged = (whole(v) if isinstance(v, str) else v
+                                          for v in pair(before, now, fmt, FINER.get(fmt)))
     if unchanged:
         return shown_now, None
     diff = now - before
@@ -45,6 +47,11 @@ def card(before, now, fmt, same: bool = False, is_count: bool = False) -> tuple[
     pct = f" ({diff / before:+.1%})" if before and abs(diff / before) < 0.1 else (
         f" ({diff / before:+.0%})" if before else "")
     return f"{shown_before} → {shown_now}", f"{'-' if diff < 0 else '+'}{fmt(abs(diff))}{pct}"
+
+
+def whole(text: str) -> str:
+    """A number with its unit as one unbreakable word ("18.6\u00a0s")."""
+    return text.replace(" ", "\u00a0")
 
 
 @dataclass(frozen=True)

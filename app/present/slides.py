@@ -25,7 +25,7 @@ from app.pd import tables
 from app.pd.presets import pd_scenario
 from app.present.export import export_spec, joined, small_png
 from app.present.fmt import fmt_seconds
-from app.present.numbers import fmt_rate, headline_rows, narrate
+from app.present.numbers import card, fmt_rate, headline_rows, narrate
 from app.present.settings import settings_words
 from app.present.shown import room_spec
 from engine_model import STORIES, Story, TourStep
@@ -186,8 +186,8 @@ def pd_pair(values: dict, preset: str, runs: Runs) -> tuple[dict, str, str, str]
              for run, name in zip((left, right), names, strict=True)]
     chart = _lanes(joined(parts, SIZE[0] // 2), max(len(left.lanes), len(right.lanes)))
     rows = tables.tradeoff(left, right)
-    numbers = "   ·   ".join(f"{r['label']}: {_fmt(r['early'], r['unit'])} → "
-                               f"{_fmt(r['prefill_complete'], r['unit'])}" for r in rows)
+    numbers = "   ·   ".join(f"{r['label']}: {_pair(r['early'], r['prefill_complete'], r['unit'])}"
+                               for r in rows)
     workload = "the ten o'clock workload" if preset == "rush" else "the upstream test replica"
     where = f"Left: {names[0]}; right: {names[1]} ({workload}, same requests and seed)."
     title = "Pass timeline per worker" if chart_id == "passes" else "Decode KV: in use and reserved"
@@ -203,8 +203,10 @@ def _pd_chart(run: RunFrames, name: str, end: float, chart_id: str) -> dict:
     return views.timelines.kv_occupancy(run.kv, run.retractions, None, end).to_dict(validate=False)
 
 
-def _fmt(value, unit: str) -> str:
-    return fmt_seconds(value) if unit == "s" else f"{fmt_rate(value)} tok/s"
+def _pair(before, now, unit: str) -> str:
+    """Two numbers as a card shows them (app.present.numbers.card): one when they print alike."""
+    value = card(before, now, fmt_seconds if unit == "s" else fmt_rate)[0]
+    return value if unit == "s" else f"{value} tok/s"
 
 
 # -- files -------------------------------------------------------------------------------------------
