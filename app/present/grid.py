@@ -11,6 +11,7 @@ any other key holds for every run.
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 from dataclasses import dataclass
 
@@ -18,6 +19,7 @@ from app.charts.frames import RunFrames, build
 from engine_model import (
     Control,
     InputError,
+    Scenario,
     Story,
     parse_value,
     read_toml,
@@ -210,14 +212,11 @@ def run_grid(story: Story, vary: tuple[str, ...] | None = None, start: dict | No
     return Grid(story, axes, cells, start_index, held)
 
 
-_CACHE: dict[str, RunFrames] = {}
-
-
 def _run(scenario) -> RunFrames:
-    """One run per distinct scenario in this process (a grid's baselines repeat)."""
-    key = scenario.model_dump_json()
-    if key not in _CACHE:
-        if len(_CACHE) > 4 * MAX_RUNS:
-            _CACHE.clear()
-        _CACHE[key] = build(simulate(scenario))
-    return _CACHE[key]
+    """One run per distinct scenario in this process (a grid's baselines repeat; the CLI has no other cache)."""
+    return _run_json(scenario.model_dump_json())
+
+
+@functools.lru_cache(maxsize=4 * MAX_RUNS)
+def _run_json(scenario_json: str) -> RunFrames:
+    return build(simulate(Scenario.model_validate_json(scenario_json)))
