@@ -139,7 +139,8 @@ def test_every_control_group_is_labelled_and_ids_are_scoped_to_the_figure(forty,
     ids = [e.attrib["id"] for e in root.iter() if "id" in e.attrib]
     assert ids and all(i.startswith(figure.uid) for i in ids) and len(ids) == len(set(ids))
     images = [e for e in root.iter(f"{ns}img")]
-    assert all("Longest pause, the 40 streams: 12.8 s" in img.attrib["alt"] for img in images)
+    pause = fmt_seconds(forty[0].first.run.summary.metrics.value("streams", "max_itl_s", "max"))
+    assert images and all(f"Longest pause, the 40 streams: {pause}" in img.attrib["alt"] for img in images)
 
 
 def test_scripts_and_json_are_made_safe_for_cdata():

@@ -213,7 +213,8 @@ def run_grid(story: Story, vary: tuple[str, ...] | None = None, start: dict | No
 
 
 def _run(scenario) -> RunFrames:
-    """One run per distinct scenario in this process (a grid's baselines repeat; the CLI has no other cache)."""
+    """One run per distinct scenario in this process (a grid's baselines repeat; the CLI has no other
+    cache)."""
     return _run_json(scenario.model_dump_json())
 
 
