@@ -97,12 +97,13 @@ def test_the_sweep_marks_the_current_setting_and_the_tradeoff_curve_joins_settin
     curve = pd.DataFrame({"label": ["512", "1,024"], "x_s": [0.1, 0.2], "y_s": [3.0, 2.0], "order": [0, 1],
                           "is_current": [False, True]})
     spec = compare_charts.tradeoff_curve(curve, "longest pause (s)", "first token (s)").to_dict()
-    line, points, labels, current = spec["layer"]
+    line, points, current, *labels = spec["layer"]
     assert line["encoding"]["order"] == {"field": "order", "type": "quantitative"}
     assert current["transform"] == [{"filter": "datum.is_current"}]
+    assert labels and all(layer["mark"]["type"] == "text" for layer in labels)
     texts = re.findall(r"<text[^>]*>([^<]+)</text>", vlc.vegalite_to_svg({**spec, "width": 400}))
     assert "512" in texts and "1,024 · current" in texts  # each point named; the current one says so
-    assert [row["label"] for row in spec["datasets"][spec["data"]["name"]]] == ["512", "1,024"]
+    assert [row["label"] for row in spec["datasets"][line["data"]["name"]]] == ["512", "1,024"]
 
 
 def test_request_phases_show_where_pd_time_went():

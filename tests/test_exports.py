@@ -116,7 +116,9 @@ def test_the_sweep_speaks_in_words_and_marks_sglang_defaults(runs):
     curve = pd.DataFrame({"x_s": [0.1, 1.6], "y_s": [12.0, 11.4], "label": ["512", "8,192"], "order": [0, 1],
                           "is_current": [False, True]})
     spec = compare_charts.tradeoff_curve(curve, "x", "y", point).to_dict()
-    assert label in svg_text({**spec, "width": 500})
+    svg = svg_text({**spec, "width": 500})
+    assert all(f">{line}</tspan>" in svg for line in label.replace(": ", ":\n", 1).split("\n")[:1]
+               + label.split(": ", 1)[1].split(", "))  # the label on its three lines
     sweep = pd.DataFrame({"setting": [512.0, 1024.0], "label": ["512", "1,024"], "metric": ["m", "m"],
                           "seconds": [0.1, 0.2]})
     svg = svg_text({**compare_charts.sweep_lines(sweep, "chunk size", 1024.0).to_dict(), "width": 500})

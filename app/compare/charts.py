@@ -5,6 +5,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from app.charts.labels import MIN_PLOT_PX, place_labels
 from app.charts.scales import CURSOR_COLOUR, SERIES_COLOURS, WIDTH
 
 SECONDS_LABEL = ("datum.value < 1 ? format(datum.value * 1000, '~g') + ' ms' : "
@@ -37,36 +38,61 @@ def sweep_lines(sweep: pd.DataFrame, x_title: str, current: float | None = None,
 def tradeoff_curve(curve: pd.DataFrame, x_title: str, y_title: str,
                    defaults: pd.DataFrame | None = None) -> alt.Chart:
     """Each setting is a point (x: what the streams feel, y: what the long prompt feels), joined in order.
-    `defaults` (x_s, y_s, label): SGLang's defaults on the same requests, drawn apart for contrast."""
+    `defaults` (x_s, y_s, label): SGLang's defaults on the same requests, drawn apart for contrast. Both axes
+    start at 0 (a 1 s change looks its size); labels are placed where they meet nothing (app/charts/labels),
+    the current setting's and the defaults' first; a setting whose label finds no room keeps its tooltip."""
+    defaults = defaults if defaults is not None else pd.DataFrame(columns=["x_s", "y_s", "label"])
+    domain = (_edge(curve["x_s"], defaults["x_s"]), _edge(curve["y_s"], defaults["y_s"]))
+    tooltip = [alt.Tooltip("label:N", title="setting"), alt.Tooltip("x_s:Q", title=x_title, format=".3f"),
+               alt.Tooltip("y_s:Q", title=y_title, format=".3f")]
     base = alt.Chart(curve).encode(
-        # from 0 on both axes (a 1 s change looks its size); padding: room inside the axes for a label left of
-        # the first point (it must not meet a tick label); the ticks it adds below zero go unlabelled
-        x=alt.X("x_s:Q", title=x_title, scale=alt.Scale(zero=True, padding=40),
-                axis=alt.Axis(labelExpr="datum.value < 0 ? '' : datum.label")),
-        y=alt.Y("y_s:Q", title=y_title, scale=alt.Scale(zero=True)),
-        tooltip=[alt.Tooltip("label:N", title="setting"), alt.Tooltip("x_s:Q", title=x_title, format=".3f"),
-                 alt.Tooltip("y_s:Q", title=y_title, format=".3f")])
+        x=alt.X("x_s:Q", title=x_title, scale=alt.Scale(zero=True, domain=[0, domain[0]], nice=False)),
+        y=alt.Y("y_s:Q", title=y_title, scale=alt.Scale(zero=True, domain=[0, domain[1]], nice=False)),
+        tooltip=tooltip)
     line = base.mark_line(color="#888888").encode(order="order:Q")
     points = base.mark_point(filled=True, size=70, color=SERIES_COLOURS[0])
     current = base.transform_filter("datum.is_current").mark_point(size=380, color=CURSOR_COLOUR,
                                                                    strokeWidth=2.5)
-    labels = alt.layer(_labels(base, "!datum.is_current"), _labels(base, "datum.is_current", "bold"))
-    layers = [line, points, labels, current]
-    if defaults is not None and len(defaults):
-        mark = alt.Chart(defaults).encode(x="x_s:Q", y="y_s:Q", tooltip=[
-            alt.Tooltip("label:N", title="setting"), alt.Tooltip("x_s:Q", title=x_title, format=".3f"),
-            alt.Tooltip("y_s:Q", title=y_title, format=".3f")])
-        layers += [mark.mark_point(shape="diamond", filled=True, size=160, color=SERIES_COLOURS[1]),
-                   mark.mark_text(align="right", dx=-10, dy=-8, fontWeight="bold",
-                                  color=SERIES_COLOURS[1]).encode(text="label:N")]
-    return alt.layer(*layers).properties(width=WIDTH, height=320)
+    layers = [line, points, current]
+    if len(defaults):
+        layers.append(alt.Chart(defaults).mark_point(shape="diamond", filled=True, size=160,
+                                                     color=SERIES_COLOURS[1]).encode(
+            x="x_s:Q", y="y_s:Q", tooltip=tooltip))
+    labels = _point_labels(curve, defaults, domain)
+    for (place, weight, colour), rows in labels.groupby(["place", "weight", "colour"], sort=False):
+        layers.append(alt.Chart(rows[["x_s", "y_s", "text"]]).mark_text(
+            dx=place.dx, dy=place.dy, align=place.align, baseline=place.baseline, fontWeight=weight,
+            color=colour, lineBreak="\n").encode(x="x_s:Q", y="y_s:Q", text="text:N"))
+    return alt.layer(*layers).properties(width=WIDTH, height=MIN_PLOT_PX[1])
 
 
-def _labels(base: alt.Chart, which: str, weight: str = "normal") -> alt.LayerChart:
-    """Each point's setting (the current one reads "… · current"); neighbours' labels on opposite sides
-    (above right, below left), so close points keep theirs apart."""
-    chosen = base.transform_filter(which).transform_calculate(
-        shown="datum.is_current ? datum.label + ' · current' : datum.label")
-    even, odd = (chosen.transform_filter(f"datum.order % 2 == {parity}") for parity in (0, 1))
-    return alt.layer(even.mark_text(align="left", dx=7, dy=-7, fontWeight=weight),
-                     odd.mark_text(align="right", dx=-7, dy=9, fontWeight=weight)).encode(text="shown:N")
+def _edge(*columns: pd.Series) -> float:
+    """An axis's end: a little past its largest value, so no point sits on the frame."""
+    top = max((float(c.max()) for c in columns if len(c)), default=1.0)
+    return top * 1.1 if top > 0 else 1.0
+
+
+POINT_RADIUS_PX = {"point": 5, "current": 12, "defaults": 8}  # sizes 70, 380 (+ stroke) and 160 above
+
+
+def _point_labels(curve: pd.DataFrame, defaults: pd.DataFrame, domain) -> pd.DataFrame:
+    """Every label that has room: (x_s, y_s, text, place, weight, colour). The current setting and the
+    defaults choose first, then the curve's two ends, then the settings between, in order."""
+    rows = [(r.x_s, r.y_s, POINT_RADIUS_PX["current" if r.is_current else "point"],
+             f"{r.label} · current" if r.is_current else r.label, "bold" if r.is_current else "normal",
+             CURSOR_COLOUR) for r in curve.itertuples()]
+    rows += [(r.x_s, r.y_s, POINT_RADIUS_PX["defaults"], _lines(r.label), "bold", SERIES_COLOURS[1])
+             for r in defaults.itertuples()]
+    ends = {0, len(curve) - 1}
+    order = sorted(range(len(rows)), key=lambda i: (
+        0 if rows[i][4] == "bold" else 1 if i in ends else 2, i))
+    placed = place_labels([(x, y, r) for x, y, r, *_ in rows], [(i, rows[i][3], rows[i][4]) for i in order],
+                          domain)
+    return pd.DataFrame([{"x_s": rows[i][0], "y_s": rows[i][1], "text": rows[i][3], "place": place,
+                          "weight": rows[i][4], "colour": rows[i][5]} for i, place in placed.items()],
+                        columns=["x_s", "y_s", "text", "place", "weight", "colour"])
+
+
+def _lines(label: str) -> str:
+    """'SGLang defaults: pause 12.6 s, first token 12.6 s' on three short lines, to fit beside a cluster."""
+    return label.replace(": ", ":\n", 1).replace(", ", "\n")

@@ -96,7 +96,8 @@ def sweep_ui(story: Story, b: dict, shared: dict, rb: RunFrames) -> None:
                  f"Left is better for the {stream} (shorter longest pause); down is better for the {long} "
                  "(earlier first token). No point is best at both: anyone who quotes you a universal chunk "
                  "size is guessing. The diamond is SGLang's defaults (mixed chunk off) on the same requests, "
-                 "for contrast.",
+                 "for contrast. A setting with no room for its label keeps it in its tooltip and in the "
+                 "table below.",
                  charts.tradeoff_curve(curve, f"{possessive(stream)} longest pause (s)",
                                        f"{possessive(long)} p95 first token (s)", defaults))
     st.dataframe(sweep_table(story, frame, what), hide_index=True)
