@@ -21,9 +21,19 @@ def changes_words(story: Story, values: dict | None) -> str:
 
 def settings_words(controls: list[Control], values: dict, resolved_chunk=None) -> str:
     """'Mixed chunk: on · Chunk size: 8,192 (auto, from GPU memory)': the controls' values in words. A cost
-    figure appears only when edited (left empty it is the preset's, which the GPU and model already say)."""
-    return " · ".join(f"{c.label}: {shown_value(c, values[c.key], resolved_chunk)}" for c in controls
-                      if c.where != "cost" or values[c.key] != c.default)
+    figure, a GPU figure or a model shape appears only when edited (left empty it is the preset's, which the
+    GPU and model already say)."""
+    return " · ".join(f"{label_of(c)}: {shown_value(c, values[c.key], resolved_chunk)}" for c in controls
+                      if c.where not in ("cost", "figure") or values[c.key] != c.default)
+
+
+def label_of(control: Control) -> str:
+    """A control's label; a figure's names its preset's kind: 'GPU memory (GiB)', 'model layers'."""
+    if control.where != "figure":
+        return control.label
+    kind, label = control.key.split(".", 1)[0], control.label
+    word = label if label[:2].isupper() else label[0].lower() + label[1:]  # 'BF16 TFLOPS' stays
+    return f"{'GPU' if kind == 'gpu' else 'model'} {word}"
 
 
 def story_note(story: Story, values: dict, current: RunFrames, base: RunFrames) -> tuple[str, str, str]:
