@@ -218,15 +218,19 @@ def mem_fraction_of(scenario: Scenario, gpu, model, chunk: int | None) -> tuple[
 def pool_of(scenario: Scenario, gpu, model, chunk: int | None) -> tuple[int, str]:
     """The KV pool in tokens per GPU, and where it came from: what fits in GPU memory after the weights, or
     max_total_tokens when set, capped at what fits (`_apply_token_constraints`: SGLang warns and uses the
-    profiled value when the flag asks for more)."""
+    profiled value when the flag asks for more). A set pool on memory the model cannot size (weights that do
+    not fit, a derived fraction below 0) is taken as set: engine_model.deployment.check refuses such a
+    deployment at every entry point, and the reference replays and property tests run such pools."""
     fraction, fraction_source = mem_fraction_of(scenario, gpu, model, chunk)
     tp_size = scenario.hardware.tp_size
+    wanted = scenario.engine.max_total_tokens
     try:
         capacity = hardware.kv_capacity_tokens(gpu, model, tp_size, scenario.model.weight_dtype,
                                                scenario.model.kv_dtype, mem_fraction_static=fraction)
     except InputError as err:
+        if wanted is not None:
+            return wanted, "set (max_total_tokens)"
         raise InputError(f"hardware ({err.where})", err.problem) from None
-    wanted = scenario.engine.max_total_tokens
     if wanted is not None and wanted <= capacity:
         return wanted, "set (max_total_tokens)"
     source = (f"from GPU memory: {gpu.name} x TP{tp_size}, {model.name}, mem_fraction_static {fraction:g} "

@@ -6,7 +6,7 @@ from __future__ import annotations
 from app.charts.frames import RunFrames
 from app.present.fmt import shown_value
 from app.present.numbers import headline_fmt, headline_label, headline_value
-from engine_model import Control, Story
+from engine_model import Control, Scenario, Story, gpus_words, pool_words, resolve
 
 
 def changes_words(story: Story, values: dict | None) -> str:
@@ -36,9 +36,20 @@ def label_of(control: Control) -> str:
     return f"{'GPU' if kind == 'gpu' else 'model'} {word}"
 
 
+def deployment_line(scenario: Scenario) -> str:
+    """'Llama-3.1-70B, bf16 weights, bf16 KV, on 8 × H100 SXM 80GB, TP 8; KV pool ...': what a scenario runs
+    on, in the words of the app's resolved line (engine_model.gpus_words, pool_words)."""
+    config = {"resolved": resolve(scenario).to_dict(), "engine": scenario.engine.model_dump(),
+              "hardware": scenario.hardware.model_dump(), "model": scenario.model.model_dump()}
+    res, model = config["resolved"], scenario.model
+    return (f"{res['model_name']}, {model.weight_dtype} weights, {model.kv_dtype} KV, on {gpus_words(config)}"
+            f"{edited_words(config)}; {pool_words(config)}")
+
+
 def story_note(story: Story, values: dict, current: RunFrames, base: RunFrames) -> tuple[str, str, str]:
-    """Three lines: the SGLang flags, the workload and hardware, and the story's headline number against
-    SGLang's defaults on the same requests."""
+    """Three lines: the SGLang flags, the workload and deployment (GPU, tensor parallel, model, precision,
+    any edited figure, seed), and the story's headline number against SGLang's defaults on the same
+    requests."""
     resolved_chunk = current.summary.config["resolved"]["chunked_prefill_size"]
     flags = settings_words([c for c in story.controls if c.is_flag], values, resolved_chunk)
     rest = settings_words([c for c in story.controls if not c.is_flag], values, resolved_chunk)
@@ -48,4 +59,12 @@ def story_note(story: Story, values: dict, current: RunFrames, base: RunFrames) 
     number = f"{headline_label(head, current)}: {fmt(now)}" + (
         " (SGLang's defaults)" if fmt(now) == fmt(before)
         else f" (SGLang's defaults, same requests: {fmt(before)})")
-    return f"SGLang flags: {flags}", f"Workload: {rest}", number
+    return f"SGLang flags: {flags}", f"Workload and deployment: {rest}", number
+
+
+def edited_words(config: dict) -> str:
+    """' (edited: memory_gib 96; model num_layers 40)' when a preset's figures were edited, else ''."""
+    edits = [*(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
+               for k, v in config["hardware"]["gpu_overrides"].items()),
+             *(f"model {k} {v}" for k, v in config["model"]["overrides"].items())]
+    return f" (edited: {'; '.join(edits)})" if edits else ""

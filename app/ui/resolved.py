@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app.charts.frames import RunFrames
+from app.present.settings import edited_words
 from engine_model import gpus_words, pool_words
 
 
@@ -25,14 +26,6 @@ def resolved_ui(run: RunFrames, side: str = "") -> None:
         f"({res['max_total_tokens_source']}) · max running {res['max_running_requests']:,} · "
         f"no data-parallel attention (one engine) · pass cost: {run.summary.cost_model}"
     )
-
-
-def edited_words(config: dict) -> str:
-    """' (edited: memory_gib 96; model num_layers 40)' when a preset's figures were edited, else ''."""
-    edits = [*(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
-               for k, v in config["hardware"]["gpu_overrides"].items()),
-             *(f"model {k} {v}" for k, v in config["model"]["overrides"].items())]
-    return f" (edited: {'; '.join(edits)})" if edits else ""
 
 
 def cut_off_ui(run: RunFrames) -> None:
