@@ -20,7 +20,7 @@ from app.present.settings import settings_words
 from app.story.headline import price_ui
 from app.ui.chart import chart_ui
 from app.ui.controls import Control, control_ui
-from app.ui.deployment import DEPLOYMENT_WHERE, deployment_ui, deployment_words
+from app.ui.deployment import DEPLOYMENT_WHERE, deployment_title, deployment_ui
 from app.ui.exports import pair_image, set_export_note
 from app.ui.resolved import resolved_ui
 from engine_model import STORIES, InputError, Story
@@ -85,7 +85,7 @@ def configurations_ui(story: Story) -> tuple[dict, dict, dict]:
             with cols[i % 3]:
                 control_ui(page, control)
     values = state.values(page, controls)
-    title = f"Shared by A and B: the deployment — {deployment_words(values)} · seed {values['seed']}"
+    title = "Shared by A and B: " + deployment_title(shared_controls(story), values)
     with st.expander(title, icon=":material/memory:", key=state.keys(page).widget("deployment")):
         deployment_ui(page, shared_controls(story), values)
     values = state.values(page, controls)

@@ -32,7 +32,7 @@ from app.ui.chart import chart_ui
 from app.ui.controls import control_ui
 from app.ui.deployment import figures_ui
 from app.ui.resolved import cut_off_ui, resolved_ui
-from engine_model import NOT_MATCHED, InputError, longest_run, match_model, validate
+from engine_model import MODELS, NOT_MATCHED, InputError, deployment_from_log, longest_run, validate
 from engine_model import log_settings as settings
 
 
@@ -81,14 +81,12 @@ def replay_deployment_ui(read: ReadLog, values: dict) -> None:
         for control in (GPU, *REPLAY_DEPLOYMENT.values(), OUTPUT):
             with st.container(width=230):
                 control_ui(PAGE, control)
-    model = picked(values).get("model") or logged_model(read)
-    figures_ui(PAGE, list(FIGURES), values, values[GPU.key], model or values["model"])
-
-
-def logged_model(read: ReadLog) -> str | None:
-    """The preset the log's model_path matches (or is closest to); None when it names none."""
-    path = settings(read.parsed).get("model_path")
-    return match_model(path)[0] if isinstance(path, str) and path.strip() else None
+    logged = deployment_from_log(settings(read.parsed))
+    fallback = "" if logged.model else (f"; it names no model, so \"as in the log\" runs "
+                                        f"{MODELS[values['model']].name}")
+    st.caption("As in the log: " + ("; ".join(logged.matched) or "it states none of these") + fallback)
+    model = picked(values).get("model") or logged.model or values["model"]
+    figures_ui(PAGE, list(FIGURES), values, values[GPU.key], model)
 
 
 def switches_ui() -> dict:

@@ -14,7 +14,7 @@ from app.story.headline import headline_ui, pd_headline_ui
 from app.story.link import url_state
 from app.story.tour import active_step, focus_marker, narration_ui, tour_ui
 from app.ui.controls import control_ui
-from app.ui.deployment import deployment_ui, deployment_words
+from app.ui.deployment import deployment_title, deployment_ui, deployment_words
 from app.ui.resolved import cut_off_ui, resolved_ui
 from engine_model import InputError, Story
 
@@ -97,8 +97,8 @@ def settings_ui(story: Story):
         st.markdown("**Settings** — flags marked ⚑ are SGLang server flags; \"before\" is this row at its "
                     "defaults.")
         row = _controls_row(story, main)
-        with st.expander(f"Deployment: {deployment_words(values)} · seed {values['seed']}",
-                         icon=":material/memory:", key=state.keys(story.key).widget("deployment")):
+        with st.expander(deployment_title(story.controls, values), icon=":material/memory:",
+                         key=state.keys(story.key).widget("deployment")):
             deployment_ui(story.key, story.controls, values)
     return state.values(story.key, story.controls), row
 
@@ -113,7 +113,7 @@ def _controls_row(story: Story, controls: list):
 
 
 def runs_or_stop(story: Story, values: dict) -> tuple[RunFrames, RunFrames]:
-    """The current run and the baseline (the story as it opened, same GPU, model and seed); stops the page on
+    """The current run and the baseline (the story as it opened, same deployment and seed); stops the page on
     bad input."""
     try:
         scenario = story.scenario(values)

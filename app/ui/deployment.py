@@ -17,6 +17,13 @@ RESET = "figures.reset"
 CONTROL_WIDTH = 230  # px: a label and its value whole; rows wrap
 
 
+def deployment_title(controls, values: dict) -> str:
+    """The deployment expander's title: what runs, the seed, and how many figures were edited."""
+    edited = sum(values.get(c.key) is not None for c in controls if c.where == "figure")
+    return (f"Deployment: {deployment_words(values)} · seed {values['seed']}"
+            + (f" · {edited} figure{'s' if edited > 1 else ''} edited" if edited else ""))
+
+
 def deployment_words(values: dict) -> str:
     """'8 × H100 SXM 80GB, TP 8 · Llama-3.1-70B, bf16 weights, bf16 KV' from a page's control values."""
     tp = values.get("tp", 1)
@@ -38,8 +45,12 @@ def figures_ui(page: str, figures: list[Control], values: dict, gpu: str, model:
         return
     edited = [c for c in figures if values.get(c.key) is not None]
     label = "Edit the GPU's figures and the model's shapes" + (f" ({len(edited)} edited)" if edited else "")
-    shown = st.toggle(label, key=state.keys(page).widget(EDIT), help="An empty field is the preset's figure "
-                      "(greyed). Pick Custom GPU or Custom model to start from a plain one.") or bool(edited)
+    key = state.keys(page).widget(EDIT)
+    if edited:  # an edit never hides: the fields stay open until they are back to the presets'
+        st.session_state[key] = True
+    shown = st.toggle(label, key=key, disabled=bool(edited),
+                      help="An empty field is the preset's figure (greyed); \"Back to the presets' figures\" "
+                           "empties them all. Pick Custom GPU or Custom model to start from a plain one.")
     if shown:
         _figures_ui(page, figures, GPUS[gpu], MODELS[model], edited)
 
