@@ -123,3 +123,16 @@ def test_a_log_replay_is_refused_with_the_same_message():
         SEVENTY_ON_ONE_H100.replace("65.1 GiB", "66.7 GiB"))
     # TP 2 would hold the weights but not the log's 60,000-token document
     assert "Fix: TP 4 (4 × H100 SXM 80GB; hardware.tp_size=4)" in error.value.problem
+
+
+def test_figure_set_threads_the_deployment_and_any_figure_into_the_page_it_opens():
+    from app.present.grid import plan
+
+    story = STORIES["forty_replies"]
+    _, values, held = plan(story, ("mixed",), sets=("hardware.tp_size=8", "model=llama-3.1-70b",
+                                                     "hardware.gpu_overrides.memory_gib=96", "kvdtype=fp8"))
+    assert held == ()  # each --set became a control, so the page's settings line names it
+    assert (values["tp"], values["model"], values["gpu.memory_gib"], values["kvdtype"]) == (
+        8, "llama-3.1-70b", 96.0, "fp8")
+    with pytest.raises(InputError, match=r"^--set hardware.gpu_overrides.memory_gib: expected a number"):
+        plan(story, ("mixed",), sets=("hardware.gpu_overrides.memory_gib=0",))
