@@ -30,7 +30,7 @@ from engine_model import hardware
 from engine_model.config import Scenario
 from engine_model.core import Request
 from engine_model.errors import InputError
-from engine_model.hardware import GIB, GPU, Model
+from engine_model.hardware import GPU, Model
 from engine_model.resolve import chunk_of, gpu_of, mem_fraction_of, model_of, resolve
 from engine_model.workload import build, trace_requests
 
@@ -76,15 +76,9 @@ def tp_sizes(model: Model, limit: int = 8) -> list[int]:
 def weights_problem(scenario: Scenario) -> str | None:
     """Why the weights leave no room for a KV pool on one GPU; None when they fit."""
     gpu, model = gpu_of(scenario), model_of(scenario)
-    tp, dtype = scenario.hardware.tp_size, scenario.model.weight_dtype
     fraction, _ = mem_fraction_of(scenario, gpu, model, chunk_of(scenario, gpu)[0])
-    budget = hardware.kv_budget_bytes(gpu, fraction)
-    weights = hardware.weight_bytes(model, dtype)
-    if weights / tp < budget:
-        return None
-    return (f"{model.name}'s {dtype} weights ({weights / GIB:,.0f} GiB) are {weights / tp / GIB:,.1f} GiB "
-            f"per GPU at TP {tp}, and one {gpu.name} leaves {budget / GIB:,.1f} GiB for weights and KV cache "
-            f"(memory × mem_fraction_static {fraction:g} − {hardware.ACTIVATION_RESERVE_GIB:g} GiB)")
+    tp, dtype = scenario.hardware.tp_size, scenario.model.weight_dtype
+    return hardware.weights_problem(gpu, model, tp, dtype, fraction)
 
 
 def pool_problem(scenario: Scenario, requests: list[Request]) -> str | None:

@@ -275,17 +275,26 @@ def kv_capacity_tokens(
         raise InputError("tp_size", f"must be >= 1, got {tp_size}")
     if not 0 < mem_fraction_static <= 1:
         raise InputError("mem_fraction_static", f"must be in (0, 1], got {mem_fraction_static}")
+    problem = weights_problem(gpu, model, tp_size, weight_dtype, mem_fraction_static, activation_reserve_gib)
+    if problem:  # engine_model.deployment.check says the same, with the nearest fix
+        raise InputError("deployment", problem)
     budget = kv_budget_bytes(gpu, mem_fraction_static, activation_reserve_gib)
     weights = weight_bytes(model, weight_dtype) / tp_size
-    if weights >= budget:  # engine_model.deployment.check says the same, with the nearest fix
-        raise InputError(
-            "model",
-            f"{model.name} weights need {weights / GIB:.1f} GiB per GPU at {weight_dtype}, "
-            f"tp_size={tp_size}, but {gpu.name} leaves {budget / GIB:.1f} GiB "
-            "(memory_gib x mem_fraction_static - reserve); "
-            "raise tp_size, use a smaller weight_dtype or a larger GPU",
-        )
     return int((budget - weights) // kv_bytes_per_token(model, kv_dtype, tp_size))
+
+
+def weights_problem(gpu: GPU, model: Model, tp_size: int, weight_dtype: str, mem_fraction_static: float,
+                    activation_reserve_gib: float = ACTIVATION_RESERVE_GIB) -> str | None:
+    """Why the weights leave no room for a KV pool on one GPU, in the words every entry point shows; None when
+    they fit."""
+    budget = kv_budget_bytes(gpu, mem_fraction_static, activation_reserve_gib)
+    weights = weight_bytes(model, weight_dtype)
+    per_gpu = weights / tp_size
+    if per_gpu < budget:
+        return None
+    return (f"{model.name}'s {weight_dtype} weights ({weights / GIB:,.0f} GiB) are {per_gpu / GIB:,.1f} GiB "
+            f"per GPU at TP {tp_size}, and one {gpu.name} leaves {budget / GIB:,.1f} GiB for weights and KV "
+            f"cache (memory × mem_fraction_static {mem_fraction_static:g} − {activation_reserve_gib:g} GiB)")
 
 
 def _lookup(table: dict, name: str, where: str):

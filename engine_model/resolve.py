@@ -230,6 +230,8 @@ def pool_of(scenario: Scenario, gpu, model, chunk: int | None) -> tuple[int, str
     except InputError as err:
         if wanted is not None:
             return wanted, "set (max_total_tokens)"
+        if err.where == "deployment":  # the weights do not fit: the words every entry point shows
+            raise
         raise InputError(f"hardware ({err.where})", err.problem) from None
     if wanted is not None and wanted <= capacity:
         return wanted, "set (max_total_tokens)"
