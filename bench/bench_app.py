@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_app.py [--flips 8] [--steps 6] [--json FILE]
     .venv/bin/python bench/bench_app.py --repo ../other-checkout --script app/main.py   # e.g. an older commit
+    .venv/bin/python bench/bench_app.py --query "model=llama-3.1-70b&tp=8" --actions-only  # a deployment
 
 Starts `streamlit run app/serve.py` on a free port and waits for its health check; then, if the app reports a
 warm-up (/warmup), waits for it (at most --warm-limit s) and says how long it took. Then, each in a fresh
@@ -11,6 +12,8 @@ browser session (a new person):
                with when its parts were first seen (frontend loaded, title, script over, first chart)
   tour step    each guided-tour step of the forty replies: click -> redrawn
   flip         the mixed-chunk toggle, --flips times
+  (--query: the forty replies open with these URL parameters, e.g. a deployment; --actions-only: only the
+  tour steps, flips and steps, after one untimed view of that page, which computes its runs)
   step         step-through "Step" and "Event" clicks, --steps of each: click -> the fragment has redrawn
   PD preset    the ten o'clock page's upstream replica preset: the option clicked in the open list -> both
                policies drawn
@@ -151,10 +154,10 @@ def first_views(browser, url: str, cached: bool = False, parts: dict | None = No
     return out
 
 
-def story_actions(browser, url: str, flips: int, steps: int) -> dict[str, list]:
+def story_actions(browser, url: str, flips: int, steps: int, query: str = "") -> dict[str, list]:
     context = browser.new_context(viewport={"width": 1440, "height": 900})
     page = context.new_page()
-    page.goto(url + "/forty_replies")
+    page.goto(url + "/forty_replies" + (f"?{query}" if query else ""))
     until_idle(page, time.perf_counter())
     out = {"tour step": [], "flip": [], "step": [], "address bar followed": []}
     for i in range(6):
@@ -204,6 +207,8 @@ def main() -> None:
     parser.add_argument("--repo", type=Path, default=None, help="another checkout to serve (its own app)")
     parser.add_argument("--script", default="app/serve.py")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--query", default="", help="URL parameters the forty replies open with")
+    parser.add_argument("--actions-only", action="store_true", help="only tour steps, flips and steps")
     args = parser.parse_args()
     serve = {"script": args.script} | ({"repo": args.repo.resolve()} if args.repo else {})
     started = time.perf_counter()
@@ -214,6 +219,11 @@ def main() -> None:
         print(f"health check answered after {health:.1f} s; warm-up: "
               + ("none" if warm is None else f"{warm:.1f} s"))
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        if args.actions_only:
+            figures = story_actions(browser, url, args.flips, args.steps, args.query)
+            browser.close()
+            report(figures, args.json)
+            return
         parts = {}
         floor = floor_view(browser, floor_url)
         figures = {"health_s": health, "warm_up_s": warm, "floor_s": floor,
@@ -227,19 +237,24 @@ def main() -> None:
             print(f"first view {path:18s} {seconds:5.2f} s = {seconds / floor:.1f}x the floor   "
                   f"(frontend cached: {figures['first_view_cached_s'][path]:5.2f} s)   "
                   + " · ".join(f"{name} {at:.2f}" for name, at in parts[path].items()))
-        figures |= story_actions(browser, url, args.flips, args.steps)
+        figures |= story_actions(browser, url, args.flips, args.steps, args.query)
         figures["pd_preset_s"], followed = upstream_preset(browser, url)
         figures["address bar followed"].append(followed)
         browser.close()
+    report(figures, args.json)
+
+
+def report(figures: dict, path: Path | None) -> None:
     for what in ("tour step", "flip", "step"):
         values = figures[what]
         print(f"{what:10s} n={len(values):2d}  median {statistics.median(values):.2f} s  "
               f"p95 {p95(values):.2f} s  max {max(values):.2f} s")
-    print(f"upstream PD preset: {figures['pd_preset_s']:.2f} s")
+    if "pd_preset_s" in figures:
+        print(f"upstream PD preset: {figures['pd_preset_s']:.2f} s")
     followed = figures["address bar followed"]
     print(f"address bar followed {sum(followed)} of {len(followed)} changes")
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=1))
+    if path:
+        path.write_text(json.dumps(figures, indent=1))
 
 
 if __name__ == "__main__":

@@ -10,14 +10,17 @@ This file is the public face: the app, notebooks and users import from here and 
 from engine_model.config import Scenario
 from engine_model.core import Iteration, PassKind, Request, RequestState, Retraction, Row
 from engine_model.cost import PassShape
+from engine_model.deployment import check as check_deployment
+from engine_model.deployment import gpus_words, pool_words
 from engine_model.errors import InputError
 from engine_model.hardware import GPUS, LINKS, MODELS
 from engine_model.logs import Diagnosis, ParsedLog, Timeline, build_timeline, diagnose, parse_log
 from engine_model.logs import settings as log_settings
 from engine_model.logs.check import Aligned, ServerCheck, check_server
+from engine_model.logs.deployment import LogDeployment, deployment_from_log, match_model
 from engine_model.logs.diagnose import longest_chunk_run, longest_run
 from engine_model.logs.live import Poll, base_url, poll
-from engine_model.logs.replay import ASSUMED_OUTPUT_LEN, scenario_from_log
+from engine_model.logs.replay import ASSUMED_OUTPUT_LEN, NOT_MATCHED, scenario_from_log
 from engine_model.logs.scrape import Scrape, ScrapeSet, read_scrapes
 from engine_model.logs.scrape_report import MetricsReport, Tail, report
 from engine_model.logs.server_info import ServerInfo, read_server_info
@@ -53,10 +56,11 @@ from engine_model.versions import CHANGES
 
 __all__ = [
     # scenarios
-    "InputError", "Scenario", "apply_sets", "load_scenario", "parse_value", "read_toml", "resolve",
+    "InputError", "Scenario", "apply_sets", "check_deployment", "load_scenario", "parse_value", "read_toml",
+    "resolve",
     "scenario_names", "validate",
-    # presets
-    "GPUS", "LINKS", "MODELS",
+    # presets, and a deployment in words
+    "GPUS", "LINKS", "MODELS", "gpus_words", "pool_words",
     # a run and what it recorded
     "Iteration", "PassKind", "Request", "RequestState", "Result", "Retraction", "Row", "Run", "simulate",
     # its summary (the CLI's JSON is Summary.to_json())
@@ -76,6 +80,8 @@ __all__ = [
     # server logs
     "ASSUMED_OUTPUT_LEN", "Diagnosis", "ParsedLog", "Timeline", "build_timeline", "diagnose", "log_settings",
     "longest_chunk_run", "longest_run", "parse_log", "scenario_from_log",
+    # the deployment a log states, matched to presets, and what a replay could not match
+    "LogDeployment", "NOT_MATCHED", "deployment_from_log", "match_model",
     # a server's /metrics and /server_info beside its log, and polled live (docs/logs-and-traces.md §8)
     "Aligned", "MetricsReport", "Poll", "Scrape", "ScrapeSet", "ServerCheck", "ServerInfo", "Tail",
     "base_url", "check_server", "poll", "read_scrapes", "read_server_info", "report",

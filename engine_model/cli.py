@@ -17,11 +17,14 @@ MAX_REASONS = 5
 
 
 def cmd_run(args) -> int:
+    from engine_model.deployment import check
     from engine_model.report import summary
     from engine_model.scenario_io import load_scenario
     from engine_model.simulation import simulate
 
-    result = simulate(load_scenario(args.scenario, args.set))
+    scenario = load_scenario(args.scenario, args.set)
+    check(scenario)  # a deployment that cannot run exits 2 with the fix, as the app refuses it
+    result = simulate(scenario)
     doc = summary(result).to_json()
     if args.json:
         json.dump(doc, sys.stdout, indent=1, default=str)
@@ -34,6 +37,7 @@ def cmd_run(args) -> int:
 def print_text(doc: dict, result) -> None:
     m = doc["metrics"]
     print(f"{doc['scenario']}: {doc['iterations']['total']} iterations, simulated {doc['end_at']:.3f} s")
+    print(f"  {deployment_line(doc['config'])}")
     if doc["cut_off"]:
         print(f"  cut off: {doc['cut_off']}")
     mid_reply = {r.group for r in result.requests if r.is_mid_reply}
@@ -47,6 +51,17 @@ def print_text(doc: dict, result) -> None:
         print("  * no TTFT: these replies were already streaming when the run began (already_generated > 0),")
         print("    so their first token came before it; their longest gap is the figure to read")
     print_unfinished(result, doc["cut_off"])
+
+
+def deployment_line(config: dict) -> str:
+    """'8 × H100 SXM 80GB, TP 8 · Llama-3.1-70B, bf16 weights, bf16 KV · KV pool ...'"""
+    from engine_model.deployment import gpus_words, pool_words
+
+    res, model = config["resolved"], config["model"]
+    said = f"{res['model_name']}, {model['weight_dtype']} weights, {model['kv_dtype']} KV"
+    if config.get("pd"):  # PD workers: the roles' own GPUs (docs/pd.md)
+        return f"{said}, on prefill and decode workers (each role's GPUs: --json, pd.roles)"
+    return f"{gpus_words(config)} · {said} · {pool_words(config)}"
 
 
 def print_unfinished(result, cut_off: str | None) -> None:

@@ -247,6 +247,12 @@ def weight_bytes(model: Model, weight_dtype: str = "bf16") -> float:
     return model.total_params * dtype_bytes(weight_dtype, "weight_dtype")
 
 
+def kv_budget_bytes(gpu: GPU, mem_fraction_static: float = MEM_FRACTION_STATIC,
+                    activation_reserve_gib: float = ACTIVATION_RESERVE_GIB) -> float:
+    """What one GPU gives weights and the KV pool together: memory x mem_fraction_static - reserve."""
+    return gpu.memory_gib * GIB * mem_fraction_static - activation_reserve_gib * GIB
+
+
 def kv_capacity_tokens(
     gpu: GPU,
     model: Model,
@@ -269,17 +275,26 @@ def kv_capacity_tokens(
         raise InputError("tp_size", f"must be >= 1, got {tp_size}")
     if not 0 < mem_fraction_static <= 1:
         raise InputError("mem_fraction_static", f"must be in (0, 1], got {mem_fraction_static}")
-    budget = gpu.memory_gib * GIB * mem_fraction_static - activation_reserve_gib * GIB
+    problem = weights_problem(gpu, model, tp_size, weight_dtype, mem_fraction_static, activation_reserve_gib)
+    if problem:  # engine_model.deployment.check says the same, with the nearest fix
+        raise InputError("deployment", problem)
+    budget = kv_budget_bytes(gpu, mem_fraction_static, activation_reserve_gib)
     weights = weight_bytes(model, weight_dtype) / tp_size
-    if weights >= budget:
-        raise InputError(
-            "model",
-            f"{model.name} weights need {weights / GIB:.1f} GiB per GPU at {weight_dtype}, "
-            f"tp_size={tp_size}, but {gpu.name} leaves {budget / GIB:.1f} GiB "
-            "(memory_gib x mem_fraction_static - reserve); "
-            "raise tp_size, use a smaller weight_dtype or a larger GPU",
-        )
     return int((budget - weights) // kv_bytes_per_token(model, kv_dtype, tp_size))
+
+
+def weights_problem(gpu: GPU, model: Model, tp_size: int, weight_dtype: str, mem_fraction_static: float,
+                    activation_reserve_gib: float = ACTIVATION_RESERVE_GIB) -> str | None:
+    """Why the weights leave no room for a KV pool on one GPU, in the words every entry point shows; None when
+    they fit."""
+    budget = kv_budget_bytes(gpu, mem_fraction_static, activation_reserve_gib)
+    weights = weight_bytes(model, weight_dtype)
+    per_gpu = weights / tp_size
+    if per_gpu < budget:
+        return None
+    return (f"{model.name}'s {weight_dtype} weights ({weights / GIB:,.0f} GiB) are {per_gpu / GIB:,.1f} GiB "
+            f"per GPU at TP {tp_size}, and one {gpu.name} leaves {budget / GIB:,.1f} GiB for weights and KV "
+            f"cache (memory × mem_fraction_static {mem_fraction_static:g} − {activation_reserve_gib:g} GiB)")
 
 
 def _lookup(table: dict, name: str, where: str):
@@ -368,6 +383,14 @@ GPUS: dict[str, GPU] = {
         source="NVIDIA H100 datasheet, nvidia.com/en-us/data-center/h100 (SXM: BF16 1,979 / FP8 3,958 TFLOPS "
         "with sparsity, half dense; 3.35 TB/s; NVLink 900 GB/s bidirectional); " + _NV_SMI.format(81559)
         + "; 132 SMs (16,896 CUDA cores / 128), 2,048 threads per SM (compute capability 9.0)"),
+    "h100-pcie": GPU(**_like(_H100, "H100 SXM", _FA3, num_sms=114),
+        name="H100 PCIe 80GB", memory_gib=79.65, bf16_tflops=756.5, fp8_tflops=1513, memory_tbps=2.0,
+        interconnect_gbps=64,
+        source="NVIDIA H100 datasheet, nvidia.com/en-us/data-center/h100 (PCIe: BF16 1,513 / FP8 3,026 "
+        "TFLOPS with sparsity, half dense; 2 TB/s; NVLink bridge 600 GB/s bidirectional between two GPUs, "
+        "PCIe Gen5 128 GB/s bidirectional); " + _NV_SMI.format(81559) + "; assumption: tensor parallel "
+        "beyond a bridged pair all-reduces over PCIe Gen5 x16 (64 GB/s per direction); 114 SMs (14,592 CUDA "
+        "cores / 128)"),
     "h200": GPU(**_like(_H100, "H100", _FA3),
         name="H200 SXM 141GB", memory_gib=140.4, bf16_tflops=989.4, fp8_tflops=1978.9, memory_tbps=4.8,
         interconnect_gbps=450,
@@ -408,6 +431,13 @@ GPUS: dict[str, GPU] = {
         "(13 TB/s at GTC 2025); assumption: BF16/FP8 dense TFLOPS = 2x B200 and 148 SMs (not published); "
         "edit freely"),
 }
+# A GPU of the person's own: the H100 SXM's figures to start from, every one edited in the app
+# (hardware.gpu_overrides).
+GPUS["custom"] = GPUS["h100-sxm"].model_copy(update={
+    "name": "Custom GPU (starts as an H100 SXM; edit its figures)",
+    "source": "assumption: a starting point, the h100-sxm preset's figures (NVIDIA H100 datasheet, "
+              "nvidia.com/en-us/data-center/h100); edit each to your GPU's datasheet "
+              "(hardware.gpu_overrides)"})
 
 _HF = "Hugging Face config.json, huggingface.co/{}/blob/main/config.json"
 
@@ -424,15 +454,32 @@ MODELS: dict[str, Model] = {
         name="Llama-3.1-70B", num_layers=80, hidden_size=8192, num_heads=64, num_kv_heads=8, head_dim=128,
         intermediate_size=28672, vocab_size=128256, context_length=131072,
         source=_HF.format("meta-llama/Llama-3.1-70B")),
+    "llama-3.1-405b": Model(
+        name="Llama-3.1-405B", num_layers=126, hidden_size=16384, num_heads=128, num_kv_heads=8, head_dim=128,
+        intermediate_size=53248, vocab_size=128256, context_length=131072,
+        source=_HF.format("meta-llama/Llama-3.1-405B")),
+    "qwen2.5-0.5b": Model(
+        name="Qwen2.5-0.5B", num_layers=24, hidden_size=896, num_heads=14, num_kv_heads=2, head_dim=64,
+        intermediate_size=4864, vocab_size=151936, context_length=32768, tie_word_embeddings=True,
+        source=_HF.format("Qwen/Qwen2.5-0.5B-Instruct") + " (the model of SGLang's documentation-CI logs)"),
     "qwen3-8b": Model(
         name="Qwen3-8B", num_layers=36, hidden_size=4096, num_heads=32, num_kv_heads=8, head_dim=128,
         intermediate_size=12288, vocab_size=151936, context_length=40960,
         source=_HF.format("Qwen/Qwen3-8B")),
+    "qwen3-32b": Model(
+        name="Qwen3-32B", num_layers=64, hidden_size=5120, num_heads=64, num_kv_heads=8, head_dim=128,
+        intermediate_size=25600, vocab_size=151936, context_length=40960,
+        source=_HF.format("Qwen/Qwen3-32B")),
     "qwen3-30b-a3b": Model(
         name="Qwen3-30B-A3B", num_layers=48, hidden_size=2048, num_heads=32, num_kv_heads=4, head_dim=128,
         intermediate_size=6144, vocab_size=151936, context_length=40960,
         num_experts=128, num_experts_per_token=8, moe_intermediate_size=768,
         source=_HF.format("Qwen/Qwen3-30B-A3B") + " (every layer is MoE; intermediate_size unused)"),
+    "qwen3-235b-a22b": Model(
+        name="Qwen3-235B-A22B", num_layers=94, hidden_size=4096, num_heads=64, num_kv_heads=4, head_dim=128,
+        intermediate_size=12288, vocab_size=151936, context_length=40960,
+        num_experts=128, num_experts_per_token=8, moe_intermediate_size=1536,
+        source=_HF.format("Qwen/Qwen3-235B-A22B") + " (every layer is MoE; intermediate_size unused)"),
     "deepseek-v3": Model(
         name="DeepSeek-V3", num_layers=61, hidden_size=7168, num_heads=128, num_kv_heads=128, head_dim=128,
         intermediate_size=18432, vocab_size=129280, context_length=163840, attention="mla",
@@ -459,6 +506,13 @@ MODELS: dict[str, Model] = {
         "index_head_dim 128); GLM-5.1 and 5.2 share the architecture (GLM-5.2 adds IndexShare, one "
         "indexer per 4 layers: model.overrides.index_every = 4); the MTP layer is not counted"),
 }
+
+# A model of the person's own: Llama-3.1-8B's shapes to start from, every one edited in the app
+# (model.overrides).
+MODELS["custom"] = MODELS["llama-3.1-8b"].model_copy(update={
+    "name": "Custom model (starts as Llama-3.1-8B; edit its shapes)",
+    "source": "assumption: a starting point, the llama-3.1-8b preset's shapes (" + _HF.format(
+        "meta-llama/Llama-3.1-8B") + "); edit each to your model's config.json (model.overrides)"})
 
 LINKS: dict[str, Link] = {
     "mooncake": Link(

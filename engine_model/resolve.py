@@ -63,9 +63,17 @@ class Resolved:
     gpu_memory_gib: float
     tp_size: int
     overlap_schedule: bool = False  # event_loop_overlap: a pass's results land after the next is launched
+    gpu_name: str = ""
+    model_name: str = ""
+    kv_bytes_per_token: float = 0.0  # on each GPU (TP splits a token's KV heads over the GPUs)
+    kv_heads_per_gpu: int = 0  # GQA: KV heads each GPU holds (copied when TP exceeds them); 0 for MLA
+
+    @property
+    def kv_pool_gib_per_gpu(self) -> float:
+        return self.max_total_tokens * self.kv_bytes_per_token / hardware.GIB
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "kv_pool_gib_per_gpu": self.kv_pool_gib_per_gpu}
 
 
 def default_chunked_prefill_size(gpu_memory_gib: float) -> int:
@@ -207,6 +215,33 @@ def mem_fraction_of(scenario: Scenario, gpu, model, chunk: int | None) -> tuple[
     return fraction, "derived from GPU memory as SGLang does (handle_gpu_memory_settings)"
 
 
+def pool_of(scenario: Scenario, gpu, model, chunk: int | None) -> tuple[int, str]:
+    """The KV pool in tokens per GPU, and where it came from: what fits in GPU memory after the weights, or
+    max_total_tokens when set, capped at what fits (`_apply_token_constraints`: SGLang warns and uses the
+    profiled value when the flag asks for more). A set pool on memory the model cannot size (weights that do
+    not fit, a derived fraction below 0) is taken as set: engine_model.deployment.check refuses such a
+    deployment at every entry point, and the reference replays and property tests run such pools."""
+    fraction, fraction_source = mem_fraction_of(scenario, gpu, model, chunk)
+    tp_size = scenario.hardware.tp_size
+    wanted = scenario.engine.max_total_tokens
+    try:
+        capacity = hardware.kv_capacity_tokens(gpu, model, tp_size, scenario.model.weight_dtype,
+                                               scenario.model.kv_dtype, mem_fraction_static=fraction)
+    except InputError as err:
+        if wanted is not None:
+            return wanted, "set (max_total_tokens)"
+        if err.where == "deployment":  # the weights do not fit: the words every entry point shows
+            raise
+        raise InputError(f"hardware ({err.where})", err.problem) from None
+    if wanted is not None and wanted <= capacity:
+        return wanted, "set (max_total_tokens)"
+    source = (f"from GPU memory: {gpu.name} x TP{tp_size}, {model.name}, mem_fraction_static {fraction:g} "
+              f"({fraction_source})")
+    if wanted is not None:
+        source = (f"max_total_tokens {wanted:,} is more than fits, so SGLang uses what fits, {source}")
+    return capacity, source
+
+
 def resolve(scenario: Scenario) -> Resolved:
     engine = scenario.engine
     gpu, model = gpu_of(scenario), model_of(scenario)
@@ -217,17 +252,7 @@ def resolve(scenario: Scenario) -> Resolved:
     if chunk is not None and chunk % page_size:
         raise InputError("engine.chunked_prefill_size", f"{chunk} must be divisible by page_size {page_size}")
 
-    fraction, fraction_source = mem_fraction_of(scenario, gpu, model, chunk)
-    if engine.max_total_tokens is not None:
-        pool, pool_source = engine.max_total_tokens, "set (max_total_tokens)"
-    else:
-        try:
-            pool = hardware.kv_capacity_tokens(gpu, model, tp_size, scenario.model.weight_dtype,
-                                               scenario.model.kv_dtype, mem_fraction_static=fraction)
-        except InputError as err:
-            raise InputError(f"hardware ({err.where})", err.problem) from None
-        pool_source = (f"from GPU memory: {gpu.name} x TP{tp_size}, {model.name}, mem_fraction_static "
-                       f"{fraction:g} ({fraction_source})")
+    pool, pool_source = pool_of(scenario, gpu, model, chunk)
     caps = capabilities(engine.version)
     if engine.schedule_policy == "shortest-prefill-first" and not caps.has_shortest_prefill_first:
         raise InputError("engine.schedule_policy", f"shortest-prefill-first exists from SGLang "
@@ -259,5 +284,9 @@ def resolve(scenario: Scenario) -> Resolved:
         prefill_max_requests=engine.prefill_max_requests,
         gpu_memory_gib=gpu.memory_gib,
         tp_size=tp_size,
+        gpu_name=gpu.name,
+        model_name=model.name,
+        kv_bytes_per_token=hardware.kv_bytes_per_token(model, scenario.model.kv_dtype, tp_size),
+        kv_heads_per_gpu=(0 if model.attention == "mla" else hardware.kv_heads_per_rank(model, tp_size)),
         overlap_schedule=not engine.disable_overlap_schedule,
     )

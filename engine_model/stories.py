@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from engine_model.config import Scenario
+from engine_model.deployment import check as check_deployment
 from engine_model.hardware import GPUS, MODELS
 from engine_model.pass_cost import cost_figures
 from engine_model.resolve import INIT_NEW_TOKEN_RATIO
@@ -41,7 +42,8 @@ class Control:
     options: tuple = ()  # select: the values; slider, number: (min, max, step); an int step: whole numbers
     is_flag: bool = True
     help: str = ""
-    # "main": the settings row; "more": the hardware/model/seed expander; "cost": the cost panel
+    # "main": the settings row; "more": the deployment and seed; "figure": the GPU's figures and the model's
+    # shapes; "cost": the cost panel
     where: str = "main"
     fmt: Callable[[object], str] = str
 
@@ -77,7 +79,7 @@ class Control:
             return "1" if value else "0"
         if self.widget != "number":
             return str(value)
-        return EMPTY if value is None else f"{value:g}"
+        return EMPTY if value is None else str(value) if isinstance(value, int) else f"{value:g}"
 
 
 def group(data: dict, name: str) -> dict:
@@ -150,16 +152,80 @@ def interval_control() -> Control:
 
 
 def common_controls() -> tuple[Control, ...]:
+    """What every page shares: the deployment (GPU, tensor parallel, model, weight and KV precision) and the
+    seed (where="more"), and every figure of the GPU and every shape of the model, editable (where="figure";
+    empty: the preset's)."""
+    return (*deployment_controls(), *figure_controls(),
+            Control("seed", "Random seed", "slider", 0, lambda d, v: d.__setitem__("seed", v), (0, 99, 1),
+                    is_flag=False, where="more",
+                    help="Lengths and arrivals are drawn from this seed; the baseline uses the same one."))
+
+
+TP_OPTIONS = (1, 2, 4, 8)  # one 8-GPU node; a scenario may set up to 64 (engine_model.deployment)
+
+
+def tp_label(value: int) -> str:
+    return f"TP {value} ({value} GPU{'s' if value > 1 else ''})"
+
+
+def deployment_controls() -> tuple[Control, ...]:
+    """Where the story runs: a GPU and model preset (or your own: "custom"), tensor parallel, precision.
+    Every combination passes engine_model.deployment.check before it runs."""
     return (
         Control("gpu", "GPU", "select", "h100-sxm", setter("hardware", "gpu"), tuple(GPUS), is_flag=False,
                 where="more", fmt=lambda k: GPUS[k].name,
-                help="Sets the pass cost and the default chunk size."),
+                help="Sets the pass cost, the KV pool and the default chunk size. Every figure is editable "
+                     "below the deployment (Custom GPU: start from the H100's and type yours)."),
+        Control("tp", "Tensor parallel", "select", 1, setter("hardware", "tp_size"), TP_OPTIONS,
+                is_flag=False, where="more", fmt=tp_label,
+                help="--tp-size: how many GPUs one engine splits the model over (one 8-GPU node). SGLang "
+                     "needs it to split the attention heads. Each GPU holds 1/TP of the weights and of every "
+                     "token's KV heads, and the passes pay an all-reduce per layer. One engine has no "
+                     "data-parallel attention in this model (PD workers do)."),
         Control("model", "Model", "select", "llama-3.1-8b", setter("model", "name"), tuple(MODELS),
-                is_flag=False, where="more", fmt=lambda k: MODELS[k].name),
-        Control("seed", "Random seed", "slider", 0, lambda d, v: d.__setitem__("seed", v), (0, 99, 1),
-                is_flag=False, where="more",
-                help="Lengths and arrivals are drawn from this seed; the baseline uses the same one."),
+                is_flag=False, where="more", fmt=lambda k: MODELS[k].name,
+                help="Shapes from the model's config.json; every shape is editable below the deployment."),
+        Control("wdtype", "Weights", "select", "bf16", setter("model", "weight_dtype"), WEIGHT_DTYPES,
+                is_flag=False, where="more", fmt=WEIGHT_LABELS.__getitem__,
+                help="The checkpoint's precision (SGLang's --dtype, or an FP8 / FP4 checkpoint or "
+                     "--quantization): bytes per weight, so memory left for the KV pool, and the GEMMs' "
+                     "rate."),
+        Control("kvdtype", "KV cache", "select", "bf16", setter("model", "kv_dtype"), KV_DTYPES,
+                is_flag=False, where="more", fmt=KV_LABELS.__getitem__,
+                help="--kv-cache-dtype: fp8 halves the bytes per token, so the same memory holds twice the "
+                     "tokens."),
     )
+
+
+WEIGHT_DTYPES, KV_DTYPES = ("bf16", "fp8", "nvfp4"), ("bf16", "fp8")
+WEIGHT_LABELS = {"bf16": "bf16 (16-bit)", "fp8": "fp8", "nvfp4": "nvfp4 (4-bit)"}
+KV_LABELS = {"bf16": "bf16 (auto)", "fp8": "fp8 (fp8_e4m3)"}
+# A figure control's key is "<gpu|model>.<field>"; empty (None) keeps the preset's figure.
+GPU_FIGURES = (("memory_gib", "Memory (GiB)", (1.0, 4096.0, 0.01)),
+               ("bf16_tflops", "BF16 TFLOPS, dense", (1.0, 100_000.0, 0.1)),
+               ("fp8_tflops", "FP8 TFLOPS, dense", (1.0, 100_000.0, 0.1)),
+               ("memory_tbps", "Memory bandwidth (TB/s)", (0.01, 1000.0, 0.001)),
+               ("interconnect_gbps", "GPU-to-GPU (GB/s, one way)", (1.0, 100_000.0, 0.1)))
+MODEL_FIGURES = (("num_layers", "Layers", (1, 1000, 1)), ("hidden_size", "Hidden size", (1, 1_000_000, 1)),
+                 ("num_heads", "Attention heads", (1, 10_000, 1)),
+                 ("num_kv_heads", "KV heads", (1, 10_000, 1)),
+                 ("head_dim", "Head dim", (1, 10_000, 1)),
+                 ("intermediate_size", "MLP width (dense)", (0, 10_000_000, 1)),
+                 ("vocab_size", "Vocabulary", (1, 10_000_000, 1)),
+                 ("context_length", "Context (tokens)", (16, 10_000_000, 1)),
+                 ("num_experts", "Experts (0: dense)", (0, 100_000, 1)),
+                 ("num_experts_per_token", "Experts per token", (0, 100_000, 1)),
+                 ("moe_intermediate_size", "Expert width", (0, 10_000_000, 1)))
+
+
+def figure_controls() -> tuple[Control, ...]:
+    """Each GPU figure (hardware.gpu_overrides) and model shape (model.overrides) as a number control."""
+    def figure(kind: str, name: str, label: str, options: tuple, where: str) -> Control:
+        return Control(f"{kind}.{name}", label, "number", None, optional_setter(*where.split("."), name),
+                       options, is_flag=False, where="figure", fmt=number_label,
+                       help=f"{where}.{name}: empty keeps the preset's.")
+    return (*(figure("gpu", n, label, o, "hardware.gpu_overrides") for n, label, o in GPU_FIGURES),
+            *(figure("model", n, label, o, "model.overrides") for n, label, o in MODEL_FIGURES))
 
 
 def cost_controls() -> tuple[Control, ...]:
@@ -303,12 +369,15 @@ class Story:
                 for key, (name, unit) in COST_FIGURES.items() if key in empty and name in figures}
 
     def scenario(self, values: dict, sets: tuple[str, ...] = ()) -> Scenario:
-        """The validated scenario for these control values, then any `--set dotted.key=value` overrides
-        (raises InputError on an impossible combination)."""
+        """The validated scenario for these control values, then any `--set dotted.key=value` overrides;
+        raises InputError on an impossible combination, a deployment that cannot run included
+        (engine_model.deployment.check)."""
         data = copy.deepcopy(read_toml(self.key))
         for control in self.controls:
             control.apply(data, values.get(control.key, control.default))
-        return validate(apply_sets(data, list(sets)) if sets else data)
+        scenario = validate(apply_sets(data, list(sets)) if sets else data)
+        check_deployment(scenario)
+        return scenario
 
 
 FORTY = Story(

@@ -151,8 +151,8 @@ def test_an_impossible_combination_is_a_message_not_a_traceback():
     at.selectbox(key="forty_replies.gpu").set_value("l40s").run()
     assert not at.exception
     [message] = [e.value for e in at.error]  # 70B weights do not fit one L40S: one message, naming the field
-    assert message.startswith("**This combination cannot run.** `hardware (model)`:")
-    assert "L40S" in message and "raise tp_size" in message
+    assert message.startswith("**This combination cannot run.** `deployment`:")
+    assert "L40S" in message and "Fix: TP 8" in message
     assert not at.metric  # the page stopped there: no numbers from a run that could not happen
 
 

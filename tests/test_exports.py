@@ -54,8 +54,12 @@ def test_the_story_note_names_flags_workload_and_headline_in_words(runs):
     flags, workload, number = story_note(FORTY, {**FORTY.defaults, "mixed": True}, after, before)
     assert flags == ("SGLang flags: Mixed chunk: on · Chunk size: 8,192 (auto, from GPU memory) · "
                      "Decode rounds between prefills: 0")
-    assert workload.startswith("Workload: Streams: 40 · Log length (tokens): 100,000 · Logprobs on 1 "
-                               "stream: off")
+    assert workload.startswith("Workload and deployment: Streams: 40 · Log length (tokens): 100,000 · "
+                               "Logprobs on 1 stream: off")
+    assert ("GPU: H100 SXM 80GB · Tensor parallel: TP 1 (1 GPU) · Model: Llama-3.1-8B · Weights: bf16 "
+            "(16-bit) · KV cache: bf16 (auto) · Random seed: 0") in workload
+    edited = story_note(FORTY, {**FORTY.defaults, "tp": 2, "gpu.memory_gib": 96.0}, after, before)[1]
+    assert "Tensor parallel: TP 2 (2 GPUs)" in edited and "GPU memory (GiB): 96" in edited
     assert number == (f"Longest pause, the 40 streams: {gap(after)} "
                       f"(SGLang's defaults, same requests: {gap(before)})")
     assert story_note(FORTY, FORTY.defaults, before, before)[2] == (

@@ -23,8 +23,13 @@ PUBLISHED_B = {
     "llama-2-7b": (6.74, 6.74),
     "llama-3.1-8b": (8.03, 8.03),
     "llama-3.1-70b": (70.6, 70.6),
+    "llama-3.1-405b": (405, 405),
+    "qwen2.5-0.5b": (0.49, 0.49),
     "qwen3-8b": (8.2, 8.2),
+    "qwen3-32b": (32.8, 32.8),
     "qwen3-30b-a3b": (30.5, 3.3),
+    "qwen3-235b-a22b": (235, 22),
+    "custom": (8.03, 8.03),  # starts as Llama-3.1-8B
     "deepseek-v3": (671, 37),
     "glm-moe": (355, 32),  # GLM-4.5 card, counting its MTP layer, which we leave out
     "glm-5": (744, 40),  # GLM-5 card: 744B total, 40B active
@@ -45,7 +50,8 @@ def test_memory_lands_in_sglangs_chunk_size_buckets():
         return sum(mib >= t * 1024 for t in (20, 35, 60, 90, 160))
 
     assert {name: bucket(g) for name, g in GPUS.items()} == {
-        "a100-80gb": 3, "a40": 2, "h100-sxm": 3, "h200": 4, "b200": 5, "l40s": 2, "mi300x": 5, "rubin": 5}
+        "a100-80gb": 3, "a40": 2, "h100-sxm": 3, "h100-pcie": 3, "h200": 4, "b200": 5, "l40s": 2, "mi300x": 5,
+        "rubin": 5, "custom": 3}
 
 
 def test_parameter_counts_match_the_published_ones():
@@ -79,7 +85,9 @@ def test_kv_capacity_of_llama_8b_on_h100():
 def test_weights_that_do_not_fit_name_the_field():
     with pytest.raises(InputError) as error:
         kv_capacity_tokens(gpu("h100-sxm"), model("llama-3.1-70b"))
-    assert error.value.where == "model" and "tp_size" in error.value.problem
+    assert error.value.where == "deployment"
+    assert error.value.problem.startswith(
+        "Llama-3.1-70B's bf16 weights (131 GiB) are 131.4 GiB per GPU at TP 1")
     assert kv_capacity_tokens(gpu("h100-sxm"), model("llama-3.1-70b"), tp_size=4) > 0
 
 

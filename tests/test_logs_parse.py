@@ -314,6 +314,9 @@ def test_real_server_args_give_the_key_settings():
     parsed = parse_log_file(LOGS / "01_docsci_2025-04-30_qwen05b_batch_retract_decode_oom.log")
     assert resolved_settings(parsed) == {
         "model_path": "qwen/qwen2.5-0.5b-instruct",
+        "dtype": "auto",
+        "quantization": None,
+        "context_length": None,
         "chunked_prefill_size": 8192,
         "enable_mixed_chunk": False,
         "max_running_requests": 200,

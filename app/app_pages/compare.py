@@ -12,6 +12,7 @@ st.markdown("Two configurations of one story, same workload, same seed. A starts
 story = pair.story_ui()
 a, b, shared = pair.configurations_ui(story)
 run_a, run_b, key = pair.run_pair(story, a, b, shared)
+pair.resolved_pair_ui(run_a, run_b)
 pair.headline_pair_ui(story, run_a, run_b)
 pair.delta_ui(run_a, run_b)
 pair.side_by_side_ui(story, run_a, run_b, a, b, shared, key)

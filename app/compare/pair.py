@@ -20,7 +20,9 @@ from app.present.settings import settings_words
 from app.story.headline import price_ui
 from app.ui.chart import chart_ui
 from app.ui.controls import Control, control_ui
+from app.ui.deployment import DEPLOYMENT_WHERE, deployment_title, deployment_ui
 from app.ui.exports import pair_image, set_export_note
+from app.ui.resolved import resolved_ui
 from engine_model import STORIES, InputError, Story
 
 PAGE = state.COMPARE_PAGE
@@ -63,8 +65,8 @@ def story_ui() -> Story:
 
 
 def configurations_ui(story: Story) -> tuple[dict, dict, dict]:
-    """A's flags, B's flags, and the shared workload / GPU / model / seed. Returns three {key: value}
-    dicts."""
+    """A's flags, B's flags, and the shared workload and deployment (GPU, TP, model, precision, figures,
+    seed). Returns three {key: value} dicts."""
     page = _story_page(story)
     controls = all_controls(story)
     state.seed_widgets(page, controls, extra=(state.STORY, state.SWEEP))
@@ -76,11 +78,16 @@ def configurations_ui(story: Story) -> tuple[dict, dict, dict]:
                         + (" — starts at SGLang defaults" if side == "a" else ""))
             for control in side_controls(story, side):
                 control_ui(page, control)
-    with st.expander("Shared by A and B: workload, GPU, model, seed"):
+    workload = [c for c in shared_controls(story) if c.where not in DEPLOYMENT_WHERE]
+    with st.expander("Shared by A and B: the workload"):
         cols = st.columns(3)
-        for i, control in enumerate(shared_controls(story)):
+        for i, control in enumerate(workload):
             with cols[i % 3]:
                 control_ui(page, control)
+    values = state.values(page, controls)
+    title = "Shared by A and B: " + deployment_title(shared_controls(story), values)
+    with st.expander(title, icon=":material/memory:", key=state.keys(page).widget("deployment")):
+        deployment_ui(page, shared_controls(story), values)
     values = state.values(page, controls)
     flags = [c.key for c in story.controls if c.is_flag]
     a, b = ({key: values[state.side_param(side, key)] for key in flags} for side in SIDES)
@@ -99,7 +106,15 @@ def run_pair(story: Story, a: dict, b: dict, shared: dict) -> tuple[RunFrames, R
         return compute.run_scenario(sa), compute.run_scenario(sb), (compute.run_key(sa), compute.run_key(sb))
     except InputError as err:
         st.error(f"**This combination cannot run.** `{err.where}`: {err.problem}", icon=":material/block:")
+        url_ui(story, a, b, shared)  # the link keeps what was asked for
         st.stop()
+
+
+def resolved_pair_ui(ra: RunFrames, rb: RunFrames) -> None:
+    """What A and B run: the shared deployment, each side's flags as resolved."""
+    for col, side, run in zip(st.columns(2), ("A", "B"), (ra, rb), strict=True):
+        with col:
+            resolved_ui(run, side)
 
 
 def headline_pair_ui(story: Story, ra: RunFrames, rb: RunFrames) -> None:

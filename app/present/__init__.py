@@ -16,8 +16,9 @@ from app.present.grid import _run, run_grid
 from app.present.page import figure_html, story_figure
 from app.present.pd import KEYS as PD_KEYS
 from app.present.pd import pd_figure
+from app.present.settings import deployment_line
 from app.present.slides import Slide, slides_zip, step_slide, tour_slides, write_slides
-from engine_model import GPUS, MODELS, STORIES, InputError, Story
+from engine_model import STORIES, InputError, Story
 
 __all__ = ["FIGURES", "Slide", "figure_page", "pd_page", "slides_zip", "story_of", "story_page",
            "story_slides", "write_slides"]
@@ -39,8 +40,7 @@ def story_page(key: str, vary: tuple[str, ...] | None = None, start: dict | None
     story = story_of(key)
     grid = run_grid(story, vary, start, sets, runs)
     scenario = story.scenario(grid.first.values, grid.sets)
-    setup = (f"{MODELS[scenario.model.name].name} on {scenario.hardware.tp_size} × "
-             f"{GPUS[scenario.hardware.gpu].name}, seed {scenario.seed}; SGLang {scenario.engine.version} as "
+    setup = (f"{deployment_line(scenario)}; seed {scenario.seed}; SGLang {scenario.engine.version} as "
              "modelled by Who Waits")
     return figure_html(story_figure(grid, setup), bare, bundle)
 

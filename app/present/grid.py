@@ -157,6 +157,11 @@ def control_setting(story: Story, item: str) -> tuple[str, object] | None:
     wanted = parse_value(text, key)
     for control in story.controls:
         if key in written_keys(story, control):
+            if control.widget in ("number", "slider"):  # a figure: any value its range allows
+                try:
+                    return control.key, control.parse(str(wanted))
+                except ValueError as err:
+                    raise InputError(f"--set {key}", str(err)) from None
             for value in _candidates(control):
                 if _written(story, control, value).get(key) == wanted:
                     return control.key, value

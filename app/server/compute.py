@@ -69,8 +69,13 @@ def read_trace(source: str | bytes, window: tuple[float, float] | None, speedup:
 def run_trace(scenario_json: str, rows: tuple[tuple[float, int, int], ...],
               group: str = "trace") -> frames.RunFrames:
     """Simulate a scenario whose workload is the trace's requests, and build every frame the page draws."""
-    width = len(str(len(rows)))
-    requests = [Request(rid=f"{group}-{i:0{width}d}", group=group, arrival_at=at, prompt_len=prompt,
-                        output_len=output, max_new_tokens=output)
-                for i, (at, prompt, output) in enumerate(rows)]
+    requests = trace_requests(rows, group)
     return frames.build(simulate(Scenario.model_validate_json(scenario_json), trace_requests=requests))
+
+
+def trace_requests(rows: tuple[tuple[float, int, int], ...], group: str = "trace") -> list[Request]:
+    """A trace's (arrival, prompt, output) rows as the requests a run serves."""
+    width = len(str(len(rows)))
+    return [Request(rid=f"{group}-{i:0{width}d}", group=group, arrival_at=at, prompt_len=prompt,
+                    output_len=output, max_new_tokens=output)
+            for i, (at, prompt, output) in enumerate(rows)]

@@ -75,16 +75,37 @@ REPLAY_INTERVAL = Control("rinterval", "Decode rounds between prefills", "select
                           (AS_LOGGED, 0, 1, 2, 4, 8, 16), fmt=_as_logged(),
                           help="--prefill-decode-interval for the replay; 'as in the log' keeps the log's.")
 REPLAY_SWITCHES = {"mixed": REPLAY_MIXED, "chunk": REPLAY_CHUNK, "interval": REPLAY_INTERVAL}
-RUN_CONTROLS = (mixed_control(), chunk_control(), interval_control(), *common_controls())
-GPU, MODEL, SEED = RUN_CONTROLS[3:]
+FLAGS = (mixed_control(), chunk_control(), interval_control())  # a trace's run
+DEPLOYMENT = common_controls()  # GPU, tensor parallel, model, precision, seed, and every figure behind them
+GPU = next(c for c in DEPLOYMENT if c.key == "gpu")
+FIGURES = tuple(c for c in DEPLOYMENT if c.where == "figure")
+
+
+def _replay(like: str) -> Control:
+    """The deployment control `like` for a replay: 'as in the log' first."""
+    control = next(c for c in DEPLOYMENT if c.key == like)
+    return Control(f"r{like}", control.label, "select", AS_LOGGED, _keeps, (AS_LOGGED, *control.options),
+                   is_flag=False, fmt=_as_logged(control.fmt),
+                   help=f"{control.label} for the replay; 'as in the log' reads the log's.")
+
+
+# A replay runs the log's own deployment (engine_model/logs/deployment.py) unless the person picks another.
+REPLAY_DEPLOYMENT = {"model": _replay("model"), "tp_size": _replay("tp"), "weight_dtype": _replay("wdtype"),
+                     "kv_dtype": _replay("kvdtype")}
 TRACE_OPTIONS = (WINDOW_START, WINDOW_LEN, SPEEDUP, SAMPLE, MAX_REQUESTS, LONG)
 CONTROLS = (VIEW, LOG, METRICS, OUTPUT, TRACE, WINDOW_START, WINDOW_LEN, SPEEDUP, SAMPLE, MAX_REQUESTS, LONG,
-            *RUN_CONTROLS, *REPLAY_SWITCHES.values())
+            *FLAGS, *DEPLOYMENT, *REPLAY_SWITCHES.values(), *REPLAY_DEPLOYMENT.values())
 
 
 def base_data(values: dict) -> dict:
-    """A scenario dict with the page's GPU, model and seed, and run limits, before the workload is added."""
+    """A scenario dict with the page's deployment (GPU, TP, model, precision, figures) and seed, and run
+    limits, before the workload is added."""
     data = {"name": PAGE, "hardware": {}, "model": {}, "engine": {}, "limits": dict(LIMITS)}
-    for control in (GPU, MODEL, SEED):
+    for control in DEPLOYMENT:
         control.apply(data, values[control.key])
     return data
+
+
+def picked(values: dict) -> dict:
+    """The replay's deployment settings the person picked over the log's: {"model": ..., "tp_size": ...}."""
+    return {key: values[c.key] for key, c in REPLAY_DEPLOYMENT.items() if values[c.key] != AS_LOGGED}

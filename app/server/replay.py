@@ -23,6 +23,7 @@ from engine_model import (
     ParsedLog,
     Scenario,
     Timeline,
+    check_deployment,
     scenario_from_log,
     validate,
 )
@@ -96,12 +97,14 @@ def reply_length(timeline: Timeline, arrivals: list[float], accounted: int) -> i
 
 
 def replay_scenario(parsed: ParsedLog, timeline: Timeline, base: Scenario, output_len: int | None,
-                    switches: dict | None = None) -> tuple[Scenario, list[str]]:
-    """The log as a scenario, with the requests already streaming and any switch not left AS_LOGGED.
-    Raises InputError naming the field for anything the model cannot run."""
+                    switches: dict | None = None, picked: dict | None = None) -> tuple[Scenario, list[str]]:
+    """The log as a scenario on its own deployment (or the one `picked`), with the requests already streaming
+    and any switch not left AS_LOGGED. Raises InputError naming the field for anything the model cannot run,
+    a deployment that cannot run included (the engine's one check)."""
     try:
         # reply lengths are set below, once the requests already streaming are known
-        scenario, notes = scenario_from_log(parsed, base, output_len=1, max_requests=MAX_REQUESTS)
+        scenario, notes = scenario_from_log(parsed, base, output_len=1, max_requests=MAX_REQUESTS,
+                                            picked=picked)
     except ValidationError as err:
         raise named(err) from None
     data = scenario.model_dump(mode="json", exclude_none=True)
@@ -118,7 +121,9 @@ def replay_scenario(parsed: ParsedLog, timeline: Timeline, base: Scenario, outpu
     notes = [n.replace("each reply assumed 1 tokens", said) for n in notes]
     data["workload"]["requests"] = streaming + seen
     _switch(data, switches or {})
-    return validate(data), notes + ([note] if note else [])
+    scenario = validate(data)
+    check_deployment(scenario)
+    return scenario, notes + ([note] if note else [])
 
 
 def streak_note(run_lines: list, num_stalled: int, num_model: int, resolved: dict, timeline: Timeline) -> str:

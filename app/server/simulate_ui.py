@@ -13,40 +13,50 @@ from app.charts import timelines
 from app.charts.frames import RunFrames
 from app.server import frames as sf
 from app.server.compute import ReadLog
-from app.server.controls import AS_LOGGED, GPU, MODEL, OUTPUT, PAGE, REPLAY_SWITCHES, base_data
+from app.server.controls import (
+    AS_LOGGED,
+    FIGURES,
+    GPU,
+    OUTPUT,
+    PAGE,
+    REPLAY_DEPLOYMENT,
+    REPLAY_SWITCHES,
+    base_data,
+    picked,
+)
 from app.server.log_ui import VERDICTS
 from app.server.page import cache_key, headline_ui
 from app.server.replay import replay_scenario, streak_note, with_switches
 from app.story import diagnosis
 from app.ui.chart import chart_ui
 from app.ui.controls import control_ui
+from app.ui.deployment import figures_ui
 from app.ui.resolved import cut_off_ui, resolved_ui
-from engine_model import InputError, longest_run, validate
+from engine_model import MODELS, NOT_MATCHED, InputError, deployment_from_log, longest_run, validate
 from engine_model import log_settings as settings
 
 
 def simulate_log_ui(read: ReadLog, values: dict) -> None:
     st.divider()
     st.markdown("### Simulate this server")
-    st.markdown("The model runs the log's settings on a GPU and model you pick, with the requests the "
-                "Prefill lines imply (arrival: the line's time, or earlier when a `#queue-req` said the "
-                "request was already waiting) and those already streaming when the log begins (the log "
-                "does not say how long replies were).")
-    model_path = settings(read.parsed).get("model_path")
-    for col, control in zip(st.columns(3), (GPU, MODEL, OUTPUT), strict=True):
-        with col:
-            control_ui(PAGE, control)
-    if model_path:
-        st.caption(f"The log's model is `{model_path}`; pick the nearest preset (the pass cost comes from "
-                   "it).")
+    st.markdown("The model runs the log's own deployment — its model (from `model_path`), tensor parallel "
+                "and precision — on the GPU you pick (a log does not name it), with the log's settings and "
+                "the requests the Prefill lines imply (arrival: the line's time, or earlier when a "
+                "`#queue-req` said the request was already waiting) and those already streaming when the log "
+                "begins (the log does not say how long replies were). Pick another model, TP or precision "
+                "to ask what if.")
+    replay_deployment_ui(read, values)
     switches = switches_ui()
     scenarios = replay_or_stop(read, values, switches)
     if scenarios is None:
         return
     (logged, notes), switched = scenarios
     run = compute.run_scenario(logged)
-    with st.expander("What was estimated from the log", expanded=False):
-        st.markdown("\n".join(f"- {note}" for note in notes))
+    unmatched = [n.removeprefix(NOT_MATCHED) for n in notes if n.startswith(NOT_MATCHED)]
+    st.info("**What the replay could not match**\n" + "\n".join(f"- {n}" for n in unmatched),
+            icon=":material/rule:")
+    with st.expander("What was read and estimated from the log", expanded=False):
+        st.markdown("\n".join(f"- {note}" for note in notes if not note.startswith(NOT_MATCHED)))
     resolved_ui(run)
     cut_off_ui(run)
     _log_vs_model_ui(read, run)
@@ -64,6 +74,21 @@ def simulate_log_ui(read: ReadLog, values: dict) -> None:
              lambda: timelines.kv_occupancy(shown.kv, shown.retractions, end_at=shown.end_at), cache_key=key)
 
 
+def replay_deployment_ui(read: ReadLog, values: dict) -> None:
+    """The GPU, the log's model, TP and precision (each 'as in the log' or a pick), the reply length, and the
+    GPU's figures and the model's shapes."""
+    with st.container(horizontal=True, gap="medium", vertical_alignment="bottom"):
+        for control in (GPU, *REPLAY_DEPLOYMENT.values(), OUTPUT):
+            with st.container(width=230):
+                control_ui(PAGE, control)
+    logged = deployment_from_log(settings(read.parsed))
+    fallback = "" if logged.model else (f"; it names no model, so \"as in the log\" runs "
+                                        f"{MODELS[values['model']].name}")
+    st.caption("As in the log: " + ("; ".join(logged.matched) or "it states none of these") + fallback)
+    model = picked(values).get("model") or logged.model or values["model"]
+    figures_ui(PAGE, list(FIGURES), values, values[GPU.key], model)
+
+
 def switches_ui() -> dict:
     """The story switches for a replay: each 'as in the log' or a value. Returns {switch: value}."""
     st.markdown("**Replay it under the story switches** — what would your own traffic have seen?")
@@ -79,7 +104,7 @@ def replay_or_stop(read: ReadLog, values: dict, switches: dict):
     try:
         output_len = None if values[OUTPUT.key] == "auto" else values[OUTPUT.key]
         base = validate(base_data(values))
-        logged = replay_scenario(read.parsed, read.timeline, base, output_len)
+        logged = replay_scenario(read.parsed, read.timeline, base, output_len, picked=picked(values))
         if not logged[0].workload.requests:
             st.info("Nothing to simulate: the log has no Prefill line with new requests and no request "
                     "running.")

@@ -11,13 +11,14 @@ from app.present.fmt import fmt_seconds
 from app.server import charts as server_charts
 from app.server import compute
 from app.server import frames as sf
-from app.server.controls import PAGE, RUN_CONTROLS, TRACE, TRACE_OPTIONS, base_data
+from app.server.controls import DEPLOYMENT, FLAGS, PAGE, TRACE, TRACE_OPTIONS, base_data
 from app.server.input import TRACE_LIMIT_MB, TRACE_SAMPLES, Sample, sample_text
 from app.server.page import cache_key, error_ui, headline_ui, upload_ui
 from app.ui.chart import chart_ui
 from app.ui.controls import control_ui
+from app.ui.deployment import deployment_ui, deployment_words
 from app.ui.resolved import cut_off_ui, resolved_ui
-from engine_model import InputError, Trace, request_mix, validate
+from engine_model import InputError, Trace, check_deployment, request_mix, validate
 
 OVERLOADED_QUEUE_S = 10.0
 
@@ -102,17 +103,19 @@ def trace_run_ui(trace: Trace, values: dict) -> None:
     st.markdown("### Run it through the scheduler")
     with st.container(border=True):
         st.markdown("**Server** — flags marked ⚑ are SGLang server flags")
-        for row in (RUN_CONTROLS[:3], RUN_CONTROLS[3:]):
-            for col, control in zip(st.columns(3), row, strict=True):
-                with col:
-                    control_ui(PAGE, control)
+        for col, control in zip(st.columns(3), FLAGS, strict=True):
+            with col:
+                control_ui(PAGE, control)
+        st.markdown(f"**Deployment** — {deployment_words(values)}")
+        deployment_ui(PAGE, DEPLOYMENT, values)
     data = base_data(values)
     data["name"] = "your_trace"
     data["metrics"] = {"bucket_edges": [values["long"], 4 * values["long"]]}
-    for control in RUN_CONTROLS[:3]:
+    for control in FLAGS:
         control.apply(data, values[control.key])
     try:
         scenario = validate(data)
+        check_deployment(scenario, compute.trace_requests(sf.trace_rows(trace)))
         run = compute.run_trace(scenario.model_dump_json(), sf.trace_rows(trace))
     except InputError as err:
         st.error(f"**This combination cannot run.** `{err.where}`: {err.problem}", icon=":material/block:")

@@ -49,7 +49,7 @@ def headline_ui(story: Story, current: RunFrames, base: RunFrames, values: dict 
     if not presenting:  # the presenter says it; the room sees "before → after" on the cards
         st.markdown("#### Before → after")
         st.caption("Before: the story as it opened (SGLang's defaults for ⚑ flags, the story's own "
-                   f"workload), on the GPU, model and seed you chose. {changes_words(story, values)}")
+                   f"workload), on the deployment and seed you chose. {changes_words(story, values)}")
         note = _attention_note(story, values)
         if note:
             st.caption(note)

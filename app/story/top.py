@@ -11,8 +11,10 @@ from app.present.fmt import shown_value
 from app.story.cost_panel import cost_panel_ui
 from app.story.exports import remember_note
 from app.story.headline import headline_ui, pd_headline_ui
+from app.story.link import url_state
 from app.story.tour import active_step, focus_marker, narration_ui, tour_ui
 from app.ui.controls import control_ui
+from app.ui.deployment import deployment_title, deployment_ui, deployment_words
 from app.ui.resolved import cut_off_ui, resolved_ui
 from engine_model import InputError, Story
 
@@ -74,28 +76,30 @@ CONTROL_WIDTH = {"toggle": 190, "select": 230, "slider": 230}  # px: each label 
 
 
 def settings_ui(story: Story):
-    """The story's controls: the main row, then GPU / model / seed in an expander. In presenter mode they sit
-    in a popover behind one line that says what is set (the tour sets them), so the cards and the key chart
-    fit the first screen. Controls sit in rows that wrap, each wide enough for its label and value.
+    """The story's controls: the main row, then the deployment (GPU, tensor parallel, model, precision, seed
+    and the figures behind them) in an expander whose title says what runs. In presenter mode they sit in a
+    popover behind one line that says what is set (the tour sets them), so the cards and the key chart fit
+    the first screen. Controls sit in rows that wrap, each wide enough for its label and value.
     Returns ({key: value}, the row that later takes the "What runs" popover)."""
     state.seed_widgets(story.key, story.controls)
     main = [c for c in story.controls if c.where == "main"]
-    more = [c for c in story.controls if c.where == "more"]
+    values = state.values(story.key, story.controls)
     if state.is_presenting():
         row = st.container(horizontal=True, vertical_alignment="center", gap="medium")
         with row.popover("Settings", icon=":material/tune:"):
             _controls_row(story, main)
-            _controls_row(story, more)
+            deployment_ui(story.key, story.controls, values)
         values = state.values(story.key, story.controls)
-        row.markdown(" · ".join(f"{c.label} **{shown_value(c, values[c.key])}**" for c in main),
-                     width="content")
+        row.markdown(" · ".join(f"{c.label} **{shown_value(c, values[c.key])}**" for c in main)
+                     + f" · {deployment_words(values)}", width="content")
         return values, row
     with st.container(border=True):
         st.markdown("**Settings** — flags marked ⚑ are SGLang server flags; \"before\" is this row at its "
                     "defaults.")
         row = _controls_row(story, main)
-        with st.expander("GPU, model and seed"):
-            _controls_row(story, more)
+        with st.expander(deployment_title(story.controls, values), icon=":material/memory:",
+                         key=state.keys(story.key).widget("deployment")):
+            deployment_ui(story.key, story.controls, values)
     return state.values(story.key, story.controls), row
 
 
@@ -109,7 +113,7 @@ def _controls_row(story: Story, controls: list):
 
 
 def runs_or_stop(story: Story, values: dict) -> tuple[RunFrames, RunFrames]:
-    """The current run and the baseline (the story as it opened, same GPU, model and seed); stops the page on
+    """The current run and the baseline (the story as it opened, same deployment and seed); stops the page on
     bad input."""
     try:
         scenario = story.scenario(values)
@@ -117,6 +121,8 @@ def runs_or_stop(story: Story, values: dict) -> tuple[RunFrames, RunFrames]:
         current, base = compute.run_scenario(scenario), compute.run_scenario(baseline)
     except InputError as err:
         st.error(f"**This combination cannot run.** `{err.where}`: {err.problem}", icon=":material/block:")
+        # the link keeps what was asked for (the sections' parameters too), so it says the same when shared
+        url_state(story, values, {p: st.query_params.get(p) for p in state.EXTRA_PARAMS.get(story.key, ())})
         st.stop()
     st.session_state[state.keys(story.key).scenario] = scenario
     cut_off_ui(current)

@@ -6,22 +6,25 @@ from __future__ import annotations
 import streamlit as st
 
 from app.charts.frames import RunFrames
+from app.present.settings import edited_words
+from engine_model import gpus_words, pool_words
 
 
-def resolved_ui(run: RunFrames) -> None:
-    """What moves the figures: model, GPU, precision, parallelism, version, flags — as resolved."""
+def resolved_ui(run: RunFrames, side: str = "") -> None:
+    """What moves the figures: how many GPUs of which kind at which TP, the model and its precision, the KV
+    pool per GPU and in all, version, flags — as resolved. `side`: which of two runs ("A", "B")."""
     config = run.summary.config
     res = config["resolved"]
     chunk = res["chunked_prefill_size"]
     chunk_text = "off" if chunk is None else f"{chunk:,}"
     st.caption(
-        f"**{config['model']['name']}** ({config['model']['weight_dtype']} weights, "
-        f"{config['model']['kv_dtype']} KV) on "
-        f"**{config['hardware']['gpu']}** × TP{res['tp_size']} · SGLang {res['version']} emulated · "
-        f"chunk size **{chunk_text}** ({res['chunked_prefill_size_source']}) · mixed chunk "
-        f"**{'on' if res['is_mixed_chunk'] else 'off'}** · KV pool {res['max_total_tokens']:,} tokens "
+        (f"{side} runs: " if side else "")
+        + f"**{gpus_words(config)}**{edited_words(config)} · **{res['model_name']}** "
+        f"({config['model']['weight_dtype']} weights, {config['model']['kv_dtype']} KV) · SGLang "
+        f"{res['version']} emulated · chunk size **{chunk_text}** ({res['chunked_prefill_size_source']}) · "
+        f"mixed chunk **{'on' if res['is_mixed_chunk'] else 'off'}** · {pool_words(config)} "
         f"({res['max_total_tokens_source']}) · max running {res['max_running_requests']:,} · "
-        f"pass cost: {run.summary.cost_model}"
+        f"no data-parallel attention (one engine) · pass cost: {run.summary.cost_model}"
     )
 
 

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import math
+
 from engine_model.config import EngineConfig, Scenario
+from engine_model.deployment import check as check_deployment
 from engine_model.errors import InputError
+from engine_model.hardware import ACTIVATION_RESERVE_GIB, GIB, weight_bytes
+from engine_model.logs.deployment import LogDeployment, deployment_from_log
 from engine_model.logs.observed import scenario_hints
-from engine_model.logs.parse import ParsedLog
+from engine_model.logs.parse import ParsedLog, settings
 from engine_model.logs.timeline import Timeline, build_timeline
+from engine_model.resolve import gpu_of, mem_fraction_of, model_of, resolve
 from engine_model.scenario_io import validate
 
 ASSUMED_OUTPUT_LEN = 256  # logs do not say how long replies were (assumption; editable)
 ENGINE_KEYS = set(EngineConfig.model_fields)
 MODELLED_POLICIES = ("fcfs", "lof", "random")
+NOT_MATCHED = "Not matched: "  # a note about what the replay could not honour starts with it
 
 
 def estimated_output_len(timeline: Timeline, num_requests: int) -> int | None:
@@ -24,11 +31,15 @@ def estimated_output_len(timeline: Timeline, num_requests: int) -> int | None:
 
 
 def scenario_from_log(parsed: ParsedLog, base: Scenario, *, output_len: int | None = None,
-                      max_requests: int = 2000) -> tuple[Scenario, list[str]]:
-    """The base scenario's GPU and model, with the log's engine settings and its observed requests.
+                      max_requests: int = 2000, picked: dict | None = None) -> tuple[Scenario, list[str]]:
+    """The log's deployment (model from `model_path`, `tp_size`, dtypes: engine_model/logs/deployment.py) on
+    the base scenario's GPU (a log does not name its GPU), with the log's engine settings and its observed
+    requests; refused, like every entry point, when that deployment cannot run (engine_model.deployment).
 
-    `output_len` None: estimated from the Decode lines, else ASSUMED_OUTPUT_LEN. Returns the scenario and
-    notes on what was estimated, so the page can say where numbers came from.
+    `output_len` None: estimated from the Decode lines, else ASSUMED_OUTPUT_LEN. `picked`: a person's model,
+    tp_size, weight_dtype or kv_dtype over the log's (noted). Returns the scenario and
+    notes on what was read, estimated and not matched ("Not matched: ..."), so the page can say where
+    numbers came from.
     """
     hints = scenario_hints(parsed)
     observed = hints.pop("observed_requests")[:max_requests]
@@ -64,7 +75,54 @@ def scenario_from_log(parsed: ParsedLog, base: Scenario, *, output_len: int | No
     data = base.model_dump()
     data.update(name="your_server", workload={"requests": requests})
     data["engine"].update(engine)
+    deployment = deployment_from_log(settings(parsed))
+    deployment.pick(picked or {})
+    deployment.apply(data)
     try:
-        return validate(data), notes
+        scenario = validate(data)
+        scenario, fraction_note = fit_log_pool(scenario, "mem_fraction_static" in engine)
     except InputError as err:  # a setting or a figure read from the log that no scenario accepts
         raise InputError(f"the log's {err.where}", err.problem) from None
+    check_deployment(scenario)
+    return scenario, [*notes, *fraction_note, *deployment_notes(deployment, scenario)]
+
+
+def fit_log_pool(scenario: Scenario, is_fraction_logged: bool) -> tuple[Scenario, list[str]]:
+    """The log's KV pool is what its server measured. When the log does not state mem_fraction_static and
+    this release's derived fraction leaves less room than the log's pool took, the fraction that holds it is
+    inferred (it must stay below 1: beyond, the pool cannot fit this GPU at all, and SGLang would cap it)."""
+    pool = scenario.engine.max_total_tokens
+    try:
+        res = resolve(scenario)
+    except InputError:  # the deployment cannot run at all: the check says why
+        return scenario, []
+    if pool is None or is_fraction_logged or pool <= res.max_total_tokens:
+        return scenario, []
+    gpu, model = gpu_of(scenario), model_of(scenario)
+    needed = (pool * res.kv_bytes_per_token + weight_bytes(model, scenario.model.weight_dtype) / res.tp_size
+              + ACTIVATION_RESERVE_GIB * GIB) / (gpu.memory_gib * GIB)
+    fraction = math.ceil(needed * 1000) / 1000
+    if fraction >= 1:
+        return scenario, []
+    derived, _ = mem_fraction_of(scenario, gpu, model, res.chunked_prefill_size)
+    engine = scenario.engine.model_copy(update={"mem_fraction_static": fraction})
+    return scenario.model_copy(update={"engine": engine}), [
+        f"mem_fraction_static {fraction:g} inferred: the log states none, and its KV pool of {pool:,} tokens "
+        f"needs that share of {gpu.name}'s memory beside {model.name}'s weights (SGLang "
+        f"{scenario.engine.version} would derive {derived:g})"]
+
+
+def deployment_notes(deployment: LogDeployment, scenario: Scenario) -> list[str]:
+    """What the log's deployment was read as, and what was not matched (the GPU always: logs do not name
+    it; a KV pool the picked GPU cannot hold)."""
+    res = resolve(scenario)
+    notes = [f"deployment from the log: {'; '.join(deployment.matched)}"] * bool(deployment.matched)
+    unmatched = [f"the GPU: a log does not name it; the replay runs on {res.gpu_name} (pick yours)",
+                 *deployment.unmatched]
+    wanted = scenario.engine.max_total_tokens
+    if wanted is not None and wanted > res.max_total_tokens:
+        unmatched.append(f"the log's KV pool of {wanted:,} tokens does not fit on {res.tp_size} × "
+                         f"{res.gpu_name} at TP {res.tp_size} beside {res.model_name}: the replay runs with "
+                         f"the {res.max_total_tokens:,} that fit, as SGLang would; the server had more "
+                         "memory (pick its GPU)")
+    return [*notes, *(f"{NOT_MATCHED}{item}" for item in unmatched)]

@@ -14,6 +14,10 @@ class Malformed(Exception):
 
 SETTING_KEYS = (
     "model_path",
+    "dtype",
+    "quantization",
+    "context_length",
+    "pp_size",
     "chunked_prefill_size",
     "enable_mixed_chunk",
     "max_running_requests",
