@@ -23,7 +23,9 @@ from engine_model.logs.scrape_report import MetricsReport, Tail, report
 from engine_model.logs.server_info import ServerInfo, read_server_info
 from engine_model.metrics import GroupMetrics, Metrics, Stats, e2e, gaps, max_itl, queue, tpot, ttft
 from engine_model.pass_cost import CostTerm, PassCost, attention_note, cost_figures, pass_cost, pass_shape
+from engine_model.pd.checklist import Check, checklist, settings_of, settings_of_log
 from engine_model.pd.trade import UPSTREAM_SOURCE, Trade, mean_policy_trade, policy_trade, trade_statement
+from engine_model.replicas import num_gpus
 from engine_model.report import Summary, summary
 from engine_model.resolve import resolve
 from engine_model.rules import Rule, rules_of
@@ -48,7 +50,7 @@ from engine_model.stories import (
     interval_control,
     mixed_control,
 )
-from engine_model.traces import Trace, load_trace, request_mix
+from engine_model.traces import Mix, Trace, load_trace, mix_of, request_mix
 from engine_model.versions import CHANGES
 
 __all__ = [
@@ -63,6 +65,8 @@ __all__ = [
     "GroupMetrics", "Metrics", "Stats", "Summary", "summary",
     # PD: early -> prefill_complete on the four figures upstream measured, the model's beside them
     "Trade", "UPSTREAM_SOURCE", "mean_policy_trade", "policy_trade", "trade_statement",
+    # PD: before you enable prefill_complete (seed 000's four checks on one case), and GPUs per deployment
+    "Check", "checklist", "num_gpus", "settings_of", "settings_of_log",
     # the SGLang rules the model mirrors, and what changed between releases
     "CHANGES", "Rule", "rules_of",
     # what one pass cost, term by term (docs/cost-model.md)
@@ -80,5 +84,5 @@ __all__ = [
     "Aligned", "MetricsReport", "Poll", "Scrape", "ScrapeSet", "ServerCheck", "ServerInfo", "Tail",
     "base_url", "check_server", "poll", "read_scrapes", "read_server_info", "report",
     # request traces
-    "Trace", "load_trace", "request_mix",
+    "Mix", "Trace", "load_trace", "mix_of", "request_mix",
 ]

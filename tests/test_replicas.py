@@ -1,0 +1,58 @@
+"""k engines behind round-robin dispatch (`engine.dp_size`, SGLang's --dp-size without DP attention), read as
+specifications: who gets which request, that replicas share nothing, and how many GPUs each deployment
+uses."""
+
+import pytest
+
+from engine_model import InputError, load_scenario, simulate, summary, validate
+from engine_model.replicas import num_gpus
+
+
+def scenario(dp_size=1, requests=(), **engine):
+    return validate({"engine": {"dp_size": dp_size, **engine}, "hardware": {"gpu": "h100-sxm"},
+                     "model": {"name": "llama-3.1-8b"}, "workload": {"requests": list(requests)}})
+
+
+def lane_of(result, rid):
+    return next(lane for lane, its in result.lanes.items()
+                if any(row.rid == rid for it in its for row in it.prefill_rows))
+
+
+def test_requests_are_dealt_to_the_replicas_in_turn():
+    requests = [{"rid": f"r{i}", "arrival_at": 0.01 * i, "prompt_len": 1000, "output_len": 8}
+                for i in range(7)]
+    result = simulate(scenario(3, requests))
+    assert list(result.lanes) == ["engine-0", "engine-1", "engine-2"]
+    assert [lane_of(result, f"r{i}") for i in range(7)] == [f"engine-{i % 3}" for i in range(7)]
+
+
+def test_a_replica_runs_its_requests_exactly_as_one_engine_would_alone():
+    """Nothing is shared: the long prompt on engine-0 does not stall the short one on engine-1."""
+    long = {"rid": "long", "prompt_len": 60000, "output_len": 16}
+    short = {"rid": "short", "arrival_at": 0.5, "prompt_len": 500, "output_len": 64}
+    both = {r.rid: r for r in simulate(scenario(2, [long, short], chunked_prefill_size=4096)).requests}
+    for alone in (long, short):
+        ref = simulate(scenario(1, [alone], chunked_prefill_size=4096)).requests[0]
+        assert both[alone["rid"]].token_times == ref.token_times
+    one_engine = {r.rid: r for r in simulate(scenario(1, [long, short], chunked_prefill_size=4096)).requests}
+    assert one_engine["short"].token_times[0] - 0.5 > 10 * (both["short"].token_times[0] - 0.5)
+
+
+def test_the_same_seed_gives_the_same_run():
+    rush = load_scenario("ten_oclock_rush", ["engine.dp_size=2", "workload.groups.0.count=40"])
+    a, b = simulate(rush), simulate(rush)
+    assert [r.token_times for r in a.requests] == [r.token_times for r in b.requests]
+    assert summary(a).metrics.overall.num_finished == 46
+
+
+def test_gpus_count_every_replica_and_every_pd_worker():
+    assert num_gpus(scenario(1)) == 1
+    assert num_gpus(load_scenario("ten_oclock_rush", ["engine.dp_size=3", "hardware.tp_size=2"])) == 6
+    assert num_gpus(load_scenario("ten_oclock_rush_pd", ["pd.decode.num_workers=3"])) == 4
+    assert num_gpus(load_scenario("upstream_pd_replica")) == 12
+
+
+def test_a_pd_scenario_refuses_engine_dp_size():
+    with pytest.raises(InputError) as err:
+        load_scenario("ten_oclock_rush_pd", ["engine.dp_size=2"])
+    assert err.value.where == "engine.dp_size" and "pd.prefill.dp_size" in err.value.problem
