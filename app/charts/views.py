@@ -108,13 +108,20 @@ def pd_views(run: RunFrames, policy: str, end: float) -> list[View]:
 
 
 def decode_kv_view(run: RunFrames, end) -> View:
-    """The KV of the worker requests decode on (the engine, or a PD run's first decode worker): in use and
-    reserved-not-yet-used."""
-    lane = next((x for x in timelines.kv_lanes(run.kv) if x.startswith("decode")), "engine")
-    part = run.kv[run.kv["lane"].isin([lane, "engine"])] if len(run.kv) else run.kv
+    """The KV of the worker requests decode on: the engine, the first of several engines, or a PD run's
+    first decode worker; in use and reserved-not-yet-used. (The PD figure merges runs of all three kinds, so
+    each keeps its own lane.)"""
+    lanes = timelines.kv_lanes(run.kv)
+    first_decode = next((x for x in lanes if x.startswith("decode")), None)
+    shown = [x for x in (first_decode, "engine", "engine-0") if x in lanes]
+    part = run.kv[run.kv["lane"].isin(shown)] if len(run.kv) else run.kv
+    kind = shown[0].split("-")[0] if shown else "engine"
+    num = sum(x.split("-")[0] == kind for x in lanes)
+    which = f" ({shown[0]}, the first of {num})" if num > 1 else ""
     return View("decode-kv", "KV where requests decode",
-                "The KV pool of the worker requests decode on: in use (blue), reserved for requests still in "
-                "prefill or transfer (orange: held, not yet used), free. Dark grey rules: retractions.",
+                f"The KV pool of the worker requests decode on{which}: in use (blue), reserved for requests "
+                "still in prefill or transfer (orange: held, not yet used), free. Dark grey rules: "
+                "retractions.",
                 lambda: timelines.kv_panel(part, run.retractions, None, end))
 
 

@@ -25,6 +25,7 @@ from typing import Literal
 
 from engine_model.config import Scenario
 from engine_model.hardware import model as model_preset
+from engine_model.pd.trade import FIGURES
 from engine_model.traces import Mix
 from engine_model.versions import capabilities, first_release
 
@@ -35,6 +36,7 @@ TTFT_GAIN = 0.05  # (b) a bucket's p95 first token must fall by at least this sh
 ITL_LOSS = 0.10  # ... and no bucket's p99 gap may rise by more than this share
 KV_WAIT_SHARE = 0.10  # (c) decode KV is scarce when its wait is at least this share of the mean first token
 MOONCAKE = ("mooncake", "mooncake_tcp")
+UPSTREAM_ITL = next(f.upstream for f in FIGURES if f.key == "itl")  # seed 000: p99 gap +93 %
 DEFAULT = "default"  # a setting's source: SGLang's default, which the case keeps
 SET = "set"  # the case sets it
 LOG = "log"  # the server's log says so
@@ -78,7 +80,7 @@ def waits_check(early, late) -> Check:
     if not ttft:
         return Check("waits", "b", "unknown", {"buckets": buckets})
     facts = {"buckets": buckets, "best_ttft_change": min(ttft), "worst_itl_change": max(itl, default=None),
-             "ttft_gain": TTFT_GAIN, "itl_loss": ITL_LOSS}
+             "ttft_gain": TTFT_GAIN, "itl_loss": ITL_LOSS, "upstream_itl_change": UPSTREAM_ITL}
     good = min(ttft) <= -TTFT_GAIN and all(c <= ITL_LOSS for c in itl)
     return Check("waits", "b", "pass" if good else "fail", facts)
 
@@ -178,6 +180,8 @@ def constraint(key: str, settings: Settings) -> Check:
     rules = CONSTRAINTS[key]
     known = {name: settings[name] for name in rules if name in settings}
     facts = {"settings": known, "missing": [name for name in rules if name not in known]}
+    if key == "version":
+        facts["needs"] = FIRST_RELEASE
     if any(not rules[name](value) for name, (value, _) in known.items()):
         return Check(key, "d", "fail", facts)
     return Check(key, "d", "unknown" if facts["missing"] else "pass", facts)
