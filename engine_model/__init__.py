@@ -7,7 +7,7 @@ This file is the public face: the app, notebooks and users import from here and 
     summary(result).metrics.groups["streams"].max_itl_s.max
 """
 
-from engine_model.config import Scenario
+from engine_model.config import MAX_REQUESTS, Scenario
 from engine_model.core import Iteration, PassKind, Request, RequestState, Retraction, Row
 from engine_model.cost import PassShape
 from engine_model.errors import InputError
@@ -55,7 +55,8 @@ from engine_model.versions import CHANGES
 
 __all__ = [
     # scenarios
-    "InputError", "Scenario", "apply_sets", "load_scenario", "parse_value", "read_toml", "resolve",
+    "InputError", "MAX_REQUESTS", "Scenario", "apply_sets", "load_scenario", "parse_value", "read_toml",
+    "resolve",
     "scenario_names", "validate",
     # presets
     "GPUS", "LINKS", "MODELS",

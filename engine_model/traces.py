@@ -56,6 +56,7 @@ class Trace:
     # usable rows read but not kept, by why: "outside_window", "not_sampled", "past_max_requests"
     dropped: dict[str, int] = field(default_factory=dict)
     num_unread: int = 0  # lines after reading stopped (counted, never parsed); `stopped` says why
+    stopped_by: str | None = None  # what stopped reading: "window", "max_requests" or "max_rows"
 
     @property
     def num_not_kept(self) -> int:
@@ -299,6 +300,7 @@ class Cutter:
     last_at: float = -math.inf
     num_kept: int = 0
     why: str = ""
+    kind: str = ""  # "window" or "max_requests"
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
@@ -312,7 +314,7 @@ class Cutter:
         self.first_at = at if self.first_at is None else self.first_at
         since = at - self.first_at
         if self.window is not None and since >= self.window[1]:
-            self.why = f"the window ends at {self.window[1]:g} s"
+            self.why, self.kind = f"the window ends at {self.window[1]:g} s", "window"
             return True
         if (self.window is not None and since < self.window[0]) or (
             self.sample < 1 and not self.rng.random() < self.sample
@@ -321,7 +323,7 @@ class Cutter:
         self.num_kept += 1
         if self.max_requests is None or self.num_kept < self.max_requests:
             return False
-        self.why = f"max_requests ({self.max_requests:,}) rows were kept"
+        self.why, self.kind = f"max_requests ({self.max_requests:,}) rows were kept", "max_requests"
         return True
 
 
@@ -452,13 +454,14 @@ def load_trace(
             rows = csv_rows(csv_header(*first, fmt), source)
         rows, num_rows, stopped = read_rows(rows, fmt, tally, cutter)
         num_unread = count_lines(source) if stopped else 0
+        stopped_by = (cutter.kind or "max_rows") if stopped else None
         warnings = ([] if lines.bad_line is None
                     else [f"line {lines.bad_line}: bytes that are not UTF-8 were replaced"])
     requests, dropped = shape(rows, window, speedup, sample, max_requests, seed)
     if not requests:
         raise InputError("trace", nothing_usable(num_rows, len(rows), tally))
     return Trace(requests, fmt, num_rows, tally.total, tally.by_kind, tally.examples, warnings, stopped,
-                 dropped, num_unread)
+                 dropped, num_unread, stopped_by)
 
 
 def csv_header(line_no: int, line: str, fmt: str) -> list[str]:

@@ -340,6 +340,8 @@ def test_every_row_not_kept_is_counted_with_why():
     trace = load_trace(rows + '{"arrival_at": 1}\n', max_requests=10)  # in time order: reading stops
     assert (len(trace.requests), trace.dropped, trace.num_unread) == (10, {}, 91)
     assert trace.stopped.startswith("reading stopped after line 10: max_requests (10)")
+    assert trace.stopped_by == "max_requests"
+    assert load_trace(rows, window=(0.0, 30.0)).stopped_by == "window"
     shuffled = rows.splitlines(keepends=True)[::-1]  # out of order: read to the end
     trace = load_trace("".join(shuffled), window=(20.0, 80.0), max_requests=25)
     assert (len(trace.requests), trace.dropped, trace.num_unread) == (

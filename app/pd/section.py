@@ -55,6 +55,7 @@ class Case:
     preset: str = "rush"  # "rush", "upstream" or "trace"
     story: tuple[Scenario, RunFrames] | None = None  # the page's own run, shown beside (the ten o'clock one)
     group: str = "short"  # whose wait `little_difference` explains
+    who: str = ""  # that group in words ("" : "the <group>")
     page: str = state.PD_PAGE  # the key prefix of its charts
 
 
@@ -196,7 +197,7 @@ def _tradeoff_ui(runs: dict, case: Case) -> None:
         st.caption("Both sides of each card run the same PD deployment (above). The maintainers' figures "
                    "come from another test, the upstream replica's shape (choose that preset on the ten "
                    "o'clock page to see them beside the model's).")
-    why = tables.little_difference(runs["early"], runs["prefill_complete"], case.group)
+    why = tables.little_difference(runs["early"], runs["prefill_complete"], case.group, case.who)
     if why:
         st.info(why, icon=":material/info:")
 

@@ -110,9 +110,9 @@ def upstream_table(trades: list[Trade]) -> pd.DataFrame:
                           "within 2× of upstream": "yes" if t.matches else "no"} for t in trades])
 
 
-def little_difference(early: RunFrames, late: RunFrames, group: str) -> str | None:
-    """Why the two policies barely differ on this preset, from where `group`'s time went; None when the
-    p95 first tokens differ by more than SAME_TTFT."""
+def little_difference(early: RunFrames, late: RunFrames, group: str, who: str = "") -> str | None:
+    """Why the two policies barely differ on this preset, from where `group`'s time went (`who`: the group
+    in words, by default "the <group>"); None when the p95 first tokens differ by more than SAME_TTFT."""
     a, b = (r.summary.metrics.value(None, "ttft_s", "p95") for r in (early, late))
     if a is None or b is None or abs(b - a) > SAME_TTFT * max(a, b):
         return None
@@ -120,8 +120,8 @@ def little_difference(early: RunFrames, late: RunFrames, group: str) -> str | No
     wait_e = pe.get("waiting", 0.0) + pe.get("waiting_for_decode_kv", 0.0)
     wait_l = pl.get("waiting", 0.0) + pl.get("waiting_for_decode_kv", 0.0)
     return (f"Here the two policies barely differ (p95 first token {fmt_seconds(a)} and {fmt_seconds(b)}): "
-            f"prefill is the bottleneck, so the policy moves where the {group} wait, not how long. On "
-            f"average they wait {fmt_seconds(wait_e)} under early "
+            f"prefill is the bottleneck, so the policy moves where {who or 'the ' + group} wait, not how "
+            f"long. On average they wait {fmt_seconds(wait_e)} under early "
             f"({fmt_seconds(pe.get('waiting_for_decode_kv', 0.0))} of it for decode KV) and "
             f"{fmt_seconds(wait_l)} under prefill_complete (at prefill). The upstream replica, whose decode "
             "KV is capped, shows the trade-off.")
