@@ -17,6 +17,7 @@ from engine_model.logs import settings as log_settings
 from engine_model.logs.check import Aligned, ServerCheck, check_server
 from engine_model.logs.diagnose import longest_chunk_run, longest_run
 from engine_model.logs.live import Poll, base_url, poll
+from engine_model.logs.observed import MAX_OBSERVED_REQUESTS, num_observed
 from engine_model.logs.replay import ASSUMED_OUTPUT_LEN, scenario_from_log
 from engine_model.logs.scrape import Scrape, ScrapeSet, read_scrapes
 from engine_model.logs.scrape_report import MetricsReport, Tail, report
@@ -81,6 +82,8 @@ __all__ = [
     # server logs
     "ASSUMED_OUTPUT_LEN", "Diagnosis", "ParsedLog", "Timeline", "build_timeline", "diagnose", "log_settings",
     "longest_chunk_run", "longest_run", "parse_log", "scenario_from_log",
+    # how many requests a log's Prefill lines introduce, and the most a replay reads
+    "MAX_OBSERVED_REQUESTS", "num_observed",
     # a server's /metrics and /server_info beside its log, and polled live (docs/logs-and-traces.md §8)
     "Aligned", "MetricsReport", "Poll", "Scrape", "ScrapeSet", "ServerCheck", "ServerInfo", "Tail",
     "base_url", "check_server", "poll", "read_scrapes", "read_server_info", "report",

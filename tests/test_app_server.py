@@ -299,3 +299,27 @@ def test_pd_on_an_uploaded_trace_shows_every_deployment_with_its_gpus_and_the_ch
                  jsonl_trace(120, long_at=10))
     reads = list(next(t.value for t in off.table if t.value.index.name == "check")["reads"])
     assert reads[1:3] == ["? unknown"] * 2  # without the runs, (b) and (c) cannot be known
+
+
+def test_a_log_replay_past_its_cap_says_how_many_requests_it_kept_and_the_cap_can_be_raised():
+    from engine_model import num_observed
+
+    seen = num_observed(parse_log(sample_text(LOG_SAMPLES["retraction"])))
+    at = open_page(log="retraction", rmax="500")
+    assert (f"The replay keeps the first 500 of the {seen:,} requests the log's Prefill lines introduce: "
+            f"{seen - 500:,} past the cap of 500 are dropped.") in texts(at.warning)
+    at = open_page(log="retraction")
+    assert f"The replay keeps all {seen:,} requests the log's Prefill lines introduce." in texts(at.caption)
+    assert "past the cap" not in texts(at.warning)
+
+
+def test_a_logs_checklist_reads_its_own_requests_and_server_args():
+    at = open_page(log="retraction")
+    table = next(t.value for t in at.table if t.value.index.name == "check")
+    reads = dict(zip(table.index, table["reads"], strict=True))
+    behind = dict(zip(table.index, table["behind it"], strict=True))
+    backend = "(d) Transfer backend Mooncake (its TCP mode included)"
+    assert reads[backend] == "✓ pass" and "mooncake (from the log)" in behind[backend]
+    assert [reads[q] for q in list(reads)[1:3]] == ["? unknown"] * 2
+    assert reads["(d) Both roles on the same policy"] == "? unknown"  # not a PD server: no role
+    assert behind["(a) Long prompts carry much of the work"].startswith("0 of 1,108 requests")

@@ -8,6 +8,7 @@ from app.pd.presets import BASELINES
 from app.server.input import LOG_SAMPLES, TRACE_SAMPLES
 from engine_model import (
     ASSUMED_OUTPUT_LEN,
+    MAX_OBSERVED_REQUESTS,
     Control,
     chunk_control,
     common_controls,
@@ -79,6 +80,11 @@ REPLAY_CHUNK = Control("rchunk", "Chunk size", "select", AS_LOGGED, _keeps,
 REPLAY_INTERVAL = Control("rinterval", "Decode rounds between prefills", "select", AS_LOGGED, _keeps,
                           (AS_LOGGED, 0, 1, 2, 4, 8, 16), fmt=_as_logged(),
                           help="--prefill-decode-interval for the replay; 'as in the log' keeps the log's.")
+REPLAY_MAX = Control("rmax", "Replay at most (requests)", "select", 2000, _keeps,
+                     (500, 1000, 2000, 5000, 10_000, 20_000, 50_000, MAX_OBSERVED_REQUESTS), is_flag=False,
+                     fmt=lambda v: f"{v:,}" + (" (the engine's cap)" if v == MAX_OBSERVED_REQUESTS else ""),
+                     help="The first N requests the log's Prefill lines introduce; the page says how many it "
+                          "kept and dropped. Up to the most the engine reads from a log.")
 REPLAY_SWITCHES = {"mixed": REPLAY_MIXED, "chunk": REPLAY_CHUNK, "interval": REPLAY_INTERVAL}
 WORKERS = tuple(range(1, 9))
 PD_SPLIT = Control("pd", "Split prefill from decode (PD), both allocation policies", "toggle", False,
@@ -95,7 +101,7 @@ RUN_CONTROLS = (mixed_control(), chunk_control(), interval_control(), *common_co
 GPU, MODEL, SEED = RUN_CONTROLS[3:]
 TRACE_OPTIONS = (WINDOW_START, WINDOW_LEN, SPEEDUP, SAMPLE, MAX_REQUESTS, LONG)
 CONTROLS = (VIEW, LOG, METRICS, OUTPUT, TRACE, WINDOW_START, WINDOW_LEN, SPEEDUP, SAMPLE, MAX_REQUESTS, LONG,
-            *RUN_CONTROLS, *REPLAY_SWITCHES.values(), *PD_CONTROLS)
+            *RUN_CONTROLS, *REPLAY_SWITCHES.values(), REPLAY_MAX, *PD_CONTROLS)
 
 
 def base_data(values: dict) -> dict:

@@ -11,9 +11,10 @@ import streamlit as st
 from app import compute
 from app.charts import timelines
 from app.charts.frames import RunFrames
+from app.pd.section import checklist_ui
 from app.server import frames as sf
 from app.server.compute import ReadLog
-from app.server.controls import AS_LOGGED, GPU, MODEL, OUTPUT, PAGE, REPLAY_SWITCHES, base_data
+from app.server.controls import AS_LOGGED, GPU, MODEL, OUTPUT, PAGE, REPLAY_MAX, REPLAY_SWITCHES, base_data
 from app.server.log_ui import VERDICTS
 from app.server.page import cache_key, headline_ui
 from app.server.replay import replay_scenario, streak_note, with_switches
@@ -21,7 +22,15 @@ from app.story import diagnosis
 from app.ui.chart import chart_ui
 from app.ui.controls import control_ui
 from app.ui.resolved import cut_off_ui, resolved_ui
-from engine_model import InputError, longest_run, validate
+from engine_model import (
+    MAX_OBSERVED_REQUESTS,
+    InputError,
+    checklist,
+    longest_run,
+    mix_of,
+    settings_of_log,
+    validate,
+)
 from engine_model import log_settings as settings
 
 
@@ -33,7 +42,7 @@ def simulate_log_ui(read: ReadLog, values: dict) -> None:
                 "request was already waiting) and those already streaming when the log begins (the log "
                 "does not say how long replies were).")
     model_path = settings(read.parsed).get("model_path")
-    for col, control in zip(st.columns(3), (GPU, MODEL, OUTPUT), strict=True):
+    for col, control in zip(st.columns(4), (GPU, MODEL, OUTPUT, REPLAY_MAX), strict=True):
         with col:
             control_ui(PAGE, control)
     if model_path:
@@ -44,6 +53,7 @@ def simulate_log_ui(read: ReadLog, values: dict) -> None:
     if scenarios is None:
         return
     (logged, notes), switched = scenarios
+    kept_ui(read, logged, values[REPLAY_MAX.key])
     run = compute.run_scenario(logged)
     with st.expander("What was estimated from the log", expanded=False):
         st.markdown("\n".join(f"- {note}" for note in notes))
@@ -62,6 +72,36 @@ def simulate_log_ui(read: ReadLog, values: dict) -> None:
     chart_ui(PAGE, "sim_kv", f"The model's KV cache slots, {which}",
              "KV slots used (blue) and free, with the model's retractions as dark grey rules.",
              lambda: timelines.kv_occupancy(shown.kv, shown.retractions, end_at=shown.end_at), cache_key=key)
+    log_checklist_ui(read, logged)
+
+
+def log_checklist_ui(read: ReadLog, scenario) -> None:
+    """The checklist from what a log shows: the mix of the requests its Prefill lines introduce and its own
+    server's settings (server_args: one role, no environment variables)."""
+    seen = [r for r in scenario.workload.requests if r.group == "observed"]
+    mix = (mix_of([r.prompt_len for r in seen], [r.output_len for r in seen], [r.arrival_at for r in seen],
+                  scenario.metrics.bucket_edges[0]) if seen else None)
+    st.divider()
+    checklist_ui(checklist(mix, settings=settings_of_log(read.parsed.server_args or {})))
+    mode = (read.parsed.server_args or {}).get("disaggregation_mode", "not in the log")
+    st.caption(f"From your log: the prompts its Prefill lines imply and its own server's settings "
+               f"(disaggregation_mode {mode}); a log shows one server, not the other role, and no "
+               "environment variables. (b) and (c) need runs under both policies: load the requests as a "
+               "trace (*A request trace*) and split prefill from decode there.")
+
+
+def kept_ui(read: ReadLog, scenario, cap: int) -> None:
+    """How many of the requests the log's Prefill lines introduce the replay keeps, and the rest dropped."""
+    kept = sum(r.group == "observed" for r in scenario.workload.requests)
+    seen = read.num_observed
+    if seen <= kept:
+        st.caption(f"The replay keeps all {seen:,} requests the log's Prefill lines introduce.")
+        return
+    at_cap = " (the most the engine reads from a log)" if seen >= MAX_OBSERVED_REQUESTS else ""
+    st.warning(f"The replay keeps the first {kept:,} of the {seen:,} requests the log's Prefill lines "
+               f"introduce{at_cap}: {seen - kept:,} past the cap of {cap:,} are dropped. Raise **Replay at "
+               f"most (requests)** (up to {MAX_OBSERVED_REQUESTS:,}) to keep them.",
+               icon=":material/filter_alt:")
 
 
 def switches_ui() -> dict:
@@ -79,7 +119,8 @@ def replay_or_stop(read: ReadLog, values: dict, switches: dict):
     try:
         output_len = None if values[OUTPUT.key] == "auto" else values[OUTPUT.key]
         base = validate(base_data(values))
-        logged = replay_scenario(read.parsed, read.timeline, base, output_len)
+        logged = replay_scenario(read.parsed, read.timeline, base, output_len,
+                                 max_requests=values[REPLAY_MAX.key])
         if not logged[0].workload.requests:
             st.info("Nothing to simulate: the log has no Prefill line with new requests and no request "
                     "running.")
