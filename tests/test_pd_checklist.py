@@ -92,7 +92,7 @@ def test_a_setting_that_breaks_a_constraint_fails_it_and_names_the_setting(sets,
 
 def test_a_decode_servers_log_settles_what_it_shows_and_leaves_the_rest_unknown():
     args = {"disaggregation_mode": "decode", "disaggregation_transfer_backend": "mooncake", "tp_size": 8,
-            "dp_size": 8, "enable_dp_attention": True, "pp_size": 1, "attn_cp_size": 1,
+            "dp_size": 8, "enable_dp_attention": True, "pp_size": 1, "attn_cp_size": 1, "dcp_size": 1,
             "disaggregation_decode_allocation_policy": "early",
             "disaggregation_decode_enable_radix_cache": True, "enable_hierarchical_cache": False}
     checks = {c.key: c.status for c in checklist(None, settings=settings_of_log(args, "0.5.23"))}

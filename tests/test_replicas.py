@@ -56,3 +56,16 @@ def test_a_pd_scenario_refuses_engine_dp_size():
     with pytest.raises(InputError) as err:
         load_scenario("ten_oclock_rush_pd", ["engine.dp_size=2"])
     assert err.value.where == "engine.dp_size" and "pd.prefill.dp_size" in err.value.problem
+
+
+def test_the_equal_gpu_preset_is_the_pd_sections_comparison_on_pds_gpus():
+    """scenarios/ten_oclock_rush_engines.toml runs what the ten o'clock page's PD section puts beside PD."""
+    from app.pd.presets import baseline, preset_data, split
+    from engine_model import STORIES
+
+    data = preset_data("rush", STORIES["ten_oclock_rush"].defaults)
+    page = baseline(data, "engines", split(data, "early", 0, 1, 1))
+    preset = load_scenario("ten_oclock_rush_engines")
+    assert num_gpus(preset) == num_gpus(page) == num_gpus(load_scenario("ten_oclock_rush_pd")) == 2
+    ours, theirs = simulate(preset), simulate(page)
+    assert [r.token_times for r in ours.requests] == [r.token_times for r in theirs.requests]

@@ -27,7 +27,8 @@ QUESTIONS = {
 NAMES = {  # a setting as the person would look for it
     "version": "SGLang version", "backend": "--disaggregation-transfer-backend",
     "rust_registry": "SGLANG_RUST_SERVER", "prefill_attn_tp": "prefill attention TP",
-    "decode_attn_tp": "decode attention TP", "cp_size": "attention CP", "pp_size": "PP",
+    "decode_attn_tp": "decode attention TP", "cp_size": "attention CP", "dcp_size": "decode CP",
+    "pp_size": "PP",
     "decode_radix_cache": "decode radix cache", "decode_hicache": "decode HiCache",
     "staging_buffer": "SGLANG_DISAGG_STAGING_BUFFER", "kv_pool": "KV pool",
     "prefill_policy": "prefill's policy", "decode_policy": "decode's policy",

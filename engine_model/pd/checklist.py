@@ -119,9 +119,9 @@ def settings_of(scenario: Scenario) -> Settings:
     pd = scenario.pd
     out: Settings = {"version": (scenario.engine.version, SET), "backend": (pd.transfer_backend, SET),
                      "kv_pool": ("dsa" if model_preset(scenario.model.name).is_dsa else "full", SET),
-                     "cp_size": (1, DEFAULT), "pp_size": (1, DEFAULT), "decode_radix_cache": (False, DEFAULT),
-                     "decode_hicache": (False, DEFAULT), "staging_buffer": (False, DEFAULT),
-                     "rust_registry": (False, DEFAULT)}
+                     "cp_size": (1, DEFAULT), "dcp_size": (1, DEFAULT), "pp_size": (1, DEFAULT),
+                     "decode_radix_cache": (False, DEFAULT), "decode_hicache": (False, DEFAULT),
+                     "staging_buffer": (False, DEFAULT), "rust_registry": (False, DEFAULT)}
     for role in ("prefill", "decode"):
         cfg = getattr(pd, role)
         tp = cfg.tp_size or scenario.hardware.tp_size
@@ -138,7 +138,8 @@ def settings_of_log(args: dict, version: str | None = None) -> Settings:
 
     role = args.get("disaggregation_mode")
     out = {key: found for key, name in (("backend", "disaggregation_transfer_backend"),
-                                        ("cp_size", "attn_cp_size"), ("pp_size", "pp_size"))
+                                        ("cp_size", "attn_cp_size"), ("dcp_size", "dcp_size"),
+                                        ("pp_size", "pp_size"))
            if (found := arg(name)) is not None}
     if version:
         out["version"] = (version, LOG)
@@ -168,7 +169,8 @@ CONSTRAINTS = {  # check -> {setting: what it must be}
     "version": {"version": lambda v: capabilities(v).has_prefill_complete},
     "backend": {"backend": lambda b: b in MOONCAKE},
     "registry": {"rust_registry": _off},
-    "attention": {"prefill_attn_tp": _one, "decode_attn_tp": _one, "cp_size": _one, "pp_size": _one},
+    "attention": {"prefill_attn_tp": _one, "decode_attn_tp": _one, "cp_size": _one, "dcp_size": _one,
+                  "pp_size": _one},
     "decode_cache": {"decode_radix_cache": _off, "decode_hicache": _off},
     "staging": {"staging_buffer": _off},
     "kv_pool": {"kv_pool": lambda kind: kind in ("full", "dsa")},
