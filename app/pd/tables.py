@@ -59,7 +59,8 @@ def what_runs(scenario: Scenario, run: RunFrames) -> str:
                if role.dp_size > 1 else f"{rank:,} tokens per worker")
         pools.append(f"{name} KV {per}" + (f", {rank * role.dp_size * role.num_workers:,} in all"
                                            if role.num_workers > 1 else ""))
-    return f"{head}. " + "; ".join(pools)
+    said = "; ".join(pools)
+    return f"{head}. {said[:1].upper()}{said[1:]}"
 
 
 def policy_table(arms: dict[str, tuple[Scenario, RunFrames]]) -> pd.DataFrame:
