@@ -70,6 +70,13 @@ class Replicas:
         server.arrive(req)
         self._collect(server)
 
+    def refused(self, req: Request) -> None:
+        """A request refused at intake takes its turn when a scheduler refused it (`handle_generate_request`:
+        the KV pool's max_req_input_len, checked after dispatch), not when the tokenizer did (the context
+        length, `_validate_one_request`, before dispatch)."""
+        if req.prompt_len < self.resolved.context_len:
+            self.picker.pick(0)
+
     def _due(self) -> Server | None:
         due = [s for s in self.servers if s.next_at() is not None and s.now <= self.now]
         return min(due, key=lambda s: s.now) if due else None

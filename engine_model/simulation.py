@@ -128,6 +128,9 @@ class Run:
             if reason:
                 req.reject(reason, now)
                 self.turned_away.append(req)
+                refused = getattr(self.topology, "refused", None)  # replicas: the dispatcher dealt it first
+                if refused is not None:
+                    refused(req)
             else:
                 self.topology.arrive(req)
         self._on_done()  # a refusal at arrival frees a client slot too

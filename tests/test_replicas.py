@@ -3,9 +3,16 @@ specifications: who gets which request, that replicas share nothing, and how man
 uses."""
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_properties import assert_time_is_monotone, build, engines
+from test_properties import requests as any_requests
 
 from engine_model import InputError, load_scenario, simulate, summary, validate
+from engine_model.core import RequestState
 from engine_model.replicas import num_gpus
+
+from conftest import examples
 
 
 def scenario(dp_size=1, requests=(), **engine):
@@ -69,3 +76,47 @@ def test_the_equal_gpu_preset_is_the_pd_sections_comparison_on_pds_gpus():
     assert num_gpus(preset) == num_gpus(page) == num_gpus(load_scenario("ten_oclock_rush_pd")) == 2
     ours, theirs = simulate(preset), simulate(page)
     assert [r.token_times for r in ours.requests] == [r.token_times for r in theirs.requests]
+
+
+# -- properties: any workload on k replicas is k single engines, each on the requests dealt to it ------------
+
+
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(any_requests, engines.filter(lambda e: e["schedule_policy"] != "random"), st.integers(2, 3))
+def test_k_replicas_run_each_dealt_request_as_a_single_engine_would(reqs, engine, k):
+    """The linear predictor has no front-end time, so requests are dealt in arrival order (ties: as listed);
+    `random` is left out (the replicas share the run's random stream, as one process would)."""
+    scenario = build(reqs, engine)
+    many = scenario.model_copy(update={"engine": scenario.engine.model_copy(update={"dp_size": k})})
+    result = simulate(many)
+    for lane in result.lanes.values():
+        assert all(it.kv_used <= it.kv_capacity for it in lane)
+        assert_time_is_monotone(lane)
+    order = sorted(range(len(reqs)), key=lambda i: (scenario.workload.requests[i].arrival_at, i))
+    got = {r.rid: r for r in result.requests}
+    for replica in range(k):
+        dealt = [scenario.workload.requests[i] for i in order[replica::k]]
+        if not dealt:
+            continue
+        alone = simulate(scenario.model_copy(update={"workload": scenario.workload.model_copy(
+            update={"requests": dealt})}))
+        if alone.cut_off is not None or result.cut_off is not None:
+            continue  # a crash stops the whole run (every replica), as the engine's allocator stops it
+        for req in alone.requests:
+            mine = got[req.rid]
+            assert (mine.state, mine.token_times) == (req.state, req.token_times)
+            assert mine.state is RequestState.FINISHED or mine.reject_reason
+
+
+def test_a_request_the_scheduler_refuses_still_takes_its_turn_and_one_the_tokenizer_refuses_does_not():
+    pool, context = 3000, 2048  # a prompt of 2,500 fits the context but not a scheduler's pool
+    reqs = [{"rid": "a", "prompt_len": 10, "output_len": 2},
+            {"rid": "too-long-for-the-pool", "arrival_at": 0.01, "prompt_len": 2990, "output_len": 2},
+            {"rid": "b", "arrival_at": 0.02, "prompt_len": 10, "output_len": 2},
+            {"rid": "c", "arrival_at": 0.03, "prompt_len": 10, "output_len": 2}]
+    result = simulate(scenario(2, reqs, max_total_tokens=pool))
+    assert [lane_of(result, rid) for rid in "abc"] == ["engine-0", "engine-0", "engine-1"]
+    reqs[1]["prompt_len"] = context  # the whole context: the tokenizer refuses it before dispatch
+    result = simulate(scenario(2, reqs, max_total_tokens=100_000, context_length=context))
+    assert [lane_of(result, rid) for rid in "abc"] == ["engine-0", "engine-1", "engine-0"]
+    assert all(r.reject_reason for r in result.requests if r.rid.startswith("too-long"))
