@@ -227,6 +227,8 @@ def test_the_rush_page_compares_the_single_engine_with_pd_under_both_policies():
     story, pd_early = longest["the story's engine under 8,192"], longest["PD, early under 8,192"]
     assert seconds(story) > 10 > 1 > seconds(pd_early)
     assert seconds(longest["2 engines, round robin under 8,192"]) > 10  # two engines: each still stalls
+    heading = next(m.value for m in at.markdown if m.value.startswith("#### early → prefill_complete ("))
+    assert "1 prefill × TP 1 + 1 decode × TP 1 on 2 × H100" in heading  # the cards' deployment and GPUs
 
 
 @pytest.mark.parametrize("params, rows", [

@@ -146,7 +146,7 @@ def compare_ui(case: Case, cap: int, num_prefill: int, num_decode: int, base: st
     _what_runs_ui(case, scenarios["early"], runs["early"][0], without)
     frames = {policy: run for policy, (run, _) in runs.items()}
     if len(frames) == 2:
-        _tradeoff_ui(frames, case)
+        _tradeoff_ui(frames, case, tables.deployment(scenarios["early"]))
     _policy_table_ui(case, scenarios, frames, without, cap)
     _charts_ui(case, runs)
     _phase_table_ui(frames, num_gpus(scenarios["early"]))
@@ -183,10 +183,11 @@ def _what_runs_ui(case: Case, pd: Scenario, run: RunFrames, without) -> None:
     st.markdown("**What runs here**\n" + "\n".join(lines))
 
 
-def _tradeoff_ui(runs: dict, case: Case) -> None:
-    """early -> prefill_complete on the four numbers the maintainers measured; on the upstream replica, the
-    model's changes beside theirs and what the model leaves out; why a preset shows little."""
-    st.markdown("#### early → prefill_complete")
+def _tradeoff_ui(runs: dict, case: Case, deployment: str) -> None:
+    """early -> prefill_complete on the four numbers the maintainers measured, on the PD deployment named;
+    on the upstream replica, the model's changes beside theirs and what the model leaves out; why a preset
+    shows little."""
+    st.markdown(f"#### early → prefill_complete ({deployment})")
     rows = tables.tradeoff(runs["early"], runs["prefill_complete"])
     price_cards(st.columns(len(rows)), [Price(row["label"], row["early"], row["prefill_complete"],
                                               fmt_seconds if row["unit"] == "s" else fmt_rate, row["better"])
