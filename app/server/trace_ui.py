@@ -6,21 +6,20 @@ from __future__ import annotations
 import streamlit as st
 
 from app.charts import timelines
-from app.pd.presets import split
-from app.pd.section import Case, checklist_ui, compare_ui
 from app.present.export import csv_bytes
 from app.present.fmt import fmt_seconds
 from app.server import charts as server_charts
 from app.server import compute
 from app.server import frames as sf
-from app.server.controls import PAGE, PD_CONTROLS, PD_SPLIT, RUN_CONTROLS, TRACE, TRACE_OPTIONS, base_data
+from app.server.controls import PAGE, RUN_CONTROLS, TRACE, TRACE_OPTIONS, base_data
 from app.server.input import TRACE_LIMIT_MB, TRACE_SAMPLES, Sample, sample_text
 from app.server.page import cache_key, error_ui, headline_ui, upload_ui
+from app.server.trace_pd import trace_pd_ui
 from app.ui.chart import chart_ui
 from app.ui.controls import control_ui
 from app.ui.resolved import cut_off_ui, resolved_ui
 from engine_model import MAX_REQUESTS as HARD_CAP
-from engine_model import InputError, Trace, checklist, request_mix, settings_of, validate
+from engine_model import InputError, Trace, request_mix, validate
 
 OVERLOADED_QUEUE_S = 10.0
 
@@ -199,30 +198,4 @@ def trace_run_ui(trace: Trace, values: dict) -> None:
     with st.expander("Export this run: per-request metrics (CSV)"):
         st.download_button("Per-request metrics (CSV)", lambda: csv_bytes(run.requests),
                            file_name="your_trace-requests.csv", mime="text/csv", on_click="ignore")
-    trace_pd_ui(trace, values, runner)
-
-
-def trace_pd_ui(trace: Trace, values: dict, runner) -> None:
-    """The trace on prefill and decode workers under both policies, beside the same requests on the same GPUs
-    without PD, and the checklist; off, the checklist's mix and settings alone."""
-    st.divider()
-    st.markdown("### Split prefill from decode (PD disaggregation)")
-    on = control_ui(PAGE, PD_SPLIT)
-    data = trace_data(values, len(trace.requests))
-    if on:
-        cols = st.columns(3)
-        counts = []
-        for col, control in zip(cols, PD_CONTROLS[1:], strict=True):
-            with col:
-                counts.append(control_ui(PAGE, control))
-        compare_ui(Case(data, runner, preset="trace", group="trace", who="the trace's requests",
-                        page=PAGE), 0, *counts)
-        return
-    try:
-        scenario = split(data, "prefill_complete", 0, values["pworkers"], values["dworkers"])
-    except InputError as err:
-        st.error(f"**PD cannot run here.** `{err.where}`: {err.problem}", icon=":material/block:")
-        return
-    mix = request_mix(trace, values["long"])
-    checklist_ui(checklist(mix, settings=settings_of(scenario)))
-    st.caption("(b) and (c) need the runs: turn on the split above.")
+    trace_pd_ui(trace, values, runner, trace_data(values, len(trace.requests)))
