@@ -97,14 +97,26 @@ def pd_views(run: RunFrames, policy: str, end: float) -> list[View]:
         what = ("Orange: decode KV reserved for requests still in prefill or transfer — held, not yet used. "
                 "With prefill_complete it stays near zero." if lane.startswith("decode")
                 else "A prefill worker holds a prompt's KV only until it is sent to decode.")
+        size, _, use = pool.partition(";")
+        said = f"{size}{ranks_words(run, lane)}" + (f";{use}" if use else "")
         views.append(View(f"{policy}-kv-{lane}", f"{policy}: KV on {lane}",
-                          f"{pool[:1].upper()}{pool[1:]}. {what}", lambda chart=chart: chart))
+                          f"{said[:1].upper()}{said[1:]}. {what}", lambda chart=chart: chart))
     views.append(View(f"{policy}-phases", f"{policy}: each request's time",
                       "One lane per request: grey waiting at prefill, ochre waiting for decode KV, orange "
                       "prefill chunks, thin blue the KV transfer, dark blue decoding. Under early, decode KV "
                       "is reserved before prefill may start; under prefill_complete, after it ends.",
                       lambda: request_phases(run.spans, end)))
     return views
+
+
+def ranks_words(run: RunFrames, lane: str) -> str:
+    """A PD worker's pool as its DP ranks' pools: ' (the worker's 4 DP ranks × 163,840 tokens each)'."""
+    role = lane.split("-")[0]
+    pd = run.summary.config.get("pd") or {}
+    if run.summary.pd is None or role not in pd:
+        return ""
+    dp, rank = pd[role]["dp_size"], run.summary.pd.roles[role]["max_total_tokens"]
+    return f" (the worker's {dp} DP ranks × {rank:,} tokens each)" if dp > 1 else " (one rank: the worker)"
 
 
 def decode_kv_view(run: RunFrames, end) -> View:
