@@ -183,6 +183,15 @@ def test_the_pd_figure_compares_four_deployments_on_two_workloads_with_their_gpu
 
 
 @pytest.mark.slow
+def test_the_equal_gpu_preset_opens_the_pd_figure_on_its_engines(tmp_path):
+    out = tmp_path / "engines.html"
+    assert main(["figure", "ten_oclock_rush_engines", "--out", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert 'value="1" checked="checked"/> one engine per PD worker' in text
+    assert "clock rush: 2 engines, round robin (2 engines × TP 1 on 2 × H100 SXM 80GB)." in text
+
+
+@pytest.mark.slow
 def test_the_pd_figure_carries_the_checklist_of_each_workload():
     from app.present import checklist
     from app.present.pd import scenarios

@@ -21,7 +21,8 @@ from engine_model import STORIES, Scenario, num_gpus, validate
 
 WORKLOADS = {"rush": "the ten o'clock rush", "upstream": "the upstream test replica"}
 ARMS = ("one engine", "one engine per PD worker", "PD, early", "PD, prefill_complete")
-KEYS = {"ten_oclock_rush_pd": "rush", "upstream_pd_replica": "upstream"}  # figure names -> workload
+KEYS = {"ten_oclock_rush_pd": ("rush", 2), "ten_oclock_rush_engines": ("rush", 1),  # figure names ->
+        "upstream_pd_replica": ("upstream", 2)}  # (workload, deployment) the PD figure opens on
 
 
 def scenarios(workload: str) -> list[Scenario]:
