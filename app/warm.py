@@ -19,7 +19,7 @@ from app import compute
 from app.charts import views
 from app.compare.pair import B_DEFAULTS, DEFAULT_STORY, shared_controls
 from app.compare.sweep import CHUNK_SWEEP, _summary
-from app.pd.presets import pd_scenario
+from app.pd.presets import baseline, pd_scenario, preset_data, split
 from app.story import cursor
 from app.ui.chart import warm_spec
 from engine_model import STORIES, Story
@@ -116,6 +116,8 @@ def _pd_job(preset: str) -> Callable[[], None]:
     def job() -> None:
         for policy in ("early", "prefill_complete"):
             compute.run_scenario(pd_scenario(preset, rush.defaults, policy, 0, 1, 1))
+        data = preset_data(preset, rush.defaults)  # the section's default comparison on the same GPUs
+        compute.run_scenario(baseline(data, "engines", split(data, "early", 0, 1, 1)))
 
     return job
 

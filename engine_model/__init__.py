@@ -7,7 +7,7 @@ This file is the public face: the app, notebooks and users import from here and 
     summary(result).metrics.groups["streams"].max_itl_s.max
 """
 
-from engine_model.config import Scenario
+from engine_model.config import MAX_REQUESTS, Scenario
 from engine_model.core import Iteration, PassKind, Request, RequestState, Retraction, Row
 from engine_model.cost import PassShape
 from engine_model.deployment import check as check_deployment
@@ -20,13 +20,16 @@ from engine_model.logs.check import Aligned, ServerCheck, check_server
 from engine_model.logs.deployment import LogDeployment, deployment_from_log, match_model
 from engine_model.logs.diagnose import longest_chunk_run, longest_run
 from engine_model.logs.live import Poll, base_url, poll
+from engine_model.logs.observed import MAX_OBSERVED_REQUESTS, num_observed
 from engine_model.logs.replay import ASSUMED_OUTPUT_LEN, NOT_MATCHED, scenario_from_log
 from engine_model.logs.scrape import Scrape, ScrapeSet, read_scrapes
 from engine_model.logs.scrape_report import MetricsReport, Tail, report
 from engine_model.logs.server_info import ServerInfo, read_server_info
 from engine_model.metrics import GroupMetrics, Metrics, Stats, e2e, gaps, max_itl, queue, tpot, ttft
 from engine_model.pass_cost import CostTerm, PassCost, attention_note, cost_figures, pass_cost, pass_shape
+from engine_model.pd.checklist import Check, checklist, settings_of, settings_of_log
 from engine_model.pd.trade import UPSTREAM_SOURCE, Trade, mean_policy_trade, policy_trade, trade_statement
+from engine_model.replicas import num_gpus
 from engine_model.report import Summary, summary
 from engine_model.resolve import resolve
 from engine_model.rules import Rule, rules_of
@@ -51,13 +54,13 @@ from engine_model.stories import (
     interval_control,
     mixed_control,
 )
-from engine_model.traces import Trace, load_trace, request_mix
+from engine_model.traces import Mix, Trace, load_trace, mix_of, request_mix
 from engine_model.versions import CHANGES
 
 __all__ = [
     # scenarios
-    "InputError", "Scenario", "apply_sets", "check_deployment", "load_scenario", "parse_value", "read_toml",
-    "resolve",
+    "InputError", "MAX_REQUESTS", "Scenario", "apply_sets", "check_deployment", "load_scenario",
+    "parse_value", "read_toml", "resolve",
     "scenario_names", "validate",
     # presets, and a deployment in words
     "GPUS", "LINKS", "MODELS", "gpus_words", "pool_words",
@@ -67,6 +70,8 @@ __all__ = [
     "GroupMetrics", "Metrics", "Stats", "Summary", "summary",
     # PD: early -> prefill_complete on the four figures upstream measured, the model's beside them
     "Trade", "UPSTREAM_SOURCE", "mean_policy_trade", "policy_trade", "trade_statement",
+    # PD: before you enable prefill_complete (seed 000's four checks on one case), and GPUs per deployment
+    "Check", "checklist", "num_gpus", "settings_of", "settings_of_log",
     # the SGLang rules the model mirrors, and what changed between releases
     "CHANGES", "Rule", "rules_of",
     # what one pass cost, term by term (docs/cost-model.md)
@@ -82,9 +87,11 @@ __all__ = [
     "longest_chunk_run", "longest_run", "parse_log", "scenario_from_log",
     # the deployment a log states, matched to presets, and what a replay could not match
     "LogDeployment", "NOT_MATCHED", "deployment_from_log", "match_model",
+    # how many requests a log's Prefill lines introduce, and the most a replay reads
+    "MAX_OBSERVED_REQUESTS", "num_observed",
     # a server's /metrics and /server_info beside its log, and polled live (docs/logs-and-traces.md §8)
     "Aligned", "MetricsReport", "Poll", "Scrape", "ScrapeSet", "ServerCheck", "ServerInfo", "Tail",
     "base_url", "check_server", "poll", "read_scrapes", "read_server_info", "report",
     # request traces
-    "Trace", "load_trace", "request_mix",
+    "Mix", "Trace", "load_trace", "mix_of", "request_mix",
 ]

@@ -217,6 +217,8 @@ def trace_document(path: str, fmt: str | None, max_requests: int | None) -> dict
         "skipped_by_kind": trace.skipped_by_kind,
         "skipped_examples": trace.skipped_examples,
         "stopped": trace.stopped,
+        "dropped": trace.dropped,
+        "num_unread": trace.num_unread,
         "warnings": trace.warnings,
         "arrival_span_s": mix.duration_s,
         "mean_arrival_rate": mix.mean_arrival_rate,
@@ -241,7 +243,11 @@ def print_trace(doc: dict) -> None:
     if doc["num_skipped"]:
         kinds = ", ".join(f"{kind} {count:,}" for kind, count in doc["skipped_by_kind"].items())
         print(f"  skipped {doc['num_skipped']:,} rows ({kinds}); first: {doc['skipped_examples'][0][1]}")
-    for note in [*doc["warnings"], *([doc["stopped"]] if doc["stopped"] else [])]:
+    if doc["dropped"]:
+        dropped = doc["dropped"].items()
+        print("  not kept: " + ", ".join(f"{why.replace('_', ' ')} {n:,}" for why, n in dropped))
+    stopped = [f"{doc['stopped']}; {doc['num_unread']:,} more lines not read"] if doc["stopped"] else []
+    for note in [*doc["warnings"], *stopped]:
         print(f"  note: {note}")
 
 

@@ -34,6 +34,9 @@ class EngineConfig(Frozen):
     """SGLang server arguments that change who waits (names as in `sglang/srt/arg_groups/fields`)."""
 
     version: Version = "0.5.23"
+    # --dp-size without --enable-dp-attention: dp_size whole engines of hardware.tp_size GPUs each, requests
+    # dealt round-robin (engine_model/replicas.py); a PD scenario sets its ranks per role instead
+    dp_size: int = Field(1, ge=1, le=64)
     # "auto": from GPU memory; <= 0 disables chunking
     chunked_prefill_size: Annotated[int, Field(ge=-1, le=MAX_TOKENS)] | Literal["auto"] = "auto"
     enable_mixed_chunk: bool = False
@@ -269,4 +272,7 @@ class Scenario(Frozen):
                 raise ValueError(f"workload.groups.{i}.arrival: its {group.count:,} "
                                  f"arrivals reach {group.last_arrival_at:.3g} s; arrivals must lie within "
                                  f"{MAX_SIM_SECONDS:.0e} s")
+        if self.pd is not None and self.engine.dp_size > 1:
+            raise ValueError("engine.dp_size: a PD scenario sets its DP ranks per role (pd.prefill.dp_size, "
+                             "pd.decode.dp_size); leave engine.dp_size at 1")
         return self

@@ -3,7 +3,8 @@
     at = the earliest of: the next arrival, the topology's next event (`next_at()`)
     advance the topology to `at` -> deliver arrivals up to its clock -> step it -> feed closed-loop clients
 
-A topology is one SGLang server (`server.Server`) or a PD cluster (`pd.cluster.Cluster`); both answer
+A topology is one SGLang server (`server.Server`), k of them behind round-robin dispatch
+(`replicas.Replicas`) or a PD cluster (`pd.cluster.Cluster`); each answers
 `next_at()`, `advance(at)`, `arrive(req)`, `step()`, `now`, `done`, `crash` and `lanes`. The limits, the
 "stuck" check, a server's crash and the length checks at intake live here, once. The clock, the id
 counter and the `random.Random(seed)` live on the run, so the same scenario and seed always give the same
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from engine_model.config import Scenario
 from engine_model.core import Iteration, PassKind, Request, Retraction
 from engine_model.pd.cluster import Cluster, PDRecord
+from engine_model.replicas import Replicas
 from engine_model.resolve import Resolved
 from engine_model.scheduler import intake
 from engine_model.server import Server
@@ -39,7 +41,7 @@ class Result:
     resolved: Resolved  # the engine's settings (a PD run: one prefill rank's)
     cost_model: str
     requests: list[Request]  # in workload order
-    lanes: dict[str, list[Iteration]]  # one per GPU worker: "engine", or "prefill-0", "decode-0", ...
+    lanes: dict[str, list[Iteration]]  # one per engine or worker: "engine", "engine-0", "prefill-0", ...
     retractions: list[Retraction]
     cut_off: str | None  # which limit stopped the run early, if any
     wall_s: float
@@ -66,7 +68,7 @@ class Run:
         traced = list(trace_requests) or trace_requests_of(scenario.workload, scenario.seed)
         self.workload: Workload = build(scenario.workload, self.rng,
                                         max_requests=scenario.limits.max_requests, trace_requests=traced)
-        self.topology = Cluster(scenario, self.rng) if scenario.pd is not None else Server(scenario, self.rng)
+        self.topology = topology(scenario, self.rng)
         self.arrivals: list[tuple[float, int, Request]] = []
         self.num_pushed = 0
         self.pool_of: dict[str, ClientPool] = {r.rid: p for p in self.workload.pools for r in p.queue}
@@ -126,6 +128,9 @@ class Run:
             if reason:
                 req.reject(reason, now)
                 self.turned_away.append(req)
+                refused = getattr(self.topology, "refused", None)  # replicas: the dispatcher dealt it first
+                if refused is not None:
+                    refused(req)
             else:
                 self.topology.arrive(req)
         self._on_done()  # a refusal at arrival frees a client slot too
@@ -207,6 +212,13 @@ class Run:
             return None
         return (f"stuck: {len(left)} request(s) can make no progress (first: {left[0]}) "
                 f"at t={self.topology.now:.3f}s")
+
+
+def topology(scenario: Scenario, rng: random.Random) -> Server | Replicas | Cluster:
+    """One engine, `engine.dp_size` engines behind round-robin dispatch, or a PD cluster."""
+    if scenario.pd is not None:
+        return Cluster(scenario, rng)
+    return Replicas(scenario, rng) if scenario.engine.dp_size > 1 else Server(scenario, rng)
 
 
 def simulate(scenario: Scenario, trace_requests: list[Request] = ()) -> Result:

@@ -53,6 +53,15 @@ class Trace:
     skipped_examples: list[tuple[int, str]]  # (line number, reason)
     warnings: list[str] = field(default_factory=list)
     stopped: str | None = None  # why reading stopped before the end of the file; None: it read it all
+    # usable rows read but not kept, by why: "outside_window", "not_sampled", "past_max_requests"
+    dropped: dict[str, int] = field(default_factory=dict)
+    num_unread: int = 0  # lines after reading stopped (counted, never parsed); `stopped` says why
+    stopped_by: str | None = None  # what stopped reading: "window", "max_requests" or "max_rows"
+
+    @property
+    def num_not_kept(self) -> int:
+        """Rows of the file that are not among the requests: skipped, dropped or never read."""
+        return self.num_skipped + sum(self.dropped.values()) + self.num_unread
 
 
 class Skip(Exception):
@@ -291,6 +300,7 @@ class Cutter:
     last_at: float = -math.inf
     num_kept: int = 0
     why: str = ""
+    kind: str = ""  # "window" or "max_requests"
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
@@ -304,7 +314,7 @@ class Cutter:
         self.first_at = at if self.first_at is None else self.first_at
         since = at - self.first_at
         if self.window is not None and since >= self.window[1]:
-            self.why = f"the window ends at {self.window[1]:g} s"
+            self.why, self.kind = f"the window ends at {self.window[1]:g} s", "window"
             return True
         if (self.window is not None and since < self.window[0]) or (
             self.sample < 1 and not self.rng.random() < self.sample
@@ -313,7 +323,7 @@ class Cutter:
         self.num_kept += 1
         if self.max_requests is None or self.num_kept < self.max_requests:
             return False
-        self.why = f"max_requests ({self.max_requests:,}) rows were kept"
+        self.why, self.kind = f"max_requests ({self.max_requests:,}) rows were kept", "max_requests"
         return True
 
 
@@ -371,34 +381,46 @@ def check_options(window, speedup: float, sample: float, max_requests: int | Non
 
 def shape(
     rows: Rows, window, speedup: float, sample: float, max_requests: int | None, seed: int
-) -> list[TraceRequest]:
+) -> tuple[list[TraceRequest], dict[str, int]]:
     """Sort, rebase on the first request, cut the window, sample, speed up, then keep the first
-    max_requests."""
+    max_requests. Also how many usable rows each step dropped."""
     if not len(rows):
-        return []
+        return [], {}
     order = np.argsort(np.frombuffer(rows.times, dtype=np.float64), kind="stable")
     at = np.frombuffer(rows.times, dtype=np.float64)[order]
     at = at - at[0]
+    dropped = {}
     if window is not None:
         inside = (window[0] <= at) & (at < window[1])
         order, at = order[inside], at[inside]
+        dropped["outside_window"] = len(rows) - len(at)
     if len(at):
         at = at - at[0]
     if sample < 1:
-        rng, kept = random.Random(seed), []
+        rng, kept, seen = random.Random(seed), [], 0
         for index in range(len(at)):
+            seen += 1
             if rng.random() < sample:
                 kept.append(index)
                 if max_requests is not None and len(kept) >= max_requests:
                     break
+        dropped["not_sampled"] = seen - len(kept)
+        dropped["past_max_requests"] = len(at) - seen
         order, at = order[kept], at[kept]
     if len(at):
         at = (at - at[0]) / speedup
     num = len(at) if max_requests is None else min(len(at), max_requests)
-    return [
+    dropped["past_max_requests"] = dropped.get("past_max_requests", 0) + len(at) - num
+    requests = [
         TraceRequest(round(float(at[i]), 6), rows.prompts[order[i]], rows.outputs[order[i]])
         for i in range(num)
     ]
+    return requests, {why: n for why, n in dropped.items() if n}
+
+
+def count_lines(source) -> int:
+    """Lines left that hold anything, counted without parsing them."""
+    return sum(1 for _, line, _ in source if line is None or line.strip())
 
 
 def load_trace(
@@ -431,12 +453,15 @@ def load_trace(
         else:
             rows = csv_rows(csv_header(*first, fmt), source)
         rows, num_rows, stopped = read_rows(rows, fmt, tally, cutter)
+        num_unread = count_lines(source) if stopped else 0
+        stopped_by = (cutter.kind or "max_rows") if stopped else None
         warnings = ([] if lines.bad_line is None
                     else [f"line {lines.bad_line}: bytes that are not UTF-8 were replaced"])
-    requests = shape(rows, window, speedup, sample, max_requests, seed)
+    requests, dropped = shape(rows, window, speedup, sample, max_requests, seed)
     if not requests:
         raise InputError("trace", nothing_usable(num_rows, len(rows), tally))
-    return Trace(requests, fmt, num_rows, tally.total, tally.by_kind, tally.examples, warnings, stopped)
+    return Trace(requests, fmt, num_rows, tally.total, tally.by_kind, tally.examples, warnings, stopped,
+                 dropped, num_unread, stopped_by)
 
 
 def csv_header(line_no: int, line: str, fmt: str) -> list[str]:
@@ -490,10 +515,16 @@ def share(fraction: float) -> str:
 def request_mix(trace: Trace, long_threshold: int = 8192) -> Mix:
     if not trace.requests:
         raise InputError("trace", "has no requests, so it has no mix")
-    prompts = np.array([r.prompt_len for r in trace.requests], dtype=np.int64)
-    outputs = np.array([r.output_len for r in trace.requests], dtype=np.int64)
+    return mix_of([r.prompt_len for r in trace.requests], [r.output_len for r in trace.requests],
+                  [r.arrival_at for r in trace.requests], long_threshold)
+
+
+def mix_of(prompt_lens, output_lens, arrivals, long_threshold: int = 8192) -> Mix:
+    """The mix of any requests: a trace's, a run's or a replayed log's (at least one)."""
+    prompts = np.array(prompt_lens, dtype=np.int64)
+    outputs = np.array(output_lens, dtype=np.int64)
     is_long = prompts >= long_threshold
-    duration = trace.requests[-1].arrival_at - trace.requests[0].arrival_at
+    duration = float(max(arrivals) - min(arrivals))
     return Mix(
         num_requests=len(prompts),
         long_threshold=long_threshold,

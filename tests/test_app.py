@@ -216,11 +216,50 @@ def test_url_for_lists_only_non_default_settings():
 def test_the_rush_page_compares_the_single_engine_with_pd_under_both_policies():
     at = open_page("app_pages/ten_oclock_rush.py")
     table = next(df.value for df in at.dataframe if "deployment" in df.value.columns)
-    assert list(dict.fromkeys(table["deployment"])) == ["single engine", "PD, early", "PD, prefill_complete"]
+    assert list(dict.fromkeys(table["deployment"])) == ["the story's engine", "2 engines, round robin",
+                                                        "PD, early", "PD, prefill_complete"]
+    gpus = dict(zip(table["deployment"], table["GPUs"], strict=True))  # every row says its GPUs
+    assert gpus == {"the story's engine": 1, "2 engines, round robin": 2, "PD, early": 2,
+                    "PD, prefill_complete": 2}
     longest = dict(zip(table["deployment"] + " " + table["prompt length (tokens)"], table["longest gap"],
                        strict=True))
     # the questions' longest pause: a stall of seconds on one engine, one decode pass with PD
-    assert seconds(longest["single engine under 8,192"]) > 10 > 1 > seconds(longest["PD, early under 8,192"])
+    story, pd_early = longest["the story's engine under 8,192"], longest["PD, early under 8,192"]
+    assert seconds(story) > 10 > 1 > seconds(pd_early)
+    assert seconds(longest["2 engines, round robin under 8,192"]) > 10  # two engines: each still stalls
+    heading = next(m.value for m in at.markdown if m.value.startswith("#### early → prefill_complete ("))
+    assert "1 prefill × TP 1 + 1 decode × TP 1 on 2 × H100" in heading  # the cards' deployment and GPUs
+
+
+@pytest.mark.parametrize("params, rows", [
+    ({"base": "one"}, ["the story's engine", "one engine, TP 2", "PD, early", "PD, prefill_complete"]),
+    ({"base": "none", "dworkers": "3"}, ["the story's engine", "PD, early", "PD, prefill_complete"]),
+    ({"preset": "upstream"}, ["3 engines, round robin", "PD, early", "PD, prefill_complete"]),
+])
+def test_the_pd_sections_comparison_without_pd_is_a_page_option_on_the_same_gpus(params, rows):
+    at = open_page("app_pages/ten_oclock_rush.py", params)
+    table = next(df.value for df in at.dataframe if "deployment" in df.value.columns)
+    assert list(dict.fromkeys(table["deployment"])) == rows
+    gpus = dict(zip(table["deployment"], table["GPUs"], strict=True))
+    assert len({gpus[row] for row in rows if row != "the story's engine"}) == 1  # PD and without: the same
+    runs = next(m.value for m in at.markdown if m.value.startswith("**What runs here**"))
+    assert runs.count(" on ") == len(rows) - 1 and f"on {gpus[rows[-1]]} × " in runs  # each deployment
+
+
+def checklist_table(at):
+    return next(t.value for t in at.table if t.value.index.name == "check")
+
+
+@pytest.mark.parametrize("params", [{}, {"preset": "upstream"}])
+def test_the_checklist_renders_every_check_with_its_number(params):
+    from app.present.checklist import MARKS, QUESTIONS
+
+    at = open_page("app_pages/ten_oclock_rush.py", params)
+    table = checklist_table(at)
+    assert list(table.index) == list(QUESTIONS.values())
+    assert set(table["reads"]) <= set(MARKS.values())
+    assert all(any(ch.isdigit() for ch in cell) for cell in table["behind it"][:3])  # (a)-(c): numbers
+    assert all(cell.strip() for cell in table["behind it"])  # (d): the setting behind each
 
 
 def test_the_real_traffic_page_runs_a_trace_under_the_story_toggles():

@@ -238,3 +238,88 @@ def test_the_bundled_samples_stay_small_and_keep_their_licences():
     for name in METRICS_EXAMPLE:
         assert name in files and name in source
         assert (SAMPLES / name).read_bytes() == (DATA / "sglang_metrics" / name).read_bytes()
+
+
+# -- nothing dropped silently, before -> after, PD on the person's trace ----------------------------------
+def jsonl_trace(num: int, long_at: int | None = None) -> bytes:
+    """`num` requests a tenth of a second apart, in time order; one 100,000-token document at `long_at`."""
+    rows = [{"arrival_at": 0.1 * i, "prompt_len": 100_000 if i == long_at else 600, "output_len": 50}
+            for i in range(num)]
+    return "".join(f'{{"arrival_at": {r["arrival_at"]:.1f}, "prompt_len": {r["prompt_len"]}, '
+                   f'"output_len": {r["output_len"]}}}\n' for r in rows).encode()
+
+
+def test_an_upload_past_the_cap_says_how_many_rows_it_kept_and_dropped_and_the_cap_can_be_raised():
+    data = jsonl_trace(1855, long_at=1700)  # the long document sits past the default cap of 1,500
+    at = upload(open_page(view="trace", trace="upload"), "Trace file", "t.jsonl", data)
+    said = texts(at.warning)
+    assert ("Kept 1,500 of the trace's 1,855 rows: 355 past the cap of 1,500 requests (counted, not read)"
+            in said) and "Raise **At most (requests)** (up to 1,000,000" in said
+    assert "none of the 1,500 prompts reaches 8,192 tokens" in texts(at.info)  # the document was dropped
+    at = upload(open_page(view="trace", trace="upload", maxreq="3000"), "Trace file", "t.jsonl", data)
+    assert "Kept 1,855 of the trace's 1,855 rows: every row." in texts(at.caption)
+    assert "past the cap" not in texts(at.warning)
+    assert "1 of 1,855 requests" not in texts(at.info) and "the longest prompt has 100,000 tokens" in texts(
+        at.info)
+
+
+def test_the_cap_reaches_the_engines_hard_cap_and_a_window_says_what_it_left_out():
+    from app.server.controls import MAX_REQUESTS
+    from engine_model import MAX_REQUESTS as HARD_CAP
+
+    assert MAX_REQUESTS.options[-1] == HARD_CAP
+    at = upload(open_page(view="trace", trace="upload", wlen="30"), "Trace file", "t.jsonl", jsonl_trace(400))
+    said = "Kept 300 of the trace's 400 rows: 1 outside the window; 99 after the window (counted, not read)."
+    assert said in texts(at.caption)  # the row at 30 s was read, so reading stopped there
+
+
+def test_the_trace_run_reads_before_and_after_like_the_stories():
+    at = open_page(view="trace", trace="mooncake", maxreq="100", mixed="1")
+    cards = {m.label: m.value for m in at.metric}
+    assert "→" in cards["Longest pause, any reply"]  # SGLang's defaults -> mixed chunk on
+    assert "SGLang's defaults → your switches" in texts(at.caption)
+    at = open_page(view="trace", trace="mooncake", maxreq="100")
+    assert "→" not in {m.label: m.value for m in at.metric}["Longest pause, any reply"]
+
+
+def test_pd_on_an_uploaded_trace_shows_every_deployment_with_its_gpus_and_the_checklist():
+    from app.present.checklist import MARKS
+
+    at = open_page(view="trace", trace="upload", pd="1", dworkers="2", long="4096")
+    at = upload(at, "Trace file", "t.jsonl", jsonl_trace(120, long_at=10))
+    table = next(df.value for df in at.dataframe if "deployment" in df.value.columns)
+    assert list(dict.fromkeys(table["deployment"])) == ["3 engines, round robin", "PD, early",
+                                                        "PD, prefill_complete"]
+    assert set(table["GPUs"]) == {3}
+    checks = next(t.value for t in at.table if t.value.index.name == "check")
+    assert len(checks) == 11 and set(checks["reads"]) <= set(MARKS.values())
+    assert "? unknown" not in set(checks["reads"][:3])  # the mix, the waits and the headroom all ran
+    assert checks["behind it"].iloc[0].startswith("1 of 120 requests (0.8 %) carry 58 % of the prompt tokens")
+    off = upload(open_page(view="trace", trace="upload", long="4096"), "Trace file", "t.jsonl",
+                 jsonl_trace(120, long_at=10))
+    reads = list(next(t.value for t in off.table if t.value.index.name == "check")["reads"])
+    assert reads[1:3] == ["? unknown"] * 2  # without the runs, (b) and (c) cannot be known
+
+
+def test_a_log_replay_past_its_cap_says_how_many_requests_it_kept_and_the_cap_can_be_raised():
+    from engine_model import num_observed
+
+    seen = num_observed(parse_log(sample_text(LOG_SAMPLES["retraction"])))
+    at = open_page(log="retraction", rmax="500")
+    assert (f"The replay keeps the first 500 of the {seen:,} requests the log's Prefill lines introduce: "
+            f"{seen - 500:,} past the cap of 500 are dropped.") in texts(at.warning)
+    at = open_page(log="retraction")
+    assert f"The replay keeps all {seen:,} requests the log's Prefill lines introduce." in texts(at.caption)
+    assert "past the cap" not in texts(at.warning)
+
+
+def test_a_logs_checklist_reads_its_own_requests_and_server_args():
+    at = open_page(log="retraction")
+    table = next(t.value for t in at.table if t.value.index.name == "check")
+    reads = dict(zip(table.index, table["reads"], strict=True))
+    behind = dict(zip(table.index, table["behind it"], strict=True))
+    backend = "(d) Transfer backend Mooncake (its TCP mode included)"
+    assert reads[backend] == "✓ pass" and "mooncake (from the log)" in behind[backend]
+    assert [reads[q] for q in list(reads)[1:3]] == ["? unknown"] * 2
+    assert reads["(d) Both roles on the same policy"] == "? unknown"  # not a PD server: no role
+    assert behind["(a) Long prompts carry much of the work"].startswith("0 of 1,108 requests")

@@ -188,3 +188,14 @@ def test_the_wait_for_the_next_token_is_a_ramp_for_a_freeze_and_teeth_for_a_tric
         assert (len(peaks) == 1) if teeth == 1 else (len(peaks) >= teeth)
         assert f.pauses["wait_s"].max() == pytest.approx(pause)
         assert (stream["at"].diff().dropna() >= 0).all()  # one line, left to right
+
+
+def test_a_pd_workers_kv_caption_says_its_pool_per_dp_rank_and_per_worker():
+    from app.charts import frames, views
+    from engine_model import load_scenario, simulate
+
+    sets = ["workload.groups.0.count=4", "workload.groups.1.count=2", "workload.groups.2.count=4"]
+    run = frames.build(simulate(load_scenario("upstream_pd_replica", sets)))
+    captions = {v.chart_id: v.caption for v in views.pd_views(run, "early", run.end_at)}
+    assert captions["early-kv-decode-0"].startswith(
+        "Pool 655,360 tokens (the worker's 4 DP ranks × 163,840 tokens each); at most")

@@ -166,17 +166,46 @@ def test_every_story_has_a_page_under_the_size_limit_with_no_placeholder(key):
 
 # -- PD ----------------------------------------------------------------------------------------------
 @pytest.mark.slow
-def test_the_pd_figure_compares_three_deployments_on_two_workloads_with_their_gpu_counts():
+def test_the_pd_figure_compares_four_deployments_on_two_workloads_with_their_gpu_counts():
     figure = pd_figure()
-    assert len(figure.cells) == 6 and [a["labels"] for a in figure.axes] == [
+    assert len(figure.cells) == 8 and [a["labels"] for a in figure.axes] == [
         ["The ten o'clock rush", "The upstream test replica"],
-        ["one engine", "PD, early", "PD, prefill_complete"]]
-    rush, upstream = figure.cells["0|1"]["tables"][0], figure.cells["1|1"]["tables"][0]
-    assert rush["rows"][0] == ["GPUs", "1", "2", "2"] and upstream["rows"][0] == ["GPUs", "4", "12", "12"]
-    assert rush["head"] == ["every request", "one engine", "PD, early", "PD, prefill_complete"]
+        ["one engine", "one engine per PD worker", "PD, early", "PD, prefill_complete"]]
+    rush, upstream = figure.cells["0|2"]["tables"][0], figure.cells["1|2"]["tables"][0]
+    assert rush["rows"][0] == ["GPUs", "1", "2", "2", "2"]
+    assert upstream["rows"][0] == ["GPUs", "4", "12", "12", "12"]
+    assert rush["head"] == ["every request", "one engine", "2 engines, round robin", "PD, early",
+                            "PD, prefill_complete"]
+    assert upstream["head"][2] == "3 engines, round robin"
     assert [c.chart_id for c in figure.charts] == ["passes", "decode-kv", "phases"]
     assert "the numbers here are the model's" in figure.note
     assert len(figure_html(figure, bundle="").encode()) < MAX_BYTES - 1_000_000
+
+
+@pytest.mark.slow
+def test_the_equal_gpu_preset_opens_the_pd_figure_on_its_engines(tmp_path):
+    out = tmp_path / "engines.html"
+    assert main(["figure", "ten_oclock_rush_engines", "--out", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert 'value="1" checked="checked"/> one engine per PD worker' in text
+    assert "clock rush: 2 engines, round robin (2 engines × TP 1 on 2 × H100 SXM 80GB)." in text
+
+
+@pytest.mark.slow
+def test_the_pd_figure_carries_the_checklist_of_each_workload():
+    from app.present import checklist
+    from app.present.pd import scenarios
+
+    figure = pd_figure()
+    for w, workload in enumerate(("rush", "upstream")):
+        cases = scenarios(workload)
+        early, late = (run_of(cases[i]) for i in (2, 3))
+        expected = checklist.table(checklist.of_runs(cases[3], early, late))
+        tables = [figure.cells[f"{w}|{a}"]["tables"][2] for a in range(4)]
+        assert tables == [expected] * 4 and len(expected["rows"]) == 11
+        assert {row[1] for row in expected["rows"]} <= set(checklist.MARKS.values())
+    reads = [row[1] for row in figure.cells["1|0"]["tables"][2]["rows"]]
+    assert reads[:3] == ["✓ pass"] * 3  # the upstream replica: the case the policy targets
 
 
 # -- the command line --------------------------------------------------------------------------------

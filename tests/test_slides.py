@@ -75,8 +75,8 @@ def test_narration_with_a_figure_nobody_fills_fails_when_it_is_built():
 def test_the_pd_steps_compare_what_they_say(decks):
     slides = [slide for slide, _ in decks["ten_oclock_rush"]]
     split, policies = slides[4], slides[5]
-    assert split.numbers.startswith("one engine → PD, early:")
-    assert policies.numbers.startswith("PD, early → PD, prefill_complete:")
+    assert split.numbers.startswith("one engine (1 GPU) → PD, early (2 GPUs):")
+    assert policies.numbers.startswith("PD, early (12 GPUs) → PD, prefill_complete (12 GPUs):")
     assert policies.chart_title == "Decode KV: in use and reserved" and policies.chart != split.chart
 
 

@@ -332,6 +332,23 @@ def test_stopping_early_gives_what_reading_everything_gives(times, in_order, win
     assert trace.requests == reference_shape(read, window, sample, max_requests, seed=3)
     assert (trace.num_rows == len(rows)
             or trace.stopped.startswith(f"reading stopped after line {trace.num_rows}:"))
+    assert len(trace.requests) + trace.num_not_kept == len(rows)  # every row is kept or counted
+
+
+def test_every_row_not_kept_is_counted_with_why():
+    rows = "".join(json.dumps({"arrival_at": t, "prompt_len": 5, "output_len": 1}) + "\n" for t in range(100))
+    trace = load_trace(rows + '{"arrival_at": 1}\n', max_requests=10)  # in time order: reading stops
+    assert (len(trace.requests), trace.dropped, trace.num_unread) == (10, {}, 91)
+    assert trace.stopped.startswith("reading stopped after line 10: max_requests (10)")
+    assert trace.stopped_by == "max_requests"
+    assert load_trace(rows, window=(0.0, 30.0)).stopped_by == "window"
+    shuffled = rows.splitlines(keepends=True)[::-1]  # out of order: read to the end
+    trace = load_trace("".join(shuffled), window=(20.0, 80.0), max_requests=25)
+    assert (len(trace.requests), trace.dropped, trace.num_unread) == (
+        25, {"outside_window": 40, "past_max_requests": 35}, 0)
+    trace = load_trace("".join(shuffled), sample=0.5, max_requests=30, seed=1)
+    assert trace.dropped["not_sampled"] + trace.dropped["past_max_requests"] == 70
+    assert trace.dropped["not_sampled"] > 10 and trace.num_not_kept == 70
 
 
 def test_an_unordered_file_is_read_to_the_end(tmp_path):

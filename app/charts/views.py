@@ -97,8 +97,10 @@ def pd_views(run: RunFrames, policy: str, end: float) -> list[View]:
         what = ("Orange: decode KV reserved for requests still in prefill or transfer — held, not yet used. "
                 "With prefill_complete it stays near zero." if lane.startswith("decode")
                 else "A prefill worker holds a prompt's KV only until it is sent to decode.")
+        size, _, use = pool.partition(";")
+        said = f"{size}{ranks_words(run, lane)}" + (f";{use}" if use else "")
         views.append(View(f"{policy}-kv-{lane}", f"{policy}: KV on {lane}",
-                          f"{pool[:1].upper()}{pool[1:]}. {what}", lambda chart=chart: chart))
+                          f"{said[:1].upper()}{said[1:]}. {what}", lambda chart=chart: chart))
     views.append(View(f"{policy}-phases", f"{policy}: each request's time",
                       "One lane per request: grey waiting at prefill, ochre waiting for decode KV, orange "
                       "prefill chunks, thin blue the KV transfer, dark blue decoding. Under early, decode KV "
@@ -107,14 +109,31 @@ def pd_views(run: RunFrames, policy: str, end: float) -> list[View]:
     return views
 
 
+def ranks_words(run: RunFrames, lane: str) -> str:
+    """A PD worker's pool as its DP ranks' pools: ' (the worker's 4 DP ranks × 163,840 tokens each)'."""
+    role = lane.split("-")[0]
+    pd = run.summary.config.get("pd") or {}
+    if run.summary.pd is None or role not in pd:
+        return ""
+    dp, rank = pd[role]["dp_size"], run.summary.pd.roles[role]["max_total_tokens"]
+    return f" (the worker's {dp} DP ranks × {rank:,} tokens each)" if dp > 1 else " (one rank: the worker)"
+
+
 def decode_kv_view(run: RunFrames, end) -> View:
-    """The KV of the worker requests decode on (the engine, or a PD run's first decode worker): in use and
-    reserved-not-yet-used."""
-    lane = next((x for x in timelines.kv_lanes(run.kv) if x.startswith("decode")), "engine")
-    part = run.kv[run.kv["lane"].isin([lane, "engine"])] if len(run.kv) else run.kv
+    """The KV of the worker requests decode on: the engine, the first of several engines, or a PD run's
+    first decode worker; in use and reserved-not-yet-used. (The PD figure merges runs of all three kinds, so
+    each keeps its own lane.)"""
+    lanes = timelines.kv_lanes(run.kv)
+    first_decode = next((x for x in lanes if x.startswith("decode")), None)
+    shown = [x for x in (first_decode, "engine", "engine-0") if x in lanes]
+    part = run.kv[run.kv["lane"].isin(shown)] if len(run.kv) else run.kv
+    kind = shown[0].split("-")[0] if shown else "engine"
+    num = sum(x.split("-")[0] == kind for x in lanes)
+    which = f" ({shown[0]}, the first of {num})" if num > 1 else ""
     return View("decode-kv", "KV where requests decode",
-                "The KV pool of the worker requests decode on: in use (blue), reserved for requests still in "
-                "prefill or transfer (orange: held, not yet used), free. Dark grey rules: retractions.",
+                f"The KV pool of the worker requests decode on{which}: in use (blue), reserved for requests "
+                "still in prefill or transfer (orange: held, not yet used), free. Dark grey rules: "
+                "retractions.",
                 lambda: timelines.kv_panel(part, run.retractions, None, end))
 
 

@@ -1,4 +1,5 @@
-"""The PD section's settings: presets, decode KV caps, worker counts, their URL values and defaults.
+"""The PD section's settings: presets, decode KV caps, worker counts, the comparison on the same GPUs, their
+URL values and defaults.
 
 No Streamlit here, so the guided tour can set them (app.story.tour) and the tests can read them.
 """
@@ -6,13 +7,14 @@ No Streamlit here, so the guided tour can set them (app.story.tour) and the test
 from __future__ import annotations
 
 from app import state
+from app.pd.presets import BASELINES
 from engine_model import read_toml
 
 CAPS = (0, 32768, 65536, 131072, 163840, 262144)  # 0: the preset's own (None would blank the selectbox)
 PRESETS = {"rush": "Ten o'clock workload, split", "upstream": "Upstream test replica (scaled)"}
 MAX_WORKERS = 8
 DEFAULTS = {state.PD_ON: True, state.PD_PRESET: "rush", state.PD_CAP: 0, state.PD_PREFILL_WORKERS: 1,
-            state.PD_DECODE_WORKERS: 1}
+            state.PD_DECODE_WORKERS: 1, state.PD_BASE: "engines"}
 
 
 def parse_on(text: str) -> bool:
@@ -42,8 +44,15 @@ def parse_workers(text: str) -> int:
     return int(text)
 
 
+def parse_base(text: str) -> str:
+    if text not in BASELINES:
+        raise ValueError(f"expected one of {', '.join(BASELINES)}")
+    return text
+
+
 PARSERS = {state.PD_ON: parse_on, state.PD_PRESET: parse_preset, state.PD_CAP: parse_cap,
-           state.PD_PREFILL_WORKERS: parse_workers, state.PD_DECODE_WORKERS: parse_workers}
+           state.PD_PREFILL_WORKERS: parse_workers, state.PD_DECODE_WORKERS: parse_workers,
+           state.PD_BASE: parse_base}
 
 
 def upstream_workers() -> tuple[int, int]:

@@ -1,21 +1,31 @@
-"""The PD section's runs as scenarios: the upstream replica as written, or the ten o'clock run split into
-prefill and decode workers. No Streamlit: the page, the PD figure and the slides all build them here."""
+"""The PD section's runs as scenarios: any single-engine case (the ten o'clock run, a trace) split into
+prefill and decode workers, the upstream replica as written, and the same requests on the same GPUs without
+PD. No Streamlit: the page, Your server, the PD figure and the slides all build them here."""
 
 from __future__ import annotations
 
 import copy
 
-from engine_model import STORIES, read_toml, validate
+from engine_model import STORIES, Scenario, num_gpus, read_toml, validate
+
+BASELINES = {"engines": "one engine per PD worker", "one": "one engine, TP = every GPU", "none": "none"}
 
 
-def pd_scenario(preset: str, rush_values: dict, policy: str, cap, num_prefill: int, num_decode: int):
-    """The upstream replica as written, or the page's own ten o'clock run (same requests, GPU, model and seed)
-    with the `[pd]` block of scenarios/ten_oclock_rush_pd.toml."""
+def preset_data(preset: str, rush_values: dict) -> dict:
+    """A preset's case as a scenario dict: the upstream replica's TOML (with its own [pd]), or the page's own
+    ten o'clock run (same requests, GPU, model and seed)."""
     if preset == "upstream":
-        data = copy.deepcopy(read_toml("upstream_pd_replica"))
-    else:
-        data = STORIES["ten_oclock_rush"].scenario(rush_values).model_dump(mode="json", exclude_none=True)
-        data["name"] = "ten_oclock_rush_pd"
+        return copy.deepcopy(read_toml("upstream_pd_replica"))
+    data = STORIES["ten_oclock_rush"].scenario(rush_values).model_dump(mode="json", exclude_none=True)
+    data["name"] = "ten_oclock_rush_pd"
+    return data
+
+
+def split(data: dict, policy: str, cap, num_prefill: int, num_decode: int) -> Scenario:
+    """The case on prefill and decode workers: a [pd] block of its own (the upstream replica), or that of
+    scenarios/ten_oclock_rush_pd.toml with these worker counts, each worker on the case's GPU and TP."""
+    data = copy.deepcopy(data)
+    if "pd" not in data:
         data["pd"] = copy.deepcopy(read_toml("ten_oclock_rush_pd")["pd"])
         data["pd"].setdefault("prefill", {})["num_workers"] = num_prefill
         data["pd"].setdefault("decode", {})["num_workers"] = num_decode
@@ -23,3 +33,21 @@ def pd_scenario(preset: str, rush_values: dict, policy: str, cap, num_prefill: i
     if cap:
         data["pd"]["decode_kv_cap_per_rank"] = cap
     return validate(data)
+
+
+def baseline(data: dict, kind: str, pd: Scenario) -> Scenario | None:
+    """The same requests on as many GPUs as `pd` uses, without PD: one engine per PD worker (each at the
+    workers' TP, `engine.dp_size`), or one engine whose TP is every GPU; None for `none`."""
+    if kind == "none":
+        return None
+    data = copy.deepcopy(data)
+    data.pop("pd", None)
+    gpus, workers = num_gpus(pd), pd.pd.prefill.num_workers + pd.pd.decode.num_workers
+    data.setdefault("hardware", {})["tp_size"] = gpus // workers if kind == "engines" else gpus
+    data.setdefault("engine", {})["dp_size"] = workers if kind == "engines" else 1
+    return validate(data)
+
+
+def pd_scenario(preset: str, rush_values: dict, policy: str, cap, num_prefill: int, num_decode: int):
+    """A preset split into prefill and decode workers."""
+    return split(preset_data(preset, rush_values), policy, cap, num_prefill, num_decode)

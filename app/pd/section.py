@@ -1,19 +1,27 @@
-"""Single engine vs PD disaggregation, and deferred decode allocation (early vs prefill_complete).
+"""Single engine vs PD disaggregation, on the same GPUs, and deferred decode allocation (early vs
+prefill_complete).
 
-Two presets: the ten o'clock workload split into prefill and decode pools, and the scaled upstream replica
-(scenarios/upstream_pd_replica.toml). Each preset runs under both allocation policies on the same seed, so
-the trade is read side by side: cards early -> prefill_complete, then the charts on one time axis.
+The ten o'clock page offers two presets: its own workload split into prefill and decode pools, and the scaled
+upstream replica (scenarios/upstream_pd_replica.toml); Your server splits an uploaded trace the same way
+(`compare_ui`). Each case runs under both allocation policies on the same seed, beside the same requests on
+as many GPUs without PD, so the trade is read side by side: cards early -> prefill_complete, a table whose
+every row says its GPUs, the charts on one time axis, and the checklist to read before enabling it.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import streamlit as st
 
 from app import compute, state
 from app.charts import views
+from app.charts.frames import RunFrames
 from app.charts.words import never_got_a_token
 from app.pd import params, tables
-from app.pd.presets import pd_scenario
+from app.pd.presets import BASELINES, baseline, preset_data, split
+from app.present import checklist
 from app.present.fmt import fmt_seconds
 from app.present.numbers import Price, fmt_rate
 from app.story.headline import price_cards
@@ -23,12 +31,32 @@ from engine_model import (
     STORIES,
     UPSTREAM_SOURCE,
     InputError,
+    Scenario,
+    num_gpus,
     policy_trade,
     read_toml,
     trade_statement,
 )
 
 POLICIES = ("early", "prefill_complete")
+Runner = Callable[[Scenario], tuple[RunFrames, str]]  # a run and the key its charts are cached under
+
+
+def story_runner(scenario: Scenario) -> tuple[RunFrames, str]:
+    return compute.run_scenario(scenario), compute.run_key(scenario)
+
+
+@dataclass
+class Case:
+    """What one PD comparison runs: a single-engine case (or the upstream replica, with its own [pd])."""
+
+    data: dict
+    run: Runner = story_runner
+    preset: str = "rush"  # "rush", "upstream" or "trace"
+    story: tuple[Scenario, RunFrames] | None = None  # the page's own run, shown beside (the ten o'clock one)
+    group: str = "short"  # whose wait `little_difference` explains
+    who: str = ""  # that group in words ("" : "the <group>")
+    page: str = state.PD_PAGE  # the key prefix of its charts
 
 
 def _param(param: str) -> str:
@@ -40,11 +68,11 @@ def _param(param: str) -> str:
     return key
 
 
-def _settings_ui() -> tuple[str, int, int, int]:
-    """Preset, decode KV cap and worker counts. The upstream preset fixes its own worker counts: its sliders
-    show them, greyed out."""
+def _settings_ui() -> tuple[str, int, int, int, str]:
+    """Preset, decode KV cap, worker counts and the comparison without PD. The upstream preset fixes its own
+    worker counts: its sliders show them, greyed out."""
     row = st.container(horizontal=True, gap="medium", vertical_alignment="bottom")  # wraps when narrow
-    cols = [row.container(width=width) for width in (250, 230, 230, 230)]
+    cols = [row.container(width=width) for width in (250, 230, 200, 200, 300)]
     preset = cols[0].selectbox("Preset", list(params.PRESETS), key=_param(state.PD_PRESET),
                                format_func=params.PRESETS.get)
     own = read_toml("upstream_pd_replica")["pd"].get("decode_kv_cap_per_rank") if preset == "upstream" else 0
@@ -56,61 +84,121 @@ def _settings_ui() -> tuple[str, int, int, int]:
                                  "ten o'clock workload has none.")
     keys = (_param(state.PD_PREFILL_WORKERS), _param(state.PD_DECODE_WORKERS))
     counts = []
-    for col, label, key, fixed in zip(cols[2:], ("Prefill workers", "Decode workers"), keys,
+    for col, label, key, fixed in zip(cols[2:4], ("Prefill workers", "Decode workers"), keys,
                                       params.upstream_workers(), strict=True):
         if preset == "upstream":
             counts.append(col.slider(label, 1, params.MAX_WORKERS, value=fixed, disabled=True,
                                      help="The upstream replica fixes this count."))
         else:
             counts.append(col.slider(label, 1, params.MAX_WORKERS, key=key))
-    return preset, cap, counts[0], counts[1]
+    base = base_ui(cols[4], key=_param(state.PD_BASE))
+    return preset, cap, counts[0], counts[1], base
 
 
-def deferred_allocation_ui(rush_values: dict | None = None, single=None) -> dict:
-    """The PD section: the page's single-engine run (`single`) beside PD under both allocation policies.
-    Returns its URL parameters (non-default only)."""
+def base_ui(col, **widget) -> str:
+    """The comparison on the same GPUs without PD."""
+    return col.selectbox("Without PD, on the same GPUs", list(BASELINES), format_func=BASELINES.get,
+                         help="The same requests on as many GPUs as the PD rows use: one engine per PD "
+                              "worker behind round-robin dispatch (SGLang's --dp-size, each engine at the "
+                              "workers' TP), or one engine whose TP spans every GPU.", **widget)
+
+
+def deferred_allocation_ui(rush_values: dict | None = None, single: RunFrames | None = None) -> dict:
+    """The ten o'clock page's PD section: the page's single-engine run (`single`) beside the same requests
+    on PD's GPUs without PD, and PD under both allocation policies. Returns its URL parameters (non-default
+    only)."""
+    story = STORIES["ten_oclock_rush"]
     st.markdown("### Split prefill from decode (PD disaggregation)")
-    focus_marker(STORIES["ten_oclock_rush"], "pd")
+    focus_marker(story, "pd")
     on = st.toggle("Show PD disaggregation: early vs prefill_complete decode allocation",
                    key=_param(state.PD_ON))
     if not on:
         return {}
-    preset, cap, num_prefill, num_decode = _settings_ui()
-    url = _params(on, preset, cap, num_prefill, num_decode)
-    runs, run_keys = {}, {}
-    try:
-        for policy in POLICIES:
-            scenario = pd_scenario(preset, rush_values or STORIES["ten_oclock_rush"].defaults, policy, cap,
-                                   num_prefill, num_decode)
-            runs[policy], run_keys[policy] = compute.run_scenario(scenario), compute.run_key(scenario)
-    except InputError as err:
+    preset, cap, num_prefill, num_decode, base = _settings_ui()
+    values = rush_values or story.defaults
+    mine = (story.scenario(values), single) if preset == "rush" and single is not None else None
+    case = Case(preset_data(preset, values), preset=preset, story=mine,
+                group=story.stream_group if preset == "rush" else "short")
+    compare_ui(case, cap, num_prefill, num_decode, base)
+    return _params(on, preset, cap, num_prefill, num_decode, base)
+
+
+def compare_ui(case: Case, cap: int, num_prefill: int, num_decode: int, base: str) -> None:
+    """PD under both policies beside the same requests without PD on the same GPUs: what runs, the trade,
+    the table, the charts, the phases and the checklist."""
+    scenarios, runs, refused = {}, {}, {}
+    for policy in POLICIES:
+        try:
+            scenarios[policy] = split(case.data, policy, cap, num_prefill, num_decode)
+            runs[policy] = case.run(scenarios[policy])
+        except InputError as err:
+            refused[policy] = err
+        except Exception as err:  # the PD model is new; never let it take the page down
+            refused[policy] = InputError(type(err).__name__, str(err))
+    if "early" not in runs:
+        err = refused["early"]
         st.error(f"**This PD combination cannot run.** `{err.where}`: {err.problem}", icon=":material/block:")
-        return url
-    except Exception as err:  # the PD model is new; never let it take the page down
-        st.warning(f"The PD model could not run this preset ({type(err).__name__}: {err}).")
-        return url
-    _tradeoff_ui(runs, preset)
-    _policy_table_ui(runs, single if preset == "rush" else None, cap)
-    _charts_ui(runs, run_keys)
-    _phase_table_ui(runs)
-    return url
+        return
+    for policy, err in refused.items():
+        st.warning(f"**{policy} cannot run here:** `{err.where}`: {err.problem}. The rows below show what "
+                   "can.", icon=":material/block:")
+    without = _baseline(case, base, scenarios["early"])
+    _what_runs_ui(case, scenarios["early"], runs["early"][0], without)
+    frames = {policy: run for policy, (run, _) in runs.items()}
+    if len(frames) == 2:
+        _tradeoff_ui(frames, case, tables.deployment(scenarios["early"]))
+    _policy_table_ui(case, scenarios, frames, without, cap)
+    _charts_ui(case, runs)
+    _phase_table_ui(frames, num_gpus(scenarios["early"]))
+    checklist_ui(checklist.of_runs(scenarios.get("prefill_complete", scenarios["early"]), frames["early"],
+                                   frames.get("prefill_complete")))
 
 
-def _tradeoff_ui(runs: dict, preset: str) -> None:
-    """early -> prefill_complete on the four numbers the maintainers measured; on the upstream replica, the
-    model's changes beside theirs and what the model leaves out; why a preset shows little."""
-    st.markdown("#### early → prefill_complete")
+def _baseline(case: Case, base: str, pd: Scenario) -> tuple[str, Scenario, RunFrames] | None:
+    """(label, scenario, run) of the same requests on PD's GPUs without PD; None when not asked or refused."""
+    try:
+        scenario = baseline(case.data, base, pd)
+        if scenario is None:
+            return None
+        run, _ = case.run(scenario)
+    except InputError as err:
+        st.warning(f"**Without PD on the same GPUs ({BASELINES[base]}) cannot run:** `{err.where}`: "
+                   f"{err.problem}", icon=":material/block:")
+        return None
+    k = scenario.engine.dp_size
+    label = f"{k} engines, round robin" if k > 1 else f"one engine, TP {scenario.hardware.tp_size}"
+    return label, scenario, run
+
+
+def _what_runs_ui(case: Case, pd: Scenario, run: RunFrames, without) -> None:
+    """Every deployment of the section in one list: model, GPUs, and KV per rank and per worker."""
+    lines = [f"- **PD**: {tables.what_runs(pd, run)}"]
+    if without is not None:
+        label, scenario, base_run = without
+        lines.append(f"- **{label}**: {tables.what_runs(scenario, base_run)}")
+    if case.story is not None:
+        lines.append(f"- **the story's engine** (above): {tables.what_runs(*case.story)}")
+    elif case.preset == "upstream":
+        lines.append("- The story above runs other hardware: these rows are the upstream replica's.")
+    st.markdown("**What runs here**\n" + "\n".join(lines))
+
+
+def _tradeoff_ui(runs: dict, case: Case, deployment: str) -> None:
+    """early -> prefill_complete on the four numbers the maintainers measured, on the PD deployment named;
+    on the upstream replica, the model's changes beside theirs and what the model leaves out; why a preset
+    shows little."""
+    st.markdown(f"#### early → prefill_complete ({deployment})")
     rows = tables.tradeoff(runs["early"], runs["prefill_complete"])
     price_cards(st.columns(len(rows)), [Price(row["label"], row["early"], row["prefill_complete"],
                                               fmt_seconds if row["unit"] == "s" else fmt_rate, row["better"])
                                         for row in rows], False)
-    if preset == "upstream":
+    if case.preset == "upstream":
         _upstream_ui(runs)
     else:
-        st.caption("The maintainers' figures come from another test, the upstream replica's shape (choose "
-                   "that preset to see them beside the model's).")
-    group = STORIES["ten_oclock_rush"].stream_group if preset == "rush" else "short"
-    why = tables.little_difference(runs["early"], runs["prefill_complete"], group)
+        st.caption("Both sides of each card run the same PD deployment (above). The maintainers' figures "
+                   "come from another test, the upstream replica's shape (choose that preset on the ten "
+                   "o'clock page to see them beside the model's).")
+    why = tables.little_difference(runs["early"], runs["prefill_complete"], case.group, case.who)
     if why:
         st.info(why, icon=":material/info:")
 
@@ -128,40 +216,56 @@ def _upstream_ui(runs: dict) -> None:
                "and 2, as upstream averaged two runs.")
 
 
-def _charts_ui(runs: dict, run_keys: dict) -> None:
+def _charts_ui(case: Case, runs: dict) -> None:
     """Each policy's workers, KV per worker and where each request's time went, side by side on one time
     axis."""
-    end = max(r.end_at for r in runs.values())
-    left, right = st.columns(2)
-    for col, (policy, run) in zip((left, right), runs.items(), strict=True):
+    end = max(run.end_at for run, _ in runs.values())
+    columns = st.columns(2)
+    for col, (policy, (run, key)) in zip(columns, runs.items(), strict=False):
         with col:  # specs shared by every session under (run, end): app.ui.chart
             for view in views.pd_views(run, policy, end):
-                chart_ui(state.PD_PAGE, *view, cache_key=(run_keys[policy], end))
+                chart_ui(case.page, *view, cache_key=(key, end))
 
 
-def _params(on, preset, cap, num_prefill, num_decode) -> dict:
+def _params(on, preset, cap, num_prefill, num_decode, base) -> dict:
     """The section's URL parameters, non-default only."""
     if preset == "upstream":  # its worker counts are the preset's, not the sliders'
         num_prefill = num_decode = 1
     return {state.PD_ON: None if on else "0", state.PD_PRESET: preset if preset != "rush" else None,
             state.PD_CAP: cap or None, state.PD_PREFILL_WORKERS: num_prefill if num_prefill != 1 else None,
-            state.PD_DECODE_WORKERS: num_decode if num_decode != 1 else None}
+            state.PD_DECODE_WORKERS: num_decode if num_decode != 1 else None,
+            state.PD_BASE: base if base != params.DEFAULTS[state.PD_BASE] else None}
 
 
-def _phase_table_ui(runs: dict) -> None:
+def _phase_table_ui(runs: dict, gpus: int) -> None:
     """Mean seconds per request in each phase, per group and policy (`summary(result).pd.phase_s`)."""
-    st.markdown("##### Mean time per request in each phase")
+    st.markdown(f"##### Mean time per request in each phase (PD, {gpus} GPUs under either policy)")
     st.dataframe(tables.phase_table(runs), hide_index=True, width="stretch")
     st.caption("A phase a group never entered reads 0 s (e.g. under prefill_complete nothing holds decode KV "
                "before its prefill ends).")
 
 
-def _policy_table_ui(runs: dict, single=None, cap: int = 0) -> None:
-    """TTFT and ITL by prompt-length bucket, and throughput: single engine, then PD under each policy."""
-    arms = (({"single engine": single} if single is not None else {})
-            | {f"PD, {p}": run for p, run in runs.items()})
+def _policy_table_ui(case: Case, scenarios: dict, runs: dict, without, cap: int = 0) -> None:
+    """TTFT and ITL by prompt-length bucket, and throughput: the story's engine, the same GPUs without PD,
+    then PD under each policy; every row with its GPUs."""
+    arms = {}
+    if case.story is not None:
+        arms["the story's engine"] = case.story
+    if without is not None:
+        arms[without[0]] = without[1:]
+    arms |= {f"PD, {p}": (scenarios[p], run) for p, run in runs.items()}
     st.dataframe(tables.policy_table(arms), hide_index=True, width="stretch")
     extra = f" — it never fit the {cap:,}-token decode cap" if cap else ""
     for sentence in dict.fromkeys(s for run in runs.values() for s in never_got_a_token(run.requests, extra)):
         st.caption(sentence)
-    st.caption("These rows are the model's, on this preset, over every request.")
+    st.caption("These rows are the model's, on this case, over every request. GPUs: what each deployment "
+               "uses (what runs, above).")
+
+
+def checklist_ui(checks: list) -> None:
+    """Before you enable prefill_complete: seed 000's checks on this case (app.present.checklist)."""
+    st.markdown("#### Before you enable prefill_complete")
+    st.table(checklist.frame(checks).set_index("check"))
+    st.caption("Each check reads pass, fail or unknown from this case: its requests, its runs under both "
+               "policies and its settings. The constraints are those SGLang 0.5.23 checks when it starts "
+               "(`_validate_prefill_complete`, the bootstrap handshake, the KV manager's pool check).")

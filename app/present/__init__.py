@@ -46,10 +46,10 @@ def story_page(key: str, vary: tuple[str, ...] | None = None, start: dict | None
 
 
 def pd_page(key: str = "ten_oclock_rush_pd", bare: bool = False, bundle: str | None = None) -> str:
-    """The PD figure, opening on the workload of PD preset `key`."""
+    """The PD figure, opening on the workload and deployment of PD preset `key`."""
     if key not in PD_KEYS:
         raise InputError("figure", f"unknown PD preset {key!r}; expected one of {', '.join(PD_KEYS)}")
-    return figure_html(pd_figure(PD_KEYS[key]), bare, bundle)
+    return figure_html(pd_figure(*PD_KEYS[key]), bare, bundle)
 
 
 def figure_page(key: str, **options) -> str:

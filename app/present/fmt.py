@@ -53,3 +53,30 @@ def shown_value(control, value, resolved_chunk=None) -> str:
 
 def signed_seconds(diff: float) -> str:
     return ("+" if diff > 0 else "−" if diff < 0 else "±") + fmt_seconds(abs(diff))
+
+
+def fmt_share(fraction: float | None) -> str:
+    """0.02 -> '2 %'; a small non-zero share keeps a decimal so it does not read as zero."""
+    if fraction is None:
+        return "—"
+    if fraction == 0 or fraction >= 0.01:
+        return f"{fraction * 100:.0f} %"
+    return f"{fraction * 100:.1f} %" if fraction >= 0.001 else "< 0.1 %"
+
+
+def fmt_change(fraction: float | None) -> str:
+    """A relative change in whole percent, signed: '+85 %', '−41 %', '±0 %'."""
+    if fraction is None:
+        return "—"
+    whole = round(100 * fraction)
+    return "±0 %" if whole == 0 else f"{'+' if whole > 0 else '−'}{abs(whole)} %"
+
+
+def fmt_token_s(value: float | None) -> str:
+    """Token-seconds as the PD notes write them: '4.9 × 10⁷'; small values whole."""
+    if value is None:
+        return "—"
+    if value < 10_000:
+        return f"{value:,.0f}"
+    mantissa, exponent = f"{value:.1e}".split("e")
+    return f"{mantissa} × 10{str(int(exponent)).translate(str.maketrans('0123456789', '⁰¹²³⁴⁵⁶⁷⁸⁹'))}"

@@ -28,7 +28,7 @@ from app.present.fmt import fmt_seconds
 from app.present.numbers import card, fmt_rate, headline_rows, narrate
 from app.present.settings import settings_words
 from app.present.shown import room_spec
-from engine_model import STORIES, Story, TourStep
+from engine_model import STORIES, Story, TourStep, num_gpus
 
 SIZE = (1920, 1080)
 PAD = 48
@@ -173,13 +173,15 @@ def pd_pair(values: dict, preset: str, runs: Runs) -> tuple[dict, str, str, str]
     """The two deployments a PD step compares: on the ten o'clock workload, one engine vs PD (`early`, as
     SGLang defaults); on the upstream replica, `early` vs `prefill_complete`. (chart, its title, the numbers
     left -> right, the deployments in words)."""
-    early = runs(pd_scenario(preset, values, "early", 0, 1, 1))
+    pd = pd_scenario(preset, values, "early", 0, 1, 1)
+    early, on = runs(pd), f"{num_gpus(pd)} GPUs"
     if preset == "rush":
-        left, right = runs(STORIES["ten_oclock_rush"].scenario(values)), early
-        names = ("one engine", "PD, early")
+        one = STORIES["ten_oclock_rush"].scenario(values)
+        left, right = runs(one), early
+        names = (f"one engine ({num_gpus(one)} GPU{'s' if num_gpus(one) > 1 else ''})", f"PD, early ({on})")
     else:
         left, right = early, runs(pd_scenario(preset, values, "prefill_complete", 0, 1, 1))
-        names = ("PD, early", "PD, prefill_complete")
+        names = (f"PD, early ({on})", f"PD, prefill_complete ({on})")
     end = max(left.end_at, right.end_at)
     chart_id = "passes" if preset == "rush" else "kv-decode"
     parts = [(_pd_chart(run, name, end, chart_id), name)

@@ -26,6 +26,7 @@ from engine_model import (
     check_server,
     diagnose,
     load_trace,
+    num_observed,
     parse_log,
     read_scrapes,
     read_server_info,
@@ -38,13 +39,15 @@ class ReadLog:
     parsed: ParsedLog
     timeline: Timeline
     diagnosis: Diagnosis
+    num_observed: int = 0  # requests its Prefill lines introduce (a replay keeps the first of them)
 
 
 @st.cache_data(max_entries=16, show_spinner="Reading the log…")
 def read_log(text: str, rank: str | None = None) -> ReadLog:
     """Parse, rebuild one rank's timeline and diagnose it (raises InputError on unusable text)."""
     parsed = parse_log(text, max_bytes=LOG_LIMIT_MB * 1_000_000)
-    return ReadLog(parsed, build_timeline(parsed, rank=rank), diagnose(parsed, rank=rank))
+    return ReadLog(parsed, build_timeline(parsed, rank=rank), diagnose(parsed, rank=rank),
+                   num_observed(parsed))
 
 
 @st.cache_data(max_entries=16, show_spinner="Reading the metrics…")

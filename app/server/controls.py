@@ -4,15 +4,18 @@ server flags a run uses. Every one is in the page's URL under its key."""
 from __future__ import annotations
 
 from app import state
+from app.pd.presets import BASELINES
 from app.server.input import LOG_SAMPLES, TRACE_SAMPLES
 from engine_model import (
     ASSUMED_OUTPUT_LEN,
+    MAX_OBSERVED_REQUESTS,
     Control,
     chunk_control,
     common_controls,
     interval_control,
     mixed_control,
 )
+from engine_model import MAX_REQUESTS as HARD_CAP
 
 PAGE = state.SERVER_PAGE
 LIMITS = {"max_iterations": 400_000, "max_sim_seconds": 7_200.0}  # a click cannot run away
@@ -50,9 +53,12 @@ SPEEDUP = Control("speedup", "Speed-up", "select", 1.0, _keeps, (0.25, 0.5, 1.0,
 SAMPLE = Control("sample", "Keep a share of requests", "select", 1.0, _keeps, (1.0, 0.5, 0.25, 0.1),
                  is_flag=False, fmt=lambda v: f"{v:.0%}",
                  help="Each request is kept with this probability (seeded).")
-MAX_REQUESTS = Control("maxreq", "At most (requests)", "select", 1500, _keeps,
-                       (100, 250, 500, 1000, 1500, 2000, 3000), is_flag=False, fmt=lambda v: f"{v:,}",
-                       help="The first N requests after the window and sample.")
+CAPS = (100, 250, 500, 1000, 1500, 2000, 3000, 10_000, 30_000, 100_000, 300_000, HARD_CAP)
+MAX_REQUESTS = Control("maxreq", "At most (requests)", "select", 1500, _keeps, CAPS, is_flag=False,
+                       fmt=lambda v: f"{v:,}" + (" (the engine's cap)" if v == HARD_CAP else ""),
+                       help="The first N requests after the window and sample; the page says how many "
+                            "rows it kept and dropped. Up to the engine's cap on a run; a run of tens of "
+                            "thousands of requests takes minutes.")
 LONG = Control("long", "A long prompt has at least (tokens)", "select", 8192, _keeps,
                (1024, 2048, 4096, 8192, 16384, 32768), is_flag=False, fmt=lambda v: f"{v:,}",
                help="Splits the mix, and sets the prompt-length buckets of the metrics: below it, up to 4× "
@@ -74,6 +80,11 @@ REPLAY_CHUNK = Control("rchunk", "Chunk size", "select", AS_LOGGED, _keeps,
 REPLAY_INTERVAL = Control("rinterval", "Decode rounds between prefills", "select", AS_LOGGED, _keeps,
                           (AS_LOGGED, 0, 1, 2, 4, 8, 16), fmt=_as_logged(),
                           help="--prefill-decode-interval for the replay; 'as in the log' keeps the log's.")
+REPLAY_MAX = Control("rmax", "Replay at most (requests)", "select", 2000, _keeps,
+                     (500, 1000, 2000, 5000, 10_000, 20_000, 50_000, MAX_OBSERVED_REQUESTS), is_flag=False,
+                     fmt=lambda v: f"{v:,}" + (" (the engine's cap)" if v == MAX_OBSERVED_REQUESTS else ""),
+                     help="The first N requests the log's Prefill lines introduce; the page says how many it "
+                          "kept and dropped. Up to the most the engine reads from a log.")
 REPLAY_SWITCHES = {"mixed": REPLAY_MIXED, "chunk": REPLAY_CHUNK, "interval": REPLAY_INTERVAL}
 FLAGS = (mixed_control(), chunk_control(), interval_control())  # a trace's run
 DEPLOYMENT = common_controls()  # GPU, tensor parallel, model, precision, seed, and every figure behind them
@@ -92,9 +103,21 @@ def _replay(like: str) -> Control:
 # A replay runs the log's own deployment (engine_model/logs/deployment.py) unless the person picks another.
 REPLAY_DEPLOYMENT = {"model": _replay("model"), "tp_size": _replay("tp"), "weight_dtype": _replay("wdtype"),
                      "kv_dtype": _replay("kvdtype")}
+WORKERS = tuple(range(1, 9))
+PD_SPLIT = Control("pd", "Split prefill from decode (PD), both allocation policies", "toggle", False,
+                   _keeps, is_flag=False,
+                   help="Runs the trace on prefill and decode workers under early and prefill_complete, "
+                        "beside the same requests on as many GPUs without PD: three more runs, seconds each "
+                        "for a few thousand requests.")
+PD_PREFILL = Control("pworkers", "Prefill workers", "select", 1, _keeps, WORKERS, is_flag=False)
+PD_DECODE = Control("dworkers", "Decode workers", "select", 1, _keeps, WORKERS, is_flag=False)
+PD_BASE = Control("base", "Without PD, on the same GPUs", "select", "engines", _keeps, tuple(BASELINES),
+                  is_flag=False, fmt=BASELINES.get)
+PD_CONTROLS = (PD_SPLIT, PD_PREFILL, PD_DECODE, PD_BASE)
 TRACE_OPTIONS = (WINDOW_START, WINDOW_LEN, SPEEDUP, SAMPLE, MAX_REQUESTS, LONG)
 CONTROLS = (VIEW, LOG, METRICS, OUTPUT, TRACE, WINDOW_START, WINDOW_LEN, SPEEDUP, SAMPLE, MAX_REQUESTS, LONG,
-            *FLAGS, *DEPLOYMENT, *REPLAY_SWITCHES.values(), *REPLAY_DEPLOYMENT.values())
+            *FLAGS, *DEPLOYMENT, *REPLAY_SWITCHES.values(), *REPLAY_DEPLOYMENT.values(), REPLAY_MAX,
+            *PD_CONTROLS)
 
 
 def base_data(values: dict) -> dict:

@@ -9,9 +9,11 @@ import streamlit as st
 
 from app import state
 from app.charts.frames import RunFrames
-from app.present.fmt import fmt_seconds
+from app.present.fmt import fmt_count, fmt_seconds
+from app.present.numbers import Price
 from app.server.controls import CONTROLS, PAGE, VIEW
 from app.server.input import decode_upload
+from app.story.headline import price_cards
 from app.ui.controls import control_ui
 from engine_model import InputError
 
@@ -59,21 +61,19 @@ def upload_ui(label: str, key: str, limit_mb: int, empty_note: str) -> tuple[str
     return upload.name, text
 
 
-def _cards(run: RunFrames) -> tuple[tuple[str, str], ...]:
-    overall = run.summary.metrics.overall
-    return (("p95 first token (TTFT)", fmt_seconds(overall.ttft_s.p95)),
-            ("p99 gap between tokens", fmt_seconds(overall.itl_s.p99)),
-            ("Longest pause, any reply", fmt_seconds(overall.max_itl_s.max)),
-            ("Requests retracted", f"{overall.num_retracted:,} of {overall.num_requests:,}"))
+def _prices(run: RunFrames, after: RunFrames) -> list[Price]:
+    a, b = run.summary.metrics.overall, after.summary.metrics.overall
+    return [Price("p95 first token (TTFT)", a.ttft_s.p95, b.ttft_s.p95, fmt_seconds, "lower"),
+            Price("p99 gap between tokens", a.itl_s.p99, b.itl_s.p99, fmt_seconds, "lower"),
+            Price("Longest pause, any reply", a.max_itl_s.max, b.max_itl_s.max, fmt_seconds, "lower"),
+            Price("Requests retracted", a.num_retracted, b.num_retracted, fmt_count, "lower")]
 
 
 def headline_ui(run: RunFrames, after: RunFrames | None = None) -> None:
-    """Four cards for a run of the model on this page; with `after`, each reads 'run → after'."""
-    cards = _cards(run) if after is None else tuple(
-        (label, value if value == then else f"{value} → {then}")
-        for (label, value), (_, then) in zip(_cards(run), _cards(after), strict=True))
-    for col, (label, value) in zip(st.columns(len(cards)), cards, strict=True):
-        col.metric(label, value, border=True)
+    """Four cards for a run of the model on this page; with `after`, each reads 'run → after' as the
+    stories' cards do."""
+    prices = _prices(run, after or run)
+    price_cards(st.columns(len(prices)), prices, after is None)
 
 
 def share_ui(values: dict) -> None:

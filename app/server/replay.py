@@ -29,7 +29,7 @@ from engine_model import (
 )
 from engine_model import log_settings as settings
 
-MAX_REQUESTS = 2000  # requests a replay reads from the Prefill lines (the first ones)
+MAX_REQUESTS = 2000  # requests a replay reads from the Prefill lines (the first ones), unless raised
 MID_REPLY_PROMPT = 2000  # prompt of a request already streaming, when the KV pool is unknown (assumption)
 TYPE_TAG = re.compile(r"^(int|float|str|bool|none|literal\[.*\]|function-.*|constrained-.*)$")  # union arms
 SWITCHES = {"mixed": "enable_mixed_chunk", "chunk": "chunked_prefill_size",
@@ -86,24 +86,27 @@ def streaming_requests(parsed: ParsedLog, timeline: Timeline,
     return requests, sum(steps), note
 
 
-def reply_length(timeline: Timeline, arrivals: list[float], accounted: int) -> int | None:
+def reply_length(timeline: Timeline, arrivals: list[float], accounted: int,
+                 max_requests: int = MAX_REQUESTS) -> int | None:
     """Mean reply of the requests the Prefill lines introduce: the Decode lines' tokens (steps × running)
     less those the already-streaming requests account for, over the requests seen. When the replay keeps
-    only the first MAX_REQUESTS, only the Decode lines up to the last of them count."""
-    until = max(arrivals) if len(arrivals) >= MAX_REQUESTS else math.inf
+    only the first `max_requests`, only the Decode lines up to the last of them count."""
+    until = max(arrivals) if len(arrivals) >= max_requests else math.inf
     generated = sum(d.num_steps * d.num_running_reqs for d in timeline.decodes if d.end_at <= until)
     generated -= accounted
     return max(1, round(generated / len(arrivals))) if generated > 0 and arrivals else None
 
 
 def replay_scenario(parsed: ParsedLog, timeline: Timeline, base: Scenario, output_len: int | None,
-                    switches: dict | None = None, picked: dict | None = None) -> tuple[Scenario, list[str]]:
+                    switches: dict | None = None, picked: dict | None = None,
+                    max_requests: int = MAX_REQUESTS) -> tuple[Scenario, list[str]]:
     """The log as a scenario on its own deployment (or the one `picked`), with the requests already streaming
-    and any switch not left AS_LOGGED. Raises InputError naming the field for anything the model cannot run,
-    a deployment that cannot run included (the engine's one check)."""
+    and any switch not left AS_LOGGED; the first `max_requests` of the requests its Prefill lines introduce.
+    Raises InputError naming the field for anything the model cannot run, a deployment that cannot run
+    included (the engine's one check)."""
     try:
         # reply lengths are set below, once the requests already streaming are known
-        scenario, notes = scenario_from_log(parsed, base, output_len=1, max_requests=MAX_REQUESTS,
+        scenario, notes = scenario_from_log(parsed, base, output_len=1, max_requests=max_requests,
                                             picked=picked)
     except ValidationError as err:
         raise named(err) from None
@@ -111,7 +114,7 @@ def replay_scenario(parsed: ParsedLog, timeline: Timeline, base: Scenario, outpu
     seen = data["workload"]["requests"]
     streaming, accounted, note = streaming_requests(parsed, timeline, [r["arrival_at"] for r in seen])
     arrivals = [r["arrival_at"] for r in seen]
-    estimated = reply_length(timeline, arrivals, accounted) if output_len is None else None
+    estimated = reply_length(timeline, arrivals, accounted, max_requests) if output_len is None else None
     reply = output_len or estimated or ASSUMED_OUTPUT_LEN
     for request in seen:
         request["output_len"] = reply
@@ -120,6 +123,7 @@ def replay_scenario(parsed: ParsedLog, timeline: Timeline, base: Scenario, outpu
             "streaming, over the requests seen (an estimate)")
     notes = [n.replace("each reply assumed 1 tokens", said) for n in notes]
     data["workload"]["requests"] = streaming + seen
+    data["limits"]["max_requests"] = max(data["limits"]["max_requests"], len(streaming) + len(seen))
     _switch(data, switches or {})
     scenario = validate(data)
     check_deployment(scenario)

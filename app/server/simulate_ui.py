@@ -11,6 +11,7 @@ import streamlit as st
 from app import compute
 from app.charts import timelines
 from app.charts.frames import RunFrames
+from app.pd.section import checklist_ui
 from app.server import frames as sf
 from app.server.compute import ReadLog
 from app.server.controls import (
@@ -20,6 +21,7 @@ from app.server.controls import (
     OUTPUT,
     PAGE,
     REPLAY_DEPLOYMENT,
+    REPLAY_MAX,
     REPLAY_SWITCHES,
     base_data,
     picked,
@@ -32,7 +34,18 @@ from app.ui.chart import chart_ui
 from app.ui.controls import control_ui
 from app.ui.deployment import figures_ui
 from app.ui.resolved import cut_off_ui, resolved_ui
-from engine_model import MODELS, NOT_MATCHED, InputError, deployment_from_log, longest_run, validate
+from engine_model import (
+    MAX_OBSERVED_REQUESTS,
+    MODELS,
+    NOT_MATCHED,
+    InputError,
+    checklist,
+    deployment_from_log,
+    longest_run,
+    mix_of,
+    settings_of_log,
+    validate,
+)
 from engine_model import log_settings as settings
 
 
@@ -51,6 +64,7 @@ def simulate_log_ui(read: ReadLog, values: dict) -> None:
     if scenarios is None:
         return
     (logged, notes), switched = scenarios
+    kept_ui(read, logged, values[REPLAY_MAX.key])
     run = compute.run_scenario(logged)
     unmatched = [n.removeprefix(NOT_MATCHED) for n in notes if n.startswith(NOT_MATCHED)]
     st.info("**What the replay could not match**\n" + "\n".join(f"- {n}" for n in unmatched),
@@ -72,13 +86,43 @@ def simulate_log_ui(read: ReadLog, values: dict) -> None:
     chart_ui(PAGE, "sim_kv", f"The model's KV cache slots, {which}",
              "KV slots used (blue) and free, with the model's retractions as dark grey rules.",
              lambda: timelines.kv_occupancy(shown.kv, shown.retractions, end_at=shown.end_at), cache_key=key)
+    log_checklist_ui(read, logged)
+
+
+def log_checklist_ui(read: ReadLog, scenario) -> None:
+    """The checklist from what a log shows: the mix of the requests its Prefill lines introduce and its own
+    server's settings (server_args: one role, no environment variables)."""
+    seen = [r for r in scenario.workload.requests if r.group == "observed"]
+    mix = (mix_of([r.prompt_len for r in seen], [r.output_len for r in seen], [r.arrival_at for r in seen],
+                  scenario.metrics.bucket_edges[0]) if seen else None)
+    st.divider()
+    checklist_ui(checklist(mix, settings=settings_of_log(read.parsed.server_args or {})))
+    mode = (read.parsed.server_args or {}).get("disaggregation_mode", "not in the log")
+    st.caption(f"From your log: the prompts its Prefill lines imply and its own server's settings "
+               f"(disaggregation_mode {mode}); a log shows one server, not the other role, and no "
+               "environment variables. (b) and (c) need runs under both policies: load the requests as a "
+               "trace (*A request trace*) and split prefill from decode there.")
+
+
+def kept_ui(read: ReadLog, scenario, cap: int) -> None:
+    """How many of the requests the log's Prefill lines introduce the replay keeps, and the rest dropped."""
+    kept = sum(r.group == "observed" for r in scenario.workload.requests)
+    seen = read.num_observed
+    if seen <= kept:
+        st.caption(f"The replay keeps all {seen:,} requests the log's Prefill lines introduce.")
+        return
+    at_cap = " (the most the engine reads from a log)" if seen >= MAX_OBSERVED_REQUESTS else ""
+    st.warning(f"The replay keeps the first {kept:,} of the {seen:,} requests the log's Prefill lines "
+               f"introduce{at_cap}: {seen - kept:,} past the cap of {cap:,} are dropped. Raise **Replay at "
+               f"most (requests)** (up to {MAX_OBSERVED_REQUESTS:,}) to keep them.",
+               icon=":material/filter_alt:")
 
 
 def replay_deployment_ui(read: ReadLog, values: dict) -> None:
     """The GPU, the log's model, TP and precision (each 'as in the log' or a pick), the reply length, and the
     GPU's figures and the model's shapes."""
     with st.container(horizontal=True, gap="medium", vertical_alignment="bottom"):
-        for control in (GPU, *REPLAY_DEPLOYMENT.values(), OUTPUT):
+        for control in (GPU, *REPLAY_DEPLOYMENT.values(), OUTPUT, REPLAY_MAX):
             with st.container(width=230):
                 control_ui(PAGE, control)
     logged = deployment_from_log(settings(read.parsed))
@@ -104,7 +148,8 @@ def replay_or_stop(read: ReadLog, values: dict, switches: dict):
     try:
         output_len = None if values[OUTPUT.key] == "auto" else values[OUTPUT.key]
         base = validate(base_data(values))
-        logged = replay_scenario(read.parsed, read.timeline, base, output_len, picked=picked(values))
+        logged = replay_scenario(read.parsed, read.timeline, base, output_len, picked=picked(values),
+                                 max_requests=values[REPLAY_MAX.key])
         if not logged[0].workload.requests:
             st.info("Nothing to simulate: the log has no Prefill line with new requests and no request "
                     "running.")

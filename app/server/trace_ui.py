@@ -14,10 +14,12 @@ from app.server import frames as sf
 from app.server.controls import DEPLOYMENT, FLAGS, PAGE, TRACE, TRACE_OPTIONS, base_data
 from app.server.input import TRACE_LIMIT_MB, TRACE_SAMPLES, Sample, sample_text
 from app.server.page import cache_key, error_ui, headline_ui, upload_ui
+from app.server.trace_pd import trace_pd_ui
 from app.ui.chart import chart_ui
 from app.ui.controls import control_ui
 from app.ui.deployment import deployment_ui, deployment_words
 from app.ui.resolved import cut_off_ui, resolved_ui
+from engine_model import MAX_REQUESTS as HARD_CAP
 from engine_model import InputError, Trace, check_deployment, request_mix, validate
 
 OVERLOADED_QUEUE_S = 10.0
@@ -63,7 +65,34 @@ def load_trace_or_stop(name: str, source: str | bytes, values: dict) -> Trace:
                    + "; ".join(reason for _, reason in trace.skipped_examples[:3]))
     for warning in trace.warnings:
         st.warning(warning)
+    words, capped = kept_words(trace, values["maxreq"])
+    if capped:
+        st.warning(words, icon=":material/filter_alt:")
+    else:
+        st.caption(words)
     return trace
+
+
+def kept_words(trace: Trace, cap: int) -> tuple[str, bool]:
+    """How many rows of the file became requests, and every row that did not, by why; True when the cap
+    dropped some (the person can raise it)."""
+    dropped, unread = trace.dropped, trace.num_unread
+    past = dropped.get("past_max_requests", 0) + (unread if trace.stopped_by == "max_requests" else 0)
+    parts = [f"{n:,} {why}" for n, why in (
+        (trace.num_skipped, "unusable (see above)"), (dropped.get("outside_window", 0), "outside the window"),
+        (unread if trace.stopped_by == "window" else 0, "after the window (counted, not read)"),
+        (dropped.get("not_sampled", 0), "not in the sample"),
+        (past, f"past the cap of {cap:,} requests" + (" (counted, not read)" if unread and
+                                                       trace.stopped_by == "max_requests" else "")),
+        (unread if trace.stopped_by == "max_rows" else 0, "past the reader's row limit (counted, not read)"),
+    ) if n]
+    total = len(trace.requests) + trace.num_not_kept
+    words = (f"Kept {len(trace.requests):,} of the trace's {total:,} rows"
+             + (": " + "; ".join(parts) + "." if parts else ": every row."))
+    if past:
+        words += (f" Raise **At most (requests)** (up to {HARD_CAP:,}, the engine's cap on a run) to keep "
+                  "them.")
+    return words, past > 0
 
 
 def mix_words(trace: Trace, long_threshold: int) -> str:
@@ -98,6 +127,29 @@ def mix_ui(trace: Trace, name: str, long_threshold: int) -> None:
              lambda: server_charts.output_mix(sf.output_mix(trace)), cache_key=key)
 
 
+def trace_data(values: dict, num_requests: int, switches: bool = True) -> dict:
+    """The trace's scenario (its requests come separately): the page's GPU, model and seed, the long
+    threshold's buckets, and the switches (False: SGLang's defaults)."""
+    data = base_data(values)
+    data["name"] = "your_trace"
+    data["metrics"] = {"bucket_edges": [values["long"], 4 * values["long"]]}
+    data["limits"]["max_requests"] = max(num_requests, 1)
+    for control in FLAGS:
+        control.apply(data, values[control.key] if switches else control.default)
+    return data
+
+
+def trace_runner(trace: Trace):
+    """A run of any scenario on the trace's requests, and the key its charts are cached under."""
+    rows = sf.trace_rows(trace)
+
+    def run(scenario):
+        return (compute.run_trace(scenario.model_dump_json(), rows),
+                cache_key(scenario.model_dump_json(), rows[:50], len(rows)))
+
+    return run
+
+
 def trace_run_ui(trace: Trace, values: dict) -> None:
     st.divider()
     st.markdown("### Run it through the scheduler")
@@ -108,21 +160,22 @@ def trace_run_ui(trace: Trace, values: dict) -> None:
                 control_ui(PAGE, control)
         st.markdown(f"**Deployment** — {deployment_words(values)}")
         deployment_ui(PAGE, DEPLOYMENT, values)
-    data = base_data(values)
-    data["name"] = "your_trace"
-    data["metrics"] = {"bucket_edges": [values["long"], 4 * values["long"]]}
-    for control in FLAGS:
-        control.apply(data, values[control.key])
+    runner = trace_runner(trace)
     try:
-        scenario = validate(data)
+        scenario = validate(trace_data(values, len(trace.requests)))
         check_deployment(scenario, compute.trace_requests(sf.trace_rows(trace)))
-        run = compute.run_trace(scenario.model_dump_json(), sf.trace_rows(trace))
+        defaults = validate(trace_data(values, len(trace.requests), switches=False))
+        run, key = runner(scenario)
+        before = run if defaults == scenario else runner(defaults)[0]
     except InputError as err:
         st.error(f"**This combination cannot run.** `{err.where}`: {err.problem}", icon=":material/block:")
         return
     resolved_ui(run)
     cut_off_ui(run)
-    headline_ui(run)
+    headline_ui(before, run if before is not run else None)
+    st.caption("SGLang's defaults → your switches (mixed chunk, chunk size, decode rounds between prefills), "
+               "on the same requests, GPU and model." if before is not run else
+               "At SGLang's defaults: flip a switch above to see each number before → after.")
     if (run.summary.metrics.overall.queue_s.p50 or 0) > OVERLOADED_QUEUE_S:
         st.warning("**This server cannot keep up with these arrivals:** the median request waits more than "
                    f"{OVERLOADED_QUEUE_S:g} s in the queue, so first-token times are mostly queueing. Slow "
@@ -131,7 +184,6 @@ def trace_run_ui(trace: Trace, values: dict) -> None:
                    icon=":material/traffic:")
     st.markdown("#### Who waits, by prompt length")
     st.dataframe(sf.bucket_table(run.summary, fmt_seconds), hide_index=True, width="stretch")
-    key = cache_key(scenario.model_dump_json(), sf.trace_rows(trace)[:50], len(trace.requests))
     chart_ui(PAGE, "buckets", "TTFT and gaps between tokens, by prompt-length bucket",
              "p50, p95 and p99 of each wait for requests in each prompt-length bucket (log scale). Flip "
              "mixed chunk or the chunk size and watch the short prompts' gaps and the long prompts' first "
@@ -149,3 +201,4 @@ def trace_run_ui(trace: Trace, values: dict) -> None:
     with st.expander("Export this run: per-request metrics (CSV)"):
         st.download_button("Per-request metrics (CSV)", lambda: csv_bytes(run.requests),
                            file_name="your_trace-requests.csv", mime="text/csv", on_click="ignore")
+    trace_pd_ui(trace, values, runner, trace_data(values, len(trace.requests)))

@@ -26,7 +26,7 @@ from app.present.numbers import (
 )
 from app.present.settings import changes_words
 from app.ui.fold import folded
-from engine_model import InputError, Story, attention_note
+from engine_model import InputError, Story, attention_note, num_gpus
 
 GROUP_METRICS = {"ttft_s": "first token (TTFT)", "itl_s": "gap between tokens (ITL)",
                  "max_itl_s": "longest pause per request"}
@@ -111,9 +111,10 @@ def group_table(current: RunFrames, base: RunFrames) -> pd.DataFrame:
 def pd_headline_ui(preset: str, values: dict) -> None:
     """A PD tour step's cards: the preset's own early -> prefill_complete (not the single engine's numbers,
     which the step is not about)."""
-    early, late = (compute.run_scenario(pd_scenario(preset, values, policy, 0, 1, 1))
-                   for policy in ("early", "prefill_complete"))
-    st.markdown(f"#### early → prefill_complete, {PD_PRESETS[preset].lower()}")
+    scenarios = [pd_scenario(preset, values, policy, 0, 1, 1) for policy in ("early", "prefill_complete")]
+    early, late = (compute.run_scenario(s) for s in scenarios)
+    gpus = num_gpus(scenarios[0])
+    st.markdown(f"#### early → prefill_complete, {PD_PRESETS[preset].lower()} ({gpus} GPUs)")
     st.caption("This tour step is about the PD section below: these cards are its runs, the same requests "
                "under each decode allocation policy.")
     rows = tables.tradeoff(early, late)

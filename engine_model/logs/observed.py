@@ -26,6 +26,11 @@ def scenario_hints(parsed: ParsedLog, *, rank: str | None = None) -> dict:
     return hints
 
 
+def num_observed(parsed: ParsedLog) -> int:
+    """How many requests the log's Prefill lines introduce (reading stops at MAX_OBSERVED_REQUESTS)."""
+    return len(scenario_hints(parsed)["observed_requests"])
+
+
 def observed_requests(lines: list[PrefillRecord | DecodeRecord], chunk_size: int | None
                       ) -> list[tuple[float, int]]:
     """Guess (arrival_at, prompt_len) per request from Prefill lines.

@@ -1,0 +1,38 @@
+"""Your server's trace on prefill and decode workers: the PD section's comparison (app.pd.section) on the
+person's own requests, and the checklist before enabling prefill_complete."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app.pd.presets import split
+from app.pd.section import Case, checklist_ui, compare_ui
+from app.server.controls import PAGE, PD_CONTROLS, PD_SPLIT
+from app.ui.controls import control_ui
+from engine_model import InputError, Trace, checklist, request_mix, settings_of
+
+
+def trace_pd_ui(trace: Trace, values: dict, runner, data: dict) -> None:
+    """The trace (`data`: its scenario; `runner`: a run on its requests) on prefill and decode workers under
+    both policies, beside the same requests on the same GPUs without PD, and the checklist; off, the
+    checklist's mix and settings alone."""
+    st.divider()
+    st.markdown("### Split prefill from decode (PD disaggregation)")
+    on = control_ui(PAGE, PD_SPLIT)
+    if on:
+        cols = st.columns(3)
+        counts = []
+        for col, control in zip(cols, PD_CONTROLS[1:], strict=True):
+            with col:
+                counts.append(control_ui(PAGE, control))
+        compare_ui(Case(data, runner, preset="trace", group="trace", who="the trace's requests",
+                        page=PAGE), 0, *counts)
+        return
+    try:
+        scenario = split(data, "prefill_complete", 0, values["pworkers"], values["dworkers"])
+    except InputError as err:
+        st.error(f"**PD cannot run here.** `{err.where}`: {err.problem}", icon=":material/block:")
+        return
+    mix = request_mix(trace, values["long"])
+    checklist_ui(checklist(mix, settings=settings_of(scenario)))
+    st.caption("(b) and (c) need the runs: turn on the split above.")
