@@ -204,7 +204,8 @@ async def ws_session(base: str, name: str, actions, timeout_s: float, deadline: 
             tally.errors["not run (--max-seconds)"] += len(actions) - i
             return
         try:
-            answer = await websocket_session.view(base, action, min(timeout_s, left))
+            answer = await websocket_session.view(base, action, min(timeout_s, left),
+                                                  agent=f"who-waits-load/{name}")
         except TimeoutError:
             tally.errors["timeout"] += 1
             continue
@@ -257,12 +258,17 @@ def row(n: int, tally: Tally, pids) -> str:
 
 
 def spread(access_log: Path, tag: str) -> str:
-    """How nginx spread the sessions tagged `tag` over the replicas, from its access log."""
-    agents = {ua: {addr for _, addr in rows} for ua, rows in requests_by_agent(access_log).items()
-              if ua.startswith(f"who-waits-load/{tag}-")}
+    """How nginx spread the sessions tagged `tag` over the replicas, from its access log: per browser (one
+    cookie, one replica unless moved) and per websocket connection (each a new session)."""
+    mine = {ua: rows for ua, rows in requests_by_agent(access_log).items()
+            if ua.startswith(f"who-waits-load/{tag}-")}
+    agents = {ua: {addr for _, addr in rows} for ua, rows in mine.items()}
     per = Counter(next(iter(addrs)) for addrs in agents.values() if len(addrs) == 1)
     moved = sum(len(addrs) > 1 for addrs in agents.values())
-    return f"{tag}: sessions per replica {dict(sorted(per.items()))}" + (f", {moved} moved" if moved else "")
+    streams = Counter(addr for rows in mine.values() for path, addr in rows
+                      if path.endswith("/_stcore/stream"))
+    return (f"{tag}: sessions per replica {dict(sorted(per.items()))}" + (f", {moved} moved" if moved else "")
+            + f"; connections per replica {dict(sorted(streams.items()))}")
 
 
 async def measure(base: str, pids, args, access_log: Path | None = None) -> None:
