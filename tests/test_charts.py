@@ -187,3 +187,22 @@ def test_the_wait_for_the_next_token_is_a_ramp_for_a_freeze_and_teeth_for_a_tric
         assert (len(peaks) == 1) if teeth == 1 else (len(peaks) >= teeth)
         assert f.pauses["wait_s"].max() == pytest.approx(pause)
         assert (stream["at"].diff().dropna() >= 0).all()  # one line, left to right
+
+
+def step_value(points: pd.DataFrame, at: float, value: str) -> float:
+    """A step-after line's value at `at`: the last point at or before it."""
+    return points.loc[points["at"] <= at, value].iloc[-1]
+
+
+def test_a_step_line_keeps_only_the_points_that_draw_it(run):
+    """The queue chart drops points that repeat the value before them: every line starts, steps and ends
+    where the full frame's does, with far fewer marks."""
+    _, f = run
+    kept = timelines.step_changes(f.queue, "requests")
+    assert len(kept) < len(f.queue) / 2
+    for (lane, series), line in f.queue.groupby(["lane", "series"]):
+        thin = kept[(kept["lane"] == lane) & (kept["series"] == series)]
+        assert thin["at"].iloc[[0, -1]].tolist() == line["at"].iloc[[0, -1]].tolist()
+        assert [step_value(thin, at, "requests") for at in line["at"]] == line["requests"].tolist()
+    drawn = timelines.queue_depth(f.queue).to_dict()
+    assert sum(map(len, drawn["datasets"].values())) <= len(kept) + 1  # (+ the cursor's row, if any)
