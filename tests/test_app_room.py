@@ -1,6 +1,7 @@
 """The demo room without a browser (AppTest): URL parameters that are refused get a note and leave the URL,
-the tour step travels in the link, chart specs are built once for the whole server, the warm-up fills the
-caches a page reads, and what the browser is sent (SVG, whole legends, larger text in presenter mode)."""
+the tour step travels in the link, chart specs, the pass breakdown and a run's frames are built once for the
+whole server, the warm-up fills the caches a page reads, and what the browser is sent (SVG, whole legends,
+larger text in presenter mode)."""
 
 from __future__ import annotations
 
