@@ -5,15 +5,18 @@ larger text in presenter mode)."""
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
+import vl_convert as vlc
 from story_runs import run
 from streamlit.testing.v1 import AppTest
 
 from app import compute, warm
+from app.charts import views
 from app.present import shown
 from app.story import pass_cost
 from app.ui import chart
@@ -174,3 +177,17 @@ def test_the_browser_gets_each_dataset_as_arrow_with_repeated_strings_dictionary
     assert back["start_at"].tolist() == passes["start_at"].tolist()
     assert len(sent["datasets"]["d"]) < len(str(spec["datasets"]["d"]))  # smaller than the rows as text
     assert isinstance(spec["datasets"]["d"], list)  # the shared spec (exports read it) is untouched
+
+
+def test_the_browser_gets_no_aria_description_per_mark_but_keeps_the_guides():
+    """Vega-Lite's per-mark description is an expression the browser evaluates for every tick and bar; every
+    chart of a story page goes without it, while its axes and legends keep theirs."""
+    at = open_page("app_pages/forty_replies.py", {})
+    specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart") if c.proto.spec]
+    assert len(specs) >= 7
+    assert all(s["config"]["mark"]["aria"] is False for s in specs)
+    assert all("aria" not in s["config"].get("axis", {}) and "aria" not in s["config"] for s in specs)
+    tokens = next(v for v in views.story_views(run("forty_replies"), 1.0) if v.chart_id == "tokens")
+    vega = vlc.vegalite_to_vega(chart.unlabelled_marks(tokens.build().to_dict(validate=False)))
+    assert all(m.get("aria") is False for m in vega["marks"])
+    assert not any("description" in json.dumps(m.get("encode", {})) for m in vega["marks"])

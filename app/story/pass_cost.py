@@ -10,7 +10,7 @@ import streamlit as st
 
 from app import compute
 from app.charts.pass_cost import cost_bar, cost_frame
-from app.ui.chart import packed
+from app.ui.chart import packed, unlabelled_marks
 from engine_model import InputError, PassCost, PassShape, Scenario, pass_cost
 
 GPU_TERMS = ("GEMMs", "attention", "element-wise", "all-reduce", "floors")
@@ -38,7 +38,8 @@ def breakdown(run_key: str, shape: PassShape, _scenario: Scenario) -> tuple[str,
     """The pass's breakdown in words and its bar's spec (datasets as Arrow), shared under (run, shape).
     Never mutate the spec: other sessions hold the same dict."""
     cost = pass_cost(_scenario, shape)
-    return say(cost), packed(cost_bar(cost_frame(cost), cost.total_s * 1e3).to_dict(validate=False))
+    spec = cost_bar(cost_frame(cost), cost.total_s * 1e3).to_dict(validate=False)
+    return say(cost), packed(unlabelled_marks(spec))
 
 
 def ran(row) -> bool:
