@@ -3,6 +3,10 @@
 Every cache is keyed by the validated scenario's JSON (`scenario.model_dump_json()`), so the same
 settings — a flip back, a shared link, the baseline beside the current run — are computed once for the
 whole server. app/warm.py fills these caches with the stories' first views at start-up.
+
+A run's frames are one object shared by every session (a resource, not data Streamlit copies for each
+reader): copying them back out of a data cache on every page view was a sixth of a warm view's server time
+(docs/performance.md). Never mutate a `RunFrames` or its frames.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from app.charts import frames
 from engine_model import Scenario, simulate
 
 
-@st.cache_data(max_entries=96, show_spinner="Running the scheduler model…")
+@st.cache_resource(max_entries=96, show_spinner="Running the scheduler model…")
 def run(scenario_json: str) -> frames.RunFrames:
     """Simulate one validated scenario and build every frame the pages draw."""
     return frames.build(simulate(Scenario.model_validate_json(scenario_json)))

@@ -9,6 +9,7 @@ and reports its progress at /warmup; `streamlit run app/main.py` (and AppTest) s
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -20,9 +21,9 @@ from app.charts import views
 from app.compare.pair import B_DEFAULTS, DEFAULT_STORY, shared_controls
 from app.compare.sweep import CHUNK_SWEEP, _summary
 from app.pd.presets import baseline, pd_scenario, preset_data, split
-from app.story import cursor
+from app.story import cursor, pass_cost
 from app.ui.chart import warm_spec
-from engine_model import STORIES, Story
+from engine_model import STORIES, InputError, Story
 
 
 @dataclass
@@ -92,7 +93,8 @@ def _step_values(story: Story, i: int) -> dict:
 
 
 def _view_job(story: Story, values: dict, cursor_spec: tuple) -> Callable[[], None]:
-    """A story page's view: its run and baseline, and the specs of its charts at the cursor."""
+    """A story page's view: its run and baseline, the specs of its charts at the cursor and what the pass
+    under the cursor cost."""
 
     def job() -> None:
         scenario = story.scenario(values)
@@ -106,6 +108,9 @@ def _view_job(story: Story, values: dict, cursor_spec: tuple) -> Callable[[], No
             warm_spec(view.build, (story.key, view.chart_id, (key, pos)))
         for view in views.itl_views(run).values():
             warm_spec(view.build, (story.key, view.chart_id, key))
+        with contextlib.suppress(InputError):  # a pass with no breakdown: the page says so itself
+            if pass_cost.ran(row):
+                pass_cost.breakdown(key, pass_cost.shape_of(row), scenario)
 
     return job
 

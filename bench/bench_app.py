@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import sys
@@ -39,6 +40,7 @@ from playwright.sync_api import sync_playwright
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from browser import CHROMIUM, CHROMIUM_ARGS, open_list, streamlit_server  # noqa: E402
+from procs import CpuMeter  # noqa: E402
 
 PAGES = ["/", "/forty_replies", "/other_stall", "/ten_oclock_rush", "/real_traffic", "/compare",
          "/your_server"]
@@ -116,37 +118,45 @@ def warm_up(url: str, limit_s: float) -> float | None:
     return limit_s
 
 
-def floor_view(browser, url: str, repeats: int = 3) -> float:
-    """The floor page's first view (bench/floor_page.py), the median of `repeats` fresh browser contexts."""
-    seconds = []
+BROWSER, SERVER = CpuMeter(b"chromium"), CpuMeter(b"streamlit")
+
+
+def open_view(context, url: str, parts: dict | None = None) -> dict[str, float]:
+    """Open `url` in a new tab of `context` until idle and drawn: its seconds, and the CPU seconds the
+    browser and the servers used meanwhile (from /proc: what other work on the machine barely moves)."""
+    page = context.new_page()
+    BROWSER.start()
+    SERVER.start()
+    start = time.perf_counter()
+    page.goto(url)
+    seconds = until_idle(page, start, parts=parts)
+    cpu = {"s": seconds, "browser_cpu_s": BROWSER.read(), "server_cpu_s": SERVER.read()}
+    page.close()
+    return cpu
+
+
+def floor_view(browser, url: str, repeats: int = 3) -> dict[str, float]:
+    """The floor page's first view (bench/floor_page.py) in fresh browser contexts: the median of `repeats`
+    of its seconds and of its CPU seconds."""
+    seen = []
     for _ in range(repeats):
         context = browser.new_context(viewport={"width": 1440, "height": 900})
-        page = context.new_page()
-        start = time.perf_counter()
-        page.goto(url + "/")
-        seconds.append(until_idle(page, start))
+        seen.append(open_view(context, url + "/"))
         context.close()
-    return statistics.median(seconds)
+    return {what: statistics.median(view[what] for view in seen) for what in seen[0]}
 
 
-def first_views(browser, url: str, cached: bool = False, parts: dict | None = None) -> dict[str, float]:
-    """Each page in a new Streamlit session. `cached`: in one browser that has loaded the app once (its
-    frontend files in the browser's cache, as for a person opening a second page or a shared link);
-    otherwise each in a fresh browser context (nothing cached: a person's very first page)."""
+def first_views(browser, url: str, cached: bool = False, parts: dict | None = None) -> dict[str, dict]:
+    """Each page in a new Streamlit session (open_view's figures). `cached`: in one browser that has loaded
+    the app once (its frontend files in the browser's cache, as for a person opening a second page or a
+    shared link); otherwise each in a fresh browser context (nothing cached: a person's very first page)."""
     out = {}
     shared = browser.new_context(viewport={"width": 1440, "height": 900}) if cached else None
     if shared is not None:
-        home = shared.new_page()
-        home.goto(url + "/")
-        until_idle(home, time.perf_counter())
-        home.close()
+        open_view(shared, url + "/")
     for path in PAGES:
         context = shared or browser.new_context(viewport={"width": 1440, "height": 900})
-        page = context.new_page()
-        start = time.perf_counter()
-        page.goto(url + path)
-        out[path] = until_idle(page, start, parts=None if parts is None else parts.setdefault(path, {}))
-        page.close()
+        out[path] = open_view(context, url + path, None if parts is None else parts.setdefault(path, {}))
         if shared is None:
             context.close()
     if shared is not None:
@@ -193,6 +203,27 @@ def upstream_preset(browser, url: str) -> tuple[float, bool]:
     return result
 
 
+def cpu(view: dict) -> float:
+    return view["browser_cpu_s"] + view["server_cpu_s"]
+
+
+def report_first_views(figures: dict) -> None:
+    """Each first view in seconds and in CPU seconds (browser + server), each also as a multiple of the floor
+    page's (the target: at most 1.5x). On a busy machine the CPU ratio is the one to read."""
+    floor, after = figures["floor"], figures["floor_after"]
+    print(f"load average {os.getloadavg()[0]:.1f}; floor page (bare Streamlit, one Altair chart): "
+          f"{floor['s']:.2f} s before the pages, {after['s']:.2f} s after; CPU {cpu(floor):.2f} s "
+          f"(browser {floor['browser_cpu_s']:.2f} + server {floor['server_cpu_s']:.2f}) before, "
+          f"{cpu(after):.2f} s after")
+    print("| page | first view s | x floor | CPU s (browser + server) | x floor's CPU | frontend cached s | "
+          "parts seen (s) |\n| --- | ---: | ---: | ---: | ---: | ---: | --- |")
+    for path, view in figures["first_view"].items():
+        parts = " · ".join(f"{name} {at:.2f}" for name, at in figures["first_view_parts_s"][path].items())
+        print(f"| {path} | {view['s']:.2f} | {view['s'] / floor['s']:.2f} | {cpu(view):.2f} "
+              f"({view['browser_cpu_s']:.2f} + {view['server_cpu_s']:.2f}) | {cpu(view) / cpu(floor):.2f} | "
+              f"{figures['first_view_cached'][path]['s']:.2f} | {parts} |")
+
+
 def p95(values: list[float]) -> float:
     """Nearest-rank 95th percentile."""
     ordered = sorted(values)
@@ -207,6 +238,8 @@ def main() -> None:
     parser.add_argument("--repo", type=Path, default=None, help="another checkout to serve (its own app)")
     parser.add_argument("--script", default="app/serve.py")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--repeat", type=int, default=1, help="first views: the median of this many rounds")
+    parser.add_argument("--first-views", action="store_true", help="only the floor and the first views")
     parser.add_argument("--query", default="", help="URL parameters the forty replies open with")
     parser.add_argument("--actions-only", action="store_true", help="only tour steps, flips and steps")
     args = parser.parse_args()
@@ -226,17 +259,14 @@ def main() -> None:
             return
         parts = {}
         floor = floor_view(browser, floor_url)
-        figures = {"health_s": health, "warm_up_s": warm, "floor_s": floor,
-                   "first_view_s": first_views(browser, url, parts=parts),
-                   "first_view_cached_s": first_views(browser, url, cached=True), "first_view_parts_s": parts}
-        floor_after = floor_view(browser, floor_url)
-        figures["floor_after_s"] = floor_after
-        print(f"floor page (bare Streamlit, one Altair chart): {floor:.2f} s before the pages, "
-              f"{floor_after:.2f} s after")
-        for path, seconds in figures["first_view_s"].items():
-            print(f"first view {path:18s} {seconds:5.2f} s = {seconds / floor:.1f}x the floor   "
-                  f"(frontend cached: {figures['first_view_cached_s'][path]:5.2f} s)   "
-                  + " · ".join(f"{name} {at:.2f}" for name, at in parts[path].items()))
+        rounds = [first_views(browser, url, parts=parts) for _ in range(args.repeat)]
+        figures = {"health_s": health, "warm_up_s": warm, "floor": floor, "first_view": medians(rounds),
+                   "first_view_cached": first_views(browser, url, cached=True), "first_view_parts_s": parts}
+        figures["floor_after"] = floor_view(browser, floor_url)
+        report_first_views(figures)
+        if args.first_views:
+            write(args.json, figures)
+            return
         figures |= story_actions(browser, url, args.flips, args.steps, args.query)
         figures["pd_preset_s"], followed = upstream_preset(browser, url)
         figures["address bar followed"].append(followed)
@@ -253,8 +283,18 @@ def report(figures: dict, path: Path | None) -> None:
         print(f"upstream PD preset: {figures['pd_preset_s']:.2f} s")
     followed = figures["address bar followed"]
     print(f"address bar followed {sum(followed)} of {len(followed)} changes")
+    write(path, figures)
+
+
+def write(path: Path | None, figures: dict) -> None:
     if path:
         path.write_text(json.dumps(figures, indent=1))
+
+
+def medians(rounds: list[dict[str, dict]]) -> dict[str, dict]:
+    """Per page, the median of each figure over rounds of first views."""
+    return {path: {what: statistics.median(r[path][what] for r in rounds) for what in rounds[0][path]}
+            for path in rounds[0]}
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 import websocket_session  # noqa: E402
 from bench_app import warm_up  # noqa: E402
 from browser import CHROMIUM, CHROMIUM_ARGS, free_port, streamlit_server  # noqa: E402
+from procs import cpu_seconds, descendants, with_command  # noqa: E402
 
 from deploy.serve_replicas import requests_by_agent, serve  # noqa: E402
 
@@ -82,36 +83,7 @@ class Tally:
     errors: Counter = field(default_factory=Counter)
     wall_s: float = 0.0
     cpu_s: float = 0.0
-
-
-def cpu_seconds(pids) -> float:
-    """User + system CPU seconds used so far by `pids` (and children they reaped), from Linux /proc."""
-    total = 0.0
-    for pid in pids:
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += sum(map(int, fields[11:15])) / os.sysconf("SC_CLK_TCK")
-    return total
-
-
-def descendants(pid: int | str = "self") -> list[int]:
-    """Process ids of every process below `pid` (children, their children, ...), from /proc."""
-    found = []
-    for f in Path(f"/proc/{pid}/task").glob("*/children"):
-        with contextlib.suppress(OSError):
-            for child in map(int, f.read_text().split()):
-                found += [child, *descendants(child)]
-    return found
-
-
-def with_command(pids, word: bytes) -> list[int]:
-    """Those of `pids` whose command line contains `word`."""
-    def has(pid: int) -> bool:
-        with contextlib.suppress(OSError):
-            return word in Path(f"/proc/{pid}/cmdline").read_bytes()
-        return False
-
-    return [p for p in pids if has(p)]
+    load: float = 0.0  # the machine's 1-minute load average as the round started
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -232,7 +204,8 @@ async def ws_session(base: str, name: str, actions, timeout_s: float, deadline: 
             tally.errors["not run (--max-seconds)"] += len(actions) - i
             return
         try:
-            answer = await websocket_session.view(base, action, min(timeout_s, left))
+            answer = await websocket_session.view(base, action, min(timeout_s, left),
+                                                  agent=f"who-waits-load/{name}")
         except TimeoutError:
             tally.errors["timeout"] += 1
             continue
@@ -251,7 +224,7 @@ async def ws_session(base: str, name: str, actions, timeout_s: float, deadline: 
 
 async def crowd(browser, base: str, n: int, args, tag: str, pids) -> Tally:
     """`n` sessions at once (started `--stagger` s apart), under one wall-clock cap."""
-    tally = Tally()
+    tally = Tally(load=os.getloadavg()[0])
     start, cpu = time.perf_counter(), cpu_seconds(pids)
     deadline = start + args.max_seconds
 
@@ -269,27 +242,33 @@ async def crowd(browser, base: str, n: int, args, tag: str, pids) -> Tally:
 
 
 HEADER = ("| sessions | views | view p50 s | view p95 s | view max s | flips | flip p50 s | flip p95 s "
-          "| errors | wall s | server CPU s |\n"
-          "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |")
+          "| errors | wall s | server CPU s | CPU s per view | load avg |\n"
+          "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |")
 
 
 def row(n: int, tally: Tally, pids) -> str:
     """One markdown table row under HEADER."""
     views, flips = tally.seconds["view"], tally.seconds["flip"]
     errors = ", ".join(f"{k}: {v}" for k, v in sorted(tally.errors.items())) or "0"
-    cpu = f"{tally.cpu_s:.1f}" if pids else "n/a"
+    done = len(views) + len(flips)  # a flip is a whole page view too (a full script run)
+    cpu = f"{tally.cpu_s:.1f} | {tally.cpu_s / done:.3f}" if pids and done else "n/a | n/a"
     return (f"| {n} | {len(views)} | {percentile(views, 50):.2f} | {percentile(views, 95):.2f} | "
             f"{max(views, default=float('nan')):.2f} | {len(flips)} | {percentile(flips, 50):.2f} | "
-            f"{percentile(flips, 95):.2f} | {errors} | {tally.wall_s:.0f} | {cpu} |")
+            f"{percentile(flips, 95):.2f} | {errors} | {tally.wall_s:.0f} | {cpu} | {tally.load:.1f} |")
 
 
 def spread(access_log: Path, tag: str) -> str:
-    """How nginx spread the sessions tagged `tag` over the replicas, from its access log."""
-    agents = {ua: {addr for _, addr in rows} for ua, rows in requests_by_agent(access_log).items()
-              if ua.startswith(f"who-waits-load/{tag}-")}
+    """How nginx spread the sessions tagged `tag` over the replicas, from its access log: per browser (one
+    cookie, one replica unless moved) and per websocket connection (each a new session)."""
+    mine = {ua: rows for ua, rows in requests_by_agent(access_log).items()
+            if ua.startswith(f"who-waits-load/{tag}-")}
+    agents = {ua: {addr for _, addr in rows} for ua, rows in mine.items()}
     per = Counter(next(iter(addrs)) for addrs in agents.values() if len(addrs) == 1)
     moved = sum(len(addrs) > 1 for addrs in agents.values())
-    return f"{tag}: sessions per replica {dict(sorted(per.items()))}" + (f", {moved} moved" if moved else "")
+    streams = Counter(addr for rows in mine.values() for path, addr in rows
+                      if path.endswith("/_stcore/stream"))
+    return (f"{tag}: sessions per replica {dict(sorted(per.items()))}" + (f", {moved} moved" if moved else "")
+            + f"; connections per replica {dict(sorted(streams.items()))}")
 
 
 async def measure(base: str, pids, args, access_log: Path | None = None) -> None:

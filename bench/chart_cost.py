@@ -5,18 +5,19 @@
 Opens the page in Streamlit's AppTest and keeps each chart exactly as the browser gets it (spec and Arrow
 datasets). Then serves a page with nothing but a title and the charts named in its address, and times, in
 one headless Chromium with the frontend cached: the bare page, each chart alone on it, and all of them. A
-chart's cost is its median time minus the bare page's (the first chart drawn also loads Vega, ~0.3 s).
+chart's cost is its median time minus the bare page's (the first chart drawn also loads Vega, ~0.3 s), in
+seconds and in the browser's CPU seconds (from /proc, which other work on a shared machine barely moves).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import pickle
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -24,7 +25,7 @@ from playwright.sync_api import sync_playwright
 from streamlit.testing.v1 import AppTest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_app import until_idle  # noqa: E402
+from bench_app import open_view  # noqa: E402
 from browser import CHROMIUM, CHROMIUM_ARGS, REPO, streamlit_server  # noqa: E402
 
 BARE = """import pickle, streamlit as st
@@ -76,23 +77,22 @@ def main() -> None:
         with streamlit_server(script="bare.py", repo=Path(tmp)) as url, sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             context = browser.new_context(viewport={"width": 1440, "height": 900})
-            times = {name: [] for name in cases}
+            views = {name: [] for name in cases}
             for rep in range(args.reps + 1):  # the first round loads the frontend and Vega: not counted
                 for name, which in cases.items():
-                    page = context.new_page()
-                    start = time.perf_counter()
-                    page.goto(f"{url}/?i={which}")
-                    seconds = until_idle(page, start)
-                    page.close()
+                    view = open_view(context, f"{url}/?i={which}")
                     if rep:
-                        times[name].append(seconds)
+                        views[name].append(view)
             browser.close()
-    bare = statistics.median(times["bare page"])
-    print(f"{args.page}: median of {args.reps}, 1440 x 900, frontend cached")
-    for name, values in times.items():
-        median = statistics.median(values)
-        extra = "" if name == "bare page" else f"   +{median - bare:.2f} s"
-        print(f"  {name:32s} {median:5.2f} s{extra}")
+    median = {name: {what: statistics.median(v[what] for v in seen) for what in ("s", "browser_cpu_s")}
+              for name, seen in views.items()}
+    bare = median["bare page"]
+    print(f"{args.page}: median of {args.reps}, 1440 x 900, frontend cached, load average "
+          f"{os.getloadavg()[0]:.1f}")
+    for name, view in median.items():
+        extra = "" if name == "bare page" else (f"   +{view['s'] - bare['s']:.2f} s, "
+                                                f"+{view['browser_cpu_s'] - bare['browser_cpu_s']:.2f} CPU s")
+        print(f"  {name:32s} {view['s']:5.2f} s  browser CPU {view['browser_cpu_s']:5.2f} s{extra}")
 
 
 if __name__ == "__main__":

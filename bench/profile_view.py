@@ -72,9 +72,12 @@ def main() -> None:
     start = time.perf_counter()
     view(args.page, args.flip or None)
     print(f"cold session (imports, simulations, caches): {time.perf_counter() - start:.2f} s")
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     view(args.page, args.flip or None)
-    print(f"warm session, no profiler (AppTest's waiting included): {time.perf_counter() - start:.2f} s")
+    runs = 2 + bool(args.flip)  # home, the page, the flip
+    print(f"warm session, no profiler: {time.perf_counter() - start:.2f} s (AppTest's waiting included), "
+          f"{(time.process_time() - cpu) / runs:.3f} CPU s per script run ({runs} runs; the server's "
+          f"websocket work is not in it: bench_load.py --client websocket measures that too)")
     profiler = cProfile.Profile()
     profile_script_runs(profiler)
     start = time.perf_counter()

@@ -29,12 +29,14 @@ class Answer:
     problems: list[str]  # an exception or an error box on the page, a compile error
 
 
-async def view(base: str, path: str, timeout_s: float) -> Answer:
-    """Open `path` ("/page?query") in a new session; the server's whole answer, timed."""
+async def view(base: str, path: str, timeout_s: float, agent: str = "who-waits-load") -> Answer:
+    """Open `path` ("/page?query") in a new session; the server's whole answer, timed. `agent`: the
+    User-Agent it sends (nginx logs it: bench_load.py reads how the sessions spread over the replicas)."""
     page, _, query = path.lstrip("/").partition("?")
     start = time.perf_counter()
     async with websockets.connect(base.replace("http", "ws", 1) + "/_stcore/stream", max_size=None,
-                                  subprotocols=["streamlit"], open_timeout=timeout_s) as ws:
+                                  subprotocols=["streamlit"], open_timeout=timeout_s,
+                                  user_agent_header=agent) as ws:
         msg = BackMsg()
         msg.rerun_script.page_name = page
         msg.rerun_script.query_string = query

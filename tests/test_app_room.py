@@ -1,18 +1,24 @@
 """The demo room without a browser (AppTest): URL parameters that are refused get a note and leave the URL,
-the tour step travels in the link, chart specs are built once for the whole server, the warm-up fills the
-caches a page reads, and what the browser is sent (SVG, whole legends, larger text in presenter mode)."""
+the tour step travels in the link, chart specs, the pass breakdown and a run's frames are built once for the
+whole server, the warm-up fills the caches a page reads, and what the browser is sent (SVG, whole legends,
+larger text in presenter mode)."""
 
 from __future__ import annotations
 
+import json
+import tomllib
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
+import vl_convert as vlc
 from story_runs import run
 from streamlit.testing.v1 import AppTest
 
 from app import compute, warm
+from app.charts import views
 from app.present import shown
+from app.story import pass_cost
 from app.ui import chart
 from engine_model import STORIES
 
@@ -73,17 +79,44 @@ def test_chart_specs_are_built_once_for_the_whole_server(monkeypatch):
     assert first >= 5 and len(builds) == first
 
 
+def test_the_pass_breakdown_is_built_once_for_the_whole_server(monkeypatch):
+    builds = []
+    real = pass_cost.cost_bar
+    monkeypatch.setattr(pass_cost, "cost_bar", lambda *a: builds.append(1) or real(*a))
+    pass_cost.breakdown.clear()
+    first = open_page("app_pages/forty_replies.py", {})
+    second = open_page("app_pages/forty_replies.py", {})  # a second person
+    assert len(builds) == 1
+    said = [m.value for m in second.markdown if "The pass took" in m.value]
+    assert said and said == [m.value for m in first.markdown if "The pass took" in m.value]
+
+
+def test_a_run_is_one_object_shared_by_every_session():
+    """Frames are not copied out of a cache for each page view (a sixth of a view's server time was)."""
+    scenario = STORIES["other_stall"].scenario(STORIES["other_stall"].defaults)
+    assert compute.run_scenario(scenario) is compute.run_scenario(scenario)
+
+
+def test_no_full_garbage_collection_after_every_script_run():
+    """Streamlit's default collects every generation after each script run: with the caches in memory that
+    was half of a warm page view's server CPU (docs/performance.md)."""
+    config = tomllib.loads((Path(MAIN).parents[1] / ".streamlit" / "config.toml").read_text())
+    assert config["runner"]["postScriptGC"] is False
+
+
 def test_the_warm_up_fills_the_caches_a_first_view_reads(monkeypatch):
     story = STORIES["forty_replies"]
     chart._shared_spec.clear()
     compute.run.clear()
+    pass_cost.breakdown.clear()
     name, job = next(j for j in warm.jobs() if j[0] == "forty_replies first view")
     job()
     builds, runs = [], []
     monkeypatch.setattr(chart, "_build", lambda c: builds.append(1))
+    monkeypatch.setattr(pass_cost, "cost_bar", lambda *a: builds.append(1))
     monkeypatch.setattr("app.charts.frames.build", lambda result: runs.append(1))
     at = open_page("app_pages/forty_replies.py", {})
-    assert builds == [] and runs == []  # every chart and both runs came from the warm-up
+    assert builds == [] and runs == []  # every chart, the pass breakdown and both runs came from the warm-up
     assert at.metric[0].value and story.title in at.title[0].value
 
 
@@ -144,3 +177,17 @@ def test_the_browser_gets_each_dataset_as_arrow_with_repeated_strings_dictionary
     assert back["start_at"].tolist() == passes["start_at"].tolist()
     assert len(sent["datasets"]["d"]) < len(str(spec["datasets"]["d"]))  # smaller than the rows as text
     assert isinstance(spec["datasets"]["d"], list)  # the shared spec (exports read it) is untouched
+
+
+def test_the_browser_gets_no_aria_description_per_mark_but_keeps_the_guides():
+    """Vega-Lite's per-mark description is an expression the browser evaluates for every tick and bar; every
+    chart of a story page goes without it, while its axes and legends keep theirs."""
+    at = open_page("app_pages/forty_replies.py", {})
+    specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart") if c.proto.spec]
+    assert len(specs) >= 7
+    assert all(s["config"]["mark"]["aria"] is False for s in specs)
+    assert all("aria" not in s["config"].get("axis", {}) and "aria" not in s["config"] for s in specs)
+    tokens = next(v for v in views.story_views(run("forty_replies"), 1.0) if v.chart_id == "tokens")
+    vega = vlc.vegalite_to_vega(chart.unlabelled_marks(tokens.build().to_dict(validate=False)))
+    assert all(m.get("aria") is False for m in vega["marks"])
+    assert not any("description" in json.dumps(m.get("encode", {})) for m in vega["marks"])

@@ -199,3 +199,22 @@ def test_a_pd_workers_kv_caption_says_its_pool_per_dp_rank_and_per_worker():
     captions = {v.chart_id: v.caption for v in views.pd_views(run, "early", run.end_at)}
     assert captions["early-kv-decode-0"].startswith(
         "Pool 655,360 tokens (the worker's 4 DP ranks × 163,840 tokens each); at most")
+
+
+def step_value(points: pd.DataFrame, at: float, value: str) -> float:
+    """A step-after line's value at `at`: the last point at or before it."""
+    return points.loc[points["at"] <= at, value].iloc[-1]
+
+
+def test_a_step_line_keeps_only_the_points_that_draw_it(run):
+    """The queue chart drops points that repeat the value before them: every line starts, steps and ends
+    where the full frame's does, with far fewer marks."""
+    _, f = run
+    kept = timelines.step_changes(f.queue, "requests")
+    assert len(kept) < len(f.queue) / 2
+    for (lane, series), line in f.queue.groupby(["lane", "series"]):
+        thin = kept[(kept["lane"] == lane) & (kept["series"] == series)]
+        assert thin["at"].iloc[[0, -1]].tolist() == line["at"].iloc[[0, -1]].tolist()
+        assert [step_value(thin, at, "requests") for at in line["at"]] == line["requests"].tolist()
+    drawn = timelines.queue_depth(f.queue).to_dict()
+    assert sum(map(len, drawn["datasets"].values())) <= len(kept) + 1  # (+ the cursor's row, if any)

@@ -237,9 +237,21 @@ def kv_occupancy(kv: pd.DataFrame, retractions: pd.DataFrame | None = None, curs
     return alt.vconcat(*(chart for _, chart, _ in kv_panels(kv, retractions, cursor_at, end_at)))
 
 
+def step_changes(frame: pd.DataFrame, value: str, by: tuple[str, ...] = ("lane", "series")) -> pd.DataFrame:
+    """The rows of a step line (interpolate "step-after") that draw it: each line's first point, every point
+    where its value changes and its last point. A point that repeats the value before it adds nothing to
+    the picture, only marks for the browser to draw (a queue sits still for most passes)."""
+    if len(frame) < 3:
+        return frame
+    groups = frame.groupby(list(by), sort=False)[value]
+    last = groups.cumcount(ascending=False) == 0
+    return frame[(groups.shift(1) != frame[value]) | last]
+
+
 def queue_depth(queue: pd.DataFrame, cursor_at: float | None = None,
                 end_at: float | None = None) -> alt.Chart:
     lanes = list(dict.fromkeys(queue["lane"])) if len(queue) else ["engine"]
+    queue = step_changes(queue, "requests")
     dash = alt.StrokeDash("lane:N", title="worker",
                           legend=None if len(lanes) == 1 else alt.Legend(orient="top"))
     lines = alt.Chart(queue).mark_line(interpolate="step-after").encode(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from app.charts.frames import RunFrames
@@ -9,20 +10,25 @@ from app.charts.frames import RunFrames
 
 def longest_prefill_streak(its: pd.DataFrame) -> tuple[float, int, float]:
     """The longest run of consecutive prefill-only passes while requests were decoding:
-    (seconds, number of passes, start time). This is the chunked-prefill stall."""
-    best = (0.0, 0, 0.0)
-    start, count = None, 0
-    for row in its.itertuples(index=False):
-        if row.kind == "prefill chunk" and row.num_running > 0:
-            if start is None:
-                start, count = row.start_at, 0
-            count += 1
-            seconds = row.end_at - start
-            if seconds > best[0]:
-                best = (seconds, count, start)
-        elif row.kind != "idle" or row.duration_s > 0:
-            start = None
-    return best
+    (seconds, number of passes, start time). This is the chunked-prefill stall.
+
+    An idle turn of no duration neither extends nor breaks a run; any other pass breaks it. Column
+    arithmetic, not a loop over passes: every page view reads it (the first longest run wins a tie)."""
+    if its.empty:
+        return 0.0, 0, 0.0
+    prefill = ((its["kind"] == "prefill chunk") & (its["num_running"] > 0)).to_numpy()
+    breaks = ~prefill & ((its["kind"] != "idle") | (its["duration_s"] > 0)).to_numpy()
+    streak = np.cumsum(breaks)[prefill]  # passes of one run share the count of breaks before them
+    if not len(streak):
+        return 0.0, 0, 0.0
+    start_at, end_at = its["start_at"].to_numpy()[prefill], its["end_at"].to_numpy()[prefill]
+    first = np.r_[True, streak[1:] != streak[:-1]]
+    first_pos = np.maximum.accumulate(np.where(first, np.arange(len(streak)), 0))
+    seconds = end_at - start_at[first_pos]
+    best = int(np.argmax(seconds))
+    if seconds[best] <= 0.0:
+        return 0.0, 0, 0.0
+    return float(seconds[best]), best - int(first_pos[best]) + 1, float(start_at[first_pos[best]])
 
 
 def reprefill_tokens(run: RunFrames) -> int:

@@ -1,11 +1,16 @@
 """What the pass under the cursor cost, term by term: in words a trainer can read aloud, and a small
-stacked bar of the GPU's kernels beside the CPU's work (engine_model.pass_cost, docs/cost-model.md)."""
+stacked bar of the GPU's kernels beside the CPU's work (engine_model.pass_cost, docs/cost-model.md).
+
+The words and the bar of a pass are built once for the whole server (every person stepping through the
+same run sees the same passes): building the bar's chart was a third of a warm page view's server time."""
 
 from __future__ import annotations
 
 import streamlit as st
 
+from app import compute
 from app.charts.pass_cost import cost_bar, cost_frame
+from app.ui.chart import packed, unlabelled_marks
 from engine_model import InputError, PassCost, PassShape, Scenario, pass_cost
 
 GPU_TERMS = ("GEMMs", "attention", "element-wise", "all-reduce", "floors")
@@ -16,17 +21,30 @@ def pass_cost_ui(scenario: Scenario | None, row) -> None:
     if scenario is None:
         return
     st.markdown("**What this pass cost**")
-    if int(row["num_prefill_rows"]) + int(row["num_decode_rows"]) == 0:
+    if not ran(row):
         st.caption("Nothing ran in this iteration: no forward pass, no cost.")
         return
     try:
-        cost = pass_cost(scenario, shape_of(row))
+        words, spec = breakdown(compute.run_key(scenario), shape_of(row), scenario)
     except InputError as err:
         st.caption(f"No breakdown here: `{err.where}`: {err.problem}.")
         return
-    st.markdown(say(cost))
-    st.vega_lite_chart(cost_bar(cost_frame(cost), cost.total_s * 1e3).to_dict(validate=False),
-                       width="stretch")
+    st.markdown(words)
+    st.vega_lite_chart(spec, width="stretch")
+
+
+@st.cache_resource(max_entries=1024, show_spinner=False)
+def breakdown(run_key: str, shape: PassShape, _scenario: Scenario) -> tuple[str, dict]:
+    """The pass's breakdown in words and its bar's spec (datasets as Arrow), shared under (run, shape).
+    Never mutate the spec: other sessions hold the same dict."""
+    cost = pass_cost(_scenario, shape)
+    spec = cost_bar(cost_frame(cost), cost.total_s * 1e3).to_dict(validate=False)
+    return say(cost), packed(unlabelled_marks(spec))
+
+
+def ran(row) -> bool:
+    """Whether the iteration in `row` ran a forward pass (an idle turn did not)."""
+    return int(row["num_prefill_rows"]) + int(row["num_decode_rows"]) > 0
 
 
 def shape_of(row) -> PassShape:

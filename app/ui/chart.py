@@ -55,13 +55,22 @@ def sent_spec(spec: dict, cache_key=None, presenting: bool = False) -> dict:
     """What the browser gets (`room_spec`), its datasets already Arrow: shared under cache_key like the
     spec, so a page view neither converts rows nor copies specs again."""
     if cache_key is None:
-        return packed(room_spec(spec, presenting))
+        return packed(unlabelled_marks(room_spec(spec, presenting)))
     return _shared_sent(cache_key, presenting, spec)
 
 
 @st.cache_resource(max_entries=SPEC_CACHE_SIZE * 2, show_spinner=False)
 def _shared_sent(cache_key, presenting: bool, _spec: dict) -> dict:
-    return packed(room_spec(_spec, presenting))
+    return packed(unlabelled_marks(room_spec(_spec, presenting)))
+
+
+def unlabelled_marks(spec: dict) -> dict:
+    """The spec without an ARIA description on every mark. Vega-Lite writes one expression per mark (a bar,
+    a tick, a point of a line) that the browser evaluates for each of them, through Streamlit's expression
+    interpreter: about a quarter of the Vega work of a story page's charts (docs/performance.md). Axes,
+    legends and titles keep theirs. Streamlit drops them itself past 5,000 marks."""
+    config = spec.get("config", {})
+    return {**spec, "config": {**config, "mark": {**config.get("mark", {}), "aria": False}}}
 
 
 def packed(spec: dict) -> dict:
