@@ -52,6 +52,10 @@ def intake(req: Request, cfg: Resolved) -> str:
     if req.max_new_tokens < 1:  # SGLang would run it as a prefill-only request and return no token
         return (f"prompt of {req.prompt_len} tokens leaves no KV slot for a reply in a pool of "
                 f"{cfg.max_total_tokens} (page {page})")
+    if req.num_generated_before >= req.max_new_tokens:  # ours: a mid-reply stream (SGLang has none)
+        return (f"a reply already {req.num_generated_before} tokens long, but the prompt of "
+                f"{req.prompt_len} tokens leaves room for {req.max_new_tokens} in a pool of "
+                f"{cfg.max_total_tokens} (page {page})")
     req.output_len = min(req.output_len, req.max_new_tokens)
     return ""
 
