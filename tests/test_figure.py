@@ -9,6 +9,7 @@ in tests/test_browser_figure.py, in Chromium with the network blocked.
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -109,6 +110,19 @@ def test_each_chart_of_the_page_has_the_apps_colours_and_is_valid_vega_lite(fort
         datasets = {name: figure.datasets[name] for name in figure.datasets if name in json.dumps(chart.spec)}
         jsonschema.validate({**chart.spec, "datasets": datasets}, SCHEMA)
         assert {"name": "run", "value": figure.first["run"]} in chart.spec["params"]
+
+
+def test_every_tooltip_names_its_field_in_words_with_its_unit(forty):
+    """A tooltip reads "no token for (s): 12.551", never "gap_s: 12.551"."""
+    _, figure = forty
+    lists = [re.findall(r'"tooltip": (\[[^\]]*\])', json.dumps(chart.spec)) for chart in figure.charts]
+    tips = [tip for found in lists for text in found for tip in json.loads(text)]
+    assert len(tips) > 20
+    for tip in tips:
+        label = tip.get("title", tip["field"])
+        assert "_" not in label, tip
+        if tip["field"].endswith("_s") or tip["field"] in ("at", "start_at"):
+            assert "(s)" in label, tip
 
 
 def test_every_view_keeps_only_the_shown_runs_rows(forty):
