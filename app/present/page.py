@@ -212,6 +212,9 @@ CSS = """
   outline-offset: 2px; }
 .ww-caption, .ww-note { color: #555; font-size: .85rem; }
 .ww-summary { font-size: .95rem; }
+.ww-static .ww-controls, .ww-static .ww-live { display: none; }
+.ww-still { display: none; font-style: italic; }
+.ww-static .ww-still { display: block; }
 """
 
 TEMPLATE = """<?xml version="1.0" encoding="utf-8"?>
@@ -242,6 +245,7 @@ wwMount({data});
 
 MOUNT_JS = """function wwMount(fig) {
   var root = document.getElementById(fig.uid), shown = [], play = null;
+  root.classList.remove('ww-static');  // scripting: the controls and the playback show
   var box = root.querySelector('.ww-play');
   if (box && fig.playback) {
     play = wwPlayback(box, {runs: fig.playback.runs, run: fig.cells[fig.axes.map(function (a) {
@@ -323,9 +327,11 @@ MOUNT_JS = """function wwMount(fig) {
 }"""
 
 
-def figure_html(figure: Figure, bare: bool = False, bundle: str | None = None) -> str:
-    """The page. `bare`: without its own heading, teaser and note, to sit inside a post."""
-    body = _body(figure, bare)
+def figure_html(figure: Figure, bare: bool = False, bundle: str | None = None,
+                images: dict[str, str] | None = None) -> str:
+    """The page. `bare`: without its own heading, teaser and note, to sit inside a post. `images`: chart id ->
+    where its fallback image is (an EPUB carries them as files); by default each is inside the page."""
+    body = _body(figure, bare, images or {})
     data = {"uid": figure.uid, "axes": figure.axes, "cells": figure.cells, "ends": figure.ends,
             "charts": [{"id": c.chart_id, "title": c.title, "spec": c.spec, "datasets": _names(c.spec),
                         "words": c.words} for c in figure.charts],
@@ -343,7 +349,7 @@ def _names(spec) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def _body(figure: Figure, bare: bool) -> str:
+def _body(figure: Figure, bare: bool, images: dict[str, str]) -> str:
     e = html.escape
     first = figure.first
     head = "" if bare else f"<h1>{e(figure.title)}</h1>\n<p>{e(figure.teaser)}</p>\n"
@@ -355,22 +361,26 @@ def _body(figure: Figure, bare: bool) -> str:
                           for i, label in enumerate(axis["labels"]))
         groups.append(f"<fieldset><legend>{e(axis['label'])}</legend>{options}</fieldset>")
     tables = "".join(_table(t) for t in first["tables"])
-    charts = "".join(_chart(figure.uid, c, first["run"]) for c in figure.charts)
+    charts = "".join(_chart(figure.uid, c, first["run"], images.get(c.chart_id)) for c in figure.charts)
     note = "" if bare else f'<p class="ww-note">{e(figure.note)}</p>'
-    return (f'<section class="ww-figure" id="{figure.uid}" aria-label="{e(figure.title)}">\n{head}'
-            f'<form class="ww-controls" aria-label="Settings">{"".join(groups)}</form>\n{tables}'
+    still = "; ".join(f"{a['label'].lower()} {a['labels'][a['start']]}" for a in figure.axes)
+    return (f'<section class="ww-figure ww-static" id="{figure.uid}" aria-label="{e(figure.title)}">\n{head}'
+            f'<form class="ww-controls" aria-label="Settings">{"".join(groups)}</form>\n'
+            f'<p class="ww-still">Without scripting this shows one setting: {e(still)}. With scripting, '
+            f"buttons switch between {len(figure.cells)} settings.</p>\n{tables}"
             f'<p class="ww-summary" aria-live="polite">{e(first["summary"])}</p>\n{_playback(figure)}'
             f"{charts}\n{note}</section>")
 
 
-def _chart(uid: str, chart: Chart, run: int) -> str:
-    """A chart's title, its box (the image of the first setting until the script draws it), its caption and
-    the chart in words, which a keyboard opens and a screen reader reads."""
+def _chart(uid: str, chart: Chart, run: int, src: str | None = None) -> str:
+    """A chart's title, its box (the image of the first setting until the script draws it; `src` where the
+    image is, by default inside the page), its caption and the chart in words, which a keyboard opens and a
+    screen reader reads."""
     e, at = html.escape, f"{uid}-{chart.chart_id}"
-    image = base64.b64encode(chart.image).decode()
+    src = src or f"data:image/png;base64,{base64.b64encode(chart.image).decode()}"
     return (f'<p class="ww-chart-title" id="{at}-title">{e(chart.title)}</p>'
             f'<div class="ww-chart" id="{at}" role="figure" aria-labelledby="{at}-title" '
-            f'aria-describedby="{at}-caption"><img src="data:image/png;base64,{image}" alt="{e(chart.alt)}"/>'
+            f'aria-describedby="{at}-caption"><img src="{e(src)}" alt="{e(chart.alt)}"/>'
             f'</div><p class="ww-caption" id="{at}-caption">{e(chart.caption)}</p>'
             + (f'<details class="ww-words"><summary>This chart in words</summary>'
                f'<p id="{at}-words">{e(chart.words[run])}</p></details>' if any(chart.words) else "")
@@ -378,14 +388,16 @@ def _chart(uid: str, chart: Chart, run: int) -> str:
 
 
 def _playback(figure: Figure) -> str:
-    """The reader's view: the widget's shell (its script fills it); none without a playback."""
+    """The reader's view: the widget's shell (its script fills it; hidden without scripting); none without a
+    playback."""
     if figure.playback is None:
         return ""
     body, _ = playback.playback_html(figure.uid, [], 0, 0.0, figure.playback["threshold"])
-    return ('<p class="ww-chart-title">What a reader sees: the replies as they stream</p>'
+    return ('<div class="ww-live">'
+            '<p class="ww-chart-title">What a reader sees: the replies as they stream</p>'
             f"{body}<p class=\"ww-caption\">Each pane is one reply, a word per token at the model's token "
             "times (the words are a stand-in). Play it, or drag the time: a pane that turns pink has had no "
-            "token for a while.</p>\n")
+            "token for a while.</p></div>\n")
 
 
 def _table(table: dict) -> str:
