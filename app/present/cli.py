@@ -15,7 +15,7 @@ from pathlib import Path
 
 from app.present import FIGURES, figure_epub, figure_page, story_of, story_slides, write_slides
 from app.present.pd import KEYS as PD_KEYS
-from app.present.slides import FORMATS
+from app.present.slides import FORMATS, PRINT, SCREEN
 from engine_model import InputError
 from engine_model import cli as engine_cli
 
@@ -30,7 +30,11 @@ def parser() -> argparse.ArgumentParser:
                    help="write the page as an EPUB 3 book of one chapter, its images beside it")
     p.add_argument("--slides", metavar="DIR",
                    help="write one 16:9 slide per tour step into DIR (PNG and SVG), with speaker notes (.md)")
-    p.add_argument("--formats", default="png,svg", metavar="png,svg,pdf", help="the slides' formats")
+    p.add_argument("--formats", default="png,svg", metavar="png,svg,pdf",
+                   help="the slides' formats (with pdf, also the deck as one PDF, a page per step)")
+    p.add_argument("--print", action="store_true", dest="for_print",
+                   help="slides for print: 6 in wide at 16:9, every text 7 pt or more, PNG at 300 dpi; the "
+                        "narration goes to the notes, to be set as the figure's caption")
     p.add_argument("--set", action="append", default=[], metavar="key=value",
                    help="where the page opens and what every run holds: a control as the app's URL writes it "
                         "(mixed=1, chunk=2048) or a scenario key (engine.enable_mixed_chunk=true, "
@@ -52,6 +56,8 @@ def figure(argv: list[str]) -> int:
     for flag, path in (("--out", args.out), ("--epub", args.epub)):
         if path and not Path(path).resolve().parent.is_dir():
             raise InputError(flag, f"{Path(path).parent} is not a folder")
+    if args.for_print and not args.slides:
+        raise InputError("--print", "sizes the slides for print; give --slides DIR too")
     vary = tuple(v.strip() for v in args.vary.split(",") if v.strip()) if args.vary else None
     if args.story in PD_KEYS and (args.set or vary):
         raise InputError("--set" if args.set else "--vary",
@@ -61,8 +67,10 @@ def figure(argv: list[str]) -> int:
     flag = "--slides"
     try:
         if args.slides:
-            paths = write_slides(story_slides(args.story), Path(args.slides), formats)
-            print(f"wrote {len(paths)} files to {args.slides}: one 1920x1080 slide per tour step "
+            preset = PRINT if args.for_print else SCREEN
+            paths = write_slides(story_slides(args.story), Path(args.slides), formats, preset)
+            size = "6 x 3.375 in" if args.for_print else "1920x1080"
+            print(f"wrote {len(paths)} files to {args.slides}: one {size} slide per tour step "
                   f"({', '.join(formats)}) and its speaker notes (.md)")
         if args.epub:
             flag = "--epub"
