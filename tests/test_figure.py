@@ -19,7 +19,7 @@ from story_runs import channels
 from story_runs import scenario_run as run_of
 
 from app.charts import views
-from app.present import figure_page, pd_page, story_page
+from app.present import docs, figure_page, pd_page, story_page
 from app.present.cli import main
 from app.present.described import chart_words
 from app.present.fmt import fmt_seconds
@@ -231,6 +231,14 @@ def test_every_story_has_a_page_under_the_size_limit_with_no_placeholder(key):
     assert len(text.encode()) <= MAX_BYTES
     for marker in PLACEHOLDER:
         assert marker not in text
+    assert_documented_size(key, len(text.encode()))
+
+
+def assert_documented_size(key: str, size: int) -> None:
+    """The README and docs/figure.md quote the page's size as it is (app/present/docs.py's page marks)."""
+    quoted = [m for file in docs.FILES for m in docs.marks((docs.ROOT / file).read_text(), file)
+              if m.kind == "page" and m.what == key]
+    assert [m.shown for m in quoted] == [docs.megabytes(size)] * len(quoted), (key, size)
 
 
 # -- PD ----------------------------------------------------------------------------------------------
@@ -246,6 +254,7 @@ def test_the_pd_figure_compares_three_deployments_on_two_workloads_with_their_gp
     assert [c.chart_id for c in figure.charts] == ["passes", "decode-kv", "phases"]
     assert "the numbers here are the model's" in figure.note
     assert len(figure_html(figure, bundle="").encode()) < MAX_BYTES - 1_000_000
+    assert_documented_size("ten_oclock_rush_pd", len(figure_html(figure).encode()))
 
 
 # -- the command line --------------------------------------------------------------------------------
