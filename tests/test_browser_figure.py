@@ -36,8 +36,11 @@ def page_file(tmp_path_factory):
     text = story_page("forty_replies", vary=("mixed", "chunk"), runs=scenario_run)
     for suffix in ("html", "xhtml"):
         (folder / f"forty.{suffix}").write_text(text, encoding="utf-8")
-    uid = text.split('<section class="ww-figure" id="', 1)[1].split('"', 1)[0]
-    return folder, uid
+    return folder, uid_of(text)
+
+
+def uid_of(text: str) -> str:
+    return re.search(r'<section class="ww-figure[^"]*" id="([^"]+)"', text)[1]
 
 
 def open_page(p, path, width: int):
@@ -174,7 +177,7 @@ def test_two_figures_inline_on_one_page_each_switch_their_own_runs(page_file):
     folder, uid = page_file
     pages = [(folder / "forty.html").read_text(encoding="utf-8"),
              story_page("forty_replies", vary=("mixed",), bare=True, runs=scenario_run)]
-    sections = [re.search(r'<section class="ww-figure".*?</section>', t, re.S)[0] for t in pages]
+    sections = [re.search(r'<section class="ww-figure.*?</section>', t, re.S)[0] for t in pages]
     bundle, mount = (re.findall(r"<script>.*?</script>", pages[0], re.S)[i] for i in (0, 1))
     other = re.findall(r"<script>.*?</script>", pages[1], re.S)[1]
     style = re.search(r"<style>.*?</style>", pages[0], re.S)[0]
@@ -182,7 +185,7 @@ def test_two_figures_inline_on_one_page_each_switch_their_own_runs(page_file):
     host.write_text(f"<!DOCTYPE html><html lang='en'><head><title>Two figures</title>{style}</head>"
                     f"<body><main>{sections[0]}<p>Between the figures.</p>{sections[1]}</main>"
                     f"{bundle}{mount}{other}</body></html>", encoding="utf-8")
-    second = re.search(r'<section class="ww-figure" id="([^"]+)"', sections[1])[1]
+    second = uid_of(sections[1])
     assert second != uid
     with sync_playwright() as p:
         browser, page, asked, errors = open_page(p, host, 1000)
@@ -195,3 +198,26 @@ def test_two_figures_inline_on_one_page_each_switch_their_own_runs(page_file):
         browser.close()
     assert errors == [] and asked == []
     assert after[uid] != before[uid] and after[second] == before[second]
+
+
+def test_the_pd_figure_fits_a_phone_and_axe_finds_nothing_serious(tmp_path):
+    """The PD figure gets the same treatment: at 390 px no sideways scroll (its six-column table scrolls in
+    its own box) and no serious or critical axe-core violation."""
+    from axe_playwright_python.sync_playwright import Axe
+    from playwright.sync_api import sync_playwright
+
+    from app.present import pd_page
+
+    _need_chromium()
+    path = tmp_path / "pd.html"
+    text = pd_page()
+    path.write_text(text, encoding="utf-8")
+    uid = uid_of(text)
+    with sync_playwright() as p:
+        browser, page, asked, errors = open_page(p, path, 390)
+        page.wait_for_function(f"() => ({DRAWN})({uid!r})[2] === true", timeout=60_000)
+        scroll = page.evaluate("document.documentElement.scrollWidth")
+        found = Axe().run(page).response["violations"]
+        browser.close()
+    assert errors == [] and asked == [] and scroll <= 390
+    assert [v["id"] for v in found if v["impact"] in ("serious", "critical")] == []

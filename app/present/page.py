@@ -203,6 +203,8 @@ CSS = """
 .ww-numbers th, .ww-numbers td { text-align: left; padding: .2rem .6rem .2rem 0;
   border-bottom: 1px solid #eee; vertical-align: top; }
 .ww-numbers td.now { font-weight: 700; }
+.ww-numbers td { white-space: nowrap; }
+.ww-table { max-width: 100%; overflow-x: auto; }
 .ww-chart { width: 100%; min-width: 0; margin: .8rem 0 .2rem; break-inside: avoid; }
 .ww-chart img { max-width: 100%; height: auto; }
 .ww-chart-title { font-weight: 600; margin: .9rem 0 0; break-after: avoid; }
@@ -406,8 +408,10 @@ def _table(table: dict) -> str:
     rows = "".join("<tr>" + "".join(
         f'<th scope="row">{e(v)}</th>' if i == 0 else f'<td{_bold(i == table["bold"])}>{e(v)}</td>'
         for i, v in enumerate(row)) + "</tr>" for row in table["rows"])
-    return (f'<table class="ww-numbers"><thead><tr>{head}</tr></thead>'
-            f'<tbody aria-live="polite">{rows}</tbody></table>\n')
+    label = e(f"Numbers: {table['head'][0]}")  # a wide table scrolls inside its box, never the page
+    return (f'<div class="ww-table" role="region" tabindex="0" aria-label="{label}">'
+            f'<table class="ww-numbers"><thead><tr>{head}</tr></thead>'
+            f'<tbody aria-live="polite">{rows}</tbody></table></div>\n')
 
 
 def _bold(on: bool) -> str:
