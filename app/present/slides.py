@@ -119,7 +119,8 @@ def _config(config: dict, preset: Preset) -> dict:
 
 def _text(text: str, role: str, width: int, preset: Preset, bold: bool = False) -> dict:
     size = preset.text[role]
-    text = re.sub(r" (?=\(unchanged\))", "\u00a0", text)  # "7 → 7 (unchanged)" never parts
+    text = re.sub(r" (?=\(unchanged\))", "\u00a0", text)  # "7 → 7 (unchanged)" never parts,
+    text = re.sub(r"(\d) (?=(?:ms|s|tok/s|MB)\b)", "\\1\u00a0", text)  # nor "7.0 s"
     lines = textwrap.wrap(text, max(20, int(width / size * CHARS_PER_EM))) or [""]
     mark = {"type": "text", "align": "left", "baseline": "top", "fontSize": size, "lineHeight": size * LINE,
             "color": "#222222" if role != "settings" else "#555555"}
