@@ -274,6 +274,8 @@ def test_the_figure_command_writes_the_page_opening_where_set(tmp_path, capsys):
     (["figure", "forty_replies", "--out", "/no/such/folder/x.html"], "--out"),
     (["figure", "forty_replies", "--formats", "gif"], "--formats"),
     (["figure", "upstream_pd_replica", "--vary", "mixed"], "--vary"),
+    (["figure", "forty_replies", "--epub", "/no/such/folder/b.epub"], "--epub"),
+    (["figure", "forty_replies", "--print"], "--print"),
 ])
 def test_the_figure_command_refuses_bad_input_in_one_line(argv, where, capsys):
     assert main(argv) == 2
