@@ -20,8 +20,9 @@ from test_browser import _need_chromium
 
 from app.present import story_slides
 from app.present.cli import main
+from app.present.layout import MIN_PT, PRINT, SCREEN, SIZE
 from app.present.numbers import NarrationError, narrate
-from app.present.slides import MIN_PT, PRINT, SCREEN, SIZE, encoded, fitted, step_values
+from app.present.slides import encoded, fitted, step_values
 from bench.browser import CHROMIUM, CHROMIUM_ARGS
 from engine_model import STORIES
 

@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 
 from app.present import FIGURES, figure_epub, figure_page, story_of, story_slides, write_slides
+from app.present.layout import PRINT, SCREEN
 from app.present.pd import KEYS as PD_KEYS
-from app.present.slides import FORMATS, PRINT, SCREEN
+from app.present.slides import FORMATS
 from engine_model import InputError
 from engine_model import cli as engine_cli
 
