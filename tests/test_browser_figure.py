@@ -6,12 +6,17 @@ Run: pytest -m browser tests/test_browser_figure.py
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from story_runs import longest_pause, scenario_run
 from test_browser import _need_chromium
 
 from app.present import story_page
 from bench.browser import CHROMIUM, CHROMIUM_ARGS
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "figure.md"
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("figures")]
 
@@ -31,8 +36,11 @@ def page_file(tmp_path_factory):
     text = story_page("forty_replies", vary=("mixed", "chunk"), runs=scenario_run)
     for suffix in ("html", "xhtml"):
         (folder / f"forty.{suffix}").write_text(text, encoding="utf-8")
-    uid = text.split('<section class="ww-figure" id="', 1)[1].split('"', 1)[0]
-    return folder, uid
+    return folder, uid_of(text)
+
+
+def uid_of(text: str) -> str:
+    return re.search(r'<section class="ww-figure[^"]*" id="([^"]+)"', text)[1]
 
 
 def open_page(p, path, width: int):
@@ -68,7 +76,10 @@ def test_flipping_mixed_chunk_in_the_file_redraws_and_fetches_nothing(page_file,
 
 
 @pytest.mark.parametrize("width", [390, 700, 1440])
-def test_the_page_fits_a_phone_a_column_and_a_desktop_without_sideways_scroll(page_file, width):
+def test_the_page_fits_a_phone_a_column_and_a_desktop_and_axe_finds_nothing_serious(page_file, width):
+    """No sideways scroll, every chart inside the window, and axe-core (axe-playwright-python) reports no
+    serious or critical violation, before and after a flip."""
+    from axe_playwright_python.sync_playwright import Axe
     from playwright.sync_api import sync_playwright
 
     folder, uid = page_file
@@ -79,29 +90,134 @@ def test_the_page_fits_a_phone_a_column_and_a_desktop_without_sideways_scroll(pa
         scroll = page.evaluate("document.documentElement.scrollWidth")
         charts = page.evaluate(f"""() => [...document.querySelectorAll('#{uid} .ww-chart svg')]
             .map(s => s.getBoundingClientRect().right)""")
+        found = Axe().run(page).response["violations"]
+        page.locator(f"input[name='{uid}-mixed'][value='1']").check()
+        page.wait_for_timeout(500)
+        found += Axe().run(page).response["violations"]
         browser.close()
     assert errors == [] and scroll <= width
     assert all(right <= width for right in charts)  # the whole time axis is on screen
+    serious = [(v["id"], v["impact"], [n["target"] for n in v["nodes"][:3]]) for v in found
+               if v["impact"] in ("serious", "critical")]
+    assert serious == []
 
 
-def test_the_pages_playback_feels_the_freeze_and_the_trickle(page_file):
-    """At 6 s with mixed chunk off every stream pane has waited since the log arrived; with it on, under
-    one chunk pass."""
+def test_each_chart_is_named_described_and_told_in_words_a_keyboard_opens(page_file):
+    """The chart's accessible name is its title and its description its caption and its words; the words
+    follow the run; Tab reaches the settings and each chart's words."""
     from playwright.sync_api import sync_playwright
 
     folder, uid = page_file
-    waits = {}
     with sync_playwright() as p:
         browser, page, _, errors = open_page(p, folder / "forty.html", 1100)
         page.wait_for_function(f"() => ({DRAWN})({uid!r})[2] === true", timeout=30_000)
-        for mixed in ("0", "1"):
-            page.locator(f"input[name='{uid}-mixed'][value='{mixed}']").check()
-            page.evaluate(f"window.whoWaits[{uid!r}].playback.seek(6)")
-            waits[mixed] = page.evaluate(f"""() => [...document.querySelectorAll('#{uid} .ww-pane-wait')]
-                .map(w => w.textContent)""")
+        named = page.evaluate(f"""() => [...document.querySelectorAll('#{uid} .ww-chart svg')].map(s => [
+            s.getAttribute('role'),
+            document.getElementById(s.getAttribute('aria-labelledby')).textContent,
+            s.getAttribute('aria-describedby').split(' ').map(i => document.getElementById(i).className)])""")
+        words = f"() => document.getElementById('{uid}-tokens-words').textContent"
+        before = page.evaluate(words)
+        page.locator(f"input[name='{uid}-mixed'][value='1']").check()
+        page.wait_for_function(f"() => ({words})() !== {before!r}", timeout=10_000)
+        reached = set()
+        for _ in range(30):
+            page.keyboard.press("Tab")
+            reached.add(page.evaluate("""() => { const a = document.activeElement;
+                return a.tagName + ' ' + (a.name || (a.nextElementSibling || {}).id || ''); }"""))
         browser.close()
     assert errors == []
-    off = [float(w.split()[3]) for w in waits["0"] if w.startswith("no token for")]
-    on = [float(w.split()[3]) for w in waits["1"] if w.startswith("no token for")]
-    assert len(off) == 5 and min(off) > 5.0  # frozen since about 0.5 s
-    assert max(on, default=0.0) < 2.0  # a trickle: the last token came within one chunk pass
+    assert [n[0] for n in named] == ["img"] * 3 and named[0][1].startswith("Token streams")
+    assert all(n[2] == ["ww-caption", ""] for n in named)  # the caption, then the words' <p>
+    assert longest_pause("forty_replies", "streams") in before
+    assert {f"INPUT {uid}-mixed", f"INPUT {uid}-chunk"} <= reached
+    assert {f"SUMMARY {uid}-{c}-words" for c in ("tokens", "wait", "passes")} <= reached
+
+
+def embed_snippet() -> tuple[str, str]:
+    """The frame and the parent page's script that sizes it, as docs/figure.md gives them."""
+    block = re.search(r"```html\n(<iframe.*?)```", DOCS.read_text(encoding="utf-8"), re.S)[1]
+    frame, script = block.split("<script>", 1)
+    return frame, "<script>" + script
+
+
+def test_the_documented_iframe_snippet_sizes_each_frame_to_its_figure(page_file):
+    """Two frames of the page in a 700 px column, embedded as docs/figure.md says: each titled, each as tall
+    as its figure (nothing to scroll inside the frame)."""
+    from playwright.sync_api import sync_playwright
+
+    folder, uid = page_file
+    frame, script = embed_snippet()
+    assert 'title="' in frame and 'src="forty.html"' in frame
+    host = folder / "post.html"
+    host.write_text(f"<!DOCTYPE html><html lang='en'><head><title>A post</title></head><body>"
+                    f"<main style='width:700px'><h1>A post</h1><p>Text.</p>{frame}<p>More text.</p>{frame}"
+                    f"</main>{script}</body></html>", encoding="utf-8")
+    with sync_playwright() as p:
+        browser, page, _, errors = open_page(p, host, 760)
+        frames = [f.content_frame() for f in page.query_selector_all("iframe")]
+        for inner in frames:
+            inner.wait_for_function(f"() => ({DRAWN})({uid!r})[2] === true", timeout=60_000)
+        page.wait_for_timeout(1000)
+        outer = page.evaluate("""() => [...document.querySelectorAll('iframe')].map(f => [
+            f.getAttribute('title'), f.getBoundingClientRect().height])""")
+        inner = [f.evaluate("Math.ceil(document.documentElement.getBoundingClientRect().height)")
+                 for f in frames]
+        scrolls = [f.evaluate("document.documentElement.scrollHeight - innerHeight") for f in frames]
+        browser.close()
+    assert errors == [] and len(outer) == 2
+    for (title, height), content, scroll in zip(outer, inner, scrolls, strict=True):
+        assert title and abs(height - content) <= 2 and scroll <= 1, (height, content, scroll)
+
+
+def test_two_figures_inline_on_one_page_each_switch_their_own_runs(page_file):
+    """Two pages' figures pasted into one post (the Vega script once, each figure's section and script):
+    both draw, and flipping one changes its numbers only."""
+    from playwright.sync_api import sync_playwright
+
+    folder, uid = page_file
+    pages = [(folder / "forty.html").read_text(encoding="utf-8"),
+             story_page("forty_replies", vary=("mixed",), bare=True, runs=scenario_run)]
+    sections = [re.search(r'<section class="ww-figure.*?</section>', t, re.S)[0] for t in pages]
+    bundle, mount = (re.findall(r"<script>.*?</script>", pages[0], re.S)[i] for i in (0, 1))
+    other = re.findall(r"<script>.*?</script>", pages[1], re.S)[1]
+    style = re.search(r"<style>.*?</style>", pages[0], re.S)[0]
+    host = folder / "two.html"
+    host.write_text(f"<!DOCTYPE html><html lang='en'><head><title>Two figures</title>{style}</head>"
+                    f"<body><main>{sections[0]}<p>Between the figures.</p>{sections[1]}</main>"
+                    f"{bundle}{mount}{other}</body></html>", encoding="utf-8")
+    second = uid_of(sections[1])
+    assert second != uid
+    with sync_playwright() as p:
+        browser, page, asked, errors = open_page(p, host, 1000)
+        for key in (uid, second):
+            page.wait_for_function(f"() => ({DRAWN})({key!r})[2] === true", timeout=30_000)
+        before = {key: page.evaluate(DRAWN, key)[1] for key in (uid, second)}
+        page.locator(f"input[name='{uid}-mixed'][value='1']").check()
+        page.wait_for_function(f"() => ({DRAWN})({uid!r})[1][1] !== {before[uid][1]!r}", timeout=10_000)
+        after = {key: page.evaluate(DRAWN, key)[1] for key in (uid, second)}
+        browser.close()
+    assert errors == [] and asked == []
+    assert after[uid] != before[uid] and after[second] == before[second]
+
+
+def test_the_pd_figure_fits_a_phone_and_axe_finds_nothing_serious(tmp_path):
+    """The PD figure gets the same treatment: at 390 px no sideways scroll (its six-column table scrolls in
+    its own box) and no serious or critical axe-core violation."""
+    from axe_playwright_python.sync_playwright import Axe
+    from playwright.sync_api import sync_playwright
+
+    from app.present import pd_page
+
+    _need_chromium()
+    path = tmp_path / "pd.html"
+    text = pd_page()
+    path.write_text(text, encoding="utf-8")
+    uid = uid_of(text)
+    with sync_playwright() as p:
+        browser, page, asked, errors = open_page(p, path, 390)
+        page.wait_for_function(f"() => ({DRAWN})({uid!r})[2] === true", timeout=60_000)
+        scroll = page.evaluate("document.documentElement.scrollWidth")
+        found = Axe().run(page).response["violations"]
+        browser.close()
+    assert errors == [] and asked == [] and scroll <= 390
+    assert [v["id"] for v in found if v["impact"] in ("serious", "critical")] == []

@@ -9,6 +9,7 @@ in tests/test_browser_figure.py, in Chromium with the network blocked.
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -18,8 +19,9 @@ from story_runs import channels
 from story_runs import scenario_run as run_of
 
 from app.charts import views
-from app.present import figure_page, pd_page, story_page
+from app.present import docs, figure_page, pd_page, story_page
 from app.present.cli import main
+from app.present.described import chart_words
 from app.present.fmt import fmt_seconds
 from app.present.grid import MAX_RUNS, plan, run_grid
 from app.present.page import cdata_safe, figure_html, json_for_script, story_figure
@@ -110,6 +112,19 @@ def test_each_chart_of_the_page_has_the_apps_colours_and_is_valid_vega_lite(fort
         assert {"name": "run", "value": figure.first["run"]} in chart.spec["params"]
 
 
+def test_every_tooltip_names_its_field_in_words_with_its_unit(forty):
+    """A tooltip reads "no token for (s): 12.551", never "gap_s: 12.551"."""
+    _, figure = forty
+    lists = [re.findall(r'"tooltip": (\[[^\]]*\])', json.dumps(chart.spec)) for chart in figure.charts]
+    tips = [tip for found in lists for text in found for tip in json.loads(text)]
+    assert len(tips) > 20
+    for tip in tips:
+        label = tip.get("title", tip["field"])
+        assert "_" not in label, tip
+        if tip["field"].endswith("_s") or tip["field"] in ("at", "start_at"):
+            assert "(s)" in label, tip
+
+
 def test_every_view_keeps_only_the_shown_runs_rows(forty):
     _, figure = forty
     text = json.dumps([c.spec for c in figure.charts])
@@ -143,6 +158,60 @@ def test_every_control_group_is_labelled_and_ids_are_scoped_to_the_figure(forty,
     assert images and all(f"Longest pause, the 40 streams: {pause}" in img.attrib["alt"] for img in images)
 
 
+def test_the_fallback_images_alt_text_states_the_headline_and_what_mixed_chunk_gives(forty):
+    grid, figure = forty
+    pause = forty[0].first.run.summary.metrics.value("streams", "max_itl_s", "max")
+    mixed = next(c for c in grid.cells if c.index == (1, *grid.start[1:]))
+    mixed_pause = mixed.run.summary.metrics.value("streams", "max_itl_s", "max")
+    for chart in figure.charts:
+        assert chart.alt.startswith(f"{chart.title}. Longest pause, the 40 streams: {fmt_seconds(pause)}")
+        assert chart.alt.endswith(f"With mixed chunk on: longest pause, the 40 streams: "
+                                  f"{fmt_seconds(mixed_pause)}.")
+
+
+def test_each_chart_in_words_reads_its_own_run(forty):
+    """The words under each chart, per distinct run: the token streams name the run's longest stall."""
+    grid, figure = forty
+    tokens = next(c for c in figure.charts if c.chart_id == "tokens")
+    assert len(tokens.words) == len(figure.ends)
+    for key, cell in figure.cells.items():
+        pause, words = cell["tables"][0]["rows"][0][2], tokens.words[cell["run"]]
+        stalled = len(next(c.run for c in grid.cells if c.key == key).stalls)
+        assert ("the longest: streams-" in words and f", {pause} from " in words if stalled
+                else "No request went 250 ms or more without a token." in words), key
+    passes = next(c for c in figure.charts if c.chart_id == "passes")
+    assert all(w.startswith("engine: ") and " decode passes (" in w for w in passes.words)
+    assert all(c.spec["config"]["aria"] is False for c in figure.charts)  # no raw field lists per mark
+
+
+def test_the_other_stalls_kv_chart_in_words_counts_its_retractions():
+    run = run_of(STORIES["other_stall"].scenario(STORIES["other_stall"].defaults))
+    words = chart_words("kv", run)
+    assert f"{run.summary.metrics.value(None, 'num_retracted')} requests retracted, at " in words
+    assert words.startswith("engine: a pool of ")
+
+
+@pytest.mark.slow
+def test_real_traffic_zooms_on_its_longest_stall_with_the_requests_of_that_moment():
+    grid = run_grid(STORIES["real_traffic"], runs=run_of)
+    figure = story_figure(grid, "setup")
+    assert [c.chart_id for c in figure.charts] == ["tokens", "zoom-tokens", "wait", "passes"]
+    cell = max(grid.cells, key=lambda c: c.run.stalls["gap_s"].max())
+    worst, shown = cell.run, figure.cells[cell.key]["run"]
+    stall = worst.stalls.loc[worst.stalls["gap_s"].idxmax()]
+    zoom = figure.charts[1]
+    domains = [c["scale"]["domain"] for c in channels(zoom.spec, "x")]
+    assert domains and all(d == domains[0] for d in domains)
+    t0, t1 = domains[0]
+    assert t0 < stall["start_at"] and stall["end_at"] < t1 < stall["end_at"] + stall["gap_s"] / 2
+    assert fmt_seconds(t0) in zoom.title
+    assert f"{stall['rid']}, {fmt_seconds(stall['gap_s'])}" in zoom.words[shown]
+    lanes = int(zoom.words[shown].split()[0])
+    assert 0 < lanes < len(worst.request_order)  # only the requests of that moment
+    jsonschema.validate({**zoom.spec, "datasets": {n: figure.datasets[n] for n in figure.datasets
+                                                   if n in json.dumps(zoom.spec)}}, SCHEMA)
+
+
 def test_scripts_and_json_are_made_safe_for_cdata():
     assert cdata_safe("if(s[t[r]]>n)x()") == "if(s[t[r]] >n)x()"
     with pytest.raises(ValueError):
@@ -162,6 +231,14 @@ def test_every_story_has_a_page_under_the_size_limit_with_no_placeholder(key):
     assert len(text.encode()) <= MAX_BYTES
     for marker in PLACEHOLDER:
         assert marker not in text
+    assert_documented_size(key, len(text.encode()))
+
+
+def assert_documented_size(key: str, size: int) -> None:
+    """The README and docs/figure.md quote the page's size as it is (app/present/docs.py's page marks)."""
+    quoted = [m for file in docs.FILES for m in docs.marks((docs.ROOT / file).read_text(), file)
+              if m.kind == "page" and m.what == key]
+    assert [m.shown for m in quoted] == [docs.megabytes(size)] * len(quoted), (key, size)
 
 
 # -- PD ----------------------------------------------------------------------------------------------
@@ -180,6 +257,7 @@ def test_the_pd_figure_compares_four_deployments_on_two_workloads_with_their_gpu
     assert [c.chart_id for c in figure.charts] == ["passes", "decode-kv", "phases"]
     assert "the numbers here are the model's" in figure.note
     assert len(figure_html(figure, bundle="").encode()) < MAX_BYTES - 1_000_000
+    assert_documented_size("ten_oclock_rush_pd", len(figure_html(figure).encode()))
 
 
 @pytest.mark.slow
@@ -225,6 +303,8 @@ def test_the_figure_command_writes_the_page_opening_where_set(tmp_path, capsys):
     (["figure", "forty_replies", "--out", "/no/such/folder/x.html"], "--out"),
     (["figure", "forty_replies", "--formats", "gif"], "--formats"),
     (["figure", "upstream_pd_replica", "--vary", "mixed"], "--vary"),
+    (["figure", "forty_replies", "--epub", "/no/such/folder/b.epub"], "--epub"),
+    (["figure", "forty_replies", "--print"], "--print"),
 ])
 def test_the_figure_command_refuses_bad_input_in_one_line(argv, where, capsys):
     assert main(argv) == 2

@@ -1,27 +1,35 @@
 """Every tour step of every story on every surface (app/present/slides.py): the page's narration, the slide's
 caption and numbers, its speaker notes and the text drawn in its SVG, all filled from the runs; each slide a
-1920x1080 page whose texts, measured in Chromium, stay on the slide and never overlap one another.
+1920x1080 page whose texts, measured in Chromium, stay on the slide and never overlap one another. At the
+print preset (`figure forty_replies --slides DIR --print`): 6 in × 3.375 in pages, SVG and PDF whose text is
+text, every text at least 7 pt, none overlapping, none cut.
 """
 
 from __future__ import annotations
 
 import io
+import math
 import re
+from pathlib import Path
 
 import pytest
 from PIL import Image
+from pypdf import PdfReader
 from story_runs import scenario_run
 from test_browser import _need_chromium
 
 from app.present import story_slides
+from app.present.cli import main
+from app.present.layout import MIN_PT, PRINT, SCREEN, SIZE
 from app.present.numbers import NarrationError, narrate
-from app.present.slides import SIZE, slide_bytes, slide_svg, step_values
+from app.present.slides import encoded, fitted, step_values
 from bench.browser import CHROMIUM, CHROMIUM_ARGS
 from engine_model import STORIES
 
 pytestmark = pytest.mark.xdist_group("figures")  # one worker builds the decks once
 LEFT_OVER = re.compile(r"\{[^{}]*\}")
-SAME_BOTH_SIDES = re.compile(r"(\d[\d,.]*(?:[ \u00a0]ms|[ \u00a0]s)?) (?:→|to) \1(?! \(unchanged\))(?![\d.])")
+SAME_BOTH_SIDES = re.compile(
+    r"(\d[\d,.]*(?:[ \u00a0]ms|[ \u00a0]s)?) (?:→|to) \1(?!\s+\(unchanged\))(?![\d.])")
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +38,16 @@ def decks() -> dict:
     out = {}
     for key in STORIES:
         slides = story_slides(key, scenario_run)
-        out[key] = [(slide, slide_svg(slide)) for slide in slides]
+        out[key] = [(slide, fitted(slide)[1]) for slide in slides]
     return out
+
+
+@pytest.fixture(scope="module")
+def printed(tmp_path_factory) -> Path:
+    """The forty replies' slides at the print preset, as the command writes them."""
+    folder = tmp_path_factory.mktemp("print")
+    assert main(["figure", "forty_replies", "--slides", str(folder), "--formats", "svg,pdf", "--print"]) == 0
+    return folder
 
 
 def svg_texts(svg: str) -> list[str]:
@@ -80,12 +96,49 @@ def test_the_pd_steps_compare_what_they_say(decks):
     assert policies.chart_title == "Decode KV: in use and reserved" and policies.chart != split.chart
 
 
-def test_a_slide_is_one_1920x1080_page_as_png_and_pdf(decks):
+def test_a_slide_is_one_1920x1080_page_as_svg_and_pdf_and_twice_that_as_png(decks):
     slide, svg = decks["forty_replies"][3]
-    image = Image.open(io.BytesIO(slide_bytes(svg, "png")))
-    assert image.size == SIZE
-    assert slide_bytes(svg, "pdf").startswith(b"%PDF")
-    assert svg.startswith("<svg") and f'viewBox="0 0 {SIZE[0]} {SIZE[1]}"' in svg[:200]
+    spec, again = fitted(slide)
+    assert again == svg and re.search(r'<svg[^>]* width="1920" height="1080"', svg)
+    assert Image.open(io.BytesIO(encoded(spec, svg, "png"))).size == (2 * SIZE[0], 2 * SIZE[1])  # for decks
+    page = PdfReader(io.BytesIO(encoded(spec, svg, "pdf"))).pages[0]
+    assert (float(page.mediabox.width), float(page.mediabox.height)) == SIZE
+    assert slide.title in page.extract_text()  # text, not outlines
+
+
+def pdf_texts(path: Path) -> list[tuple[str, float]]:
+    """Every run of text on a PDF page with its size in points: the font size times the height of a unit
+    square under the text and page matrices (rotated text too)."""
+    found = []
+
+    def seen(text, cm, tm, font, size):
+        if text.strip():
+            found.append((text.strip(), size * math.hypot(tm[2], tm[3]) * math.hypot(cm[2], cm[3])))
+
+    PdfReader(path).pages[0].extract_text(visitor_text=seen)
+    return found
+
+
+def test_the_print_slides_are_6_inches_wide_at_16_9_and_every_text_is_7_pt_or_more(printed):
+    """The PDF's text is text (extracted with its size): the title, the numbers and the settings, none under
+    7 pt; the SVG is 432 × 243 pt; the deck is one PDF of a page per step."""
+    story = STORIES["forty_replies"]
+    names = [f"forty_replies-{i:02d}" for i in range(1, len(story.tour) + 1)]
+    files = {f"{n}.{x}" for n in names for x in ("svg", "pdf", "md")} | {"forty_replies.pdf"}
+    assert {p.name for p in printed.iterdir()} == files
+    for name, step in zip(names, story.tour, strict=True):
+        svg = (printed / f"{name}.svg").read_text()
+        assert re.search(r'<svg[^>]* width="432" height="243"', svg)
+        page = PdfReader(printed / f"{name}.pdf").pages[0]
+        assert (float(page.mediabox.width), float(page.mediabox.height)) == PRINT.size  # 6 in × 3.375 in
+        texts = pdf_texts(printed / f"{name}.pdf")
+        joined = re.sub(r"\s", "", "".join(t for t, _ in texts))  # the PDF places each glyph on its own
+        for said in (step.title, "Longest pause, the 40 streams:", "Settings:"):
+            assert re.sub(r"\s", "", said) in joined, (name, said)
+        small = [(t, round(size, 2)) for t, size in texts if size < MIN_PT - 0.01]
+        assert small == [], name
+        assert step.title in (printed / f"{name}.md").read_text()  # the caption, for the book
+    assert len(PdfReader(printed / "forty_replies.pdf").pages) == len(names)
 
 
 BOXES = """() => [...document.querySelectorAll('text')].filter(t => t.textContent.trim()
@@ -104,9 +157,25 @@ def overlaps(boxes: list, tolerance: float = 0.5) -> list[tuple[str, str]]:
     return found
 
 
+def text_problems(page, name: str, svg: str, size: tuple[int, int], smallest: float = 0) -> list:
+    """Texts of a slide drawn in Chromium that leave it, overlap another, are cut ("…") or are smaller than
+    `smallest` units (points, at the print preset)."""
+    page.set_content(f'<html><body style="margin:0">{svg}</body></html>')
+    boxes = page.evaluate(BOXES)
+    outside = [b[0] for b in boxes
+               if b[1] < -0.5 or b[2] < -0.5 or b[3] > size[0] + 0.5 or b[4] > size[1] + 0.5]
+    sizes = page.evaluate("""() => [...document.querySelectorAll('text')].filter(t => t.textContent.trim()
+        && !t.closest('[opacity="0"], [display="none"]')).map(t => [t.textContent.trim().slice(0, 40),
+        parseFloat(getComputedStyle(t).fontSize)])""")
+    return ([(name, "outside", t) for t in outside] + [(name, "overlap", pair) for pair in overlaps(boxes)]
+            + [(name, "cut", b[0]) for b in boxes if b[0].endswith("…")]
+            + [(name, "small", t, px) for t, px in sizes if px < smallest - 0.01])
+
+
 @pytest.mark.browser
-def test_no_text_of_any_slide_overlaps_another_or_leaves_the_slide(decks):
-    """Drawn text only: labels Vega hid to avoid an overlap (opacity 0) do not count."""
+def test_no_text_of_any_slide_overlaps_another_or_leaves_the_slide(decks, printed):
+    """Drawn text only: labels Vega hid to avoid an overlap (opacity 0) do not count. Every story's screen
+    slides, and the forty replies' print slides (there also: no text under 7 pt)."""
     _need_chromium()
     from playwright.sync_api import sync_playwright
 
@@ -116,11 +185,8 @@ def test_no_text_of_any_slide_overlaps_another_or_leaves_the_slide(decks):
         page = browser.new_page(viewport={"width": SIZE[0], "height": SIZE[1]})
         for deck in decks.values():
             for slide, svg in deck:
-                page.set_content(f'<html><body style="margin:0">{svg}</body></html>')
-                boxes = page.evaluate(BOXES)
-                outside = [b[0] for b in boxes if b[1] < -0.5 or b[2] < -0.5 or b[3] > SIZE[0] + 0.5
-                           or b[4] > SIZE[1] + 0.5]
-                problems += [(slide.name, "outside", t) for t in outside]
-                problems += [(slide.name, "overlap", pair) for pair in overlaps(boxes)]
+                problems += text_problems(page, slide.name, svg, SCREEN.size)
+        for path in sorted(printed.glob("*.svg")):
+            problems += text_problems(page, f"print {path.stem}", path.read_text(), PRINT.size, MIN_PT)
         browser.close()
     assert problems == []

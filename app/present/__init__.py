@@ -12,16 +12,17 @@ No Streamlit here: the CLI (`who-waits figure`, .cli) and the tests import it as
 
 from __future__ import annotations
 
+from app.present import epub
 from app.present.grid import _run, run_grid
-from app.present.page import figure_html, story_figure
+from app.present.page import Figure, figure_html, story_figure
 from app.present.pd import KEYS as PD_KEYS
 from app.present.pd import pd_figure
 from app.present.settings import deployment_line
 from app.present.slides import Slide, slides_zip, step_slide, tour_slides, write_slides
 from engine_model import STORIES, InputError, Story
 
-__all__ = ["FIGURES", "Slide", "figure_page", "pd_page", "slides_zip", "story_of", "story_page",
-           "story_slides", "write_slides"]
+__all__ = ["FIGURES", "Slide", "figure_epub", "figure_of", "figure_page", "pd_page", "slides_zip", "story_of",
+           "story_page", "story_slides", "write_slides"]
 
 FIGURES = (*STORIES, *PD_KEYS)  # what `figure` takes: a story, or a PD preset (the PD figure opens on it)
 
@@ -32,31 +33,49 @@ def story_of(key: str) -> Story:
     return STORIES[key]
 
 
-def story_page(key: str, vary: tuple[str, ...] | None = None, start: dict | None = None,
-               sets: tuple[str, ...] = (), bare: bool = False, runs=None, bundle: str | None = None) -> str:
-    """One self-contained HTML page of a story: `vary` the controls a reader flips, `start` the control values
-    the page opens at (as the app's export passes them), `sets` --set overrides; `bare` leaves out the page's
-    own heading, teaser and note (to sit inside a post)."""
+def story_figure_of(key: str, vary: tuple[str, ...] | None = None, start: dict | None = None,
+                    sets: tuple[str, ...] = (), runs=None) -> Figure:
+    """A story's figure: `vary` the controls a reader flips, `start` the control values it opens at (as the
+    app's export passes them), `sets` --set overrides."""
     story = story_of(key)
     grid = run_grid(story, vary, start, sets, runs)
     scenario = story.scenario(grid.first.values, grid.sets)
     setup = (f"{deployment_line(scenario)}; seed {scenario.seed}; SGLang {scenario.engine.version} as "
              "modelled by Who Waits")
-    return figure_html(story_figure(grid, setup), bare, bundle)
+    return story_figure(grid, setup)
 
 
-def pd_page(key: str = "ten_oclock_rush_pd", bare: bool = False, bundle: str | None = None) -> str:
+def story_page(key: str, vary: tuple[str, ...] | None = None, start: dict | None = None,
+               sets: tuple[str, ...] = (), bare: bool = False, runs=None, bundle: str | None = None) -> str:
+    """One self-contained HTML page of a story (see `story_figure_of`); `bare` leaves out the page's own
+    heading, teaser and note (to sit inside a post)."""
+    return figure_html(story_figure_of(key, vary, start, sets, runs), bare, bundle)
+
+
+def pd_figure_of(key: str = "ten_oclock_rush_pd") -> Figure:
     """The PD figure, opening on the workload and deployment of PD preset `key`."""
     if key not in PD_KEYS:
         raise InputError("figure", f"unknown PD preset {key!r}; expected one of {', '.join(PD_KEYS)}")
-    return figure_html(pd_figure(*PD_KEYS[key]), bare, bundle)
+    return pd_figure(*PD_KEYS[key])
 
 
-def figure_page(key: str, **options) -> str:
-    """A story's page, or the PD figure for a PD preset."""
-    if key in PD_KEYS:
-        return pd_page(key, options.get("bare", False), options.get("bundle"))
-    return story_page(key, **options)
+def pd_page(key: str = "ten_oclock_rush_pd", bare: bool = False, bundle: str | None = None) -> str:
+    return figure_html(pd_figure_of(key), bare, bundle)
+
+
+def figure_of(key: str, **options) -> Figure:
+    """A story's figure, or the PD figure for a PD preset (which takes no options)."""
+    return pd_figure_of(key) if key in PD_KEYS else story_figure_of(key, **options)
+
+
+def figure_page(key: str, bare: bool = False, bundle: str | None = None, **options) -> str:
+    """A story's page, or the PD figure's."""
+    return figure_html(figure_of(key, **options), bare, bundle)
+
+
+def figure_epub(key: str, bundle: str | None = None, **options) -> bytes:
+    """A story's figure (or the PD figure) as an EPUB 3 book of one chapter (app.present.epub)."""
+    return epub.book(figure_of(key, **options), bundle)
 
 
 def story_slides(key: str, runs=None) -> list[Slide]:

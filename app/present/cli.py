@@ -4,6 +4,7 @@ draws and so lives here, in the presentation layer (`python -m app.present figur
     who-waits figure forty_replies --set engine.enable_mixed_chunk=true --out forty.html
     who-waits figure forty_replies --vary mixed,chunk --slides deck/
     who-waits figure upstream_pd_replica --out pd.html
+    who-waits figure forty_replies --epub forty.epub
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from app.present import FIGURES, figure_page, story_of, story_slides, write_slides
+from app.present import FIGURES, figure_epub, figure_page, story_of, story_slides, write_slides
+from app.present.layout import PRINT, SCREEN
 from app.present.pd import KEYS as PD_KEYS
 from app.present.slides import FORMATS
 from engine_model import InputError
@@ -25,9 +27,15 @@ def parser() -> argparse.ArgumentParser:
                                             "(HTML / XHTML, no server or network), or its tour as slides.")
     p.add_argument("story", help=f"a story or PD preset: {', '.join(FIGURES)}")
     p.add_argument("--out", metavar="FILE.html", help="the page to write (default: STORY.html)")
+    p.add_argument("--epub", metavar="FILE.epub",
+                   help="write the page as an EPUB 3 book of one chapter, its images beside it")
     p.add_argument("--slides", metavar="DIR",
                    help="write one 16:9 slide per tour step into DIR (PNG and SVG), with speaker notes (.md)")
-    p.add_argument("--formats", default="png,svg", metavar="png,svg,pdf", help="the slides' formats")
+    p.add_argument("--formats", default="png,svg", metavar="png,svg,pdf",
+                   help="the slides' formats (with pdf, also the deck as one PDF, a page per step)")
+    p.add_argument("--print", action="store_true", dest="for_print",
+                   help="slides for print: 6 in wide at 16:9, every text 7 pt or more, PNG at 300 dpi; the "
+                        "narration goes to the notes, to be set as the figure's caption")
     p.add_argument("--set", action="append", default=[], metavar="key=value",
                    help="where the page opens and what every run holds: a control as the app's URL writes it "
                         "(mixed=1, chunk=2048) or a scenario key (engine.enable_mixed_chunk=true, "
@@ -46,27 +54,37 @@ def figure(argv: list[str]) -> int:
     formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
     if not formats or set(formats) - set(FORMATS):
         raise InputError("--formats", f"{args.formats!r}: expected some of {', '.join(FORMATS)}")
-    if args.out and not Path(args.out).resolve().parent.is_dir():
-        raise InputError("--out", f"{Path(args.out).parent} is not a folder")
+    for flag, path in (("--out", args.out), ("--epub", args.epub)):
+        if path and not Path(path).resolve().parent.is_dir():
+            raise InputError(flag, f"{Path(path).parent} is not a folder")
+    if args.for_print and not args.slides:
+        raise InputError("--print", "sizes the slides for print; give --slides DIR too")
     vary = tuple(v.strip() for v in args.vary.split(",") if v.strip()) if args.vary else None
     if args.story in PD_KEYS and (args.set or vary):
         raise InputError("--set" if args.set else "--vary",
                          "the PD figure has its own settings (workload and deployment); it takes neither "
                          "--set nor --vary")
+    options = {} if args.story in PD_KEYS else {"vary": vary, "sets": tuple(args.set)}
+    flag = "--slides"
     try:
         if args.slides:
-            paths = write_slides(story_slides(args.story), Path(args.slides), formats)
-            print(f"wrote {len(paths)} files to {args.slides}: one 1920x1080 slide per tour step "
+            preset = PRINT if args.for_print else SCREEN
+            paths = write_slides(story_slides(args.story), Path(args.slides), formats, preset)
+            size = "6 x 3.375 in" if args.for_print else "1920x1080"
+            print(f"wrote {len(paths)} files to {args.slides}: one {size} slide per tour step "
                   f"({', '.join(formats)}) and its speaker notes (.md)")
-        if args.out or not args.slides:
-            out = Path(args.out or f"{args.story}.html")
-            options = {} if args.story in PD_KEYS else {"vary": vary, "sets": tuple(args.set)}
+        if args.epub:
+            flag = "--epub"
+            data = figure_epub(args.story, **options)
+            Path(args.epub).write_bytes(data)
+            print(f"wrote {args.epub} ({len(data):,} bytes; an EPUB 3 book: the page, scripted, its images)")
+        if args.out or not (args.slides or args.epub):
+            flag, out = "--out", Path(args.out or f"{args.story}.html")
             text = figure_page(args.story, bare=args.bare, **options)
             out.write_text(text, encoding="utf-8")
             print(f"wrote {out} ({len(text.encode()):,} bytes; opens from disk, no server or network needed)")
     except OSError as err:
-        raise InputError("--slides" if args.slides and not args.out else "--out",
-                         f"cannot write there: {err.strerror or err}") from None
+        raise InputError(flag, f"cannot write there: {err.strerror or err}") from None
     return 0
 
 

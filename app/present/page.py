@@ -22,9 +22,10 @@ import altair as alt
 
 from app.charts import views
 from app.charts.frames import RunFrames
-from app.present import playback
+from app.present import described, playback
 from app.present import spec as scope
 from app.present.export import export_spec, render
+from app.present.fmt import fmt_seconds
 from app.present.grid import Grid
 from app.present.numbers import headline_rows
 from app.present.pack import UNPACK_JS, pack
@@ -36,6 +37,7 @@ CHARTS = {  # story -> the charts its page shows, in order
     "ten_oclock_rush": ("tokens", "wait", "passes"),
     "real_traffic": ("tokens", "wait", "passes"),
 }
+ZOOM = {"real_traffic": "tokens"}  # story -> the chart its page also shows zoomed on the longest stall
 FALLBACK_WIDTH = 720  # px of the image a reader without scripts sees
 
 
@@ -47,6 +49,7 @@ class Chart:
     spec: dict  # Vega-Lite, datasets by name (the page holds them once)
     image: bytes  # PNG of the first setting
     alt: str
+    words: list[str]  # the chart in words, per distinct run (app.present.described)
 
 
 @dataclass
@@ -81,9 +84,12 @@ class Figure:
 
 def build_figure(uid: str, title: str, teaser: str, note: str, axes: list[dict], shown: list[Shown],
                  views_of: Callable[[RunFrames], list[views.View]],
-                 panes_of: Callable[[RunFrames], list[dict]] | None = None) -> Figure:
+                 panes_of: Callable[[RunFrames], list[dict]] | None = None,
+                 zoom: str | None = None, contrast: str = "") -> Figure:
     """Each distinct run once, each chart of `views_of` built once over all of them (every row tagged with
-    its run), and a PNG of the first setting's charts for readers without scripts."""
+    its run), and a PNG of the first setting's charts for readers without scripts, its alt text the first
+    setting's numbers and `contrast` (what another setting gives). `zoom`: a chart id of `views_of` drawn
+    once more on the window of the longest stall (app.present.spec.window)."""
     runs, run_of = scope.distinct([s.run for s in shown])
     first_key = "|".join(str(a["start"]) for a in axes)
     first = next(i for i, s in enumerate(shown) if s.key == first_key)
@@ -93,15 +99,43 @@ def build_figure(uid: str, title: str, teaser: str, note: str, axes: list[dict],
              for s, r in zip(shown, run_of, strict=True)}
     datasets: dict[str, list[dict]] = {}
     charts = []
-    for view, own in zip(views_of(scope.merged(runs)), views_of(shown[first].run), strict=True):
+    for view, own, fit, cut in _views(views_of, runs, shown[first].run, zoom):
         with alt.data_transformers.enable("default", max_rows=None):  # every run's rows, by design
-            built = room_spec(view.build().to_dict(validate=False))
+            built = fit(room_spec(view.build().to_dict(validate=False)))
         datasets.update(built.pop("datasets", {}))
+        alt_text = f"{view.title}. {shown[first].summary} {contrast}".rstrip()
         charts.append(Chart(view.chart_id, view.title, own.caption, scope.scoped(built, start, ends[start]),
-                            fallback_png(own), f"{view.title}. {shown[first].summary}"))
+                            fallback_png(own, fit), alt_text,
+                            [described.chart_words(view.chart_id, cut(r)) for r in runs]))
     replies = None if panes_of is None else {"runs": [panes_of(r) for r in runs], "words": playback.TEXT,
                                              "threshold": min(r.stall_threshold_s for r in runs)}
     return Figure(uid, title, teaser, note, axes, cells, ends, charts, datasets, replies)
+
+
+def _views(views_of, runs: list[RunFrames], first: RunFrames, zoom: str | None):
+    """Per chart: the view over every run, the first setting's own view, what its spec needs to fit and what
+    of a run it shows."""
+    every, own = views_of(scope.merged(runs)), views_of(first)
+    out = [(v, o, _same, _same) for v, o in zip(every, own, strict=True)]
+    span = scope.window(runs) if zoom else None
+    if span is None:
+        return out
+    t0, t1 = span
+    zoom_of = {v.chart_id: v for v in views_of(scope.within(scope.merged(runs), span))}
+    first_zoom = {v.chart_id: v for v in views_of(scope.within(first, span))}
+    title = f"Zoomed in: {fmt_seconds(t0)} to {fmt_seconds(t1)}, the longest stall on this page"
+    caption = (f"The chart above, from {fmt_seconds(t0)} to {fmt_seconds(t1)}: only the requests that "
+               "were running or waiting then, one lane each. The same window for every setting, so a "
+               "flip shows the same moment.")
+    at = next(i for i, (v, *_) in enumerate(out) if v.chart_id == zoom) + 1
+    out.insert(at, (zoom_of[zoom]._replace(chart_id=f"zoom-{zoom}", title=title),
+                    first_zoom[zoom]._replace(title=title, caption=caption),
+                    lambda spec: scope.zoomed(spec, span), lambda run: scope.within(run, span)))
+    return out
+
+
+def _same(value):
+    return value
 
 
 def story_figure(grid: Grid, setup: str) -> Figure:
@@ -122,7 +156,22 @@ def story_figure(grid: Grid, setup: str) -> Figure:
     charts = CHARTS.get(story.key, ("tokens", "wait", "passes"))
     return build_figure(uid, story.title, story.teaser, note, axes, shown,
                         lambda run: [views.story_view(run, c) for c in charts],
-                        lambda run: playback.panes(run, story.stream_group, story.long_group))
+                        lambda run: playback.panes(run, story.stream_group, story.long_group),
+                        ZOOM.get(story.key), contrast(grid))
+
+
+def contrast(grid: Grid) -> str:
+    """The first headline at the other values of the first axis, the others where the page opens: "With
+    mixed chunk on: longest pause, the 40 streams: 1.8 s." (the headline an image's alt text states)."""
+    axis, story = grid.axes[0], grid.story
+    parts = []
+    for cell in grid.cells:
+        if cell.index[1:] == grid.start[1:] and cell.index[0] != grid.start[0]:
+            row = headline_rows(story, cell.run, cell.base)[0]
+            parts.append(f"with {axis.control.label.lower()} {axis.label(cell.values[axis.control.key])}: "
+                         f"{row.label[:1].lower()}{row.label[1:]}: {row.now}")
+    said = "; ".join(parts)
+    return f"{said[:1].upper()}{said[1:]}." if said else ""
 
 
 def summary_text(rows, run) -> str:
@@ -133,8 +182,8 @@ def summary_text(rows, run) -> str:
     return "; ".join(parts) + "." + (f" For scale, {yardstick}." if yardstick else "")
 
 
-def fallback_png(view: views.View) -> bytes:
-    spec = export_spec(view.build().to_dict(validate=False), view.title, (), FALLBACK_WIDTH)
+def fallback_png(view: views.View, fit=_same) -> bytes:
+    spec = export_spec(fit(view.build().to_dict(validate=False)), view.title, (), FALLBACK_WIDTH)
     return render(spec, "png", scale=1)
 
 
@@ -145,7 +194,8 @@ CSS = """
 .ww-figure * { box-sizing: border-box; }
 .ww-figure h1 { font-size: 1.4rem; margin: 0 0 .3rem; }
 .ww-figure p { margin: .3rem 0 .6rem; line-height: 1.4; }
-.ww-controls { display: flex; flex-wrap: wrap; gap: .4rem 1.2rem; margin: .6rem 0; break-inside: avoid; }
+.ww-controls { display: flex; flex-wrap: wrap; gap: .4rem 1.2rem; margin: .6rem 0; break-inside: avoid;
+  break-after: avoid; }
 .ww-controls fieldset { border: 1px solid #ccc; border-radius: 6px; padding: .2rem .6rem .4rem; margin: 0; }
 .ww-controls legend { font-weight: 600; padding: 0 .3rem; }
 .ww-controls label { display: inline-block; margin: .15rem .7rem .15rem 0; white-space: nowrap; }
@@ -153,11 +203,20 @@ CSS = """
 .ww-numbers th, .ww-numbers td { text-align: left; padding: .2rem .6rem .2rem 0;
   border-bottom: 1px solid #eee; vertical-align: top; }
 .ww-numbers td.now { font-weight: 700; }
+.ww-numbers td { white-space: nowrap; }
+.ww-table { max-width: 100%; overflow-x: auto; }
 .ww-chart { width: 100%; min-width: 0; margin: .8rem 0 .2rem; break-inside: avoid; }
 .ww-chart img { max-width: 100%; height: auto; }
-.ww-chart-title { font-weight: 600; margin: .9rem 0 0; }
+.ww-chart-title { font-weight: 600; margin: .9rem 0 0; break-after: avoid; }
+.ww-words { font-size: .85rem; margin: 0 0 .6rem; }
+.ww-words summary { cursor: pointer; color: #333; }
+.ww-words summary:focus-visible, .ww-controls input:focus-visible { outline: 2px solid #0072B2;
+  outline-offset: 2px; }
 .ww-caption, .ww-note { color: #555; font-size: .85rem; }
 .ww-summary { font-size: .95rem; }
+.ww-static .ww-controls, .ww-static .ww-live { display: none; }
+.ww-still { display: none; font-style: italic; }
+.ww-static .ww-still { display: block; }
 """
 
 TEMPLATE = """<?xml version="1.0" encoding="utf-8"?>
@@ -170,7 +229,9 @@ TEMPLATE = """<?xml version="1.0" encoding="utf-8"?>
 <style>/*<![CDATA[*/{css}{play_css}/*]]>*/</style>
 </head>
 <body>
+<main>
 {body}
+</main>
 <script>//<![CDATA[
 {bundle}
 //]]></script>
@@ -186,6 +247,7 @@ wwMount({data});
 
 MOUNT_JS = """function wwMount(fig) {
   var root = document.getElementById(fig.uid), shown = [], play = null;
+  root.classList.remove('ww-static');  // scripting: the controls and the playback show
   var box = root.querySelector('.ww-play');
   if (box && fig.playback) {
     play = wwPlayback(box, {runs: fig.playback.runs, run: fig.cells[fig.axes.map(function (a) {
@@ -197,6 +259,12 @@ MOUNT_JS = """function wwMount(fig) {
     return on ? on.value : String(axis.start);
   }
   function cell() { return fig.cells[fig.axes.map(choice).join('|')]; }
+  function fit() {  // inside a frame: tell the parent page how tall the figure is (docs/figure.md)
+    if (window.parent !== window) {
+      var height = Math.ceil(document.documentElement.getBoundingClientRect().height);
+      window.parent.postMessage({whoWaits: fig.uid, height: height}, '*');
+    }
+  }
   function show() {
     var c = cell();
     root.querySelectorAll('.ww-numbers').forEach(function (table, t) {
@@ -222,40 +290,53 @@ MOUNT_JS = """function wwMount(fig) {
       });
     });
     root.querySelector('.ww-summary').textContent = c.summary;
-    if (play) play.setRun(c.run);
-    shown.forEach(function (view) {
-      view.signal('run', c.run).signal('end', fig.ends[c.run]).runAsync();
+    fig.charts.forEach(function (chart) {
+      var words = document.getElementById(fig.uid + '-' + chart.id + '-words');
+      if (words) words.textContent = chart.words[c.run];
     });
+    if (play) play.setRun(c.run);
+    Promise.all(shown.map(function (view) {
+      return view.signal('run', c.run).signal('end', fig.ends[c.run]).runAsync();
+    })).then(fit);
   }
   fig.charts.forEach(function (chart) {
-    var spec = chart.spec, data = {};
+    var spec = chart.spec, data = {}, id = fig.uid + '-' + chart.id;
     chart.datasets.forEach(function (name) { data[name] = wwRows(fig.datasets[name]); });
     spec.datasets = data;
-    var box = document.getElementById(fig.uid + '-' + chart.id);
+    var box = document.getElementById(id);
     vegaEmbed(box, spec, {actions: false, renderer: 'svg'}).then(function (result) {
       shown.push(result.view);
       var svg = box.querySelector('svg');
-      if (svg) { svg.setAttribute('aria-label', chart.title); svg.setAttribute('role', 'img'); }
-      show();
-      if (window.parent !== window) {
-        window.parent.postMessage({whoWaits: fig.uid, height: document.documentElement.scrollHeight}, '*');
+      if (svg) {
+        svg.setAttribute('role', 'img');
+        svg.removeAttribute('aria-label');
+        svg.setAttribute('aria-labelledby', id + '-title');
+        svg.setAttribute('aria-describedby', id + '-caption' + (chart.words[0] ? ' ' + id + '-words' : ''));
+        for (var g = svg.firstElementChild; g; g = g.nextElementSibling) {
+          g.setAttribute('aria-hidden', 'true');  // the svg is one image, named and described above
+        }
       }
+      show();
     });
   });
   root.querySelectorAll('.ww-controls input').forEach(function (input) {
     input.addEventListener('change', show);
   });
+  window.addEventListener('resize', fit);
+  if (window.ResizeObserver) new ResizeObserver(fit).observe(root);
   window.whoWaits = window.whoWaits || {};
   window.whoWaits[fig.uid] = {views: shown, show: show, playback: play};
 }"""
 
 
-def figure_html(figure: Figure, bare: bool = False, bundle: str | None = None) -> str:
-    """The page. `bare`: without its own heading, teaser and note, to sit inside a post."""
-    body = _body(figure, bare)
+def figure_html(figure: Figure, bare: bool = False, bundle: str | None = None,
+                images: dict[str, str] | None = None) -> str:
+    """The page. `bare`: without its own heading, teaser and note, to sit inside a post. `images`: chart id ->
+    where its fallback image is (an EPUB carries them as files); by default each is inside the page."""
+    body = _body(figure, bare, images or {})
     data = {"uid": figure.uid, "axes": figure.axes, "cells": figure.cells, "ends": figure.ends,
-            "charts": [{"id": c.chart_id, "title": c.title, "spec": c.spec, "datasets": _names(c.spec)}
-                       for c in figure.charts],
+            "charts": [{"id": c.chart_id, "title": c.title, "spec": c.spec, "datasets": _names(c.spec),
+                        "words": c.words} for c in figure.charts],
             "datasets": {name: pack(rows, [c.spec for c in figure.charts]) for name, rows in
                          figure.datasets.items()}}
     if figure.playback is not None:
@@ -270,7 +351,7 @@ def _names(spec) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def _body(figure: Figure, bare: bool) -> str:
+def _body(figure: Figure, bare: bool, images: dict[str, str]) -> str:
     e = html.escape
     first = figure.first
     head = "" if bare else f"<h1>{e(figure.title)}</h1>\n<p>{e(figure.teaser)}</p>\n"
@@ -282,28 +363,43 @@ def _body(figure: Figure, bare: bool) -> str:
                           for i, label in enumerate(axis["labels"]))
         groups.append(f"<fieldset><legend>{e(axis['label'])}</legend>{options}</fieldset>")
     tables = "".join(_table(t) for t in first["tables"])
-    charts = "".join(
-        f'<p class="ww-chart-title" id="{figure.uid}-{c.chart_id}-title">{e(c.title)}</p>'
-        f'<div class="ww-chart" id="{figure.uid}-{c.chart_id}" role="figure" '
-        f'aria-labelledby="{figure.uid}-{c.chart_id}-title">'
-        f'<img src="data:image/png;base64,{base64.b64encode(c.image).decode()}" alt="{e(c.alt)}"/></div>'
-        f'<p class="ww-caption">{e(c.caption)}</p>' for c in figure.charts)
+    charts = "".join(_chart(figure.uid, c, first["run"], images.get(c.chart_id)) for c in figure.charts)
     note = "" if bare else f'<p class="ww-note">{e(figure.note)}</p>'
-    return (f'<section class="ww-figure" id="{figure.uid}" aria-label="{e(figure.title)}">\n{head}'
-            f'<form class="ww-controls" aria-label="Settings">{"".join(groups)}</form>\n{tables}'
+    still = "; ".join(f"{a['label'].lower()} {a['labels'][a['start']]}" for a in figure.axes)
+    return (f'<section class="ww-figure ww-static" id="{figure.uid}" aria-label="{e(figure.title)}">\n{head}'
+            f'<form class="ww-controls" aria-label="Settings">{"".join(groups)}</form>\n'
+            f'<p class="ww-still">Without scripting this shows one setting: {e(still)}. With scripting, '
+            f"buttons switch between {len(figure.cells)} settings.</p>\n{tables}"
             f'<p class="ww-summary" aria-live="polite">{e(first["summary"])}</p>\n{_playback(figure)}'
             f"{charts}\n{note}</section>")
 
 
+def _chart(uid: str, chart: Chart, run: int, src: str | None = None) -> str:
+    """A chart's title, its box (the image of the first setting until the script draws it; `src` where the
+    image is, by default inside the page), its caption and the chart in words, which a keyboard opens and a
+    screen reader reads."""
+    e, at = html.escape, f"{uid}-{chart.chart_id}"
+    src = src or f"data:image/png;base64,{base64.b64encode(chart.image).decode()}"
+    return (f'<p class="ww-chart-title" id="{at}-title">{e(chart.title)}</p>'
+            f'<div class="ww-chart" id="{at}" role="figure" aria-labelledby="{at}-title" '
+            f'aria-describedby="{at}-caption"><img src="{e(src)}" alt="{e(chart.alt)}"/>'
+            f'</div><p class="ww-caption" id="{at}-caption">{e(chart.caption)}</p>'
+            + (f'<details class="ww-words"><summary>This chart in words</summary>'
+               f'<p id="{at}-words">{e(chart.words[run])}</p></details>' if any(chart.words) else "")
+            + "\n")
+
+
 def _playback(figure: Figure) -> str:
-    """The reader's view: the widget's shell (its script fills it); none without a playback."""
+    """The reader's view: the widget's shell (its script fills it; hidden without scripting); none without a
+    playback."""
     if figure.playback is None:
         return ""
     body, _ = playback.playback_html(figure.uid, [], 0, 0.0, figure.playback["threshold"])
-    return ('<p class="ww-chart-title">What a reader sees: the replies as they stream</p>'
+    return ('<div class="ww-live">'
+            '<p class="ww-chart-title">What a reader sees: the replies as they stream</p>'
             f"{body}<p class=\"ww-caption\">Each pane is one reply, a word per token at the model's token "
             "times (the words are a stand-in). Play it, or drag the time: a pane that turns pink has had no "
-            "token for a while.</p>\n")
+            "token for a while.</p></div>\n")
 
 
 def _table(table: dict) -> str:
@@ -312,8 +408,10 @@ def _table(table: dict) -> str:
     rows = "".join("<tr>" + "".join(
         f'<th scope="row">{e(v)}</th>' if i == 0 else f'<td{_bold(i == table["bold"])}>{e(v)}</td>'
         for i, v in enumerate(row)) + "</tr>" for row in table["rows"])
-    return (f'<table class="ww-numbers"><thead><tr>{head}</tr></thead>'
-            f'<tbody aria-live="polite">{rows}</tbody></table>\n')
+    label = e(f"Numbers: {table['head'][0]}")  # a wide table scrolls inside its box, never the page
+    return (f'<div class="ww-table" role="region" tabindex="0" aria-label="{label}">'
+            f'<table class="ww-numbers"><thead><tr>{head}</tr></thead>'
+            f'<tbody aria-live="polite">{rows}</tbody></table></div>\n')
 
 
 def _bold(on: bool) -> str:

@@ -10,14 +10,13 @@ the two deployments the step compares, side by side.
 from __future__ import annotations
 
 import io
-import re
-import textwrap
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import vl_convert as vlc
+from pypdf import PdfReader, PdfWriter
 
 from app.charts import views
 from app.charts.frames import RunFrames
@@ -25,20 +24,22 @@ from app.pd import tables
 from app.pd.presets import pd_scenario
 from app.present.export import export_spec, joined, small_png
 from app.present.fmt import fmt_seconds
+from app.present.layout import (
+    SCREEN,
+    SIZE,
+    Preset,
+    chart_config,
+    fit,
+    fit_chart,
+    opaque,
+    sized_text,
+    text_view,
+    with_lanes,
+)
 from app.present.numbers import card, fmt_rate, headline_rows, narrate
 from app.present.settings import settings_words
-from app.present.shown import room_spec
 from engine_model import STORIES, Story, TourStep, num_gpus
 
-SIZE = (1920, 1080)
-PAD = 48
-TEXT = {"title": 52, "numbers": 30, "caption": 30, "settings": 21}  # px on the 1920-wide slide
-LINE = 1.3  # line height, in font sizes
-CHART_FONTS = {"axis": {"labelFontSize": 17, "titleFontSize": 18, "labelOverlap": "greedy"},
-               "axisY": {"labelOverlap": "greedy"}, "legend": {"labelFontSize": 17,
-               "titleFontSize": 17}, "title": {"fontSize": 22}, "view": {"stroke": None}}
-CHART_CHROME = 150  # px a chart needs around its plot: its title, legend and time axis
-CHARS_PER_EM = 2.1  # a line of text holds about this many characters per font size of width (sans-serif)
 FOCUS = {"passes": "passes", "kv": "kv", "queue": "queue"}  # a step's focus -> the chart it shows
 
 
@@ -52,19 +53,23 @@ class Slide:
     chart: dict  # the chart's Vega-Lite spec, datasets included
     chart_title: str
 
-    def spec(self) -> dict:
-        """The whole slide as one Vega-Lite spec, SIZE wide, every text wrapped to the slide."""
-        width = SIZE[0] - 2 * PAD
-        parts = [_text(self.title, "title", width, bold=True), _text(self.numbers, "numbers", width),
-                 None, _text(self.caption, "caption", width), _text(self.settings, "settings", width)]
-        used = sum(p["height"] for p in parts if p) + 4 * SPACING
-        chart = _fitted(self.chart, width, SIZE[1] - 2 * PAD - used - CHART_CHROME)
-        parts[2] = {k: v for k, v in chart.items() if k not in ("$schema", "config", "datasets")}
-        config = room_spec({"config": self.chart.get("config", {})})["config"]
+    def spec(self, preset: Preset = SCREEN, slack: tuple[int, int] = (0, 0)) -> dict:
+        """The whole slide as one Vega-Lite spec, every text wrapped to the slide, the chart in the room the
+        text leaves (less `slack`, what a render measured beyond the estimate): see `fitted`."""
+        width = preset.size[0] - 2 * preset.pad + slack[0]
+        parts = [text_view(self.title, "title", width, preset, bold=True),
+                 text_view(self.numbers, "numbers", width, preset), None,
+                 text_view(self.caption, "caption", width, preset) if preset.caption else None,
+                 text_view(self.settings, "settings", width, preset)]
+        parts = [p for i, p in enumerate(parts) if p or i == 2]
+        used = sum(p["height"] for p in parts if p) + (len(parts) - 1) * preset.spacing
+        own = opaque(sized_text({k: v for k, v in self.chart.items()
+                                   if k not in ("$schema", "config", "datasets")}, preset))
+        room = preset.size[1] - 2 * preset.pad - used - preset.chrome + slack[1]
+        parts[2] = fit_chart(own, width, room, preset)
         return {"$schema": self.chart.get("$schema"), "datasets": self.chart.get("datasets", {}),
-                "config": {**config, **CHART_FONTS, "legend": {**config["legend"], **CHART_FONTS["legend"]},
-                           "axis": {**config["axis"], **CHART_FONTS["axis"]}}, "vconcat": parts,
-                "spacing": SPACING, "padding": PAD, "background": "white",
+                "config": chart_config(self.chart.get("config", {}), preset), "vconcat": parts,
+                "spacing": preset.spacing, "padding": preset.pad, "background": "white",
                 "resolve": {"scale": {"color": "independent"}}}
 
     def notes(self) -> str:
@@ -72,63 +77,6 @@ class Slide:
         return (f"# {self.title}\n\n{self.caption}\n\n**Numbers** (SGLang's defaults → this step): "
                 f"{self.numbers}\n\n**On screen:** {self.chart_title}.\n\n{self.settings}\n")
 
-
-SPACING = 18
-
-
-def _text(text: str, role: str, width: int, bold: bool = False) -> dict:
-    size = TEXT[role]
-    lines = textwrap.wrap(text, max(20, int(width / size * CHARS_PER_EM))) or [""]
-    mark = {"type": "text", "align": "left", "baseline": "top", "fontSize": size, "lineHeight": size * LINE,
-            "color": "#222222" if role != "settings" else "#555555"}
-    if bold:
-        mark["fontWeight"] = "bold"
-    return {"data": {"values": [{}]}, "mark": mark, "width": width, "height": round(len(lines) * size * LINE),
-            "encoding": {"text": {"value": lines}, "x": {"value": 0}, "y": {"value": 0}}}
-
-
-def _fitted(chart: dict, width: int, height: int) -> dict:
-    """The chart at the slide's width and the height left; a chart of lanes gives each lane its share."""
-    out = dict(chart)
-    if "hconcat" in out:
-        part = (width - out.get("spacing", 36) * (len(out["hconcat"]) - 1)) // len(out["hconcat"])
-        out["hconcat"] = [_fitted(v, part, height) for v in out["hconcat"]]
-        return out
-    if "vconcat" in out:
-        out["vconcat"] = [_fitted(v, width, height // len(out["vconcat"])) for v in out["vconcat"]]
-        return out
-    out["width"] = width - 140  # the y axis, its labels and title sit to the left of the plot
-    if isinstance(out.get("height"), dict) and "step" in out["height"]:
-        lanes = max(1, int(out.get("lanes", 1)))
-        step = max(2, min(out["height"]["step"] * 3, height // lanes))
-        out["height"] = {"step": step}
-        out = _lane_labels(out, step)
-    else:
-        out["height"] = max(60, height)
-    out.pop("lanes", None)
-    return out
-
-
-def _lane_labels(node, step: int):
-    """Lane labels that fit their lane: smaller type, or none when a lane is too thin to name."""
-    if isinstance(node, list):
-        return [_lane_labels(v, step) for v in node]
-    if not isinstance(node, dict):
-        return node
-    out = {k: _lane_labels(v, step) for k, v in node.items() if k not in ("datasets", "data")}
-    out.update({k: node[k] for k in ("datasets", "data") if k in node})
-    axis = out.get("encoding", {}).get("y", {}).get("axis")
-    if isinstance(axis, dict) and axis.get("labels", True):
-        size = axis.get("labelFontSize", CHART_FONTS["axis"]["labelFontSize"])
-        fitted = ({**axis, "labelFontSize": min(size, step - 2)} if step - 2 >= 7
-                  else {**axis, "labels": False, "ticks": False})
-        out["encoding"] = {**out["encoding"], "y": {**out["encoding"]["y"], "axis": fitted}}
-    return out
-
-
-def _lanes(spec: dict, count: int) -> dict:
-    """Remember how many lanes a chart of lanes has, so `_fitted` can share the height among them."""
-    return {**spec, "lanes": count} if isinstance(spec.get("height"), dict) else spec
 
 
 # -- a story's tour ----------------------------------------------------------------------------------
@@ -158,7 +106,7 @@ def step_slide(story: Story, i: int, step: TourStep, runs: Runs) -> Slide:
     rows = headline_rows(story, now, base)[:2]
     numbers = "   ·   ".join(f"{h.label}: {h.card}" for h in rows)
     view = _view(story, step, now)
-    chart = _lanes(export_spec(view.build().to_dict(validate=False), view.title, (), SIZE[0]),
+    chart = with_lanes(export_spec(view.build().to_dict(validate=False), view.title, (), SIZE[0]),
                    len(now.request_order) if view.chart_id == "tokens" else len(now.lanes))
     return Slide(name, f"{i}. {step.title}", numbers, caption, settings, chart, view.title)
 
@@ -184,9 +132,9 @@ def pd_pair(values: dict, preset: str, runs: Runs) -> tuple[dict, str, str, str]
         names = (f"PD, early ({on})", f"PD, prefill_complete ({on})")
     end = max(left.end_at, right.end_at)
     chart_id = "passes" if preset == "rush" else "kv-decode"
-    parts = [(_pd_chart(run, name, end, chart_id), name)
+    parts = [(with_lanes(_pd_chart(run, name, end, chart_id), len(run.lanes)), name)
              for run, name in zip((left, right), names, strict=True)]
-    chart = _lanes(joined(parts, SIZE[0] // 2), max(len(left.lanes), len(right.lanes)))
+    chart = joined(parts, SIZE[0] // 2)
     rows = tables.tradeoff(left, right)
     numbers = "   ·   ".join(f"{r['label']}: {_pair(r['early'], r['prefill_complete'], r['unit'])}"
                                for r in rows)
@@ -212,55 +160,75 @@ def _pair(before, now, unit: str) -> str:
 
 
 # -- files -------------------------------------------------------------------------------------------
-def slide_svg(slide: Slide) -> str:
-    """The slide as an SVG page of exactly SIZE: the rendered spec scaled into it, text kept as text."""
-    inner = vlc.vegalite_to_svg(slide.spec())
-    w, h = (float(v) for v in re.search(r'width="([\d.]+)" height="([\d.]+)"', inner).groups())
-    inner = re.sub(r'width="[\d.]+" height="[\d.]+"',
-                   f'x="0" y="0" width="{SIZE[0]}" height="{SIZE[1]}" preserveAspectRatio="xMidYMin meet"',
-                   inner, count=1)
-    if "viewBox" not in inner[:400]:
-        inner = inner.replace("<svg ", f'<svg viewBox="0 0 {w:g} {h:g}" ', 1)
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{SIZE[0]}" height="{SIZE[1]}" '
-            f'viewBox="0 0 {SIZE[0]} {SIZE[1]}"><rect width="{SIZE[0]}" height="{SIZE[1]}" fill="white"/>'
-            f"{re.sub(r'<[?]xml[^>]*>', '', inner)}</svg>")
+def fitted(slide: Slide, preset: Preset = SCREEN) -> tuple[dict, str]:
+    """The slide's spec at exactly the preset's size, and its SVG (app.present.layout.fit)."""
+    return fit(lambda slack: slide.spec(preset, slack), preset, slide.name)
 
 
-def slide_bytes(svg: str, fmt: str, scale: float = 1) -> bytes:
+def slide_svg(slide: Slide, preset: Preset = SCREEN) -> str:
+    """The slide as SVG (text stays text), exactly the preset's size."""
+    return fitted(slide, preset)[1]
+
+
+def slide_bytes(slide: Slide, fmt: str, preset: Preset = SCREEN) -> bytes:
+    return encoded(*fitted(slide, preset), fmt, preset)
+
+
+def encoded(spec: dict, svg: str, fmt: str, preset: Preset = SCREEN) -> bytes:
+    """A fitted slide as SVG, PDF (one page, text selectable) or PNG (the preset's scale: 2× a screen slide,
+    300 dpi a print one), each rendered by vl-convert from the same spec."""
     if fmt == "svg":
         return svg.encode()
     if fmt == "png":
-        return small_png(vlc.svg_to_png(svg, scale=scale))
+        return small_png(vlc.vegalite_to_png(spec, scale=preset.png_scale))
     if fmt == "pdf":
-        return vlc.svg_to_pdf(svg)
+        return vlc.vegalite_to_pdf(spec)
     raise ValueError(f"unknown slide format {fmt!r}; expected png, svg or pdf")
 
 
 FORMATS = ("png", "svg", "pdf")
 
 
-def slide_files(slides: list[Slide], formats: tuple[str, ...] = ("png", "svg")) -> list[tuple[str, bytes]]:
-    """(file name, bytes) per slide and format, plus each slide's speaker notes (.md)."""
-    out = []
+def slide_files(slides: list[Slide], formats: tuple[str, ...] = ("png", "svg"),
+                preset: Preset = SCREEN) -> list[tuple[str, bytes]]:
+    """(file name, bytes) per slide and format, each slide's speaker notes (.md) and, with PDF, the whole
+    deck as one PDF of a page per step (STORY.pdf)."""
+    out, pages = [], []
     for slide in slides:
-        svg = slide_svg(slide)
-        out += [(f"{slide.name}.{fmt}", slide_bytes(svg, fmt)) for fmt in formats]
+        spec, svg = fitted(slide, preset)
+        files = {fmt: encoded(spec, svg, fmt, preset) for fmt in formats}
+        out += [(f"{slide.name}.{fmt}", data) for fmt, data in files.items()]
         out.append((f"{slide.name}.md", slide.notes().encode()))
+        pages += [files["pdf"]] if "pdf" in files else []
+    if pages:
+        out.append((f"{slides[0].name.rsplit('-', 1)[0]}.pdf", deck_pdf(pages)))
     return out
 
 
-def slides_zip(slides: list[Slide], formats: tuple[str, ...] = ("png", "svg")) -> bytes:
+def deck_pdf(pages: list[bytes]) -> bytes:
+    """One-page PDFs as one PDF, a page each, in order (pypdf joins them; vl-convert drew them)."""
+    writer = PdfWriter()
+    for page in pages:
+        writer.append(PdfReader(io.BytesIO(page)))
+    buf = io.BytesIO()
+    writer.write(buf)
+    return buf.getvalue()
+
+
+def slides_zip(slides: list[Slide], formats: tuple[str, ...] = ("png", "svg"),
+               preset: Preset = SCREEN) -> bytes:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name, data in slide_files(slides, formats):
+        for name, data in slide_files(slides, formats, preset):
             zf.writestr(name, data)
     return buf.getvalue()
 
 
-def write_slides(slides: list[Slide], folder: Path, formats: tuple[str, ...] = ("png", "svg")) -> list[Path]:
+def write_slides(slides: list[Slide], folder: Path, formats: tuple[str, ...] = ("png", "svg"),
+                 preset: Preset = SCREEN) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
-    for name, data in slide_files(slides, formats):
+    for name, data in slide_files(slides, formats, preset):
         (folder / name).write_bytes(data)
         paths.append(folder / name)
     return paths

@@ -54,8 +54,10 @@ def merged(runs: list[RunFrames]) -> RunFrames:
 
 def scoped(spec: dict, start: int, start_end: float) -> dict:
     """The spec with the page's parameters, every view keeping the shown run's rows. Selections (the app's
-    click-to-move-the-cursor) are dropped: a page has no cursor."""
+    click-to-move-the-cursor) are dropped: a page has no cursor. Marks carry no ARIA descriptions of their
+    own (Vega's are raw field lists, thousands of them): the page names and describes each chart in words."""
     out = _filtered(spec)
+    out["config"] = {**out.get("config", {}), "aria": False}
     out["params"] = [*out.get("params", []), {"name": RUN, "value": start},
                      {"name": END, "value": round(start_end, 4)}]
     return out
@@ -73,3 +75,57 @@ def _filtered(node):
     if "params" in out:
         out["params"] = [p for p in out["params"] if "select" not in p]
     return out
+
+
+# -- a zoomed view: the app's chart on a window of time ----------------------------------------------
+MARGIN = 0.15  # of the longest stall, shown on either side of it
+
+
+def window(runs: list[RunFrames]) -> tuple[float, float] | None:
+    """The longest stall of any run, with a margin either side: where a page's zoomed view looks (the same
+    window for every run, so flipping a setting shows the same moment). None when no run stalls."""
+    stalls = [r.stalls for r in runs if len(r.stalls)]
+    if not stalls:
+        return None
+    every = pd.concat(stalls, ignore_index=True)
+    worst = every.loc[every["gap_s"].idxmax()]
+    margin = MARGIN * float(worst["gap_s"])
+    return round(max(0.0, worst["start_at"] - margin), 3), round(float(worst["end_at"]) + margin, 3)
+
+
+def within(run: RunFrames, span: tuple[float, float]) -> RunFrames:
+    """The run's request frames cut to the window: the rows that touch it, and only the requests that do."""
+    t0, t1 = span
+    cut = {name: _touching(getattr(run, name), t0, t1) for name in ("stalls", "chunks", "waits")}
+    cut["tokens"] = run.tokens[run.tokens["at"].between(t0, t1)]
+    shown = set().union(*(set(frame["rid"]) for frame in cut.values()))
+    return dataclasses.replace(run, **cut, request_order=[r for r in run.request_order if r in shown])
+
+
+def _touching(frame: pd.DataFrame, t0: float, t1: float) -> pd.DataFrame:
+    return frame[(frame["end_at"] >= t0) & (frame["start_at"] <= t1)] if len(frame) else frame
+
+
+def zoomed(spec: dict, span: tuple[float, float]) -> dict:
+    """A chart's spec on the window: every time axis from its start to its end, marks clipped to it, and
+    the request lanes those of the shown run (each run's lanes, not every run's)."""
+    domain = {"domain": list(span), "nice": False}
+
+    def walk(node):
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        if not isinstance(node, dict):
+            return node
+        out = {k: (v if k in ("data", "datasets") else walk(v)) for k, v in node.items()}
+        encoding = out.get("encoding", {})
+        if isinstance(encoding.get("x"), dict) and encoding["x"].get("type") == "quantitative":
+            encoding["x"] = {**encoding["x"], "scale": {**encoding["x"].get("scale", {}), **domain}}
+        if isinstance(encoding.get("y"), dict) and "domain" in encoding["y"].get("scale", {}):
+            encoding["y"] = {**encoding["y"], "scale": {k: v for k, v in encoding["y"]["scale"].items()
+                                                       if k != "domain"}}
+        if "mark" in out:
+            mark = out["mark"] if isinstance(out["mark"], dict) else {"type": out["mark"]}
+            out["mark"] = {**mark, "clip": True}
+        return out
+
+    return walk(spec)
