@@ -57,6 +57,7 @@ from engine_model.stories import (
 )
 from engine_model.traces import Mix, Trace, load_trace, mix_of, request_mix
 from engine_model.versions import CHANGES
+from engine_model.workload import workload_trace
 
 __all__ = [
     # scenarios
@@ -94,5 +95,5 @@ __all__ = [
     "Aligned", "MetricsReport", "Poll", "Scrape", "ScrapeSet", "ServerCheck", "ServerInfo", "Tail",
     "base_url", "check_server", "poll", "read_scrapes", "read_server_info", "report",
     # request traces
-    "Mix", "Trace", "load_trace", "mix_of", "request_mix",
+    "Mix", "Trace", "load_trace", "mix_of", "request_mix", "workload_trace",
 ]
