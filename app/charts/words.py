@@ -1,5 +1,6 @@
-"""Words for what tables print: prompt-length buckets, numbers with thousands separators, and the sentence
-that says why a value is missing. Pure functions: no Streamlit, no Altair."""
+"""Words for what tables print: prompt-length buckets, numbers with thousands separators, the sentence that
+says why a value is missing, and how many rows of a trace a run keeps. Pure functions: no Streamlit, no
+Altair."""
 
 from __future__ import annotations
 
