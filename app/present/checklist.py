@@ -63,8 +63,8 @@ def _settings(check: Check) -> str:
     if "refusal" in check.facts:  # the same message the run was refused with
         words += f". {check.facts['refusal']}"
     if "published" in check.facts:
-        words += (". The rule holds through attention DP, as upstream ran it (TP 4 with attention DP 4), "
-                  f"but: {check.facts['published']} Check that your build starts with it")
+        words += (". The rule holds through attention DP (upstream's test ran TP 4 with attention DP 4), but "
+                  f"{check.facts['published']}: check that your build starts with it")
     return words
 
 

@@ -20,10 +20,10 @@ def trace_pd_ui(trace: Trace, values: dict, runner, data: dict) -> None:
     st.markdown("### Split prefill from decode (PD disaggregation)")
     on = control_ui(PAGE, PD_SPLIT)
     if on:
-        cols = st.columns(len(PD_CONTROLS) - 1)
+        row = st.container(horizontal=True, gap="medium", vertical_alignment="bottom")  # wraps when narrow
         counts = []
-        for col, control in zip(cols, PD_CONTROLS[1:], strict=True):
-            with col:
+        for control, width in zip(PD_CONTROLS[1:], (140, 140, 250, 170), strict=True):
+            with row.container(width=width):
                 counts.append(control_ui(PAGE, control))
         compare_ui(Case(data, runner, preset="trace", group="trace", who="the trace's requests",
                         page=PAGE), 0, *counts)

@@ -58,15 +58,20 @@ def words(role: str, tp: int, dp: int, fixed: str | None = None, model: str | No
     return f"{said} {attention_dp_words(model)}"
 
 
-def attention_dp_words(model: str | None) -> str:
-    """Why attention DP is not the fix, for this model (a preset key; None: unknown)."""
-    said = ("Attention DP (--attn-dp-size = tp_size) does not get there: SGLang 0.5.22 and 0.5.23 check "
-            "after their start-up has turned --enable-dp-attention into --attn-dp-size, and refuse a worker "
-            "above TP 1 either way")
+def published_words(model: str | None) -> str:
+    """What SGLang's releases do with attention DP under prefill_complete, and whether this model (a preset
+    key; None: unknown) has attention DP at all."""
+    said = ("SGLang 0.5.22 and 0.5.23 check after their start-up has turned --enable-dp-attention into "
+            "--attn-dp-size, and refuse a worker above TP 1 either way")
     if model is not None and model not in ATTENTION_DP_MODELS and model.startswith(("llama", "qwen2")):
         said += ("; and SGLang's Llama and Qwen2 models split attention over the whole TP group (no "
                  "attention DP)")
-    return said + "."
+    return said
+
+
+def attention_dp_words(model: str | None) -> str:
+    """Why attention DP is not the fix."""
+    return f"Attention DP (--attn-dp-size = tp_size) does not get there: {published_words(model)}."
 
 
 def fix(scenario: Scenario) -> str:

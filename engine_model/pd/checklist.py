@@ -218,7 +218,7 @@ def attention_check(settings: Settings, refusal: str | None = None, model: str |
         return Check("attention", "d", "fail", facts | ({"refusal": refusal} if refusal else {}))
     dps = [settings[f"{r}_attn_dp"][0] for r in attention.ROLES if f"{r}_attn_dp" in settings]
     if any(dp > 1 for dp in dps) and not attention.PUBLISHED_SEES_ATTENTION_DP:
-        return Check("attention", "d", "unknown", facts | {"published": attention.attention_dp_words(model)})
+        return Check("attention", "d", "unknown", facts | {"published": attention.published_words(model)})
     return check
 
 
