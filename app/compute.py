@@ -16,7 +16,7 @@ import hashlib
 import streamlit as st
 
 from app.charts import frames
-from engine_model import Scenario, simulate
+from engine_model import Scenario, Trace, simulate, workload_trace
 
 
 @st.cache_resource(max_entries=96, show_spinner="Running the scheduler model…")
@@ -27,6 +27,17 @@ def run(scenario_json: str) -> frames.RunFrames:
 
 def run_scenario(scenario: Scenario) -> frames.RunFrames:
     return run(scenario.model_dump_json())
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _trace(scenario_json: str) -> Trace:
+    scenario = Scenario.model_validate_json(scenario_json)
+    return workload_trace(scenario.workload, scenario.seed)
+
+
+def trace_of(scenario: Scenario) -> Trace:
+    """A scenario's `workload.trace` read as its run reads it: the requests kept, every other row by why."""
+    return _trace(scenario.model_dump_json())
 
 
 def run_key(scenario: Scenario | None) -> str:

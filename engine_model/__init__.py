@@ -28,6 +28,7 @@ from engine_model.logs.server_info import ServerInfo, read_server_info
 from engine_model.metrics import GroupMetrics, Metrics, Stats, e2e, gaps, max_itl, queue, tpot, ttft
 from engine_model.pass_cost import CostTerm, PassCost, attention_note, cost_figures, pass_cost, pass_shape
 from engine_model.pd.checklist import Check, checklist, settings_of, settings_of_log
+from engine_model.pd.checklist import of_scenario as scenario_checklist
 from engine_model.pd.trade import UPSTREAM_SOURCE, Trade, mean_policy_trade, policy_trade, trade_statement
 from engine_model.replicas import num_gpus
 from engine_model.report import Summary, summary
@@ -56,6 +57,7 @@ from engine_model.stories import (
 )
 from engine_model.traces import Mix, Trace, load_trace, mix_of, request_mix
 from engine_model.versions import CHANGES
+from engine_model.workload import workload_trace
 
 __all__ = [
     # scenarios
@@ -71,7 +73,7 @@ __all__ = [
     # PD: early -> prefill_complete on the four figures upstream measured, the model's beside them
     "Trade", "UPSTREAM_SOURCE", "mean_policy_trade", "policy_trade", "trade_statement",
     # PD: before you enable prefill_complete (seed 000's four checks on one case), and GPUs per deployment
-    "Check", "checklist", "num_gpus", "settings_of", "settings_of_log",
+    "Check", "checklist", "num_gpus", "scenario_checklist", "settings_of", "settings_of_log",
     # the SGLang rules the model mirrors, and what changed between releases
     "CHANGES", "Rule", "rules_of",
     # what one pass cost, term by term (docs/cost-model.md)
@@ -93,5 +95,5 @@ __all__ = [
     "Aligned", "MetricsReport", "Poll", "Scrape", "ScrapeSet", "ServerCheck", "ServerInfo", "Tail",
     "base_url", "check_server", "poll", "read_scrapes", "read_server_info", "report",
     # request traces
-    "Mix", "Trace", "load_trace", "mix_of", "request_mix",
+    "Mix", "Trace", "load_trace", "mix_of", "request_mix", "workload_trace",
 ]

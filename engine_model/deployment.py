@@ -120,7 +120,9 @@ def check(scenario: Scenario, requests: list[Request] | None = None) -> None:
 
 
 def check_pd(scenario: Scenario) -> None:
-    """PD workers: each role's TP (attention TP under DP attention) and weights, on the role's own GPU."""
+    """PD workers: each role's TP (attention TP under DP attention) and weights, on the role's own GPU; then
+    what SGLang checks before PD traffic flows (the policies, prefill_complete's needs: pd.roles.check)."""
+    from engine_model.pd.roles import check as check_roles
     from engine_model.pd.roles import role_scenario
 
     model = model_of(scenario)
@@ -134,7 +136,9 @@ def check_pd(scenario: Scenario) -> None:
             raise InputError(f"pd.{name}.tp_size", f"{problem}. Fix: TP {sizes}.")
         problem = weights_problem(whole)
         if problem:
-            raise InputError(f"pd.{name}", f"{problem}. Fix: {fixes(whole, fits)}.")
+            fix = fixes(whole, fits, tp_key=f"pd.{name}.tp_size")
+            raise InputError(f"pd.{name}", f"{problem}. Fix: {fix}.")
+    check_roles(scenario)
 
 
 def requests_of(scenario: Scenario) -> list[Request]:
@@ -159,14 +163,15 @@ def runs(requests: list[Request]) -> Callable[[Scenario], bool]:
     return lambda scenario: fits(scenario) and pool_problem(scenario, requests) is None
 
 
-def fixes(scenario: Scenario, works: Callable[[Scenario], bool], kv: bool = False) -> str:
-    """The nearest changes that make `works` true: a larger TP, a smaller weight (or KV) dtype, a GPU with
-    more memory; 'a smaller model' when none does."""
+def fixes(scenario: Scenario, works: Callable[[Scenario], bool], kv: bool = False,
+          tp_key: str = "hardware.tp_size") -> str:
+    """The nearest changes that make `works` true: a larger TP (set by `tp_key`), a smaller weight (or KV)
+    dtype, a GPU with more memory; 'a smaller model' when none does."""
     found = []
     tp = scenario.hardware.tp_size
     for size in (t for t in TP_SIZES if tp < t <= max(8, tp)):
         if works(changed(scenario, tp_size=size)):
-            found.append(f"TP {size} ({size} × {gpu_of(scenario).name}; hardware.tp_size={size})")
+            found.append(f"TP {size} ({size} × {gpu_of(scenario).name}; {tp_key}={size})")
             break
     dtypes = ("model.kv_dtype", scenario.model.kv_dtype, KV_DTYPES) if kv else (
         "model.weight_dtype", scenario.model.weight_dtype, WEIGHT_DTYPES)

@@ -615,7 +615,8 @@ REAL = Story(
                      "falls behind and every request queues."),
         Control("requests", "Requests", "select", 120, setter("workload", "trace", "max_requests"),
                 (60, 120, 200, 300), is_flag=False,
-                help="The first N requests of the bundled 300-request head."),
+                help="The first N requests of the bundled 300-request head; the line under the settings "
+                     "says how many it keeps and drops."),
         *common_controls(),
         *cost_controls(),
     ),
@@ -627,9 +628,9 @@ REAL = Story(
         Headline("p99 gap between tokens", "requests", "itl_s", "p99"),
     ),
     tour=(
-        TourStep("Real prompts", "120 requests from Mooncake's public conversation trace, arrivals slowed to "
-                 "a tenth: more than half of the prompts are 8,192 tokens or longer, some above 32k. Replies "
-                 "stream between them.",
+        TourStep("Real prompts", "{now:requests.num_requests} requests from Mooncake's public conversation "
+                 "trace, arrivals slowed to a tenth: about half of the prompts are 8,192 tokens or longer, "
+                 "some above 32k. Replies stream between them.",
                  {}, ("at", 60.0), "passes"),
         TourStep("A burst of long prompts", "At about 330 s several long prompts arrive together. Prefill "
                  "wins: all of their chunks run back to back, and the replies already streaming get no token "

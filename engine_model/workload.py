@@ -155,10 +155,8 @@ def build(cfg: WorkloadConfig, rng: random.Random, *, max_requests: int,
     return Workload(open_loop=open_loop, pools=list(pools.values()), num_requests=num)
 
 
-def trace_requests(cfg: WorkloadConfig, seed: int) -> list[Request]:
-    """Requests from `workload.trace` (Azure, Mooncake, BurstGPT or plain JSONL), arrivals as in the file."""
-    if cfg.trace is None:
-        return []
+def workload_trace(cfg: WorkloadConfig, seed: int):
+    """`workload.trace` read as the run reads it: its requests, and every row it did not keep, by why."""
     from pathlib import Path
 
     from engine_model.traces import load_trace
@@ -168,10 +166,17 @@ def trace_requests(cfg: WorkloadConfig, seed: int) -> list[Request]:
     if t.window_start_s or t.window_end_s is not None:
         window = (t.window_start_s, float("inf") if t.window_end_s is None else t.window_end_s)
     try:
-        trace = load_trace(Path(t.path), fmt=t.fmt, window=window, speedup=t.speedup, sample=t.sample,
-                           max_requests=t.max_requests, seed=seed)
+        return load_trace(Path(t.path), fmt=t.fmt, window=window, speedup=t.speedup, sample=t.sample,
+                          max_requests=t.max_requests, seed=seed)
     except InputError as err:
         raise InputError(f"workload.trace ({err.where})", err.problem) from None
+
+
+def trace_requests(cfg: WorkloadConfig, seed: int) -> list[Request]:
+    """Requests from `workload.trace` (Azure, Mooncake, BurstGPT or plain JSONL), arrivals as in the file."""
+    if cfg.trace is None:
+        return []
+    t, trace = cfg.trace, workload_trace(cfg, seed)
     span = trace.requests[-1].arrival_at
     if span > MAX_SIM_SECONDS:
         raise InputError("workload.trace", f"its arrivals span {span:.3g} s after speedup {t.speedup:g}; "

@@ -271,6 +271,18 @@ def test_the_real_traffic_page_runs_a_trace_under_the_story_toggles():
     assert on < off / 5  # a burst of long prompts stalls every reply; mixed chunk cuts it to about one pass
 
 
+def test_the_real_traffic_page_says_how_many_trace_rows_it_keeps_and_the_count_can_be_raised_to_all():
+    at = open_page("app_pages/real_traffic.py")
+    said = "\n".join(c.value for c in at.caption)
+    assert ("Kept 120 of the trace's 300 rows: 180 past the cap of 120 requests (counted, not read). Raise "
+            "**Requests** (up to 300: every row of the trace) to keep them.") in said
+    at = open_page("app_pages/real_traffic.py", {"requests": "300", "step": "1"})
+    said = "\n".join(c.value for c in at.caption)
+    assert "Kept 300 of the trace's 300 rows: every row." in said and "past the cap" not in said
+    narration = "\n".join(m.value for m in at.markdown) + "\n".join(i.value for i in at.info)
+    assert "300 requests from Mooncake's public conversation trace" in narration  # read from the run
+
+
 def test_the_rush_tour_points_at_the_pd_section():
     at = open_page("app_pages/ten_oclock_rush.py")
     step = stories.RUSH.tour[4]

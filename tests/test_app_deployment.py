@@ -35,9 +35,7 @@ def param(at: AppTest, key: str):
 
 @pytest.mark.parametrize("page", [*STORY_PAGES, "compare"])
 def test_each_page_runs_70b_at_tp8_on_h100_from_the_url_and_shows_the_gpu_count(page):
-    # the ten o'clock page's PD section (its workers at the page's TP) is issue 18's PD part: hidden here
-    at = open_page(page, {"model": "llama-3.1-70b", "tp": "8", **({"pd": "0"} if page == "ten_oclock_rush"
-                                                                  else {})})
+    at = open_page(page, {"model": "llama-3.1-70b", "tp": "8"})  # the ten o'clock page: its PD section too
     assert not at.error, [e.value for e in at.error]
     said = captions(at)
     assert "**8 × H100 SXM 80GB, TP 8** · **Llama-3.1-70B** (bf16 weights, bf16 KV)" in said
@@ -89,3 +87,68 @@ def test_the_tp8_70b_log_replays_as_70b_on_8_gpus_and_a_picked_tp1_is_refused():
     [message] = [e.value for e in at.error]
     assert message.startswith(
         "**This server cannot be simulated.** `deployment`: Llama-3.1-70B's bf16 weights")
+
+
+def pd_rows(at: AppTest) -> dict[str, int]:
+    """The PD section's table: each deployment and its GPUs."""
+    table = next(df.value for df in at.dataframe if "deployment" in df.value.columns)
+    return dict(zip(table["deployment"], table["GPUs"], strict=True))
+
+
+def checklist_row(at: AppTest, start: str) -> tuple[str, str]:
+    table = next(t.value for t in at.table if t.value.index.name == "check")
+    row = next(i for i in table.index if i.startswith(start))
+    return table.loc[row, "reads"], table.loc[row, "behind it"]
+
+
+def test_the_buyers_pd_on_their_8_gpus_shows_what_runs_and_why_prefill_complete_cannot():
+    """Llama-3.1-70B on 8 H100s at TP 8, weighing PD: 1 + 1 workers of TP 4 on the same 8 GPUs, beside one
+    TP 8 engine; prefill_complete is SGLang's refusal with the fix, and the checklist's row says the same."""
+    from engine_model import load_scenario
+    from engine_model.pd.attention import SGLANG_WORDS, refusal
+
+    at = open_page("ten_oclock_rush", {"model": "llama-3.1-70b", "tp": "8", "wtp": "4", "base": "one"})
+    assert pd_rows(at) == {"the story's engine": 8, "one engine, TP 8": 8, "PD, early": 8}
+    [warning] = [w.value for w in at.warning if "cannot run here" in w.value]
+    assert warning.startswith("**PD under prefill_complete cannot run here.** `pd.prefill.tp_size`: SGLang "
+                              f'refuses to start the prefill worker: "{SGLANG_WORDS}"')
+    assert "Fix: workers of TP 1 on the same 8 GPUs: 4 prefill + 4 decode" in warning
+    sets = ["model.name=llama-3.1-70b", "pd.prefill.tp_size=4", "pd.decode.tp_size=4", "hardware.tp_size=8"]
+    expected = refusal(load_scenario("ten_oclock_rush_pd", sets))
+    reads, behind = checklist_row(at, "(d) Attention TP")
+    assert reads == "✗ fail" and behind.endswith(expected.problem) and expected.problem in warning
+    assert param(at, "wtp") == "4"  # the link keeps the workers' TP
+
+
+def test_pd_that_cannot_run_at_all_still_shows_the_engines_on_the_same_gpus():
+    """70B at bf16 on 1-GPU workers: PD is refused with the one message naming the fix, and one TP 8 engine on
+    the same 8 GPUs still runs beside the story's."""
+    at = open_page("ten_oclock_rush", {"model": "llama-3.1-70b", "tp": "8", "wtp": "1", "pworkers": "4",
+                                       "dworkers": "4", "base": "one"})
+    [warning] = [w.value for w in at.warning if "cannot run here" in w.value]
+    assert warning.startswith("**PD under either policy cannot run here.** `pd.prefill`: Llama-3.1-70B's "
+                              "bf16 weights")
+    assert "Fix: TP 4 (4 × H100 SXM 80GB; pd.prefill.tp_size=4)" in warning
+    assert pd_rows(at) == {"the story's engine": 8, "one engine, TP 8": 8}
+    runs = next(m.value for m in at.markdown if m.value.startswith("**What runs here**"))
+    assert "4 prefill × TP 1 + 4 decode × TP 1 on 8 × H100 SXM 80GB: cannot run (above)" in runs
+    assert checklist_row(at, "(a) Long prompts")[0] == "✓ pass"  # the same requests, from the engines' run
+
+
+def test_every_pd_and_without_pd_scenario_is_checked_like_every_entry_point():
+    """405B at fp8 on 1-GPU workers: the PD split and the engines on its GPUs are refused with the check's
+    one message (its fix names the role's key), not run silently or left to fail inside the run."""
+    from app.pd.presets import baseline, preset_data, shape, split
+    from engine_model import STORIES, InputError
+
+    values = {**STORIES["ten_oclock_rush"].defaults, "model": "llama-3.1-405b", "wdtype": "fp8", "tp": 8}
+    data = preset_data("rush", values)
+    with pytest.raises(InputError) as error:
+        split(data, "early", 0, 1, 1, worker_tp=1)
+    assert error.value.where == "pd.prefill" and "Fix: " in error.value.problem
+    assert "378.0 GiB per GPU at TP 1" in error.value.problem
+    assert error.value.problem.endswith("Fix: TP 8 (8 × H100 SXM 80GB; pd.prefill.tp_size=8).")
+    with pytest.raises(InputError) as error:
+        baseline(data, "engines", shape(data, "early", 0, 1, 1, worker_tp=1))
+    assert error.value.where == "deployment" and "Fix: " in error.value.problem
+    assert baseline(data, "one", shape(data, "early", 0, 4, 4, worker_tp=1)).hardware.tp_size == 8  # it fits

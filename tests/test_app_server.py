@@ -301,6 +301,17 @@ def test_pd_on_an_uploaded_trace_shows_every_deployment_with_its_gpus_and_the_ch
     assert reads[1:3] == ["? unknown"] * 2  # without the runs, (b) and (c) cannot be known
 
 
+@pytest.mark.parametrize("pd", ["1", "0"])
+def test_pd_workers_that_cannot_hold_the_model_are_refused_with_the_one_message(pd):
+    """Llama-3.1-405B at fp8 runs the trace at TP 8; on 1-GPU PD workers it cannot: the same message and fix
+    as every entry point (engine_model.deployment), with the split on or off, never a traceback."""
+    at = open_page(view="trace", trace="upload", model="llama-3.1-405b", tp="8", wdtype="fp8", wtp="1", pd=pd)
+    at = upload(at, "Trace file", "t.jsonl", jsonl_trace(40))
+    said = texts(at.warning) + texts(at.error)
+    assert "`pd.prefill`: Llama-3.1-405B's fp8 weights (378 GiB) are 378.0 GiB per GPU at TP 1" in said
+    assert "Fix: " in said and "Traceback" not in said
+
+
 def test_a_log_replay_past_its_cap_says_how_many_requests_it_kept_and_the_cap_can_be_raised():
     from engine_model import num_observed
 

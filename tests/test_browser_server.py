@@ -35,3 +35,45 @@ def test_the_examples_metrics_stand_beside_its_log_with_the_itl_chart(server, pa
     assert "The metrics agree: from 14:00:15 to 14:00:25 no inter-token gap was recorded" in main
     assert "The replies' inter-token gaps, beside the Prefill lines" in main
     assert page.locator('[data-testid="stException"]').count() == 0
+
+
+REPLAY = ("GPU", "Model", "Tensor parallel", "Weights", "KV cache", "Reply length (tokens)",
+          "Replay at most (requests)")
+
+
+@pytest.mark.parametrize("width", [1280, 1440])
+def test_the_tp8_70b_log_replays_with_its_controls_in_one_row_that_wraps_cleanly(server, browser, width):  # noqa: F811
+    """deploy's model / TP / precision picks and pdbuyer's 'Replay at most' side by side: at 1280 and 1440 px
+    one row that wraps into two without overlap or a clipped value, and the log replays as 70B on 8 GPUs
+    with the line that says how many of its requests it kept."""
+    from pathlib import Path
+
+    log = Path(__file__).resolve().parent / "data" / "sglang_logs_written" / "llama70b_tp8.log"
+    tab = browser.new_page(viewport={"width": width, "height": 2400})
+    try:
+        tab.goto(server + "/your_server?log=upload")
+        settle(tab)
+        tab.locator('input[type="file"]').first.set_input_files(str(log))
+        tab.wait_for_function("() => document.querySelector('[data-testid=\"stMain\"]').innerText"
+                               ".includes('The replay keeps')", timeout=120_000)
+        settle(tab, timeout_s=120)
+        main = tab.locator('[data-testid="stMain"]').inner_text()
+        assert "The replay keeps all 25 requests the log's Prefill lines introduce." in main
+        assert "8 × H100 SXM 80GB, TP 8 · Llama-3.1-70B" in main
+        selects = [tab.locator('[data-testid="stSelectbox"]').filter(has=tab.get_by_text(label, exact=True))
+                   .first for label in REPLAY]
+        boxes = [s.bounding_box() for s in selects]
+        right = tab.locator('[data-testid="stCaptionContainer"]').filter(has_text="As in the log:").first \
+            .bounding_box()
+        assert all(b["x"] >= right["x"] - 1 and b["x"] + b["width"] <= right["x"] + right["width"] + 1
+                   for b in boxes)  # inside the column
+        rows = sorted({round(b["y"]) for b in boxes})
+        assert len(rows) == 2, rows  # one row, wrapped once
+        for a, b in zip(boxes, boxes[1:], strict=False):  # left to right, then the next line
+            assert b["x"] >= a["x"] + a["width"] or b["y"] > a["y"]
+        whole = "el => { const i = el.querySelector('input'); return i.scrollWidth <= i.clientWidth; }"
+        clipped = [label for label, s in zip(REPLAY, selects, strict=True) if not s.evaluate(whole)]
+        assert not clipped, clipped  # every value whole
+        assert tab.locator('[data-testid="stException"]').count() == 0
+    finally:
+        tab.close()

@@ -1,5 +1,6 @@
-"""Words for what tables print: prompt-length buckets, numbers with thousands separators, and the sentence
-that says why a value is missing. Pure functions: no Streamlit, no Altair."""
+"""Words for what tables print: prompt-length buckets, numbers with thousands separators, the sentence that
+says why a value is missing, and how many rows of a trace a run keeps. Pure functions: no Streamlit, no
+Altair."""
 
 from __future__ import annotations
 
@@ -36,3 +37,25 @@ def never_got_a_token(requests: pd.DataFrame, extra: str = "") -> list[str]:
         why = with_commas(reasons[0]) if reasons else "the run ended before their first token"
         out.append(f"The {len(members)} {group} never got a token: {why}{extra}.")
     return out
+
+
+def kept_words(trace, cap: int, control: str, most: str) -> tuple[str, bool]:
+    """How many rows of a trace (engine_model.Trace) became requests, and every row that did not, by why;
+    True when the cap dropped some, which the person raises with `control` (`most`: how far, in words). The
+    one wording of a trace's count: Your server's upload and the real-traffic story."""
+    dropped, unread = trace.dropped, trace.num_unread
+    past = dropped.get("past_max_requests", 0) + (unread if trace.stopped_by == "max_requests" else 0)
+    parts = [f"{n:,} {why}" for n, why in (
+        (trace.num_skipped, "unusable (see above)"), (dropped.get("outside_window", 0), "outside the window"),
+        (unread if trace.stopped_by == "window" else 0, "after the window (counted, not read)"),
+        (dropped.get("not_sampled", 0), "not in the sample"),
+        (past, f"past the cap of {cap:,} requests" + (" (counted, not read)" if unread and
+                                                       trace.stopped_by == "max_requests" else "")),
+        (unread if trace.stopped_by == "max_rows" else 0, "past the reader's row limit (counted, not read)"),
+    ) if n]
+    total = len(trace.requests) + trace.num_not_kept
+    words = (f"Kept {len(trace.requests):,} of the trace's {total:,} rows"
+             + (": " + "; ".join(parts) + "." if parts else ": every row."))
+    if past:
+        words += f" Raise **{control}** ({most}) to keep them."
+    return words, past > 0

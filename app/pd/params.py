@@ -13,8 +13,9 @@ from engine_model import read_toml
 CAPS = (0, 32768, 65536, 131072, 163840, 262144)  # 0: the preset's own (None would blank the selectbox)
 PRESETS = {"rush": "Ten o'clock workload, split", "upstream": "Upstream test replica (scaled)"}
 MAX_WORKERS = 8
+WORKER_TPS = (0, 1, 2, 4, 8)  # 0: the story's TP
 DEFAULTS = {state.PD_ON: True, state.PD_PRESET: "rush", state.PD_CAP: 0, state.PD_PREFILL_WORKERS: 1,
-            state.PD_DECODE_WORKERS: 1, state.PD_BASE: "engines"}
+            state.PD_DECODE_WORKERS: 1, state.PD_TP: 0, state.PD_BASE: "engines"}
 
 
 def parse_on(text: str) -> bool:
@@ -44,6 +45,15 @@ def parse_workers(text: str) -> int:
     return int(text)
 
 
+def parse_worker_tp(text: str) -> int:
+    """A worker TP of 1, 2, 4 or 8 (0 or empty: the story's)."""
+    if text in ("", "0"):
+        return 0
+    if not text.isdigit() or int(text) not in WORKER_TPS:
+        raise ValueError(f"expected one of {', '.join(map(str, WORKER_TPS[1:]))} (or 0: the story's TP)")
+    return int(text)
+
+
 def parse_base(text: str) -> str:
     if text not in BASELINES:
         raise ValueError(f"expected one of {', '.join(BASELINES)}")
@@ -52,7 +62,12 @@ def parse_base(text: str) -> str:
 
 PARSERS = {state.PD_ON: parse_on, state.PD_PRESET: parse_preset, state.PD_CAP: parse_cap,
            state.PD_PREFILL_WORKERS: parse_workers, state.PD_DECODE_WORKERS: parse_workers,
-           state.PD_BASE: parse_base}
+           state.PD_TP: parse_worker_tp, state.PD_BASE: parse_base}
+
+
+def upstream_tp() -> int:
+    """The upstream replica's worker TP (its TOML fixes it)."""
+    return int(read_toml("upstream_pd_replica")["pd"]["prefill"]["tp_size"])
 
 
 def upstream_workers() -> tuple[int, int]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import copy
 
-from engine_model import STORIES, Scenario, num_gpus, read_toml, validate
+from engine_model import STORIES, Scenario, check_deployment, num_gpus, read_toml, validate
 
 BASELINES = {"engines": "one engine per PD worker", "one": "one engine, TP = every GPU", "none": "none"}
 
@@ -21,23 +21,40 @@ def preset_data(preset: str, rush_values: dict) -> dict:
     return data
 
 
-def split(data: dict, policy: str, cap, num_prefill: int, num_decode: int) -> Scenario:
-    """The case on prefill and decode workers: a [pd] block of its own (the upstream replica), or that of
-    scenarios/ten_oclock_rush_pd.toml with these worker counts, each worker on the case's GPU and TP."""
+def shape(data: dict, policy: str, cap, num_prefill: int, num_decode: int, worker_tp: int = 0) -> Scenario:
+    """The case on prefill and decode workers, validated but not checked: a [pd] block of its own (the
+    upstream replica), or that of scenarios/ten_oclock_rush_pd.toml with these worker counts, each worker on
+    the case's GPU at `worker_tp` (0: the case's TP)."""
     data = copy.deepcopy(data)
     if "pd" not in data:
         data["pd"] = copy.deepcopy(read_toml("ten_oclock_rush_pd")["pd"])
-        data["pd"].setdefault("prefill", {})["num_workers"] = num_prefill
-        data["pd"].setdefault("decode", {})["num_workers"] = num_decode
+        for role, count in (("prefill", num_prefill), ("decode", num_decode)):
+            data["pd"].setdefault(role, {})["num_workers"] = count
+            if worker_tp:
+                data["pd"][role]["tp_size"] = worker_tp
     data["pd"]["decode_allocation_policy"] = policy
     if cap:
         data["pd"]["decode_kv_cap_per_rank"] = cap
     return validate(data)
 
 
+def split(data: dict, policy: str, cap, num_prefill: int, num_decode: int, worker_tp: int = 0) -> Scenario:
+    """`shape`, refused like every entry point when the deployment cannot run (engine_model.deployment)."""
+    scenario = shape(data, policy, cap, num_prefill, num_decode, worker_tp)
+    check_deployment(scenario)
+    return scenario
+
+
+def checked(data: dict) -> Scenario:
+    """A single-engine case, validated and refused when its deployment cannot run."""
+    scenario = validate(data)
+    check_deployment(scenario)
+    return scenario
+
+
 def baseline(data: dict, kind: str, pd: Scenario) -> Scenario | None:
     """The same requests on as many GPUs as `pd` uses, without PD: one engine per PD worker (each at the
-    workers' TP, `engine.dp_size`), or one engine whose TP is every GPU; None for `none`."""
+    workers' TP, `engine.dp_size`), or one engine whose TP is every GPU; None for `none`. Checked."""
     if kind == "none":
         return None
     data = copy.deepcopy(data)
@@ -45,9 +62,10 @@ def baseline(data: dict, kind: str, pd: Scenario) -> Scenario | None:
     gpus, workers = num_gpus(pd), pd.pd.prefill.num_workers + pd.pd.decode.num_workers
     data.setdefault("hardware", {})["tp_size"] = gpus // workers if kind == "engines" else gpus
     data.setdefault("engine", {})["dp_size"] = workers if kind == "engines" else 1
-    return validate(data)
+    return checked(data)
 
 
-def pd_scenario(preset: str, rush_values: dict, policy: str, cap, num_prefill: int, num_decode: int):
-    """A preset split into prefill and decode workers."""
-    return split(preset_data(preset, rush_values), policy, cap, num_prefill, num_decode)
+def pd_scenario(preset: str, rush_values: dict, policy: str, cap, num_prefill: int, num_decode: int,
+                worker_tp: int = 0) -> Scenario:
+    """A preset split into prefill and decode workers (checked)."""
+    return split(preset_data(preset, rush_values), policy, cap, num_prefill, num_decode, worker_tp)

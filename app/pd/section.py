@@ -20,7 +20,7 @@ from app.charts import views
 from app.charts.frames import RunFrames
 from app.charts.words import never_got_a_token
 from app.pd import params, tables
-from app.pd.presets import BASELINES, baseline, preset_data, split
+from app.pd.presets import BASELINES, baseline, preset_data, shape
 from app.present import checklist
 from app.present.fmt import fmt_seconds
 from app.present.numbers import Price, fmt_rate
@@ -32,6 +32,7 @@ from engine_model import (
     UPSTREAM_SOURCE,
     InputError,
     Scenario,
+    check_deployment,
     num_gpus,
     policy_trade,
     read_toml,
@@ -68,11 +69,11 @@ def _param(param: str) -> str:
     return key
 
 
-def _settings_ui() -> tuple[str, int, int, int, str]:
-    """Preset, decode KV cap, worker counts and the comparison without PD. The upstream preset fixes its own
-    worker counts: its sliders show them, greyed out."""
+def _settings_ui(story_tp: int) -> tuple[str, int, int, int, int, str]:
+    """Preset, decode KV cap, worker counts, the workers' TP and the comparison without PD. The upstream
+    preset fixes its own worker counts and TP: their controls show them, greyed out."""
     row = st.container(horizontal=True, gap="medium", vertical_alignment="bottom")  # wraps when narrow
-    cols = [row.container(width=width) for width in (250, 230, 200, 200, 300)]
+    cols = [row.container(width=width) for width in (250, 230, 170, 170, 170, 300)]
     preset = cols[0].selectbox("Preset", list(params.PRESETS), key=_param(state.PD_PRESET),
                                format_func=params.PRESETS.get)
     own = read_toml("upstream_pd_replica")["pd"].get("decode_kv_cap_per_rank") if preset == "upstream" else 0
@@ -91,8 +92,22 @@ def _settings_ui() -> tuple[str, int, int, int, str]:
                                      help="The upstream replica fixes this count."))
         else:
             counts.append(col.slider(label, 1, params.MAX_WORKERS, key=key))
-    base = base_ui(cols[4], key=_param(state.PD_BASE))
-    return preset, cap, counts[0], counts[1], base
+    tp = worker_tp_ui(cols[4], story_tp, preset == "upstream", key=_param(state.PD_TP))
+    base = base_ui(cols[5], key=_param(state.PD_BASE))
+    return preset, cap, counts[0], counts[1], tp, base
+
+
+def worker_tp_ui(col, case_tp: int, fixed: bool = False, **widget) -> int:
+    """Each PD worker's TP (0: the case's own): the workers times their TP are PD's GPUs."""
+    if fixed:
+        return col.selectbox("Worker TP", [params.upstream_tp()], disabled=True,
+                             format_func=lambda v: f"TP {v}",
+                             help="The upstream replica fixes its workers' TP (with attention DP).")
+    return col.selectbox("Worker TP", params.WORKER_TPS,
+                         format_func=lambda v: f"TP {v}" if v else f"the story's (TP {case_tp})",
+                         help="Each prefill and decode worker's tensor parallel size: PD uses (prefill + "
+                              "decode workers) × this many GPUs. With the story at TP 8, 1 + 1 workers of "
+                              "TP 4 use the story's 8 GPUs.", **widget)
 
 
 def base_ui(col, **widget) -> str:
@@ -114,44 +129,58 @@ def deferred_allocation_ui(rush_values: dict | None = None, single: RunFrames | 
                    key=_param(state.PD_ON))
     if not on:
         return {}
-    preset, cap, num_prefill, num_decode, base = _settings_ui()
     values = rush_values or story.defaults
-    mine = (story.scenario(values), single) if preset == "rush" and single is not None else None
+    scenario = story.scenario(values)
+    preset, cap, num_prefill, num_decode, tp, base = _settings_ui(scenario.hardware.tp_size)
+    mine = (scenario, single) if preset == "rush" and single is not None else None
     case = Case(preset_data(preset, values), preset=preset, story=mine,
                 group=story.stream_group if preset == "rush" else "short")
-    compare_ui(case, cap, num_prefill, num_decode, base)
-    return _params(on, preset, cap, num_prefill, num_decode, base)
+    compare_ui(case, cap, num_prefill, num_decode, base, tp if preset == "rush" else 0)
+    return _params(on, preset, cap, num_prefill, num_decode, tp, base)
 
 
-def compare_ui(case: Case, cap: int, num_prefill: int, num_decode: int, base: str) -> None:
+def compare_ui(case: Case, cap: int, num_prefill: int, num_decode: int, base: str,
+               worker_tp: int = 0) -> None:
     """PD under both policies beside the same requests without PD on the same GPUs: what runs, the trade,
-    the table, the charts, the phases and the checklist."""
+    the table, the charts, the phases and the checklist. A policy that cannot run says why and hides
+    nothing that can: the engines on the same GPUs and the other policy stay."""
     scenarios, runs, refused = {}, {}, {}
     for policy in POLICIES:
         try:
-            scenarios[policy] = split(case.data, policy, cap, num_prefill, num_decode)
+            scenarios[policy] = shape(case.data, policy, cap, num_prefill, num_decode, worker_tp)
+            check_deployment(scenarios[policy])
             runs[policy] = case.run(scenarios[policy])
         except InputError as err:
             refused[policy] = err
         except Exception as err:  # the PD model is new; never let it take the page down
             refused[policy] = InputError(type(err).__name__, str(err))
-    if "early" not in runs:
-        err = refused["early"]
-        st.error(f"**This PD combination cannot run.** `{err.where}`: {err.problem}", icon=":material/block:")
+    _refused_ui(refused)
+    pd = scenarios.get("early", scenarios.get("prefill_complete"))
+    if pd is None:
         return
-    for policy, err in refused.items():
-        st.warning(f"**{policy} cannot run here:** `{err.where}`: {err.problem}. The rows below show what "
-                   "can.", icon=":material/block:")
-    without = _baseline(case, base, scenarios["early"])
-    _what_runs_ui(case, scenarios["early"], runs["early"][0], without)
+    without = _baseline(case, base, pd)
     frames = {policy: run for policy, (run, _) in runs.items()}
+    _what_runs_ui(case, pd, frames.get("early"), without)
     if len(frames) == 2:
         _tradeoff_ui(frames, case, tables.deployment(scenarios["early"]))
     _policy_table_ui(case, scenarios, frames, without, cap)
-    _charts_ui(case, runs)
-    _phase_table_ui(frames, num_gpus(scenarios["early"]))
-    checklist_ui(checklist.of_runs(scenarios.get("prefill_complete", scenarios["early"]), frames["early"],
-                                   frames.get("prefill_complete")))
+    if runs:
+        _charts_ui(case, runs)
+        _phase_table_ui(frames, num_gpus(pd))
+    same = next(iter(frames.values()), without[2] if without else case.story and case.story[1])
+    checklist_ui(checklist.of_runs(scenarios.get("prefill_complete", pd), frames.get("early"),
+                                   frames.get("prefill_complete"), same))
+
+
+def _refused_ui(refused: dict[str, InputError]) -> None:
+    """Why a policy cannot run here, once per reason (both policies refused alike: one message)."""
+    reasons = {}
+    for policy, err in refused.items():
+        reasons.setdefault((err.where, err.problem), []).append(policy)
+    for (where, problem), policies in reasons.items():
+        who = "PD under either policy" if len(policies) == 2 else f"PD under {policies[0]}"
+        st.warning(f"**{who} cannot run here.** `{where}`: {problem.rstrip('.')}. The rows below show what "
+                   "can.", icon=":material/block:")
 
 
 def _baseline(case: Case, base: str, pd: Scenario) -> tuple[str, Scenario, RunFrames] | None:
@@ -170,8 +199,9 @@ def _baseline(case: Case, base: str, pd: Scenario) -> tuple[str, Scenario, RunFr
     return label, scenario, run
 
 
-def _what_runs_ui(case: Case, pd: Scenario, run: RunFrames, without) -> None:
-    """Every deployment of the section in one list: model, GPUs, and KV per rank and per worker."""
+def _what_runs_ui(case: Case, pd: Scenario, run: RunFrames | None, without) -> None:
+    """Every deployment of the section in one list: model, GPUs, and KV per rank and per worker (a PD that
+    did not run: its shape)."""
     lines = [f"- **PD**: {tables.what_runs(pd, run)}"]
     if without is not None:
         label, scenario, base_run = without
@@ -227,13 +257,14 @@ def _charts_ui(case: Case, runs: dict) -> None:
                 chart_ui(case.page, *view, cache_key=(key, end))
 
 
-def _params(on, preset, cap, num_prefill, num_decode, base) -> dict:
+def _params(on, preset, cap, num_prefill, num_decode, tp, base) -> dict:
     """The section's URL parameters, non-default only."""
-    if preset == "upstream":  # its worker counts are the preset's, not the sliders'
+    if preset == "upstream":  # its worker counts and TP are the preset's, not the controls'
         num_prefill = num_decode = 1
+        tp = 0
     return {state.PD_ON: None if on else "0", state.PD_PRESET: preset if preset != "rush" else None,
             state.PD_CAP: cap or None, state.PD_PREFILL_WORKERS: num_prefill if num_prefill != 1 else None,
-            state.PD_DECODE_WORKERS: num_decode if num_decode != 1 else None,
+            state.PD_DECODE_WORKERS: num_decode if num_decode != 1 else None, state.PD_TP: tp or None,
             state.PD_BASE: base if base != params.DEFAULTS[state.PD_BASE] else None}
 
 

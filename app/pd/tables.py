@@ -43,12 +43,14 @@ def deployment(scenario: Scenario) -> str:
     return f"{' + '.join(roles)} on {gpus} × {gpu}"
 
 
-def what_runs(scenario: Scenario, run: RunFrames) -> str:
+def what_runs(scenario: Scenario, run: RunFrames | None) -> str:
     """The model, its precision and the KV pools as the run resolved them, per rank and per worker (a PD
-    decode worker's pool is its DP ranks' pools together)."""
+    decode worker's pool is its DP ranks' pools together); without a run (it cannot run), the deployment."""
     m = scenario.model
     name = MODELS[m.name].name if m.name in MODELS else m.name
     head = f"{name} ({m.weight_dtype} weights, {m.kv_dtype} KV), {deployment(scenario)}"
+    if run is None:
+        return f"{head}: cannot run (above)"
     if scenario.pd is None:
         pool, k = run.summary.config["resolved"]["max_total_tokens"], scenario.engine.dp_size
         return f"{head}. KV pool {pool:,} tokens per engine" + (f", {pool * k:,} in all" if k > 1 else "")

@@ -7,7 +7,7 @@ import pandas as pd
 
 from app.charts.words import bucket_words
 from app.present.fmt import fmt_change, fmt_seconds, fmt_share, fmt_token_s
-from engine_model import Check, checklist, mix_of, settings_of
+from engine_model import Check, mix_of, scenario_checklist
 
 HEAD = ["check", "reads", "behind it"]
 MARKS = {"pass": "✓ pass", "fail": "✗ fail", "unknown": "? unknown"}
@@ -18,7 +18,7 @@ QUESTIONS = {
     "version": "(d) Every worker on a release with prefill_complete, upgraded with early in place first",
     "backend": "(d) Transfer backend Mooncake (its TCP mode included)",
     "registry": "(d) The Python bootstrap registry, not the Rust server's",
-    "attention": "(d) Attention TP, CP and PP of one per rank (attention DP allowed)",
+    "attention": "(d) Attention TP, CP and PP of one per rank",
     "decode_cache": "(d) No decode radix cache, no decode HiCache",
     "staging": "(d) No staging buffers",
     "kv_pool": "(d) A full-attention or DSA KV pool (no hybrid SWA or Mamba state)",
@@ -27,7 +27,8 @@ QUESTIONS = {
 NAMES = {  # a setting as the person would look for it
     "version": "SGLang version", "backend": "--disaggregation-transfer-backend",
     "rust_registry": "SGLANG_RUST_SERVER", "prefill_attn_tp": "prefill attention TP",
-    "decode_attn_tp": "decode attention TP", "cp_size": "attention CP", "dcp_size": "decode CP",
+    "decode_attn_tp": "decode attention TP", "prefill_attn_dp": "prefill attention DP",
+    "decode_attn_dp": "decode attention DP", "cp_size": "attention CP", "dcp_size": "decode CP",
     "pp_size": "PP",
     "decode_radix_cache": "decode radix cache", "decode_hicache": "decode HiCache",
     "staging_buffer": "SGLANG_DISAGG_STAGING_BUFFER", "kv_pool": "KV pool",
@@ -58,7 +59,13 @@ def _settings(check: Check) -> str:
     missing = [NAMES[name] for name in check.facts["missing"]]
     if missing:
         said.append("not known: " + ", ".join(missing))
-    return "; ".join(said)
+    words = "; ".join(said)
+    if "refusal" in check.facts:  # the same message the run was refused with
+        words += f". {check.facts['refusal']}"
+    if "published" in check.facts:
+        words += (". The rule holds through attention DP (upstream's test ran TP 4 with attention DP 4), but "
+                  f"{check.facts['published']}: check that your build starts with it")
+    return words
 
 
 def _mix(f: dict) -> str:
@@ -129,9 +136,10 @@ def requests_mix(run, long_threshold: int):
     return mix_of(frame["prompt_len"], frame["output_len"], frame["arrival_at"], long_threshold)
 
 
-def of_runs(pd_scenario, early, late) -> list[Check]:
+def of_runs(pd_scenario, early, late, same=None) -> list[Check]:
     """The checklist of a PD case: the mix of its requests (long from the first prompt-length bucket edge),
-    both policies' runs (None where a policy could not run) and the scenario's settings."""
-    any_run = early if early is not None else late
+    both policies' runs (None where a policy could not run; `same`: another run of the same requests, for
+    the mix when neither ran), the scenario's settings and SGLang's refusal of its attention TP."""
+    any_run = next((run for run in (early, late, same) if run is not None), None)
     mix = requests_mix(any_run, pd_scenario.metrics.bucket_edges[0]) if any_run is not None else None
-    return checklist(mix, early and early.summary, late and late.summary, settings_of(pd_scenario))
+    return scenario_checklist(pd_scenario, mix, early and early.summary, late and late.summary)

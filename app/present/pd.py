@@ -11,13 +11,13 @@ import hashlib
 from app.charts import views
 from app.charts.frames import RunFrames
 from app.pd import tables
-from app.pd.presets import baseline, preset_data, split
+from app.pd.presets import baseline, checked, preset_data, split
 from app.present import checklist
 from app.present.fmt import fmt_seconds
 from app.present.grid import _run
 from app.present.numbers import fmt_rate
 from app.present.page import Figure, Shown, build_figure
-from engine_model import STORIES, Scenario, num_gpus, validate
+from engine_model import STORIES, Scenario, num_gpus
 
 WORKLOADS = {"rush": "the ten o'clock rush", "upstream": "the upstream test replica"}
 ARMS = ("one engine", "one engine per PD worker", "PD, early", "PD, prefill_complete")
@@ -31,7 +31,7 @@ def scenarios(workload: str) -> list[Scenario]:
     data = preset_data(workload, STORIES["ten_oclock_rush"].defaults)
     one = {k: v for k, v in data.items() if k != "pd"}
     pds = [split(data, policy, 0, 1, 1) for policy in ("early", "prefill_complete")]
-    return [validate(one), baseline(data, "engines", pds[0]), *pds]
+    return [checked(one), baseline(data, "engines", pds[0]), *pds]
 
 
 ROWS = (("GPUs", None, None), ("Output, tokens/s", "output_throughput_tok_s", None),

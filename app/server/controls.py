@@ -4,6 +4,7 @@ server flags a run uses. Every one is in the page's URL under its key."""
 from __future__ import annotations
 
 from app import state
+from app.pd.params import WORKER_TPS
 from app.pd.presets import BASELINES
 from app.server.input import LOG_SAMPLES, TRACE_SAMPLES
 from engine_model import (
@@ -113,7 +114,11 @@ PD_PREFILL = Control("pworkers", "Prefill workers", "select", 1, _keeps, WORKERS
 PD_DECODE = Control("dworkers", "Decode workers", "select", 1, _keeps, WORKERS, is_flag=False)
 PD_BASE = Control("base", "Without PD, on the same GPUs", "select", "engines", _keeps, tuple(BASELINES),
                   is_flag=False, fmt=BASELINES.get)
-PD_CONTROLS = (PD_SPLIT, PD_PREFILL, PD_DECODE, PD_BASE)
+PD_TP = Control("wtp", "Worker TP", "select", 0, _keeps, WORKER_TPS, is_flag=False,
+                fmt=lambda v: f"TP {v}" if v else "the page's TP",
+                help="Each prefill and decode worker's tensor parallel size: PD uses (prefill + decode "
+                     "workers) × this many GPUs.")
+PD_CONTROLS = (PD_SPLIT, PD_PREFILL, PD_DECODE, PD_BASE, PD_TP)
 TRACE_OPTIONS = (WINDOW_START, WINDOW_LEN, SPEEDUP, SAMPLE, MAX_REQUESTS, LONG)
 CONTROLS = (VIEW, LOG, METRICS, OUTPUT, TRACE, WINDOW_START, WINDOW_LEN, SPEEDUP, SAMPLE, MAX_REQUESTS, LONG,
             *FLAGS, *DEPLOYMENT, *REPLAY_SWITCHES.values(), *REPLAY_DEPLOYMENT.values(), REPLAY_MAX,

@@ -96,7 +96,8 @@ def log_checklist_ui(read: ReadLog, scenario) -> None:
     mix = (mix_of([r.prompt_len for r in seen], [r.output_len for r in seen], [r.arrival_at for r in seen],
                   scenario.metrics.bucket_edges[0]) if seen else None)
     st.divider()
-    checklist_ui(checklist(mix, settings=settings_of_log(read.parsed.server_args or {})))
+    checklist_ui(checklist(mix, settings=settings_of_log(read.parsed.server_args or {}),
+                           model=scenario.model.name))
     mode = (read.parsed.server_args or {}).get("disaggregation_mode", "not in the log")
     st.caption(f"From your log: the prompts its Prefill lines imply and its own server's settings "
                f"(disaggregation_mode {mode}); a log shows one server, not the other role, and no "
@@ -118,12 +119,17 @@ def kept_ui(read: ReadLog, scenario, cap: int) -> None:
                icon=":material/filter_alt:")
 
 
+# px: each label and value whole, so the seven wrap as 5 + 2 at 1440 px and 4 + 3 at 1280 px (TP and the
+# precisions take the rest: 150)
+REPLAY_WIDTH = {GPU.key: 200, REPLAY_DEPLOYMENT["model"].key: 200, OUTPUT.key: 260, REPLAY_MAX.key: 210}
+
+
 def replay_deployment_ui(read: ReadLog, values: dict) -> None:
     """The GPU, the log's model, TP and precision (each 'as in the log' or a pick), the reply length, and the
     GPU's figures and the model's shapes."""
-    with st.container(horizontal=True, gap="medium", vertical_alignment="bottom"):
+    with st.container(horizontal=True, gap="medium", vertical_alignment="bottom"):  # one row; wraps
         for control in (GPU, *REPLAY_DEPLOYMENT.values(), OUTPUT, REPLAY_MAX):
-            with st.container(width=230):
+            with st.container(width=REPLAY_WIDTH.get(control.key, 150)):
                 control_ui(PAGE, control)
     logged = deployment_from_log(settings(read.parsed))
     fallback = "" if logged.model else (f"; it names no model, so \"as in the log\" runs "

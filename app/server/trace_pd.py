@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.pd.presets import split
+from app.pd.presets import shape
 from app.pd.section import Case, checklist_ui, compare_ui
 from app.server.controls import PAGE, PD_CONTROLS, PD_SPLIT
 from app.ui.controls import control_ui
-from engine_model import InputError, Trace, checklist, request_mix, settings_of
+from engine_model import InputError, Trace, check_deployment, request_mix, scenario_checklist
 
 
 def trace_pd_ui(trace: Trace, values: dict, runner, data: dict) -> None:
@@ -20,19 +20,20 @@ def trace_pd_ui(trace: Trace, values: dict, runner, data: dict) -> None:
     st.markdown("### Split prefill from decode (PD disaggregation)")
     on = control_ui(PAGE, PD_SPLIT)
     if on:
-        cols = st.columns(3)
+        row = st.container(horizontal=True, gap="medium", vertical_alignment="bottom")  # wraps when narrow
         counts = []
-        for col, control in zip(cols, PD_CONTROLS[1:], strict=True):
-            with col:
+        for control, width in zip(PD_CONTROLS[1:], (140, 140, 250, 170), strict=True):
+            with row.container(width=width):
                 counts.append(control_ui(PAGE, control))
         compare_ui(Case(data, runner, preset="trace", group="trace", who="the trace's requests",
                         page=PAGE), 0, *counts)
         return
-    try:
-        scenario = split(data, "prefill_complete", 0, values["pworkers"], values["dworkers"])
+    num_prefill, num_decode, tp = values["pworkers"], values["dworkers"], values["wtp"]
+    try:  # the workers must be able to run at all; prefill_complete's own needs are the checklist's (d)
+        check_deployment(shape(data, "early", 0, num_prefill, num_decode, tp))
+        scenario = shape(data, "prefill_complete", 0, num_prefill, num_decode, tp)
     except InputError as err:
         st.error(f"**PD cannot run here.** `{err.where}`: {err.problem}", icon=":material/block:")
         return
-    mix = request_mix(trace, values["long"])
-    checklist_ui(checklist(mix, settings=settings_of(scenario)))
+    checklist_ui(scenario_checklist(scenario, request_mix(trace, values["long"])))
     st.caption("(b) and (c) need the runs: turn on the split above.")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app.charts import timelines
+from app.charts.words import kept_words
 from app.present.export import csv_bytes
 from app.present.fmt import fmt_seconds
 from app.server import charts as server_charts
@@ -65,34 +66,13 @@ def load_trace_or_stop(name: str, source: str | bytes, values: dict) -> Trace:
                    + "; ".join(reason for _, reason in trace.skipped_examples[:3]))
     for warning in trace.warnings:
         st.warning(warning)
-    words, capped = kept_words(trace, values["maxreq"])
+    words, capped = kept_words(trace, values["maxreq"], "At most (requests)",
+                               f"up to {HARD_CAP:,}, the engine's cap on a run")
     if capped:
         st.warning(words, icon=":material/filter_alt:")
     else:
         st.caption(words)
     return trace
-
-
-def kept_words(trace: Trace, cap: int) -> tuple[str, bool]:
-    """How many rows of the file became requests, and every row that did not, by why; True when the cap
-    dropped some (the person can raise it)."""
-    dropped, unread = trace.dropped, trace.num_unread
-    past = dropped.get("past_max_requests", 0) + (unread if trace.stopped_by == "max_requests" else 0)
-    parts = [f"{n:,} {why}" for n, why in (
-        (trace.num_skipped, "unusable (see above)"), (dropped.get("outside_window", 0), "outside the window"),
-        (unread if trace.stopped_by == "window" else 0, "after the window (counted, not read)"),
-        (dropped.get("not_sampled", 0), "not in the sample"),
-        (past, f"past the cap of {cap:,} requests" + (" (counted, not read)" if unread and
-                                                       trace.stopped_by == "max_requests" else "")),
-        (unread if trace.stopped_by == "max_rows" else 0, "past the reader's row limit (counted, not read)"),
-    ) if n]
-    total = len(trace.requests) + trace.num_not_kept
-    words = (f"Kept {len(trace.requests):,} of the trace's {total:,} rows"
-             + (": " + "; ".join(parts) + "." if parts else ": every row."))
-    if past:
-        words += (f" Raise **At most (requests)** (up to {HARD_CAP:,}, the engine's cap on a run) to keep "
-                  "them.")
-    return words, past > 0
 
 
 def mix_words(trace: Trace, long_threshold: int) -> str:

@@ -7,6 +7,7 @@ import streamlit as st
 
 from app import compute, state
 from app.charts.frames import RunFrames
+from app.charts.words import kept_words
 from app.present.fmt import shown_value
 from app.story.cost_panel import cost_panel_ui
 from app.story.exports import remember_note
@@ -27,6 +28,7 @@ def story_ui(story: Story) -> tuple[dict, RunFrames]:
     values, row = settings_ui(story)
     cost_panel_ui(story, row if state.is_presenting() else None)
     current, baseline = runs_or_stop(story, values)
+    trace_kept_ui(story)
     narration_ui(story, narration, current, baseline)
     if state.is_presenting():  # one screen: what runs is one click away, beside the settings
         with row, st.popover("What runs", icon=":material/memory:"):
@@ -131,6 +133,21 @@ def runs_or_stop(story: Story, values: dict) -> tuple[RunFrames, RunFrames]:
         first = next(iter(rejected.items()))
         st.warning(f"{len(rejected)} request(s) rejected, e.g. `{first[0]}`: {first[1]}")
     return current, base
+
+
+def trace_kept_ui(story: Story) -> None:
+    """A story on a trace: how many of its rows the run keeps, every other one by why, and the setting that
+    keeps more (the story's `requests` control), in the words of Your server's upload."""
+    scenario = st.session_state[state.keys(story.key).scenario]
+    trace_cfg = scenario.workload.trace
+    if trace_cfg is None:
+        return
+    trace = compute.trace_of(scenario)
+    control = next(c for c in story.controls if c.key == "requests")
+    total, most = len(trace.requests) + trace.num_not_kept, max(control.options)
+    words, _ = kept_words(trace, trace_cfg.max_requests, control.label,
+                          f"up to {most:,}" + (": every row of the trace" if most >= total else ""))
+    st.caption(words)
 
 
 def run_key(page: str) -> str:

@@ -11,4 +11,5 @@ Module map (read in this order):
   cluster.py  Cluster: one request's trip from router to decode, driven by time-stamped messages; the
               topology the run loop (engine_model/simulation.py) steps, like a single server
   figures.py  per-role figures: busy share, batch size, transfer time, reserved-but-idle KV
+  attention.py prefill_complete's attention-TP rule: SGLang's refusal, why, and the fix that runs
 """

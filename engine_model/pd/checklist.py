@@ -25,6 +25,7 @@ from typing import Literal
 
 from engine_model.config import Scenario
 from engine_model.hardware import model as model_preset
+from engine_model.pd import attention
 from engine_model.pd.trade import FIGURES
 from engine_model.traces import Mix
 from engine_model.versions import capabilities, first_release
@@ -127,6 +128,7 @@ def settings_of(scenario: Scenario) -> Settings:
         tp = cfg.tp_size or scenario.hardware.tp_size
         out[f"{role}_policy"] = (pd.policy(role), SET)
         out[f"{role}_attn_tp"] = (tp // cfg.dp_size, SET)
+        out[f"{role}_attn_dp"] = (cfg.dp_size, SET)
     return out
 
 
@@ -146,15 +148,24 @@ def settings_of_log(args: dict, version: str | None = None) -> Settings:
     if role in ("prefill", "decode"):
         if "disaggregation_decode_allocation_policy" in args:
             out[f"{role}_policy"] = arg("disaggregation_decode_allocation_policy")
-        tp, dp = args.get("tp_size"), args.get("dp_size", 1) if args.get("enable_dp_attention") else 1
-        if isinstance(tp, int) and isinstance(dp, int) and dp:
+        tp, dp = args.get("tp_size"), attention_dp_of(args)
+        if isinstance(tp, int) and isinstance(dp, int) and dp > 0:
             out[f"{role}_attn_tp"] = (tp // dp, LOG)
+            out[f"{role}_attn_dp"] = (dp, LOG)
     if role == "decode":
         for key, name in (("decode_radix_cache", "disaggregation_decode_enable_radix_cache"),
                           ("decode_hicache", "enable_hierarchical_cache")):
             if (found := arg(name)) is not None:
                 out[key] = found
     return out
+
+
+def attention_dp_of(args: dict):
+    """A log's attention DP size: --attn-dp-size (0.5.22+), or its deprecated spelling --dp-size N
+    --enable-dp-attention; 1 without either."""
+    if isinstance(args.get("attn_dp_size"), int) and args["attn_dp_size"] > 1:
+        return args["attn_dp_size"]
+    return args.get("dp_size", 1) if args.get("enable_dp_attention") else 1
 
 
 def _off(value) -> bool:
@@ -165,12 +176,16 @@ def _one(value) -> bool:
     return value == 1
 
 
+def _any(value) -> bool:
+    return True
+
+
 CONSTRAINTS = {  # check -> {setting: what it must be}
     "version": {"version": lambda v: capabilities(v).has_prefill_complete},
     "backend": {"backend": lambda b: b in MOONCAKE},
     "registry": {"rust_registry": _off},
-    "attention": {"prefill_attn_tp": _one, "decode_attn_tp": _one, "cp_size": _one, "dcp_size": _one,
-                  "pp_size": _one},
+    "attention": {"prefill_attn_tp": _one, "decode_attn_tp": _one, "prefill_attn_dp": _any,
+                  "decode_attn_dp": _any, "cp_size": _one, "dcp_size": _one, "pp_size": _one},
     "decode_cache": {"decode_radix_cache": _off, "decode_hicache": _off},
     "staging": {"staging_buffer": _off},
     "kv_pool": {"kv_pool": lambda kind: kind in ("full", "dsa")},
@@ -189,6 +204,24 @@ def constraint(key: str, settings: Settings) -> Check:
     return Check(key, "d", "unknown" if facts["missing"] else "pass", facts)
 
 
+def attention_check(settings: Settings, refusal: str | None = None, model: str | None = None) -> Check:
+    """Attention TP of one per rank. Failing, it carries SGLang's refusal (`refusal`: the one the run raised,
+    with its fix; else worded from the settings). Reached through attention DP, it is unknown: the rule
+    holds, but 0.5.22 and 0.5.23 refuse it as published (engine_model.pd.attention)."""
+    check = constraint("attention", settings)
+    facts = check.facts
+    if check.status == "fail":
+        role = next((r for r in attention.ROLES if not _one(settings.get(f"{r}_attn_tp", (1,))[0])), None)
+        if refusal is None and role is not None:
+            dp = settings.get(f"{role}_attn_dp", (1,))[0]
+            refusal = attention.words(role, settings[f"{role}_attn_tp"][0] * dp, dp, model=model)
+        return Check("attention", "d", "fail", facts | ({"refusal": refusal} if refusal else {}))
+    dps = [settings[f"{r}_attn_dp"][0] for r in attention.ROLES if f"{r}_attn_dp" in settings]
+    if any(dp > 1 for dp in dps) and not attention.PUBLISHED_SEES_ATTENTION_DP:
+        return Check("attention", "d", "unknown", facts | {"published": attention.published_words(model)})
+    return check
+
+
 def same_policy(settings: Settings) -> Check:
     """Both roles on one policy (the bootstrap handshake rejects a mismatch)."""
     known = {name: settings[name] for name in ("prefill_policy", "decode_policy") if name in settings}
@@ -198,12 +231,24 @@ def same_policy(settings: Settings) -> Check:
     return Check("same_policy", "d", "pass" if len({v for v, _ in known.values()}) == 1 else "fail", facts)
 
 
-def constraint_checks(settings: Settings) -> list[Check]:
-    return [*(constraint(key, settings) for key in CONSTRAINTS), same_policy(settings)]
+def constraint_checks(settings: Settings, refusal: str | None = None,
+                      model: str | None = None) -> list[Check]:
+    return [*(attention_check(settings, refusal, model) if key == "attention" else constraint(key, settings)
+              for key in CONSTRAINTS), same_policy(settings)]
 
 
-def checklist(mix: Mix | None, early=None, late=None, settings: Settings | None = None) -> list[Check]:
-    """Every check, (a) to (d). `early`, `late`: summaries of PD runs under each policy (None: not run)."""
+def checklist(mix: Mix | None, early=None, late=None, settings: Settings | None = None,
+              refusal: str | None = None, model: str | None = None) -> list[Check]:
+    """Every check, (a) to (d). `early`, `late`: summaries of PD runs under each policy (None: not run);
+    `refusal`: SGLang's refusal of the attention TP, with its fix (`engine_model.pd.attention.refusal`);
+    `model`: the model's preset key, where known."""
     return [mix_check(mix), waits_check(early, late), headroom_check(early),
-            *constraint_checks(settings or {})]
+            *constraint_checks(settings or {}, refusal, model)]
+
+
+def of_scenario(scenario: Scenario, mix: Mix | None, early=None, late=None) -> list[Check]:
+    """The checklist of a PD scenario: its settings, and its attention refusal with the fix."""
+    refused = attention.refusal(scenario)
+    return checklist(mix, early, late, settings_of(scenario), refused and refused.problem,
+                     scenario.model.name)
 

@@ -14,6 +14,7 @@ from engine_model import hardware
 from engine_model.config import HardwareConfig, Scenario
 from engine_model.cost import PassShape, RooflineCost, cost_of
 from engine_model.errors import InputError
+from engine_model.pd import attention
 from engine_model.resolve import (
     NEW_TOKEN_RATIO_DECAY_STEPS,
     Resolved,
@@ -167,10 +168,6 @@ def check(scenario: Scenario) -> None:
     if pd.transfer_backend not in MOONCAKE:
         raise InputError("pd.transfer_backend", "decode_allocation_policy 'prefill_complete' needs the "
                          f"Mooncake backend ({' or '.join(MOONCAKE)}); got {pd.transfer_backend!r}")
-    for name in ("prefill", "decode"):
-        cfg = getattr(pd, name)
-        tp = cfg.tp_size or scenario.hardware.tp_size
-        if tp != cfg.dp_size:
-            raise InputError(f"pd.{name}.tp_size", "decode_allocation_policy 'prefill_complete' needs "
-                             "attention TP of 1 per rank (tp_size == dp_size); "
-                             f"got tp_size {tp}, dp_size {cfg.dp_size}")
+    refused = attention.refusal(scenario)  # the checklist's attention row says the same
+    if refused is not None:
+        raise refused
