@@ -235,19 +235,24 @@ def test_a_large_trace_is_read_only_up_to_the_rows_a_run_uses(tmp_path):
     seconds, peak = time.perf_counter() - started, tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert len(trace.requests) == 120 and trace.stopped.startswith("reading stopped after line 120")
-    assert peak < 5_000_000 and seconds < 1.0
+    # reading stopped at row 120 (above) is what shows the rest went unread; the time is only a hang guard
+    # (speed is measured in bench/, not in a test: under tracemalloc on a loaded machine it took 1.3 s)
+    assert peak < 5_000_000 and seconds < 10.0
     head = path.read_text()[:40_000]  # about 440 rows, read to the end: the same first 120
     assert trace.requests == load_trace(head[: head.rindex("\n") + 1]).requests[:120]
 
 
 # ---- a few in a subprocess: exit status, one line, and the peak memory of the whole process -----------
 
-CHILD = """import resource, sys
+# The child's own peak: VmHWM belongs to the memory the child was exec'd into. (getrusage's ru_maxrss survives
+# exec, so it reported the forking pytest worker's peak, over 1 GB once the worker had cached many runs.)
+CHILD = """import re, sys
 from engine_model.cli import main
 try:
     status = main(sys.argv[1:])
 finally:
-    print(f"maxrss_kb={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}", file=sys.stderr)
+    hwm = re.search(r"VmHWM:\\s+(\\d+) kB", open("/proc/self/status").read()).group(1)
+    print(f"maxrss_kb={hwm}", file=sys.stderr)
 sys.exit(status)
 """
 

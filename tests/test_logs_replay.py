@@ -82,6 +82,15 @@ def test_a_tp8_70b_log_replays_as_70b_on_8_gpus():
     assert result.cut_off is None and len(result.requests) == 25
 
 
+def test_a_data_parallel_log_replays_its_ranks_requests_on_one_engine_and_says_so(tmp_path):
+    """A log's lines are one DP rank's: its requests run on one engine, not split again over dp_size."""
+    log = tmp_path / "dp2.log"
+    log.write_text(TP8_LOG.read_text().replace("dp_size=1", "dp_size=2", 1))
+    scenario, notes = scenario_from_log(parse_log_file(log), load_scenario("forty_replies"))
+    assert scenario.engine.dp_size == 1 and len(scenario.workload.requests) == 25
+    assert any(n.startswith("Not matched: dp_size=2: 2 copies of the server") for n in notes)
+
+
 def test_a_picked_deployment_overrides_the_logs_and_says_so():
     scenario, notes = scenario_from_log(parse_log_file(TP8_LOG), load_scenario("forty_replies"),
                                         picked={"tp_size": 4, "kv_dtype": "fp8"})

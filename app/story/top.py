@@ -15,7 +15,7 @@ from app.story.headline import headline_ui, pd_headline_ui
 from app.story.link import url_state
 from app.story.tour import active_step, focus_marker, narration_ui, tour_ui
 from app.ui.controls import control_ui
-from app.ui.deployment import deployment_title, deployment_ui, deployment_words
+from app.ui.deployment import DEPLOYMENT_WHERE, deployment_title, deployment_ui, deployment_words
 from app.ui.resolved import cut_off_ui, resolved_ui
 from engine_model import InputError, Story
 
@@ -91,10 +91,17 @@ def settings_ui(story: Story):
         with row.popover("Settings", icon=":material/tune:"):
             _controls_row(story, main)
             deployment_ui(story.key, story.controls, values)
+        # the cost model's and "What runs" popovers go here, before the line, so a long line wraps beside
+        # them instead of pushing them onto a row of their own (the token streams stay on the first screen)
+        tools = row.container(horizontal=True, vertical_alignment="center", gap="medium", width="content")
         values = state.values(story.key, story.controls)
-        row.markdown(" · ".join(f"{c.label} **{shown_value(c, values[c.key])}**" for c in main)
-                     + f" · {deployment_words(values)}", width="content")
-        return values, row
+        # the deployment joins the line once it differs from the story's own (the buyer's 8 GPUs); at the
+        # story's it is one click away in "What runs", and the line stays one line beside the popovers
+        moved = any(values[c.key] != c.default for c in story.controls if c.where in DEPLOYMENT_WHERE)
+        row.container(width="stretch").markdown(
+            " · ".join(f"{c.label} **{shown_value(c, values[c.key])}**" for c in main)
+            + (f" · {deployment_words(values)}" if moved else ""))
+        return values, tools
     with st.container(border=True):
         st.markdown("**Settings** — flags marked ⚑ are SGLang server flags; \"before\" is this row at its "
                     "defaults.")

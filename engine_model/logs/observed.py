@@ -12,7 +12,9 @@ from engine_model.logs.startup import SETTING_KEYS
 from engine_model.logs.timeline import chunk_size_of, is_full_chunk, records_of
 
 MAX_OBSERVED_REQUESTS = 100_000
-HINT_KEYS = tuple(key for key in SETTING_KEYS if key in EngineConfig.model_fields)  # what a scenario accepts
+# What a scenario accepts, except dp_size: a log's lines are one DP rank's, and its replay runs that rank's
+# requests on one engine (engine_model/logs/deployment.py says so), not split again over dp_size engines.
+HINT_KEYS = tuple(key for key in SETTING_KEYS if key in EngineConfig.model_fields and key != "dp_size")
 
 
 def scenario_hints(parsed: ParsedLog, *, rank: str | None = None) -> dict:
