@@ -10,9 +10,9 @@ This file is the public face: the app, notebooks and users import from here and 
 from engine_model.config import MAX_REQUESTS, Scenario
 from engine_model.core import Iteration, PassKind, Request, RequestState, Retraction, Row
 from engine_model.cost import PassShape
-from engine_model.deployment import check as check_deployment
 from engine_model.deployment import gpus_words, pool_words
 from engine_model.errors import InputError
+from engine_model.feasibility import check as check_deployment
 from engine_model.hardware import GPUS, LINKS, MODELS
 from engine_model.logs import Diagnosis, ParsedLog, Timeline, build_timeline, diagnose, parse_log
 from engine_model.logs import settings as log_settings

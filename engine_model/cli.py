@@ -17,7 +17,7 @@ MAX_REASONS = 5
 
 
 def cmd_run(args) -> int:
-    from engine_model.deployment import check
+    from engine_model.feasibility import check
     from engine_model.report import summary
     from engine_model.scenario_io import load_scenario
     from engine_model.simulation import simulate

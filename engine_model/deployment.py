@@ -17,8 +17,9 @@ What SGLang 0.5.23 itself requires (read in the wheel):
   below the context length. (A prompt beyond the model's context is refused by SGLang too, request by
   request; that is the model's limit, not the deployment's, so the run goes on and shows it rejected.)
 
-One engine has no data-parallel attention: `hardware.tp_size` GPUs run one scheduler (PD workers have DP
-ranks: engine_model/pd).
+This module is one engine's arithmetic and imports nothing of PD (engine_model/pd/attention.py uses it for
+its fix); `engine_model.feasibility.check` is the entry points' one call. One engine has no data-parallel
+attention: `hardware.tp_size` GPUs run one scheduler (PD workers have DP ranks: engine_model/pd).
 """
 
 from __future__ import annotations
@@ -99,12 +100,10 @@ def pool_problem(scenario: Scenario, requests: list[Request]) -> str | None:
 
 
 # -- the check ------------------------------------------------------------------------------------------
-def check(scenario: Scenario, requests: list[Request] | None = None) -> None:
-    """Raise InputError, naming the fix, when this scenario's deployment cannot run its workload; `requests`:
-    the run's requests when already built (else built here, from the same seed)."""
-    if scenario.pd is not None:
-        check_pd(scenario)
-        return
+def check_engine(scenario: Scenario, requests: list[Request] | None = None) -> None:
+    """Raise InputError, naming the fix, when one engine's deployment cannot run its workload; `requests`:
+    the run's requests when already built (else built here, from the same seed). Every entry point calls
+    engine_model.feasibility.check, which sends PD scenarios to their workers' check."""
     model, tp = model_of(scenario), scenario.hardware.tp_size
     problem = tp_problem(model, tp)
     if problem:
@@ -117,28 +116,6 @@ def check(scenario: Scenario, requests: list[Request] | None = None) -> None:
     problem = pool_problem(scenario, requests)
     if problem:
         raise InputError("KV pool", f"{problem}. Fix: {pool_fixes(scenario, requests)}.")
-
-
-def check_pd(scenario: Scenario) -> None:
-    """PD workers: each role's TP (attention TP under DP attention) and weights, on the role's own GPU; then
-    what SGLang checks before PD traffic flows (the policies, prefill_complete's needs: pd.roles.check)."""
-    from engine_model.pd.roles import check as check_roles
-    from engine_model.pd.roles import role_scenario
-
-    model = model_of(scenario)
-    for name in ("prefill", "decode"):
-        role = getattr(scenario.pd, name)
-        whole = role_scenario(scenario, name)
-        tp = whole.hardware.tp_size
-        problem = tp_problem(model, tp, tp // role.dp_size if tp % role.dp_size == 0 else tp)
-        if problem:
-            sizes = say_or(tp_sizes(model, max(8, tp)))
-            raise InputError(f"pd.{name}.tp_size", f"{problem}. Fix: TP {sizes}.")
-        problem = weights_problem(whole)
-        if problem:
-            fix = fixes(whole, fits, tp_key=f"pd.{name}.tp_size")
-            raise InputError(f"pd.{name}", f"{problem}. Fix: {fix}.")
-    check_roles(scenario)
 
 
 def requests_of(scenario: Scenario) -> list[Request]:

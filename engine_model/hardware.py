@@ -276,7 +276,7 @@ def kv_capacity_tokens(
     if not 0 < mem_fraction_static <= 1:
         raise InputError("mem_fraction_static", f"must be in (0, 1], got {mem_fraction_static}")
     problem = weights_problem(gpu, model, tp_size, weight_dtype, mem_fraction_static, activation_reserve_gib)
-    if problem:  # engine_model.deployment.check says the same, with the nearest fix
+    if problem:  # engine_model.feasibility.check says the same, with the nearest fix
         raise InputError("deployment", problem)
     budget = kv_budget_bytes(gpu, mem_fraction_static, activation_reserve_gib)
     weights = weight_bytes(model, weight_dtype) / tp_size

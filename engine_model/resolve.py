@@ -219,7 +219,7 @@ def pool_of(scenario: Scenario, gpu, model, chunk: int | None) -> tuple[int, str
     """The KV pool in tokens per GPU, and where it came from: what fits in GPU memory after the weights, or
     max_total_tokens when set, capped at what fits (`_apply_token_constraints`: SGLang warns and uses the
     profiled value when the flag asks for more). A set pool on memory the model cannot size (weights that do
-    not fit, a derived fraction below 0) is taken as set: engine_model.deployment.check refuses such a
+    not fit, a derived fraction below 0) is taken as set: engine_model.feasibility.check refuses such a
     deployment at every entry point, and the reference replays and property tests run such pools."""
     fraction, fraction_source = mem_fraction_of(scenario, gpu, model, chunk)
     tp_size = scenario.hardware.tp_size

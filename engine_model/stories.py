@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from engine_model.config import Scenario
-from engine_model.deployment import check as check_deployment
+from engine_model.feasibility import check as check_deployment
 from engine_model.hardware import GPUS, MODELS
 from engine_model.pass_cost import cost_figures
 from engine_model.resolve import INIT_NEW_TOKEN_RATIO
@@ -170,7 +170,7 @@ def tp_label(value: int) -> str:
 
 def deployment_controls() -> tuple[Control, ...]:
     """Where the story runs: a GPU and model preset (or your own: "custom"), tensor parallel, precision.
-    Every combination passes engine_model.deployment.check before it runs."""
+    Every combination passes engine_model.feasibility.check before it runs."""
     return (
         Control("gpu", "GPU", "select", "h100-sxm", setter("hardware", "gpu"), tuple(GPUS), is_flag=False,
                 where="more", fmt=lambda k: GPUS[k].name,
@@ -371,7 +371,7 @@ class Story:
     def scenario(self, values: dict, sets: tuple[str, ...] = ()) -> Scenario:
         """The validated scenario for these control values, then any `--set dotted.key=value` overrides;
         raises InputError on an impossible combination, a deployment that cannot run included
-        (engine_model.deployment.check)."""
+        (engine_model.feasibility.check)."""
         data = copy.deepcopy(read_toml(self.key))
         for control in self.controls:
             control.apply(data, values.get(control.key, control.default))

@@ -1,7 +1,7 @@
 """The deployment a page runs on: GPU, tensor parallel, model, weight and KV precision, seed (where="more"),
 and every figure of the GPU and shape of the model (where="figure"), each editable, each in the URL.
 Story pages, Compare and Your server draw it the same way; every combination passes
-engine_model.deployment.check before it runs, and the page says why when it cannot."""
+engine_model.feasibility.check before it runs, and the page says why when it cannot."""
 
 from __future__ import annotations
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 from engine_model.config import EngineConfig, Scenario
-from engine_model.deployment import check as check_deployment
 from engine_model.errors import InputError
+from engine_model.feasibility import check as check_deployment
 from engine_model.hardware import ACTIVATION_RESERVE_GIB, GIB, weight_bytes
 from engine_model.logs.deployment import LogDeployment, deployment_from_log
 from engine_model.logs.observed import scenario_hints

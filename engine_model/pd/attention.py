@@ -20,20 +20,15 @@ ways there, read in both wheels:
 from __future__ import annotations
 
 from engine_model.config import Scenario
+from engine_model.deployment import KV_DTYPES, WEIGHT_DTYPES, changed, requests_of, runs
 from engine_model.errors import InputError
+from engine_model.pd.shape import ROLES, role_scenario, role_shape
 
 SGLANG_WORDS = ("--disaggregation-decode-allocation-policy prefill_complete does not yet support attention "
                 "tensor parallelism greater than one")  # the ValueError of _validate_prefill_complete
 PUBLISHED_SEES_ATTENTION_DP = False  # 0.5.22, 0.5.23: the check reads the flag the start-up cleared
 ATTENTION_DP_MODELS = frozenset({"qwen3-8b", "qwen3-32b", "qwen3-30b-a3b", "qwen3-235b-a22b", "deepseek-v3",
                                  "glm-moe", "glm-5"})  # presets whose SGLang model has attention DP
-ROLES = ("prefill", "decode")
-
-
-def role_shape(scenario: Scenario, name: str) -> tuple[int, int]:
-    """(tp_size, attention DP size) of one role's workers."""
-    cfg = getattr(scenario.pd, name)
-    return cfg.tp_size or scenario.hardware.tp_size, cfg.dp_size
 
 
 def refusal(scenario: Scenario) -> InputError | None:
@@ -77,8 +72,6 @@ def attention_dp_words(model: str | None) -> str:
 def fix(scenario: Scenario) -> str:
     """Workers of TP 1 on the same GPUs, at the largest precision that fits one GPU with room for the longest
     prompt; else that none does."""
-    from engine_model.deployment import changed, requests_of, runs
-    from engine_model.pd.roles import role_scenario
     from engine_model.replicas import num_gpus
 
     counts = {name: getattr(scenario.pd, name).num_workers * role_shape(scenario, name)[0] for name in ROLES}
@@ -102,7 +95,5 @@ def fix(scenario: Scenario) -> str:
 
 def precisions(weights: str, kv: str) -> list[tuple[str, str]]:
     """(weight dtype, KV dtype) from these down, nearest first: the weights' before the KV's."""
-    from engine_model.deployment import KV_DTYPES, WEIGHT_DTYPES
-
     return [(w, k) for w in WEIGHT_DTYPES[WEIGHT_DTYPES.index(weights):]
             for k in KV_DTYPES[KV_DTYPES.index(kv):]]

@@ -11,10 +11,11 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 
 from engine_model import hardware
-from engine_model.config import HardwareConfig, Scenario
+from engine_model.config import Scenario
 from engine_model.cost import PassShape, RooflineCost, cost_of
 from engine_model.errors import InputError
 from engine_model.pd import attention
+from engine_model.pd.shape import role_scenario
 from engine_model.resolve import (
     NEW_TOKEN_RATIO_DECAY_STEPS,
     Resolved,
@@ -95,14 +96,6 @@ class WorkerCost:
     def describe(self) -> str:
         return self.whole.describe() + ("" if self.rank is None
                                         else "; DP attention: slowest rank's attention")
-
-
-def role_scenario(scenario: Scenario, name: str, tp_size: int | None = None) -> Scenario:
-    cfg = getattr(scenario.pd, name)
-    hw = HardwareConfig(gpu=cfg.gpu or scenario.hardware.gpu,
-                        tp_size=tp_size or cfg.tp_size or scenario.hardware.tp_size,
-                        gpu_overrides=scenario.hardware.gpu_overrides)
-    return scenario.model_copy(update={"hardware": hw})
 
 
 def resolve_role(scenario: Scenario, name: str) -> Role:

@@ -263,7 +263,7 @@ SETS = [
     Case("set-long-key", "sets", [".".join(["a"] * 100_000) + "=1"], "dotted parts"),
     Case("set-ten-million", "sets", ["workload.groups.0.count=100000", "limits.max_requests=10"],
          "limits.max_requests"),
-    # the CLI refuses the deployment (engine_model.deployment.check); simulate() itself rejects each request
+    # the CLI refuses the deployment (engine_model.feasibility.check); simulate() itself rejects each request
     Case("set-prompt-over-pool", "sets", ["engine.max_total_tokens=100", "workload.groups.0.prompt_len=5000"],
          "the longest prompt, a-00's 5,000 tokens, needs more"),
     Case("set-seed-huge", "sets", ["seed=" + "9" * 400], "seed"),
