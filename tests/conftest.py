@@ -10,7 +10,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+from bench.browser import CHROMIUM, streamlit_server
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"
@@ -64,3 +67,22 @@ settings.register_profile(
 def examples(ci: int) -> int:
     """How many examples a property test runs: its CI count, or the soak profile's under WHO_WAITS_SOAK=1."""
     return settings.get_profile("soak").max_examples if os.environ.get("WHO_WAITS_SOAK") == "1" else ci
+
+
+def need_chromium() -> None:
+    """Skip a browser test, saying why, when /usr/bin/chromium is missing; under CI (CI=true) fail instead."""
+    if Path(CHROMIUM).exists():
+        return
+    if os.environ.get("CI", "").lower() in ("1", "true"):
+        pytest.fail(f"{CHROMIUM} is missing and CI is set: the browser tests must run in CI")
+    pytest.skip(f"{CHROMIUM} not found (install Debian's chromium; "
+                "`playwright install` cannot download here)")
+
+
+@pytest.fixture(scope="session")
+def server():
+    """The app as served (`streamlit run app/serve.py`), one per test worker for every browser test module:
+    its start-up warm-up (every first view, tour step and PD preset: ~20 CPU-s) runs once, not per module."""
+    need_chromium()
+    with streamlit_server() as url:
+        yield url

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 from story_runs import longest_pause, scenario_run
-from test_browser import _need_chromium
 
 from app.present import story_page
 from bench.browser import CHROMIUM, CHROMIUM_ARGS
+
+from conftest import need_chromium
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "figure.md"
 
@@ -31,7 +32,7 @@ DRAWN = """(uid) => {
 
 @pytest.fixture(scope="module")
 def page_file(tmp_path_factory):
-    _need_chromium()
+    need_chromium()
     folder = tmp_path_factory.mktemp("figure")
     text = story_page("forty_replies", vary=("mixed", "chunk"), runs=scenario_run)
     for suffix in ("html", "xhtml"):
@@ -208,7 +209,7 @@ def test_the_pd_figure_fits_a_phone_and_axe_finds_nothing_serious(tmp_path):
 
     from app.present import pd_page
 
-    _need_chromium()
+    need_chromium()
     path = tmp_path / "pd.html"
     text = pd_page()
     path.write_text(text, encoding="utf-8")

@@ -1,6 +1,7 @@
-"""In the room, in headless Chromium: nothing is cut off at 1280, 1440 or 1920 px wide nor in presenter mode,
-the app asks nothing of the internet, presenter mode fits a 1080p screen, a tour step scrolls to its chart,
-and the copy-link button copies the full address of the view on screen.
+"""In the room, in headless Chromium: every page opens with its title and no exception, nothing is cut off
+at 1280, 1440 or 1920 px wide nor in presenter mode, the app asks nothing of the internet, presenter mode
+fits a 1080p screen, a tour step scrolls to its chart, and the copy-link button copies the full address of
+the view on screen.
 
 Needs /usr/bin/chromium (skipped without it, failed under CI=true, as tests/test_browser.py).
 Run: pytest -m browser tests/test_browser_room.py
@@ -13,15 +14,16 @@ import re
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from test_browser import browser, server, settle  # noqa: F401  (fixtures)
+from test_browser import browser, settle  # noqa: F401  (fixtures)
 
 from bench.browser import pick
 
 pytestmark = pytest.mark.browser
 
 WIDTHS = [(1280, 800), (1440, 900), (1920, 1080)]
-PAGES = ["/", "/forty_replies", "/other_stall", "/ten_oclock_rush", "/real_traffic", "/compare",
-         "/your_server"]
+PAGES = [("/", "Who Waits"), ("/forty_replies", "The forty replies"), ("/other_stall", "The other stall"),
+         ("/ten_oclock_rush", "Ten o'clock rush"), ("/real_traffic", "Real traffic"),
+         ("/compare", "Compare and sweep"), ("/your_server", "Your server")]
 
 # Text a person reads that is wider than the box that shows it, where that box clips (an ellipsis, hidden
 # overflow): widget labels and values, card labels and values, buttons, page links.
@@ -107,10 +109,11 @@ def whole(page) -> list[str]:
     return page.evaluate(CUT_TEXT) + page.evaluate(CHART_TEXT) + unread
 
 
-@pytest.mark.parametrize("path", PAGES)
-def test_every_page_is_whole_at_each_width_and_asks_nothing_of_the_internet(  # noqa: F811
-        server, browser, path):  # noqa: F811
+@pytest.mark.parametrize(("path", "title"), PAGES)
+def test_every_page_opens_whole_at_each_width_and_asks_nothing_of_the_internet(  # noqa: F811
+        server, browser, path, title):  # noqa: F811
     with offline(browser, server + path, *WIDTHS[0]) as page:
+        assert title in page.locator("h1").first.inner_text()
         problems = {}
         for width, height in WIDTHS:
             page.set_viewport_size({"width": width, "height": height})

@@ -16,7 +16,6 @@ import pytest
 from PIL import Image
 from pypdf import PdfReader
 from story_runs import scenario_run
-from test_browser import _need_chromium
 
 from app.present import story_slides
 from app.present.cli import main
@@ -25,6 +24,8 @@ from app.present.numbers import NarrationError, narrate
 from app.present.slides import encoded, fitted, step_values
 from bench.browser import CHROMIUM, CHROMIUM_ARGS
 from engine_model import STORIES
+
+from conftest import need_chromium
 
 pytestmark = pytest.mark.xdist_group("figures")  # one worker builds the decks once
 LEFT_OVER = re.compile(r"\{[^{}]*\}")
@@ -176,7 +177,7 @@ def text_problems(page, name: str, svg: str, size: tuple[int, int], smallest: fl
 def test_no_text_of_any_slide_overlaps_another_or_leaves_the_slide(decks, printed):
     """Drawn text only: labels Vega hid to avoid an overlap (opacity 0) do not count. Every story's screen
     slides, and the forty replies' print slides (there also: no text under 7 pt)."""
-    _need_chromium()
+    need_chromium()
     from playwright.sync_api import sync_playwright
 
     problems = []

@@ -52,15 +52,15 @@ def story_page(key: str, vary: tuple[str, ...] | None = None, start: dict | None
     return figure_html(story_figure_of(key, vary, start, sets, runs), bare, bundle)
 
 
-def pd_figure_of(key: str = "ten_oclock_rush_pd") -> Figure:
+def pd_figure_of(key: str = "ten_oclock_rush_pd", runs=None) -> Figure:
     """The PD figure, opening on the workload and deployment of PD preset `key`."""
     if key not in PD_KEYS:
         raise InputError("figure", f"unknown PD preset {key!r}; expected one of {', '.join(PD_KEYS)}")
-    return pd_figure(*PD_KEYS[key])
+    return pd_figure(*PD_KEYS[key], runs=runs)
 
 
-def pd_page(key: str = "ten_oclock_rush_pd", bare: bool = False, bundle: str | None = None) -> str:
-    return figure_html(pd_figure_of(key), bare, bundle)
+def pd_page(key: str = "ten_oclock_rush_pd", bare: bool = False, bundle: str | None = None, runs=None) -> str:
+    return figure_html(pd_figure_of(key, runs), bare, bundle)
 
 
 def figure_of(key: str, **options) -> Figure:

@@ -67,12 +67,14 @@ def phase_table(run: RunFrames, arm: str) -> dict:
     return {"head": list(frame.columns), "rows": frame.astype(str).values.tolist(), "bold": -1}
 
 
-def pd_figure(start: str = "rush", arm: int = 2) -> Figure:
-    """The eight runs (two workloads x four deployments) as one figure, opening on `start` and `arm`."""
+def pd_figure(start: str = "rush", arm: int = 2, runs=None) -> Figure:
+    """The eight runs (two workloads x four deployments) as one figure, opening on `start` and `arm`. `runs`:
+    scenario -> RunFrames (the app passes its server-wide cache, which its PD sections and warm-up fill)."""
+    runs = runs or _run
     shown = []
     for w, workload in enumerate(WORKLOADS):
         cases = scenarios(workload)
-        arms = [(s, _run(s)) for s in cases]
+        arms = [(s, runs(s)) for s in cases]
         labels = arm_labels(cases)
         checks = checklist.table(checklist.of_runs(cases[3], arms[2][1], arms[3][1]))
         for a, (scenario, run) in enumerate(arms):
