@@ -38,27 +38,34 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@contextlib.contextmanager
-def streamlit_server(port: int | None = None, start_timeout_s: float = 60, script: str = "app/serve.py",
-                     repo: Path = REPO):
-    """`streamlit run app/serve.py` (the app, warming its caches at start-up) on a free port; yields its URL
-    once /_stcore/health answers. `repo`: another checkout to serve instead (bench_app.py compares)."""
+def start_streamlit(port: int | None = None, start_timeout_s: float = 60, script: str = "app/serve.py",
+                    repo: Path = REPO) -> tuple[subprocess.Popen, str]:
+    """`streamlit run app/serve.py` (the app, warming its caches at start-up) on a free port, once
+    /_stcore/health answers: (the process, its URL). `repo`: another checkout to serve (bench_app.py)."""
     port = port or free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", script, "--server.headless", "true", "--server.port",
          str(port), "--browser.gatherUsageStats", "false"],
         cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + start_timeout_s
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(f"{url}/_stcore/health", timeout=1)
+            return proc, url
+        except OSError:
+            time.sleep(0.3)
+    proc.terminate()
+    proc.wait(timeout=10)
+    raise RuntimeError(f"streamlit did not start within {start_timeout_s:g} s")
+
+
+@contextlib.contextmanager
+def streamlit_server(port: int | None = None, start_timeout_s: float = 60, script: str = "app/serve.py",
+                     repo: Path = REPO):
+    """`start_streamlit` for the length of a `with`: yields the URL, stops the server after."""
+    proc, url = start_streamlit(port, start_timeout_s, script, repo)
     try:
-        deadline = time.time() + start_timeout_s
-        while time.time() < deadline:
-            try:
-                urllib.request.urlopen(f"{url}/_stcore/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.3)
-        else:
-            raise RuntimeError(f"streamlit did not start within {start_timeout_s:g} s")
         yield url
     finally:
         proc.terminate()

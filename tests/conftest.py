@@ -4,16 +4,21 @@ The SGLang logs and reference traces are vendored whole. The four public request
 their first 1,000 requests (heads); the whole files are read too when a copy of shared/ is found, beside
 the checkout (../shared) or where WHO_WAITS_SHARED points. Provenance and licences: tests/data/*/SOURCE.md.
 The property tests run small in CI; WHO_WAITS_SOAK=1 runs them as a soak (10,000 examples each).
+The browser tests share one app server for the whole run (`server`, below).
 """
 
+import contextlib
+import fcntl
+import json
 import os
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 
-from bench.browser import CHROMIUM, streamlit_server
+from bench.browser import CHROMIUM, start_streamlit, streamlit_server
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"
@@ -79,10 +84,38 @@ def need_chromium() -> None:
                 "`playwright install` cannot download here)")
 
 
+# One app server for the whole run, shared by every browser test on every xdist worker: the first worker
+# that needs it starts it (under a file lock, in the run's shared temporary folder) and records its address
+# and pid; the others read the record; the controller stops it when the run is over. Its start-up warm-up
+# (every first view, tour step and PD preset: ~20 CPU-s) and its server-wide caches then serve every test.
+SERVER_RECORD = "who-waits-app-server.json"
+
+
 @pytest.fixture(scope="session")
-def server():
-    """The app as served (`streamlit run app/serve.py`), one per test worker for every browser test module:
-    its start-up warm-up (every first view, tour step and PD preset: ~20 CPU-s) runs once, not per module."""
+def server(tmp_path_factory, worker_id):
+    """The app as served (`streamlit run app/serve.py`); its URL."""
     need_chromium()
-    with streamlit_server() as url:
-        yield url
+    if worker_id == "master":  # no xdist: this process's own server, for its session
+        with streamlit_server() as url:
+            yield url
+        return
+    root = tmp_path_factory.getbasetemp().parent  # the controller's folder, shared by the workers
+    with open(root / (SERVER_RECORD + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        record = root / SERVER_RECORD
+        if not record.exists():
+            proc, url = start_streamlit()
+            record.write_text(json.dumps({"url": url, "pid": proc.pid}))
+        url = json.loads(record.read_text())["url"]
+    yield url
+
+
+def pytest_sessionfinish(session):
+    """The controller (or a run without xdist) stops the shared server once every worker is done."""
+    if hasattr(session.config, "workerinput"):
+        return
+    record = session.config._tmp_path_factory.getbasetemp() / SERVER_RECORD
+    if record.exists():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(json.loads(record.read_text())["pid"], signal.SIGTERM)
+        record.unlink()

@@ -11,6 +11,7 @@ chart. Everything is scoped by the figure's id, so several figures can share one
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import html
 import json
@@ -422,9 +423,10 @@ def _checked(on: bool) -> str:
     return ' checked="checked"' if on else ""
 
 
+@functools.cache
 def vega_bundle() -> str:
     """Vega, Vega-Lite and vega-embed as one script, from vl-convert (what Altair's `save(inline=True)`
-    inlines)."""
+    inlines); the same for every page, so read once a process (1.5 s a call)."""
     import vl_convert
 
     return cdata_safe(vl_convert.javascript_bundle())
