@@ -30,7 +30,7 @@ DRAWN = """(uid) => {
 }"""
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def page_file(tmp_path_factory):
     need_chromium()
     folder = tmp_path_factory.mktemp("figure")

@@ -20,7 +20,7 @@ CASES = [("forty_replies", []), ("forty_replies", ["engine.enable_mixed_chunk=tr
          ("ten_oclock_rush", []), ("ten_oclock_rush_pd", [])]
 
 
-@pytest.fixture(scope="module", params=CASES, ids=lambda c: f"{c[0]}{'+mixed' if c[1] else ''}")
+@pytest.fixture(scope="session", params=CASES, ids=lambda c: f"{c[0]}{'+mixed' if c[1] else ''}")
 def run(request):
     name, sets = request.param
     result = simulate(load_scenario(name, sets))

@@ -15,7 +15,7 @@ def cli(*args):
     return subprocess.run([sys.executable, "-m", "engine_model", *args], capture_output=True, text=True)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def doc():
     proc = cli("run", "scenarios/forty_replies.toml", "--set", "engine.enable_mixed_chunk=true",
                "--set", "engine.chunked_prefill_size=4096", "--set", "seed=7", "--json")

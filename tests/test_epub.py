@@ -22,7 +22,7 @@ OPF = "{http://www.idpf.org/2007/opf}"
 XHTML = "{http://www.w3.org/1999/xhtml}"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def book(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("epub") / "b.epub"
     assert main(["figure", "forty_replies", "--epub", str(path)]) == 0

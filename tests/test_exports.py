@@ -27,7 +27,7 @@ FORTY = STORIES["forty_replies"]
 TITLE = "Token streams: who got a token, and when"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def runs():
     before = build(simulate(FORTY.scenario(FORTY.defaults)))
     after = build(simulate(FORTY.scenario({**FORTY.defaults, "mixed": True})))

@@ -36,13 +36,13 @@ pytestmark = pytest.mark.xdist_group("figures")  # shares the run cache with tes
 PLACEHOLDER = ("{now:", "{before:", "{trap}")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def forty():
     grid = run_grid(FORTY, runs=run_of)
     return grid, story_figure(grid, "setup")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def forty_html(forty) -> str:
     return figure_html(forty[1], bundle="/* bundle */")
 

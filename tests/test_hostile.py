@@ -51,7 +51,7 @@ COMMANDS = {"log": [["diagnose"]], "trace": [["trace"]], "scenario": [["run"]],
                      ["diagnose", "--server-info"]]}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def corpus(tmp_path_factory) -> tuple[Path, dict[str, Path]]:
     folder = tmp_path_factory.mktemp("hostile")
     return folder, write(folder)

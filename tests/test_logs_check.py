@@ -19,7 +19,7 @@ LOG, PROM = METRICS / "chat_long_prompt.log", METRICS / "chat_long_prompt.prom"
 INFO = METRICS / "server_info.json"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def checked():
     return check_server(parse_log_file(LOG), read_scrape_files([PROM]), read_server_info_file(INFO))
 

@@ -80,7 +80,7 @@ def test_the_difference_of_two_scrapes_is_what_happened_between_them_and_a_drop_
 # ---- the real shape: the test data's eight scrapes ---------------------------------------------------
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def recorded():
     return read_scrape_files([METRICS / "chat_long_prompt.prom"])
 

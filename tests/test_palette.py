@@ -56,7 +56,7 @@ def every_chart() -> dict[str, dict]:
     return out
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def charts() -> dict[str, dict]:
     return every_chart()
 

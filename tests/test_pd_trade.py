@@ -55,7 +55,7 @@ def bench_figures(result) -> dict[str, float]:
             "tpot": float(np.mean(tpot)), "itl": float(np.percentile(gaps, 99))}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def upstream_runs():
     """The runs the PD section shows for the upstream preset (its own seed)."""
     rush = STORIES["ten_oclock_rush"]

@@ -139,7 +139,7 @@ def test_the_page_replays_a_pasted_log_under_the_switches():
 
 
 # -- a log the size limit accepts always draws ---------------------------------------------------------
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def large():
     text = large_log()
     parsed = parse_log(text, max_bytes=LOG_LIMIT_MB * 1_000_000)

@@ -33,7 +33,7 @@ SAME_BOTH_SIDES = re.compile(
     r"(\d[\d,.]*(?:[ \u00a0]ms|[ \u00a0]s)?) (?:→|to) \1(?!\s+\(unchanged\))(?![\d.])")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def decks() -> dict:
     """Every story's tour as slides, and each slide as SVG."""
     out = {}
@@ -43,7 +43,7 @@ def decks() -> dict:
     return out
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def printed(tmp_path_factory) -> Path:
     """The forty replies' slides at the print preset, as the command writes them."""
     folder = tmp_path_factory.mktemp("print")

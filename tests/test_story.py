@@ -19,12 +19,12 @@ def streams_longest_gap(result):
     return max(max_itl(r) for r in result.requests if r.group == "streams")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def off():
     return forty()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def on():
     return forty("engine.enable_mixed_chunk=true")
 
