@@ -45,7 +45,7 @@ def browser():
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 2400}, accept_downloads=True)
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
     pg = context.new_page()
     yield pg
     context.close()
@@ -89,7 +89,7 @@ def test_flipping_mixed_chunk_changes_the_headline_and_a_copied_link_restores_it
     assert before != after and "→" in after
     assert "mixed=1" in page.url
     copied = page.url
-    other = browser.new_page(viewport={"width": 1400, "height": 2400})
+    other = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
         other.goto(copied)
         settle(other)

@@ -37,7 +37,7 @@ def test_a_lower_gemm_efficiency_moves_the_headline_and_the_pass_under_the_curso
     assert pass_took(page) != took_before
     assert field.is_visible() and field.input_value() == "0.2"  # the panel stayed open
     assert page.evaluate(CHART_SPECS) >= 5  # the breakdown's bar beside the four timelines
-    other = browser.new_page(viewport={"width": 1400, "height": 2400})
+    other = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
         other.goto(page.url)
         settle(other)

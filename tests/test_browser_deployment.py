@@ -34,7 +34,7 @@ def test_a_refused_model_stays_in_the_link_and_tp8_runs_it(server, page, browser
     caption = page.locator('[data-testid="stCaptionContainer"]').filter(has_text=SHOWN)
     assert "GiB on each of the 8 GPUs" in caption.first.inner_text()
     assert "model=llama-3.1-70b" in page.url and "tp=8" in page.url
-    other = browser.new_page(viewport={"width": 1400, "height": 2400})
+    other = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
         other.goto(page.url)
         settle(other)

@@ -21,9 +21,10 @@ from bench.browser import pick
 pytestmark = pytest.mark.browser
 
 WIDTHS = [(1280, 800), (1440, 900), (1920, 1080)]
-PAGES = [("/", "Who Waits"), ("/forty_replies", "The forty replies"), ("/other_stall", "The other stall"),
-         ("/ten_oclock_rush", "Ten o'clock rush"), ("/real_traffic", "Real traffic"),
-         ("/compare", "Compare and sweep"), ("/your_server", "Your server")]
+PAGES = [  # path, title, how many charts at least
+    ("/", "Who Waits", 0), ("/forty_replies", "The forty replies", 5), ("/other_stall", "The other stall", 0),
+    ("/ten_oclock_rush", "Ten o'clock rush", 12), ("/real_traffic", "Real traffic", 0),
+    ("/compare", "Compare and sweep", 6), ("/your_server", "Your server", 0)]
 
 # Text a person reads that is wider than the box that shows it, where that box clips (an ellipsis, hidden
 # overflow): widget labels and values, card labels and values, buttons, page links.
@@ -102,18 +103,30 @@ def offline(chromium, url: str, width: int, height: int, **context_args):
         context.close()
 
 
+# Each chart's drawing against its column: how far its right edge is past the column's, and its width.
+OVERFLOW = """() => [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')].map(chart => {
+  const drawn = chart.querySelector('canvas, svg');
+  const box = chart.getBoundingClientRect(), inner = drawn.getBoundingClientRect();
+  return [Math.round(inner.right - box.right), Math.round(inner.width)];
+})"""
+
+
 def whole(page) -> list[str]:
     charts = page.locator('[data-testid="stVegaLiteChart"]')
     svg = page.locator('[data-testid="stVegaLiteChart"] svg.marks')
     unread = ["no chart drawn as SVG to check"] if charts.count() and not svg.count() else []
-    return page.evaluate(CUT_TEXT) + page.evaluate(CHART_TEXT) + unread
+    past = [f"chart {i} drawn {over} px past its column" if over > 1 else f"chart {i} drawn {width} px wide"
+            for i, (over, width) in enumerate(page.evaluate(OVERFLOW)) if over > 1 or width <= 0]
+    return page.evaluate(CUT_TEXT) + page.evaluate(CHART_TEXT) + past + unread
 
 
-@pytest.mark.parametrize(("path", "title"), PAGES)
+@pytest.mark.parametrize(("path", "title", "num_charts"), PAGES)
 def test_every_page_opens_whole_at_each_width_and_asks_nothing_of_the_internet(  # noqa: F811
-        server, browser, path, title):  # noqa: F811
+        server, browser, path, title, num_charts):  # noqa: F811
+    """Whole: no text cut or overlapping, every chart drawn inside its column (none past its right edge)."""
     with offline(browser, server + path, *WIDTHS[0]) as page:
         assert title in page.locator("h1").first.inner_text()
+        assert page.locator('[data-testid="stVegaLiteChart"]').count() >= num_charts
         problems = {}
         for width, height in WIDTHS:
             page.set_viewport_size({"width": width, "height": height})

@@ -49,7 +49,7 @@ def test_the_tp8_70b_log_replays_with_its_controls_in_one_row_that_wraps_cleanly
     from pathlib import Path
 
     log = Path(__file__).resolve().parent / "data" / "sglang_logs_written" / "llama70b_tp8.log"
-    tab = browser.new_page(viewport={"width": width, "height": 2400})
+    tab = browser.new_page(viewport={"width": width, "height": 1000})
     try:
         tab.goto(server + "/your_server?log=upload")
         settle(tab)

@@ -162,7 +162,7 @@ def test_two_replicas_behind_nginx_each_keep_their_own_browsers():
     agents = {"who-waits-test/a", "who-waits-test/b"}
     with serve([free_port(), free_port()], free_port(), bind="127.0.0.1") as room, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        pages = [browser.new_context(user_agent=ua, viewport={"width": 1400, "height": 1600}).new_page()
+        pages = [browser.new_context(user_agent=ua, viewport={"width": 1400, "height": 1000}).new_page()
                  for ua in sorted(agents)]
         for page in pages:  # both first requests go out before either page settles: round robin splits them
             page.goto(room.url + "/forty_replies")
