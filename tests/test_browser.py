@@ -99,17 +99,6 @@ def test_flipping_mixed_chunk_changes_the_headline_and_a_copied_link_restores_it
         other.close()
 
 
-def test_a_chart_exports_as_png(server, page):
-    page.goto(server + "/forty_replies")
-    settle(page)
-    page.get_by_role("button", name="Export").first.click()
-    with page.expect_download(timeout=60_000) as download:
-        page.get_by_role("dialog", name="Export").get_by_role("button", name="PNG").click()
-    data = Path(download.value.path()).read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    assert download.value.suggested_filename.endswith(".png")
-
-
 def test_bad_url_parameters_get_a_note_not_a_traceback(server, page):
     page.goto(server + "/forty_replies?chunk=banana&nope=1")
     settle(page)
@@ -126,9 +115,15 @@ def test_embed_mode_and_presenter_mode_open(server, page):
     assert page.locator('[data-testid="stException"]').count() == 0
 
 
-def test_clicking_a_pass_moves_the_cursor_there(server, page):
+def test_a_chart_exports_as_png_and_clicking_a_pass_moves_the_cursor_there(server, page):
     page.goto(server + "/forty_replies")
     settle(page)
+    page.get_by_role("button", name="Export").first.click()
+    with page.expect_download(timeout=60_000) as download:
+        page.get_by_role("dialog", name="Export").get_by_role("button", name="PNG").click()
+    assert Path(download.value.path()).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert download.value.suggested_filename.endswith(".png")
+    page.keyboard.press("Escape")  # the export dialog closes; the page is as it was
     opening = opening_t("forty_replies")
     assert f"t={opening}" in page.url  # the story opens on the log's first chunk
     chart = page.locator('[data-testid="stVegaLiteChart"]').filter(has_text="GPU worker").first
