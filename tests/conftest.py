@@ -92,10 +92,10 @@ SERVER_RECORD = "who-waits-app-server.json"
 
 
 @pytest.fixture(scope="session")
-def server(tmp_path_factory, worker_id):
+def server(tmp_path_factory, request):
     """The app as served (`streamlit run app/serve.py`); its URL."""
     need_chromium()
-    if worker_id == "master":  # no xdist: this process's own server, for its session
+    if not hasattr(request.config, "workerinput"):  # no xdist: this process's own server, for its session
         with streamlit_server() as url:
             yield url
         return
