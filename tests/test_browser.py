@@ -99,19 +99,13 @@ def test_flipping_mixed_chunk_changes_the_headline_and_a_copied_link_restores_it
         other.close()
 
 
-def test_bad_url_parameters_get_a_note_not_a_traceback(server, page):
-    page.goto(server + "/forty_replies?chunk=banana&nope=1")
-    settle(page)
-    text = page.locator('[data-testid="stAlert"]').all_inner_texts()
-    assert any("chunk=banana" in t for t in text) and any("nope" in t for t in text)
-    assert page.locator('[data-testid="stException"]').count() == 0
-
-
-def test_embed_mode_and_presenter_mode_open(server, page):
-    page.goto(server + "/forty_replies?embed=true&present=1")
+def test_embed_mode_and_presenter_mode_open_and_bad_url_parameters_get_a_note_not_a_traceback(server, page):
+    page.goto(server + "/forty_replies?embed=true&present=1&chunk=banana&nope=1")
     settle(page)
     assert (page.locator('[data-testid="stSidebar"]').count() == 0
             or not page.locator('[data-testid="stSidebar"]').is_visible())
+    text = page.locator('[data-testid="stAlert"]').all_inner_texts()
+    assert any("chunk=banana" in t for t in text) and any("nope" in t for t in text)
     assert page.locator('[data-testid="stException"]').count() == 0
 
 
