@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.present.grid import control_setting, plan
+from app.present.grid import apply_sets, plan
 from app.present.numbers import narrate
 from engine_model import STORIES
 
@@ -46,13 +46,7 @@ def run_words(what: str, runs: Callable) -> str:
     head, _, template = what.partition(":")
     key, *settings = head.split()
     story = STORIES[key]
-    values, held = dict(story.defaults), []
-    for item in settings:
-        found = control_setting(story, item)
-        if found is None:
-            held.append(item)
-        else:
-            values[found[0]] = found[1]
+    values, held = apply_sets(story, story.defaults, settings)
     now = runs(story.scenario(values, tuple(held)))
     base = runs(story.scenario(story.baseline_values(values), tuple(held)))
     return narrate(template.strip(), story, base, now)

@@ -102,14 +102,7 @@ def plan(story: Story, vary: tuple[str, ...] | None = None, start: dict | None =
     if unknown or not keys:
         raise InputError("--vary", f"{', '.join(unknown) or 'nothing'}: expected control names of "
                                    f"{story.key}: {', '.join(controls)}")
-    values = {**story.defaults, **(start or {})}
-    held = []
-    for item in sets:
-        found = control_setting(story, item)
-        if found is None:
-            held.append(item)
-        else:
-            values[found[0]] = found[1]
+    values, held = apply_sets(story, {**story.defaults, **(start or {})}, sets)
     axes = []
     for key in dict.fromkeys(keys):
         control, options = controls[key], axis_values(story, controls[key])
@@ -138,6 +131,19 @@ def _on_axis(story: Story, control: Control, values: dict, held: list[str]):
     scenario = story.scenario(values, tuple(held))
     resolved = resolve(scenario).chunked_prefill_size
     return min(axis_values(story, control), key=lambda v: abs(v - resolved))
+
+
+def apply_sets(story: Story, values: dict, sets) -> tuple[dict, list[str]]:
+    """`--set` items over control `values`: those a control writes become its value, the rest are held as
+    plain scenario overrides. Returns (the values, the held items)."""
+    values, held = dict(values), []
+    for item in sets:
+        found = control_setting(story, item)
+        if found is None:
+            held.append(item)
+        else:
+            values[found[0]] = found[1]
+    return values, held
 
 
 def control_setting(story: Story, item: str) -> tuple[str, object] | None:
