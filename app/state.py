@@ -136,6 +136,11 @@ class Keys:
         return self.widget("resolved_chunk")
 
 
+def fold_box(fold: str) -> str:
+    """The expander's own key of a fold whose open state is kept under `fold` (app/ui/fold.py)."""
+    return f"{fold}:box"
+
+
 def keys(page: str) -> Keys:
     return Keys(page)
 

@@ -146,7 +146,8 @@ def floor_view(browser, url: str, repeats: int = 3) -> dict[str, float]:
     return {what: statistics.median(view[what] for view in seen) for what in seen[0]}
 
 
-def first_views(browser, url: str, cached: bool = False, parts: dict | None = None) -> dict[str, dict]:
+def first_views(browser, url: str, cached: bool = False, parts: dict | None = None,
+                pages: list[str] = PAGES) -> dict[str, dict]:
     """Each page in a new Streamlit session (open_view's figures). `cached`: in one browser that has loaded
     the app once (its frontend files in the browser's cache, as for a person opening a second page or a
     shared link); otherwise each in a fresh browser context (nothing cached: a person's very first page)."""
@@ -154,7 +155,7 @@ def first_views(browser, url: str, cached: bool = False, parts: dict | None = No
     shared = browser.new_context(viewport={"width": 1440, "height": 900}) if cached else None
     if shared is not None:
         open_view(shared, url + "/")
-    for path in PAGES:
+    for path in pages:
         context = shared or browser.new_context(viewport={"width": 1440, "height": 900})
         out[path] = open_view(context, url + path, None if parts is None else parts.setdefault(path, {}))
         if shared is None:
@@ -210,10 +211,11 @@ def cpu(view: dict) -> float:
 def report_first_views(figures: dict) -> None:
     """Each first view in seconds and in CPU seconds (browser + server), each also as a multiple of the floor
     page's (the target: at most 1.5x). On a busy machine the CPU ratio is the one to read."""
-    floor, after = figures["floor"], figures["floor_after"]
+    before, after = figures["floor"], figures["floor_after"]
+    floor = {what: (before[what] + after[what]) / 2 for what in before}  # the floor over the whole run
     print(f"load average {os.getloadavg()[0]:.1f}; floor page (bare Streamlit, one Altair chart): "
-          f"{floor['s']:.2f} s before the pages, {after['s']:.2f} s after; CPU {cpu(floor):.2f} s "
-          f"(browser {floor['browser_cpu_s']:.2f} + server {floor['server_cpu_s']:.2f}) before, "
+          f"{before['s']:.2f} s before the pages, {after['s']:.2f} s after; CPU {cpu(before):.2f} s "
+          f"(browser {before['browser_cpu_s']:.2f} + server {before['server_cpu_s']:.2f}) before, "
           f"{cpu(after):.2f} s after")
     print("| page | first view s | x floor | CPU s (browser + server) | x floor's CPU | frontend cached s | "
           "parts seen (s) |\n| --- | ---: | ---: | ---: | ---: | ---: | --- |")
@@ -240,6 +242,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--repeat", type=int, default=1, help="first views: the median of this many rounds")
     parser.add_argument("--first-views", action="store_true", help="only the floor and the first views")
+    parser.add_argument("--pages", nargs="+", default=PAGES, help="first views of these pages only")
     parser.add_argument("--query", default="", help="URL parameters the forty replies open with")
     parser.add_argument("--actions-only", action="store_true", help="only tour steps, flips and steps")
     args = parser.parse_args()
@@ -259,9 +262,10 @@ def main() -> None:
             return
         parts = {}
         floor = floor_view(browser, floor_url)
-        rounds = [first_views(browser, url, parts=parts) for _ in range(args.repeat)]
+        rounds = [first_views(browser, url, parts=parts, pages=args.pages) for _ in range(args.repeat)]
         figures = {"health_s": health, "warm_up_s": warm, "floor": floor, "first_view": medians(rounds),
-                   "first_view_cached": first_views(browser, url, cached=True), "first_view_parts_s": parts}
+                   "first_view_cached": first_views(browser, url, cached=True, pages=args.pages),
+                   "first_view_parts_s": parts}
         figures["floor_after"] = floor_view(browser, floor_url)
         report_first_views(figures)
         if args.first_views:

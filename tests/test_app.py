@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
+from unfold import unfold
 
 from app import state
 from app.ui.simplifications import simplifications_text
@@ -17,7 +18,8 @@ PAGES = {"app_pages/forty_replies.py": stories.FORTY, "app_pages/other_stall.py"
          "app_pages/compare.py": stories.FORTY}  # compare opens on the forty replies
 
 
-def open_page(page: str | None = None, params: dict | None = None) -> AppTest:
+def open_page(page: str | None = None, params: dict | None = None, opened: bool = True) -> AppTest:
+    """`page` as a link with `params` opens it; `opened`: every fold open (tests/unfold.py)."""
     at = AppTest.from_file(MAIN, default_timeout=120)
     for key, value in (params or {}).items():
         at.query_params[key] = value
@@ -26,7 +28,7 @@ def open_page(page: str | None = None, params: dict | None = None) -> AppTest:
         at.switch_page(page)
         at.run()
     assert not at.exception, [e.value for e in at.exception]
-    return at
+    return unfold(at) if opened else at
 
 
 def seconds(text: str) -> float:
@@ -107,11 +109,11 @@ def test_step_through_moves_the_cursor_to_the_next_event():
     assert at.slider(key="forty_replies.it").value == 0
 
 
-FOLDED = ("rule.open", "groups.open", "stalls.open", "exports.open", "simplifications.open")
+FOLDED = ("steps.open", "rule.open", "groups.open", "stalls.open", "exports.open", "simplifications.open")
 
 
 def test_folded_sections_send_nothing_until_opened_and_then_their_content():
-    at = open_page("app_pages/forty_replies.py")
+    at = open_page("app_pages/forty_replies.py", opened=False)
     def csv_buttons():
         return [b for b in at.download_button if "(CSV)" in b.label]
 

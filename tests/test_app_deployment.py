@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
+from unfold import unfold
 
 MAIN = str(Path(__file__).resolve().parents[1] / "app" / "main.py")
 TP8_LOG = Path(__file__).resolve().parent / "data" / "sglang_logs_written" / "llama70b_tp8.log"
@@ -21,7 +22,7 @@ def open_page(page: str, params: dict) -> AppTest:
     at.switch_page(f"app_pages/{page}.py")
     at.run()
     assert not at.exception, [e.value for e in at.exception]
-    return at
+    return unfold(at)
 
 
 def captions(at: AppTest) -> str:

@@ -14,6 +14,7 @@ import pytest
 import vl_convert as vlc
 from story_runs import run
 from streamlit.testing.v1 import AppTest
+from unfold import unfold
 
 from app import compute, warm
 from app.charts import views
@@ -25,14 +26,16 @@ from engine_model import STORIES
 MAIN = str(Path(__file__).resolve().parents[1] / "app" / "main.py")
 
 
-def open_page(page: str, params: dict) -> AppTest:
+def open_page(page: str, params: dict, opened: bool = False) -> AppTest:
+    """`page` as a link with `params` opens it; `opened`: every fold open (tests/unfold.py), after the notes
+    the first view shows once."""
     at = AppTest.from_file(MAIN, default_timeout=180)
     at.run()
     at.switch_page(page)  # switch_page clears the URL: set the link's parameters after it
     at.query_params.update(params)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
-    return at
+    return unfold(at) if opened else at
 
 
 def warnings(at: AppTest) -> list[str]:
@@ -73,9 +76,9 @@ def test_chart_specs_are_built_once_for_the_whole_server(monkeypatch):
     real = chart._build
     monkeypatch.setattr(chart, "_build", lambda c: builds.append(1) or real(c))
     chart._shared_spec.clear()
-    open_page("app_pages/other_stall.py", {})
+    open_page("app_pages/other_stall.py", {}, opened=True)
     first = len(builds)
-    open_page("app_pages/other_stall.py", {})  # a second person: a new session, the same view
+    open_page("app_pages/other_stall.py", {}, opened=True)  # a second person: a new session, the same view
     assert first >= 5 and len(builds) == first
 
 
@@ -84,8 +87,8 @@ def test_the_pass_breakdown_is_built_once_for_the_whole_server(monkeypatch):
     real = pass_cost.cost_bar
     monkeypatch.setattr(pass_cost, "cost_bar", lambda *a: builds.append(1) or real(*a))
     pass_cost.breakdown.clear()
-    first = open_page("app_pages/forty_replies.py", {})
-    second = open_page("app_pages/forty_replies.py", {})  # a second person
+    first = open_page("app_pages/forty_replies.py", {}, opened=True)
+    second = open_page("app_pages/forty_replies.py", {}, opened=True)  # a second person
     assert len(builds) == 1
     said = [m.value for m in second.markdown if "The pass took" in m.value]
     assert said and said == [m.value for m in first.markdown if "The pass took" in m.value]
@@ -182,7 +185,7 @@ def test_the_browser_gets_each_dataset_as_arrow_with_repeated_strings_dictionary
 def test_the_browser_gets_no_aria_description_per_mark_but_keeps_the_guides():
     """Vega-Lite's per-mark description is an expression the browser evaluates for every tick and bar; every
     chart of a story page goes without it, while its axes and legends keep theirs."""
-    at = open_page("app_pages/forty_replies.py", {})
+    at = open_page("app_pages/forty_replies.py", {}, opened=True)
     specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart") if c.proto.spec]
     assert len(specs) >= 7
     assert all(s["config"]["mark"]["aria"] is False for s in specs)

@@ -14,7 +14,7 @@ import re
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from test_browser import browser, settle  # noqa: F401  (fixtures)
+from test_browser import browser, settle, unfold  # noqa: F401  (fixtures)
 
 from bench.browser import pick
 
@@ -22,8 +22,8 @@ pytestmark = pytest.mark.browser
 
 WIDTHS = [(1280, 800), (1440, 900), (1920, 1080)]
 PAGES = [  # path, title, how many charts at least
-    ("/", "Who Waits", 0), ("/forty_replies", "The forty replies", 5), ("/other_stall", "The other stall", 0),
-    ("/ten_oclock_rush", "Ten o'clock rush", 12), ("/real_traffic", "Real traffic", 0),
+    ("/", "Who Waits", 0), ("/forty_replies", "The forty replies", 8), ("/other_stall", "The other stall", 7),
+    ("/ten_oclock_rush", "Ten o'clock rush", 16), ("/real_traffic", "Real traffic", 7),
     ("/compare", "Compare and sweep", 6), ("/your_server", "Your server", 0)]
 
 # Text a person reads that is wider than the box that shows it, where that box clips (an ellipsis, hidden
@@ -126,6 +126,7 @@ def test_every_page_opens_whole_at_each_width_and_asks_nothing_of_the_internet( 
     """Whole: no text cut or overlapping, every chart drawn inside its column (none past its right edge)."""
     with offline(browser, server + path, *WIDTHS[0]) as page:
         assert title in page.locator("h1").first.inner_text()
+        unfold(page)  # every chart a person can open, drawn
         assert page.locator('[data-testid="stVegaLiteChart"]').count() >= num_charts
         problems = {}
         for width, height in WIDTHS:
@@ -186,6 +187,7 @@ def test_copy_link_gives_the_full_address_of_the_view_with_the_tour_step(server,
         page.get_by_role("button", name=re.compile(r"^4\. Flip mixed chunk")).click()
         settle(page, timeout_s=120)
         before = parse_qs(urlparse(page.url).query)["t"]
+        unfold(page, ("Step through the scheduler's decisions",))
         page.get_by_role("button", name="Step", exact=True).last.click()  # redraws only the step-through
         page.wait_for_function(f"() => !location.search.includes('t={before[0]}')", timeout=60_000)
         settle(page, timeout_s=120)
@@ -213,6 +215,8 @@ def test_the_address_bar_follows_every_change(server, browser):  # noqa: F811
         page.wait_for_url(re.compile(r".*step=3.*"), timeout=60_000)
         settle(page, timeout_s=120)
         assert "mixed" not in parse_qs(urlparse(page.url).query)  # step 3 puts mixed chunk back off
+        unfold(page, ())  # the PD section, which opens hidden
+        page.wait_for_url(re.compile(r".*pd=1.*"), timeout=60_000)
         pick(page, "Preset", "Upstream")
         page.wait_for_url(re.compile(r".*preset=upstream.*"), timeout=120_000)
         settle(page, timeout_s=180)

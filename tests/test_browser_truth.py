@@ -32,10 +32,12 @@ def open_drawn(page, url: str, num_charts: int) -> None:
 
 
 def test_the_more_kv_step_shows_before_to_after_on_the_card(server, page):  # noqa: F811
-    open_drawn(page, server + "/other_stall", 5)
+    open_drawn(page, server + "/other_stall", 1)  # a first view draws the token streams
     page.get_by_role("button", name="6. More KV is the fix").click()
     page.wait_for_function("() => location.search.includes('pool=120000')", timeout=120_000)
     settle(page, timeout_s=180)
+    kv = page.locator('[data-testid="stVegaLiteChart"]').filter(has_text="KV slots")
+    assert kv.count() == 1 and kv.first.is_visible()  # the step is about the pool: it opened its fold
     card = page.locator('[data-testid="stMetric"]').filter(has_text="Requests pushed back").first
     settings = tuple(sorted(STORIES["other_stall"].tour[5].settings.items()))
     before, after = retractions("other_stall"), retractions("other_stall", settings)

@@ -22,6 +22,7 @@ from app.ui.chart import chart_ui
 from app.ui.controls import Control, control_ui
 from app.ui.deployment import DEPLOYMENT_WHERE, deployment_title, deployment_ui
 from app.ui.exports import pair_image, set_export_note
+from app.ui.fold import folded
 from app.ui.resolved import resolved_ui
 from engine_model import STORIES, InputError, Story
 
@@ -79,15 +80,17 @@ def configurations_ui(story: Story) -> tuple[dict, dict, dict]:
             for control in side_controls(story, side):
                 control_ui(page, control)
     workload = [c for c in shared_controls(story) if c.where not in DEPLOYMENT_WHERE]
-    with st.expander("Shared by A and B: the workload"):
-        cols = st.columns(3)
-        for i, control in enumerate(workload):
-            with cols[i % 3]:
-                control_ui(page, control)
+    with folded("Shared by A and B: the workload", state.keys(page).widget("workload")) as is_open:
+        if is_open:
+            cols = st.columns(3)
+            for i, control in enumerate(workload):
+                with cols[i % 3]:
+                    control_ui(page, control)
     values = state.values(page, controls)
     title = "Shared by A and B: " + deployment_title(shared_controls(story), values)
-    with st.expander(title, icon=":material/memory:", key=state.keys(page).widget("deployment")):
-        deployment_ui(page, shared_controls(story), values)
+    with folded(title, state.keys(page).widget("deployment"), icon=":material/memory:") as is_open:
+        if is_open:
+            deployment_ui(page, shared_controls(story), values)
     values = state.values(page, controls)
     flags = [c.key for c in story.controls if c.is_flag]
     a, b = ({key: values[state.side_param(side, key)] for key in flags} for side in SIDES)
@@ -135,7 +138,9 @@ def headline_pair_ui(story: Story, ra: RunFrames, rb: RunFrames) -> None:
 
 
 def delta_ui(ra: RunFrames, rb: RunFrames) -> None:
-    with st.expander("Every group, p50 / p95 / p99 / max, A vs B", expanded=True):
+    with folded("Every group, p50 / p95 / p99 / max, A vs B", state.keys(PAGE).widget("groups")) as is_open:
+        if not is_open:
+            return
         st.dataframe(delta_table(ra, rb), hide_index=True, width="stretch")
         for sentence in dict.fromkeys(never_got_a_token(ra.requests) + never_got_a_token(rb.requests)):
             st.caption(sentence)
@@ -169,20 +174,25 @@ def side_by_side_ui(story: Story, ra: RunFrames, rb: RunFrames, a: dict, b: dict
     end = max(ra.end_at, rb.end_at)
     titles, lines = pair_note(story, ra, rb, a, b, shared)
     set_export_note(PAGE, (f"{titles[0]}; {titles[1]}", *lines))
-    for title, chart_id, build in (
-        ("Pass timeline", "passes", lambda r: timelines.pass_timeline(r.passes, None, end)),
-        ("Token streams", "tokens", lambda r: timelines.token_streams(
-            r.tokens, r.stalls, r.chunks, r.waits, r.request_order, None, end, r.stall_threshold_s,
-            r.chunk_pass_s)),
-    ):
-        left, right = st.columns(2)
-        with left:
-            chart_ui(PAGE, f"a-{chart_id}", f"A: {title}", "Configuration A.",
-                     lambda make=build: make(ra), cache_key=key)
-        with right:
-            chart_ui(PAGE, f"b-{chart_id}", f"B: {title}", "Configuration B, same seed and x-axis.",
-                     lambda make=build: make(rb), cache_key=key)
+    pair = {"tokens": ("Token streams", lambda r: timelines.token_streams(
+                r.tokens, r.stalls, r.chunks, r.waits, r.request_order, None, end, r.stall_threshold_s,
+                r.chunk_pass_s)),
+            "passes": ("Pass timeline", lambda r: timelines.pass_timeline(r.passes, None, end))}
+    _side_by_side(ra, rb, "tokens", *pair["tokens"], key)
+    with folded("Pass timelines, A and B: what the GPU ran", state.keys(PAGE).widget("passes"),
+                icon=":material/view_timeline:") as is_open:
+        if is_open:
+            _side_by_side(ra, rb, "passes", *pair["passes"], key)
     pair_export_ui(story, ra, rb, end, titles, lines)
+
+
+def _side_by_side(ra: RunFrames, rb: RunFrames, chart_id: str, title: str, build, key: tuple) -> None:
+    left, right = st.columns(2)
+    with left:
+        chart_ui(PAGE, f"a-{chart_id}", f"A: {title}", "Configuration A.", lambda: build(ra), cache_key=key)
+    with right:
+        chart_ui(PAGE, f"b-{chart_id}", f"B: {title}", "Configuration B, same seed and x-axis.",
+                 lambda: build(rb), cache_key=key)
 
 
 def side_words(story: Story, a: dict, b: dict) -> tuple[str, str]:

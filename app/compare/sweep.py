@@ -13,6 +13,7 @@ from app.compare.pair import PAGE
 from app.present import numbers
 from app.present.fmt import fmt_seconds
 from app.ui.chart import chart_ui
+from app.ui.fold import folded
 from engine_model import InputError, Scenario, Story, Summary, simulate, summary
 
 CHUNK_SWEEP = (512, 1024, 2048, 4096, 8192, 16384)
@@ -67,7 +68,14 @@ def _what(text: str) -> str:
 
 
 def sweep_ui(story: Story, b: dict, shared: dict, rb: RunFrames) -> None:
-    st.markdown("### Sweep: one setting against the waits")
+    with folded("Sweep: one setting against the waits — the trade-off curve",
+                state.keys(PAGE).widget("sweep.open"), expanded=state.SWEEP in st.query_params,  # a link's
+                icon=":material/show_chart:") as is_open:
+        if is_open:
+            _sweep_ui(story, b, shared, rb)
+
+
+def _sweep_ui(story: Story, b: dict, shared: dict, rb: RunFrames) -> None:
     resolved = rb.summary.config["resolved"]
     st.session_state[state.keys(PAGE).resolved_chunk] = resolved["chunked_prefill_size"]
     what_key = state.keys(PAGE).widget(state.SWEEP)

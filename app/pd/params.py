@@ -14,7 +14,7 @@ CAPS = (0, 32768, 65536, 131072, 163840, 262144)  # 0: the preset's own (None wo
 PRESETS = {"rush": "Ten o'clock workload, split", "upstream": "Upstream test replica (scaled)"}
 MAX_WORKERS = 8
 WORKER_TPS = (0, 1, 2, 4, 8)  # 0: the story's TP
-DEFAULTS = {state.PD_ON: True, state.PD_PRESET: "rush", state.PD_CAP: 0, state.PD_PREFILL_WORKERS: 1,
+DEFAULTS = {state.PD_ON: False, state.PD_PRESET: "rush", state.PD_CAP: 0, state.PD_PREFILL_WORKERS: 1,
             state.PD_DECODE_WORKERS: 1, state.PD_TP: 0, state.PD_BASE: "engines"}
 
 

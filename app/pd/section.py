@@ -25,8 +25,9 @@ from app.present import checklist
 from app.present.fmt import fmt_seconds
 from app.present.numbers import Price, fmt_rate
 from app.story.headline import price_cards
-from app.story.tour import focus_marker
+from app.story.tour import PD_CHARTS, focus_marker
 from app.ui.chart import chart_ui
+from app.ui.fold import folded
 from engine_model import (
     STORIES,
     UPSTREAM_SOURCE,
@@ -61,9 +62,13 @@ class Case:
 
 
 def _param(param: str) -> str:
-    """The session key of the section's widget for URL parameter `param`, seeded once from the URL."""
+    """The session key of the section's widget for URL parameter `param`, seeded once from the URL. The
+    section opens hidden, unless the link sets any of its parameters (it is then shown as the link says)."""
     key = params.widget_key(param)
-    note = state.seed_param(key, param, params.DEFAULTS[param], params.PARSERS[param])
+    default = params.DEFAULTS[param]
+    if param == state.PD_ON:
+        default = default or any(p in st.query_params for p in state.PD_PARAMS if p != state.PD_ON)
+    note = state.seed_param(key, param, default, params.PARSERS[param])
     if note is not None:
         st.warning(note)
     return key
@@ -248,13 +253,17 @@ def _upstream_ui(runs: dict) -> None:
 
 def _charts_ui(case: Case, runs: dict) -> None:
     """Each policy's workers, KV per worker and where each request's time went, side by side on one time
-    axis."""
-    end = max(run.end_at for run, _ in runs.values())
-    columns = st.columns(2)
-    for col, (policy, (run, key)) in zip(columns, runs.items(), strict=False):
-        with col:  # specs shared by every session under (run, end): app.ui.chart
-            for view in views.pd_views(run, policy, end):
-                chart_ui(case.page, *view, cache_key=(key, end))
+    axis; in a fold built when opened (the tour's PD steps open it)."""
+    with folded("Each policy's workers, their KV and where each request's time went, side by side",
+                PD_CHARTS, icon=":material/view_column:") as is_open:
+        if not is_open:
+            return
+        end = max(run.end_at for run, _ in runs.values())
+        columns = st.columns(2)
+        for col, (policy, (run, key)) in zip(columns, runs.items(), strict=False):
+            with col:  # specs shared by every session under (run, end): app.ui.chart
+                for view in views.pd_views(run, policy, end):
+                    chart_ui(case.page, *view, cache_key=(key, end))
 
 
 def _params(on, preset, cap, num_prefill, num_decode, tp, base) -> dict:
@@ -262,7 +271,7 @@ def _params(on, preset, cap, num_prefill, num_decode, tp, base) -> dict:
     if preset == "upstream":  # its worker counts and TP are the preset's, not the controls'
         num_prefill = num_decode = 1
         tp = 0
-    return {state.PD_ON: None if on else "0", state.PD_PRESET: preset if preset != "rush" else None,
+    return {state.PD_ON: "1" if on else None, state.PD_PRESET: preset if preset != "rush" else None,
             state.PD_CAP: cap or None, state.PD_PREFILL_WORKERS: num_prefill if num_prefill != 1 else None,
             state.PD_DECODE_WORKERS: num_decode if num_decode != 1 else None, state.PD_TP: tp or None,
             state.PD_BASE: base if base != params.DEFAULTS[state.PD_BASE] else None}

@@ -10,6 +10,7 @@ import streamlit as st
 
 from app import state
 from app.ui.controls import control_ui
+from app.ui.fold import folded
 from engine_model import Control, InputError, Story
 
 GPU_KEYS = ("gemm_mfu", "gemm_mbu", "ew_mbu", "attn_mfu", "attn_mbu")
@@ -29,9 +30,9 @@ def cost_panel_ui(story: Story, row=None) -> None:
         with row.popover("Cost model" + (f" ({edited} edited)" if edited else ""), icon=":material/speed:"):
             _panel(story, controls, values, edited)
         return
-    # stays open
-    with st.expander(title, icon=":material/speed:", key=state.keys(story.key).widget("cost.panel")):
-        _panel(story, controls, values, edited)
+    with folded(title, state.keys(story.key).widget("cost.panel"), icon=":material/speed:") as is_open:
+        if is_open:
+            _panel(story, controls, values, edited)
 
 
 def _panel(story: Story, controls: list[Control], values: dict, edited: int) -> None:

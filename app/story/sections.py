@@ -18,12 +18,16 @@ from engine_model import Story
 
 
 def itl_ui(story: Story, run: RunFrames) -> None:
-    """One histogram per group, on one shared x axis, each fitting the column."""
-    charts = list(views.itl_views(run).values())
-    for i, view in enumerate(charts):
-        last = i == len(charts) - 1
-        chart_ui(story.key, view.chart_id, view.title, view.caption if last else "", view.build,
-                 tour.pointer(story, "itl") if i == 0 else None, cache_key=run_key(story.key))
+    """One histogram per group, on one shared x axis, each fitting the column; in a fold built when opened."""
+    with folded("Gaps between tokens, per group: how long readers waited between two tokens", tour.GAPS,
+                icon=":material/bar_chart:") as is_open:
+        if not is_open:
+            return
+        charts = list(views.itl_views(run).values())
+        for i, view in enumerate(charts):
+            last = i == len(charts) - 1
+            chart_ui(story.key, view.chart_id, view.title, view.caption if last else "", view.build,
+                     tour.pointer(story, "itl") if i == 0 else None, cache_key=run_key(story.key))
 
 
 def playback_ui(story: Story, run: RunFrames) -> None:
@@ -47,7 +51,7 @@ def stalls_apart_ui(run: RunFrames, expanded: bool = False, story: Story | None 
         tour.focus_marker(story, "why")
     found = diagnosis.diagnose(run)
     with folded(f"How to tell the two stalls apart — {diagnosis.verdict(found, run.stall_threshold_s)}",
-                "stalls.open", expanded=expanded) as is_open:
+                tour.STALLS, expanded=expanded) as is_open:
         if not is_open:
             return
         st.table(diagnosis.apart_table(found).set_index("look at"))

@@ -1,4 +1,6 @@
-"""The step-through section: stepper, the decision under the cursor, and every timeline with the cursor on it.
+"""The step-through section: the token streams with the cursor on them; then, each in a fold built when opened
+(app/ui/fold.py), the stepper with the decision under the cursor and the pass timeline, the wait for the next
+token, and the KV pool with the queue. A first view draws one chart (docs/performance.md).
 
 It is a fragment, so stepping, scrubbing and playing redraw only this section. Play re-runs the fragment
 every TICK_S seconds and moves the cursor to the next event (a prefill, mixed or retraction) or a
@@ -12,11 +14,13 @@ import streamlit as st
 from app import state
 from app.charts import views
 from app.charts.frames import RunFrames
+from app.present.fmt import fmt_count, fmt_share
 from app.story import cursor, tour
 from app.story.decision import decision_ui
 from app.story.stepper import stepper_ui
 from app.story.top import run_key
 from app.ui.chart import chart_ui
+from app.ui.fold import folded, open_fold
 from engine_model import Story
 
 TICK_S = 1.2
@@ -70,16 +74,44 @@ def _timeline(story: Story, run: RunFrames) -> None:
 
     key = (run_key(story.key), pos)
     index = int(row["index"]) if len(run.lanes) == 1 else None
-    charts = views.story_views(run, float(row["start_at"]), index)
-    if state.is_presenting():  # the token streams right under the headline cards, on the first screen
-        chart_ui(story.key, *charts[1], tour.pointer(story, charts[1].chart_id), key)
-        charts = charts[:1] + charts[2:]
-    st.markdown("#### Step through the scheduler's decisions")
-    stepper_ui(story, run)
-    decision_ui(row, st.session_state.get(keys.scenario))
-    for chart in charts:
-        pick = (lambda point: _pick(story, run, point)) if chart.chart_id == "passes" else None
-        chart_ui(story.key, *chart, tour.pointer(story, chart.chart_id), key, on_pick=pick)
+    charts = {chart.chart_id: chart for chart in views.story_views(run, float(row["start_at"]), index)}
+    _chart(story, run, charts["tokens"], key)  # the lesson, right under the headline cards
+    with folded(f"Step through the scheduler's decisions — {_where(row)}", tour.STEPS,
+                expanded=state.is_presenting(), icon=":material/footprint:") as is_open:
+        if is_open:
+            stepper_ui(story, run)
+            decision_ui(row, st.session_state.get(keys.scenario))
+            _chart(story, run, charts["passes"], key)
+    with folded("How long each reply waited for its next token", tour.WAIT,
+                icon=":material/show_chart:") as is_open:
+        if is_open:
+            _chart(story, run, charts["wait"], key)
+    memory = f"KV cache and queue — {memory_words(its)}"
+    with folded(memory, tour.MEMORY, icon=":material/memory_alt:") as is_open:
+        if is_open:
+            _chart(story, run, charts["kv"], key)
+            _chart(story, run, charts["queue"], key)
+
+
+def _chart(story: Story, run: RunFrames, chart, key) -> None:
+    pick = (lambda point: _pick(story, run, point)) if chart.chart_id == "passes" else None
+    chart_ui(story.key, *chart, tour.pointer(story, chart.chart_id), key, on_pick=pick)
+
+
+def _where(row) -> str:
+    """The cursor in words, for the step-through's title."""
+    return f"iteration {int(row['index'])} · {row['lane']} · t = {row['start_at']:.3f} s · {row['kind']}"
+
+
+def memory_words(its) -> str:
+    """The KV pool and the queue over the run in one line, for the fold's title."""
+    peak = float((its["kv_used"] / its["kv_capacity"].where(its["kv_capacity"] > 0)).max() or 0.0)
+    retractions = int((its["retracted"] != "").sum())
+    waiting = int(its["num_waiting"].max()) if len(its) else 0
+    pushed = {0: "no retractions", 1: "1 retraction"}.get(retractions,
+                                                          f"{fmt_count(retractions)} retractions")
+    queued = f"up to {fmt_count(waiting)} waiting" if waiting else "none waiting"
+    return f"the pool at most {fmt_share(peak)} full · {pushed} · {queued}"
 
 
 def _pick(story: Story, run: RunFrames, point: dict) -> None:
@@ -91,4 +123,5 @@ def _pick(story: Story, run: RunFrames, point: dict) -> None:
     hits = its.index[(its["lane"] == picked[0]) & (its["index"] == int(picked[1]))]
     if len(hits):  # the slider owning the position is already drawn: hand it over on the rerun
         st.session_state[state.keys(story.key).picked_pos] = int(its.index.get_loc(hits[0]))
+        open_fold(tour.STEPS)  # the decision at that pass
         st.rerun(scope="fragment")

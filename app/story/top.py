@@ -16,6 +16,7 @@ from app.story.link import url_state
 from app.story.tour import active_step, focus_marker, narration_ui, tour_ui
 from app.ui.controls import control_ui
 from app.ui.deployment import DEPLOYMENT_WHERE, deployment_title, deployment_ui, deployment_words
+from app.ui.fold import folded
 from app.ui.resolved import cut_off_ui, resolved_ui
 from engine_model import InputError, Story
 
@@ -106,9 +107,10 @@ def settings_ui(story: Story):
         st.markdown("**Settings** — flags marked ⚑ are SGLang server flags; \"before\" is this row at its "
                     "defaults.")
         row = _controls_row(story, main)
-        with st.expander(deployment_title(story.controls, values), icon=":material/memory:",
-                         key=state.keys(story.key).widget("deployment")):
-            deployment_ui(story.key, story.controls, values)
+        with folded(deployment_title(story.controls, values), state.keys(story.key).widget("deployment"),
+                    icon=":material/memory:") as is_open:
+            if is_open:
+                deployment_ui(story.key, story.controls, values)
     return state.values(story.key, story.controls), row
 
 
