@@ -18,6 +18,7 @@ from app.server.replay import named
 from app.ui.chart import chart_ui
 from app.ui.controls import control_ui
 from app.ui.exports import set_export_note
+from app.ui.fold import folded
 from engine_model import InputError
 from engine_model import log_settings as settings
 
@@ -138,7 +139,10 @@ def line_counts_ui(read: compute.ReadLog) -> None:
 
 
 def _dropped_ui(parsed, expanded: bool = False) -> None:
-    with st.expander("Every line, counted — and the first lines not read", expanded=expanded):
+    with folded("Every line, counted — and the first lines not read", state.keys(PAGE).widget("lines"),
+                expanded=expanded) as is_open:
+        if not is_open:
+            return
         st.dataframe(sf.line_counts(parsed), hide_index=True)
         if parsed.unrecognised_examples:
             st.markdown(f"First {len(parsed.unrecognised_examples)} unrecognised lines (startup, HTTP "
@@ -169,6 +173,14 @@ def log_timeline_ui(read: compute.ReadLog, text: str) -> None:
                 if is_mixed else ""),
              lambda: server_charts.prefill_tokens(sf.log_prefills(timeline, is_mixed), retractions,
                                                   timeline.chunk_size, end_at), cache_key=key)
+    with folded("The rest of the log's timeline: passes, KV cache, queue",
+                state.keys(PAGE).widget("log_more"), icon=":material/view_timeline:") as is_open:
+        if is_open:
+            _more_timeline_ui(timeline, is_mixed, pool, retractions, end_at, key)
+
+
+def _more_timeline_ui(timeline, is_mixed: bool, pool: int | None, retractions, end_at: float, key) -> None:
+    """The log's passes, KV cache and queue, on the prefill chart's clock (a fold: built when opened)."""
     chart_ui(PAGE, "log_passes", "Pass timeline: what the log says the GPU ran",
              "Same colours as a simulated run. The log does not say how long a pass took: a full chunk "
              "followed by another Prefill line is drawn up to it (prefill back to back — the chunked-prefill "

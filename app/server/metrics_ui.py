@@ -132,14 +132,10 @@ def tails_ui(check: ServerCheck, read: compute.ReadLog, text: str) -> None:
                  "of full chunks.",
                  lambda: server_charts.itl_tail(tails, prefills, end_at, silent=mf.silent_rows(check)),
                  cache_key=key)
-        st.dataframe(mf.interval_table(check), hide_index=True, width="stretch")
-        queue = mf.gauge_rows(metrics, epoch)
-        frame = queue.rename(columns={"at_s": "at", "value": "requests"}).assign(
-            lane="engine", series=queue["series"].map({"running requests": "running",
-                                                       "queued requests": "waiting"}))
-        chart_ui(PAGE, "metrics_queue", "Running and queued requests, as the gauges said",
-                 "`sglang:num_running_reqs` and `num_queue_reqs` at each scrape (SGLang sets them when it "
-                 "logs a line).", lambda: timelines.queue_depth(frame, end_at=end_at), cache_key=key)
+        with folded("Each scrape interval, and the queue as the gauges said it",
+                    state.keys(PAGE).widget("metrics_intervals"), icon=":material/table_rows:") as is_open:
+            if is_open:
+                _intervals_ui(check, metrics, epoch, end_at, key)
     else:
         st.caption(f"Not set beside the log: {check.alignment}")
     with folded("Every histogram over the window, and what was not read",
@@ -147,6 +143,18 @@ def tails_ui(check: ServerCheck, read: compute.ReadLog, text: str) -> None:
         if is_open:
             st.dataframe(mf.tails_table(metrics), hide_index=True, width="stretch")
             unread_ui(check)
+
+
+def _intervals_ui(check: ServerCheck, metrics, epoch: float, end_at: float, key) -> None:
+    """Each scrape interval as a row, and the running / queued gauges on the log's clock."""
+    st.dataframe(mf.interval_table(check), hide_index=True, width="stretch")
+    queue = mf.gauge_rows(metrics, epoch)
+    frame = queue.rename(columns={"at_s": "at", "value": "requests"}).assign(
+        lane="engine", series=queue["series"].map({"running requests": "running",
+                                                   "queued requests": "waiting"}))
+    chart_ui(PAGE, "metrics_queue", "Running and queued requests, as the gauges said",
+             "`sglang:num_running_reqs` and `num_queue_reqs` at each scrape (SGLang sets them when it "
+             "logs a line).", lambda: timelines.queue_depth(frame, end_at=end_at), cache_key=key)
 
 
 def unread_ui(check: ServerCheck) -> None:

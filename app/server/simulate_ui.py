@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app import compute
+from app import compute, state
 from app.charts import timelines
 from app.charts.frames import RunFrames
 from app.pd.section import checklist_ui
@@ -33,6 +33,7 @@ from app.story import diagnosis
 from app.ui.chart import chart_ui
 from app.ui.controls import control_ui
 from app.ui.deployment import figures_ui
+from app.ui.fold import folded
 from app.ui.resolved import cut_off_ui, resolved_ui
 from engine_model import (
     MAX_OBSERVED_REQUESTS,
@@ -69,8 +70,9 @@ def simulate_log_ui(read: ReadLog, values: dict) -> None:
     unmatched = [n.removeprefix(NOT_MATCHED) for n in notes if n.startswith(NOT_MATCHED)]
     st.info("**What the replay could not match**\n" + "\n".join(f"- {n}" for n in unmatched),
             icon=":material/rule:")
-    with st.expander("What was read and estimated from the log", expanded=False):
-        st.markdown("\n".join(f"- {note}" for note in notes if not note.startswith(NOT_MATCHED)))
+    with folded("What was read and estimated from the log", state.keys(PAGE).widget("read")) as is_open:
+        if is_open:
+            st.markdown("\n".join(f"- {note}" for note in notes if not note.startswith(NOT_MATCHED)))
     resolved_ui(run)
     cut_off_ui(run)
     _log_vs_model_ui(read, run)
@@ -79,6 +81,14 @@ def simulate_log_ui(read: ReadLog, values: dict) -> None:
         _switched_ui(run, shown, switches)
     key = cache_key(shown.summary.config)
     which = "as the log ran it" if switched is None else "under your switches"
+    with folded(f"The model's pass timeline and KV cache, {which}", state.keys(PAGE).widget("sim_charts"),
+                icon=":material/view_timeline:") as is_open:
+        if is_open:
+            _model_charts_ui(shown, which, key)
+    log_checklist_ui(read, logged)
+
+
+def _model_charts_ui(shown, which: str, key) -> None:
     chart_ui(PAGE, "sim_passes", f"The model's pass timeline, {which}",
              "One bar per forward pass the model ran (runs of identical decode passes merged): orange "
              "prefill chunk, blue decode, green mixed. Compare its shape with the log's timeline above.",
@@ -86,7 +96,6 @@ def simulate_log_ui(read: ReadLog, values: dict) -> None:
     chart_ui(PAGE, "sim_kv", f"The model's KV cache slots, {which}",
              "KV slots used (blue) and free, with the model's retractions as dark grey rules.",
              lambda: timelines.kv_occupancy(shown.kv, shown.retractions, end_at=shown.end_at), cache_key=key)
-    log_checklist_ui(read, logged)
 
 
 def log_checklist_ui(read: ReadLog, scenario) -> None:
