@@ -18,7 +18,7 @@ PAGES = {"app_pages/forty_replies.py": stories.FORTY, "app_pages/other_stall.py"
          "app_pages/compare.py": stories.FORTY}  # compare opens on the forty replies
 
 
-def open_page(page: str | None = None, params: dict | None = None, opened: bool = True) -> AppTest:
+def open_page(page: str | None = None, params: dict | None = None, opened: bool = False) -> AppTest:
     """`page` as a link with `params` opens it; `opened`: every fold open (tests/unfold.py)."""
     at = AppTest.from_file(MAIN, default_timeout=120)
     for key, value in (params or {}).items():
@@ -92,7 +92,7 @@ def test_flipping_mixed_chunk_shrinks_the_streams_gap_and_delays_the_log():
 
 
 def test_a_tour_step_sets_the_controls_and_the_cursor():
-    at = open_page("app_pages/forty_replies.py")
+    at = open_page("app_pages/forty_replies.py", opened=True)
     at.button(key="forty_replies.tour.3").click().run()  # "Flip mixed chunk"
     assert at.toggle(key="forty_replies.mixed").value is True
     at.button(key="forty_replies.tour.0").click().run()
@@ -101,7 +101,7 @@ def test_a_tour_step_sets_the_controls_and_the_cursor():
 
 
 def test_step_through_moves_the_cursor_to_the_next_event():
-    at = open_page("app_pages/forty_replies.py")
+    at = open_page("app_pages/forty_replies.py", opened=True)
     start = at.slider(key="forty_replies.it").value
     at.button(key="forty_replies.move.next_event").click().run()
     assert at.slider(key="forty_replies.it").value == start + 1  # chunk after chunk: every pass is an event
@@ -148,7 +148,7 @@ def test_a_link_restores_the_settings_and_notes_bad_or_unknown_parameters():
 
 
 def test_an_impossible_combination_is_a_message_not_a_traceback():
-    at = open_page("app_pages/forty_replies.py")
+    at = open_page("app_pages/forty_replies.py", opened=True)
     at.selectbox(key="forty_replies.model").set_value("llama-3.1-70b")
     at.selectbox(key="forty_replies.gpu").set_value("l40s").run()
     assert not at.exception
@@ -159,7 +159,7 @@ def test_an_impossible_combination_is_a_message_not_a_traceback():
 
 
 def test_compare_shows_a_to_b_and_the_sweep():
-    at = open_page("app_pages/compare.py")
+    at = open_page("app_pages/compare.py", opened=True)
     gap_a, gap_b = before_after(metric(at, "Longest pause"))
     assert gap_b < gap_a  # B starts with mixed chunk on
     delta = next(df.value for df in at.dataframe if "B − A" in df.value.columns)
@@ -216,7 +216,7 @@ def test_url_for_lists_only_non_default_settings():
 
 
 def test_the_rush_page_compares_the_single_engine_with_pd_under_both_policies():
-    at = open_page("app_pages/ten_oclock_rush.py")
+    at = open_page("app_pages/ten_oclock_rush.py", opened=True)
     table = next(df.value for df in at.dataframe if "deployment" in df.value.columns)
     assert list(dict.fromkeys(table["deployment"])) == ["the story's engine", "2 engines, round robin",
                                                         "PD, early", "PD, prefill_complete"]
@@ -256,7 +256,7 @@ def checklist_table(at):
 def test_the_checklist_renders_every_check_with_its_number(params):
     from app.present.checklist import MARKS, QUESTIONS
 
-    at = open_page("app_pages/ten_oclock_rush.py", params)
+    at = open_page("app_pages/ten_oclock_rush.py", params, opened=True)
     table = checklist_table(at)
     assert list(table.index) == list(QUESTIONS.values())
     assert set(table["reads"]) <= set(MARKS.values())

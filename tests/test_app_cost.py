@@ -19,7 +19,7 @@ def cost_text(at) -> str:
 
 
 def test_the_panel_starts_empty_with_the_gpu_presets_figures_as_hints():
-    at = open_page(PAGE)
+    at = open_page(PAGE, opened=True)
     fields = {n.key.split(".")[-1]: n for n in at.number_input if n.key.startswith("forty_replies.")}
     assert set(fields) == {"gemm_mfu", "gemm_mbu", "ew_mbu", "attn_mfu", "attn_mbu", "cpu_pass_ms",
                            "cpu_req_us", "graph_bs", "prefill_graph"}
@@ -30,7 +30,7 @@ def test_the_panel_starts_empty_with_the_gpu_presets_figures_as_hints():
 def test_a_lower_gemm_efficiency_slows_the_prefill_in_the_run_and_its_baseline():
     """The log's prefill is compute-bound: GEMM MFU 0.8 -> 0.2 makes its first token later. The baseline
     keeps the edited figure, so the card shows one number (no flag changed), and it moved."""
-    at = open_page(PAGE)
+    at = open_page(PAGE, opened=True)
     _, ttft_before = before_after(metric(at, LOG_TTFT))
     at.number_input(key="forty_replies.gemm_mfu").set_value(0.2).run()
     assert not at.exception and not at.error
@@ -42,7 +42,7 @@ def test_a_lower_gemm_efficiency_slows_the_prefill_in_the_run_and_its_baseline()
 def test_overlap_hides_cpu_time_and_turning_it_off_shows_it():
     """400 µs of CPU per running request (16 ms for the forty) hides behind a ~20 ms decode step with the
     overlap schedule on, and lengthens every step with it off."""
-    at = open_page(PAGE)
+    at = open_page(PAGE, opened=True)
     _, on = before_after(metric(at, P99))
     at.number_input(key="forty_replies.cpu_req_us").set_value(400.0).run()
     _, hidden = before_after(metric(at, P99))
@@ -53,7 +53,8 @@ def test_overlap_hides_cpu_time_and_turning_it_off_shows_it():
 
 
 def test_cost_figures_come_back_from_the_url_and_bad_ones_are_named():
-    at = open_page(PAGE, {"gemm_mfu": "0.5", "graph_bs": "0", "attn_mbu": "2", "cpu_pass_ms": "abc"})
+    at = open_page(PAGE, {"gemm_mfu": "0.5", "graph_bs": "0", "attn_mbu": "2", "cpu_pass_ms": "abc"},
+                   opened=True)
     assert at.number_input(key="forty_replies.gemm_mfu").value == 0.5
     assert at.number_input(key="forty_replies.graph_bs").value == 0
     notes = " ".join(w.value for w in at.warning)
@@ -63,7 +64,7 @@ def test_cost_figures_come_back_from_the_url_and_bad_ones_are_named():
 
 
 def test_back_to_the_preset_clears_every_figure():
-    at = open_page(PAGE, {"gemm_mfu": "0.5", "overlap": "0"})
+    at = open_page(PAGE, {"gemm_mfu": "0.5", "overlap": "0"}, opened=True)
     at.button(key="forty_replies.cost.reset").click().run()
     assert at.number_input(key="forty_replies.gemm_mfu").value is None
     assert at.toggle(key="forty_replies.overlap").value is True
@@ -74,7 +75,7 @@ def test_the_step_through_says_what_the_pass_under_the_cursor_cost():
     """The story's default cursor is the log's first chunk: a compute-bound prefill, launched as a breakable
     CUDA graph (SGLang's default on CUDA, up to the chunk size), its CPU work hidden by the overlap schedule;
     the total is the pass's duration in the decision."""
-    at = open_page(PAGE)
+    at = open_page(PAGE, opened=True)
     text = cost_text(at)
     took = seconds(re.search(r"The pass took ([\d.]+ m?s)", text).group(1))
     duration = seconds(re.search(r"prefill chunk · ([\d.]+ m?s)",

@@ -14,7 +14,8 @@ TP8_LOG = Path(__file__).resolve().parent / "data" / "sglang_logs_written" / "ll
 STORY_PAGES = ("forty_replies", "other_stall", "ten_oclock_rush", "real_traffic")
 
 
-def open_page(page: str, params: dict) -> AppTest:
+def open_page(page: str, params: dict, opened: bool = False) -> AppTest:
+    """`page` as a link with `params` opens it; `opened`: every fold open (tests/unfold.py)."""
     at = AppTest.from_file(MAIN, default_timeout=240)
     for key, value in params.items():
         at.query_params[key] = value
@@ -22,7 +23,7 @@ def open_page(page: str, params: dict) -> AppTest:
     at.switch_page(f"app_pages/{page}.py")
     at.run()
     assert not at.exception, [e.value for e in at.exception]
-    return unfold(at)
+    return unfold(at) if opened else at
 
 
 def captions(at: AppTest) -> str:
@@ -48,7 +49,7 @@ def test_each_page_runs_70b_at_tp8_on_h100_from_the_url_and_shows_the_gpu_count(
 
 
 def test_a_refused_combination_names_the_fix_and_its_link_keeps_it():
-    at = open_page("forty_replies", {})
+    at = open_page("forty_replies", {}, opened=True)
     at.selectbox(key="forty_replies.model").set_value("llama-3.1-70b")
     at.selectbox(key="forty_replies.gpu").set_value("l40s").run()
     assert not at.exception
@@ -62,13 +63,14 @@ def test_a_refused_combination_names_the_fix_and_its_link_keeps_it():
 
 
 def test_a_link_to_a_refused_combination_says_why_instead_of_dropping_the_model():
-    at = open_page("forty_replies", {"model": "llama-3.1-70b"})
+    at = open_page("forty_replies", {"model": "llama-3.1-70b"}, opened=True)
     assert at.selectbox(key="forty_replies.model").value == "llama-3.1-70b"
     assert "Fix: TP 4 (4 × H100 SXM 80GB" in at.error[0].value and param(at, "model") == "llama-3.1-70b"
 
 
 def test_the_gpu_figures_and_model_shapes_are_editable_and_in_the_url():
-    at = open_page("forty_replies", {"gpu": "rubin", "gpu.memory_gib": "300", "model.num_layers": "40"})
+    at = open_page("forty_replies", {"gpu": "rubin", "gpu.memory_gib": "300", "model.num_layers": "40"},
+                   opened=True)
     assert at.number_input(key="forty_replies.gpu.memory_gib").value == 300
     assert "(edited: memory_gib 300; model num_layers 40)" in captions(at)
     at.number_input(key="forty_replies.gpu.memory_tbps").set_value(30.0).run()

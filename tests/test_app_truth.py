@@ -96,7 +96,7 @@ def time_domains(spec: dict) -> list[tuple]:
 
 
 def test_the_pd_pairs_share_one_clock():
-    at = open_page("app_pages/ten_oclock_rush.py")
+    at = open_page("app_pages/ten_oclock_rush.py", opened=True)
     specs = [json.loads(chart.proto.spec) for chart in at.get("vega_lite_chart")]
     domains = {d for spec in specs for d in time_domains(spec)}
     assert len(specs) >= 12 and len(domains) == 2  # the single engine's clock, and one for both PD policies
