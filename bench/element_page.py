@@ -1,0 +1,36 @@
+"""A bare Streamlit page of N elements of one kind, for bench/element_cost.py: `?kind=slider&n=40`."""
+
+import streamlit as st
+
+KINDS = ("markdown", "caption", "button", "button_help", "metric", "metric_help", "selectbox", "slider",
+         "toggle", "number_input", "expander", "columns", "container", "info")
+
+if __name__ == "__main__":  # `streamlit run` runs the page; bench/element_cost.py only imports KINDS
+    kind, n = st.query_params.get("kind", "none"), int(st.query_params.get("n", "40"))
+    st.title("Elements")
+    for i in range(n if kind in KINDS else 0):
+        if kind == "markdown":
+            st.markdown(f"Some **text** number {i} with a `code` bit.")
+        elif kind == "caption":
+            st.caption(f"caption {i}, a little longer text")
+        elif kind in ("button", "button_help"):
+            st.button(f"Button {i}", key=f"b{i}", help="help" if kind == "button_help" else None)
+        elif kind in ("metric", "metric_help"):
+            st.metric(f"Metric {i}", "12.6 s", "-3 s", border=True,
+                      help="help" if kind == "metric_help" else None)
+        elif kind == "selectbox":
+            st.selectbox(f"Select {i}", ["a", "b", "c"], key=f"s{i}")
+        elif kind == "slider":
+            st.slider(f"Slider {i}", 0, 100, 5, key=f"l{i}")
+        elif kind == "toggle":
+            st.toggle(f"Toggle {i}", key=f"t{i}")
+        elif kind == "number_input":
+            st.number_input(f"Number {i}", value=None, key=f"n{i}")
+        elif kind == "expander":
+            st.expander(f"Expander {i}")
+        elif kind == "columns":
+            st.columns(4)
+        elif kind == "container":
+            st.container(border=True).write("x")
+        elif kind == "info":
+            st.info(f"info {i}", icon=":material/link:")
