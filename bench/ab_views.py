@@ -1,0 +1,68 @@
+"""First views of two or more checkouts, interleaved in one browser: which is lighter, on a noisy machine.
+
+    .venv/bin/python bench/ab_views.py before=../old-checkout now=. --pages /forty_replies /compare --rounds 3
+
+Starts one app server per checkout (`name=path`) and the floor page (bench/floor_page.py), waits for each
+warm-up, then in one headless Chromium opens, round after round, the floor and every (checkout, page) in
+turn, each in a fresh context. Interleaving puts the same load on every variant, which separate
+`bench_app.py --repo` runs minutes apart do not. Prints the median seconds and CPU seconds (browser and
+servers, from /proc) of each, and each as a multiple of the floor's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_app import PAGES, open_view, warm_up  # noqa: E402
+from browser import CHROMIUM, CHROMIUM_ARGS, start_streamlit  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("checkouts", nargs="+", help="name=path of a checkout to serve")
+    parser.add_argument("--pages", nargs="+", default=PAGES[1:])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--warm-limit", type=float, default=300)
+    args = parser.parse_args()
+    servers = {}
+    try:
+        for item in args.checkouts:
+            name, path = item.split("=", 1)
+            servers[name] = start_streamlit(start_timeout_s=120, repo=Path(path).resolve())
+        servers["floor"] = start_streamlit(script="bench/floor_page.py")
+        for name, (_, url) in servers.items():
+            if name != "floor":
+                print(f"{name}: warm-up {warm_up(url, args.warm_limit)} s", flush=True)
+        targets = [("floor", "/")]
+        targets += [(name, page) for name in servers if name != "floor" for page in args.pages]
+        seen = {target: [] for target in targets}
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            for _ in range(args.rounds):
+                for name, page in targets:
+                    context = browser.new_context(viewport={"width": 1440, "height": 900})
+                    view = open_view(context, servers[name][1] + page)
+                    context.close()
+                    seen[(name, page)].append((view["s"], view["browser_cpu_s"] + view["server_cpu_s"]))
+        medians = {target: tuple(statistics.median(view[i] for view in views) for i in (0, 1))
+                   for target, views in seen.items()}
+        floor_s, floor_cpu = medians[("floor", "/")]
+        print(f"load average {os.getloadavg()[0]:.1f}; medians of {args.rounds} rounds\n"
+              "| checkout | page | s (x floor) | CPU s (x floor) |\n| --- | --- | ---: | ---: |")
+        for (name, page), (s, cpu) in medians.items():
+            print(f"| {name} | {page} | {s:.2f} ({s / floor_s:.2f}) | {cpu:.2f} ({cpu / floor_cpu:.2f}) |")
+    finally:
+        for proc, _ in servers.values():
+            proc.terminate()
+            proc.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()
