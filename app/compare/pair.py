@@ -174,15 +174,14 @@ def side_by_side_ui(story: Story, ra: RunFrames, rb: RunFrames, a: dict, b: dict
     end = max(ra.end_at, rb.end_at)
     titles, lines = pair_note(story, ra, rb, a, b, shared)
     set_export_note(PAGE, (f"{titles[0]}; {titles[1]}", *lines))
-    pair = {"tokens": ("Token streams", lambda r: timelines.token_streams(
-                r.tokens, r.stalls, r.chunks, r.waits, r.request_order, None, end, r.stall_threshold_s,
-                r.chunk_pass_s)),
-            "passes": ("Pass timeline", lambda r: timelines.pass_timeline(r.passes, None, end))}
-    _side_by_side(ra, rb, "tokens", *pair["tokens"], key)
+    _side_by_side(ra, rb, "tokens", "Token streams", lambda r: timelines.token_streams(
+        r.tokens, r.stalls, r.chunks, r.waits, r.request_order, None, end, r.stall_threshold_s,
+        r.chunk_pass_s), key)
     with folded("Pass timelines, A and B: what the GPU ran", state.keys(PAGE).widget("passes"),
                 icon=":material/view_timeline:") as is_open:
         if is_open:
-            _side_by_side(ra, rb, "passes", *pair["passes"], key)
+            _side_by_side(ra, rb, "passes", "Pass timeline",
+                          lambda r: timelines.pass_timeline(r.passes, None, end), key)
     pair_export_ui(story, ra, rb, end, titles, lines)
 
 

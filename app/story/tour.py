@@ -13,12 +13,12 @@ from app.ui.chart import look_here
 from app.ui.fold import open_fold
 from engine_model import Story
 
-# The folds of a story page that a step's focus may sit in (app.story.timeline, app.story.sections): the step
-# opens them, so what it points at is built and in view.
+# The folds of a story page that a step's focus may sit in (app.story.timeline, app.story.sections), and the
+# PD section's toggle (it opens hidden): the step opens them, so what it points at is built and in view.
 STEPS, WAIT, MEMORY = "steps.open", "wait.open", "memory.open"
 GAPS, STALLS, PD_CHARTS = "gaps.open", "stalls.open", "pd.charts.open"
-FOLD_OF = {"passes": STEPS, "wait": WAIT, "kv": MEMORY, "queue": MEMORY, "itl": GAPS, "why": STALLS,
-           "pd": PD_CHARTS}
+OPENS = {"passes": (STEPS,), "wait": (WAIT,), "kv": (MEMORY,), "queue": (MEMORY,), "itl": (GAPS,),
+         "why": (STALLS,), "pd": (pd_params.widget_key(state.PD_ON), PD_CHARTS)}
 
 
 def tour_ui(story: Story):
@@ -64,10 +64,8 @@ def _apply_step(story: Story, i: int) -> None:
     if any(s.section for s in story.tour):  # the page's section (PD) back to its defaults, then this step's
         for param, default in pd_params.DEFAULTS.items():
             st.session_state[pd_params.widget_key(param)] = step.section.get(param, default)
-        if step.focus == "pd":  # the section is shown (it opens hidden: a lighter first view)
-            st.session_state[pd_params.widget_key(state.PD_ON)] = True
-    if step.focus in FOLD_OF:  # the chart the step points at is built and in view
-        open_fold(FOLD_OF[step.focus])
+    for key in OPENS.get(step.focus, ()):  # what the step points at is built and in view
+        open_fold(key)
     st.session_state[keys.tour_step] = i
     st.session_state[keys.pending_cursor] = step.cursor
     st.session_state[keys.focus] = step.focus
