@@ -119,3 +119,17 @@ def pytest_sessionfinish(session):
         with contextlib.suppress(ProcessLookupError):
             os.kill(json.loads(record.read_text())["pid"], signal.SIGTERM)
         record.unlink()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """Under `--dist loadgroup`, every test marked `xdist_group` must carry its group in its node id (xdist
+    adds it; pytest 9.2 keeps ids where xdist 3.8 cannot): otherwise a group's tests spread over the workers
+    and its session fixtures (the decks, the figure runs) are built once a worker, silently."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    lost = [item.nodeid for item in items
+            if item.get_closest_marker("xdist_group") and "@" not in item.nodeid]
+    if lost:
+        raise pytest.UsageError(f"xdist_group ignored for {len(lost)} tests (e.g. {lost[0]}): "
+                                "pytest-xdist cannot group them under this pytest")
