@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from bench.browser import CHROMIUM, start_streamlit, streamlit_server
+from bench.browser import CHROMIUM, CHROMIUM_ARGS, start_streamlit, streamlit_server
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"
@@ -82,6 +82,19 @@ def need_chromium() -> None:
         pytest.fail(f"{CHROMIUM} is missing and CI is set: the browser tests must run in CI")
     pytest.skip(f"{CHROMIUM} not found (install Debian's chromium; "
                 "`playwright install` cannot download here)")
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Chromium for every browser test of a worker (a launch is 1-2 s); each test opens its own
+    context, so no cookie, storage or route passes from one test to the next."""
+    need_chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
 
 
 # One app server for the whole run, shared by every browser test on every xdist worker: the first worker

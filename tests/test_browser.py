@@ -14,9 +14,6 @@ import pytest
 from story_runs import opening_t, run
 
 from app.story import cursor
-from bench.browser import CHROMIUM, CHROMIUM_ARGS
-
-from conftest import need_chromium
 
 pytestmark = pytest.mark.browser
 
@@ -30,17 +27,6 @@ SETTLED = """() => {
   return [charts.length, drawn, busy,
           [...document.querySelectorAll('[data-testid="stMetricValue"]')].map(m => m.innerText).join('|')];
 }"""
-
-
-@pytest.fixture(scope="module")
-def browser():
-    need_chromium()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture

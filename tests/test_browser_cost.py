@@ -4,7 +4,7 @@ and the pass breakdown move, and the link keep it. Run: pytest -m browser tests/
 from __future__ import annotations
 
 import pytest
-from test_browser import browser, headline, page, settle, unfold  # noqa: F401 (fixtures)
+from test_browser import headline, page, settle, unfold  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.browser
 

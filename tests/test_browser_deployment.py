@@ -7,7 +7,7 @@ Run: pytest -m browser tests/test_browser_deployment.py
 from __future__ import annotations
 
 import pytest
-from test_browser import browser, page, settle  # noqa: F401 - the fixtures
+from test_browser import page, settle  # noqa: F401 - the fixtures
 
 from bench.browser import open_list
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 from story_runs import longest_pause
-from test_browser import browser, page, settle  # noqa: F401  (fixtures)
+from test_browser import page, settle  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.browser
 

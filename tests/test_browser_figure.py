@@ -13,7 +13,6 @@ import pytest
 from story_runs import longest_pause, scenario_run
 
 from app.present import story_page
-from bench.browser import CHROMIUM, CHROMIUM_ARGS
 
 from conftest import need_chromium
 
@@ -44,9 +43,10 @@ def uid_of(text: str) -> str:
     return re.search(r'<section class="ww-figure[^"]*" id="([^"]+)"', text)[1]
 
 
-def open_page(p, path, width: int):
+def open_page(browser, path, width: int):
+    """A fresh context on a local file, every request elsewhere blocked and recorded (`asked`); the context
+    (closed by the caller), the page, what it asked for and its script errors."""
     asked, errors = [], []
-    browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
     context = browser.new_context(viewport={"width": width, "height": 1000})
     local = ("file://", "data:")
     context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(local)
@@ -54,22 +54,19 @@ def open_page(p, path, width: int):
     page = context.new_page()
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(path.as_uri())
-    return browser, page, asked, errors
+    return context, page, asked, errors
 
 
 @pytest.mark.parametrize("suffix", ["html", "xhtml"])
-def test_flipping_mixed_chunk_in_the_file_redraws_and_fetches_nothing(page_file, suffix):
-    from playwright.sync_api import sync_playwright
-
+def test_flipping_mixed_chunk_in_the_file_redraws_and_fetches_nothing(browser, page_file, suffix):
     folder, uid = page_file
-    with sync_playwright() as p:
-        browser, page, asked, errors = open_page(p, folder / f"forty.{suffix}", 1100)
-        page.wait_for_function(f"() => ({DRAWN})({uid!r})[2] === true", timeout=30_000)
-        marks, numbers, _ = page.evaluate(DRAWN, uid)
-        page.locator(f"input[name='{uid}-mixed'][value='1']").check()
-        page.wait_for_function(f"() => ({DRAWN})({uid!r})[0] !== {marks!r}", timeout=10_000)
-        marks_on, numbers_on, _ = page.evaluate(DRAWN, uid)
-        browser.close()
+    context, page, asked, errors = open_page(browser, folder / f"forty.{suffix}", 1100)
+    page.wait_for_function(f"() => ({DRAWN})({uid!r})[2] === true", timeout=30_000)
+    marks, numbers, _ = page.evaluate(DRAWN, uid)
+    page.locator(f"input[name='{uid}-mixed'][value='1']").check()
+    page.wait_for_function(f"() => ({DRAWN})({uid!r})[0] !== {marks!r}", timeout=10_000)
+    marks_on, numbers_on, _ = page.evaluate(DRAWN, uid)
+    context.close()
     assert errors == [] and asked == []
     assert numbers[:2] == [longest_pause("forty_replies", "streams")] * 2  # defaults: before = now
     assert numbers_on[1] == longest_pause("forty_replies", "streams", (("mixed", True),)) != numbers[1]
@@ -77,25 +74,24 @@ def test_flipping_mixed_chunk_in_the_file_redraws_and_fetches_nothing(page_file,
 
 
 @pytest.mark.parametrize("width", [390, 700, 1440])
-def test_the_page_fits_a_phone_a_column_and_a_desktop_and_axe_finds_nothing_serious(page_file, width):
+def test_the_page_fits_a_phone_a_column_and_a_desktop_and_axe_finds_nothing_serious(
+        browser, page_file, width):
     """No sideways scroll, every chart inside the window, and axe-core (axe-playwright-python) reports no
     serious or critical violation, before and after a flip."""
     from axe_playwright_python.sync_playwright import Axe
-    from playwright.sync_api import sync_playwright
 
     folder, uid = page_file
-    with sync_playwright() as p:
-        browser, page, _, errors = open_page(p, folder / "forty.html", width)
-        page.wait_for_function(f"() => ({DRAWN})({uid!r})[2] === true", timeout=30_000)
-        page.wait_for_timeout(300)
-        scroll = page.evaluate("document.documentElement.scrollWidth")
-        charts = page.evaluate(f"""() => [...document.querySelectorAll('#{uid} .ww-chart svg')]
-            .map(s => s.getBoundingClientRect().right)""")
-        found = Axe().run(page).response["violations"]
-        page.locator(f"input[name='{uid}-mixed'][value='1']").check()
-        page.wait_for_timeout(500)
-        found += Axe().run(page).response["violations"]
-        browser.close()
+    context, page, _, errors = open_page(browser, folder / "forty.html", width)
+    page.wait_for_function(f"() => ({DRAWN})({uid!r})[2] === true", timeout=30_000)
+    page.wait_for_timeout(300)
+    scroll = page.evaluate("document.documentElement.scrollWidth")
+    charts = page.evaluate(f"""() => [...document.querySelectorAll('#{uid} .ww-chart svg')]
+        .map(s => s.getBoundingClientRect().right)""")
+    found = Axe().run(page).response["violations"]
+    page.locator(f"input[name='{uid}-mixed'][value='1']").check()
+    page.wait_for_timeout(500)
+    found += Axe().run(page).response["violations"]
+    context.close()
     assert errors == [] and scroll <= width
     assert all(right <= width for right in charts)  # the whole time axis is on screen
     serious = [(v["id"], v["impact"], [n["target"] for n in v["nodes"][:3]]) for v in found
@@ -103,29 +99,26 @@ def test_the_page_fits_a_phone_a_column_and_a_desktop_and_axe_finds_nothing_seri
     assert serious == []
 
 
-def test_each_chart_is_named_described_and_told_in_words_a_keyboard_opens(page_file):
+def test_each_chart_is_named_described_and_told_in_words_a_keyboard_opens(browser, page_file):
     """The chart's accessible name is its title and its description its caption and its words; the words
     follow the run; Tab reaches the settings and each chart's words."""
-    from playwright.sync_api import sync_playwright
-
     folder, uid = page_file
-    with sync_playwright() as p:
-        browser, page, _, errors = open_page(p, folder / "forty.html", 1100)
-        page.wait_for_function(f"() => ({DRAWN})({uid!r})[2] === true", timeout=30_000)
-        named = page.evaluate(f"""() => [...document.querySelectorAll('#{uid} .ww-chart svg')].map(s => [
-            s.getAttribute('role'),
-            document.getElementById(s.getAttribute('aria-labelledby')).textContent,
-            s.getAttribute('aria-describedby').split(' ').map(i => document.getElementById(i).className)])""")
-        words = f"() => document.getElementById('{uid}-tokens-words').textContent"
-        before = page.evaluate(words)
-        page.locator(f"input[name='{uid}-mixed'][value='1']").check()
-        page.wait_for_function(f"() => ({words})() !== {before!r}", timeout=10_000)
-        reached = set()
-        for _ in range(30):
-            page.keyboard.press("Tab")
-            reached.add(page.evaluate("""() => { const a = document.activeElement;
-                return a.tagName + ' ' + (a.name || (a.nextElementSibling || {}).id || ''); }"""))
-        browser.close()
+    context, page, _, errors = open_page(browser, folder / "forty.html", 1100)
+    page.wait_for_function(f"() => ({DRAWN})({uid!r})[2] === true", timeout=30_000)
+    named = page.evaluate(f"""() => [...document.querySelectorAll('#{uid} .ww-chart svg')].map(s => [
+        s.getAttribute('role'),
+        document.getElementById(s.getAttribute('aria-labelledby')).textContent,
+        s.getAttribute('aria-describedby').split(' ').map(i => document.getElementById(i).className)])""")
+    words = f"() => document.getElementById('{uid}-tokens-words').textContent"
+    before = page.evaluate(words)
+    page.locator(f"input[name='{uid}-mixed'][value='1']").check()
+    page.wait_for_function(f"() => ({words})() !== {before!r}", timeout=10_000)
+    reached = set()
+    for _ in range(30):
+        page.keyboard.press("Tab")
+        reached.add(page.evaluate("""() => { const a = document.activeElement;
+            return a.tagName + ' ' + (a.name || (a.nextElementSibling || {}).id || ''); }"""))
+    context.close()
     assert errors == []
     assert [n[0] for n in named] == ["img"] * 3 and named[0][1].startswith("Token streams")
     assert all(n[2] == ["ww-caption", ""] for n in named)  # the caption, then the words' <p>
@@ -141,11 +134,9 @@ def embed_snippet() -> tuple[str, str]:
     return frame, "<script>" + script
 
 
-def test_the_documented_iframe_snippet_sizes_each_frame_to_its_figure(page_file):
+def test_the_documented_iframe_snippet_sizes_each_frame_to_its_figure(browser, page_file):
     """Two frames of the page in a 700 px column, embedded as docs/figure.md says: each titled, each as tall
     as its figure (nothing to scroll inside the frame)."""
-    from playwright.sync_api import sync_playwright
-
     folder, uid = page_file
     frame, script = embed_snippet()
     assert 'title="' in frame and 'src="forty.html"' in frame
@@ -153,28 +144,25 @@ def test_the_documented_iframe_snippet_sizes_each_frame_to_its_figure(page_file)
     host.write_text(f"<!DOCTYPE html><html lang='en'><head><title>A post</title></head><body>"
                     f"<main style='width:700px'><h1>A post</h1><p>Text.</p>{frame}<p>More text.</p>{frame}"
                     f"</main>{script}</body></html>", encoding="utf-8")
-    with sync_playwright() as p:
-        browser, page, _, errors = open_page(p, host, 760)
-        frames = [f.content_frame() for f in page.query_selector_all("iframe")]
-        for inner in frames:
-            inner.wait_for_function(f"() => ({DRAWN})({uid!r})[2] === true", timeout=60_000)
-        page.wait_for_timeout(1000)
-        outer = page.evaluate("""() => [...document.querySelectorAll('iframe')].map(f => [
-            f.getAttribute('title'), f.getBoundingClientRect().height])""")
-        inner = [f.evaluate("Math.ceil(document.documentElement.getBoundingClientRect().height)")
-                 for f in frames]
-        scrolls = [f.evaluate("document.documentElement.scrollHeight - innerHeight") for f in frames]
-        browser.close()
+    context, page, _, errors = open_page(browser, host, 760)
+    frames = [f.content_frame() for f in page.query_selector_all("iframe")]
+    for inner in frames:
+        inner.wait_for_function(f"() => ({DRAWN})({uid!r})[2] === true", timeout=60_000)
+    page.wait_for_timeout(1000)
+    outer = page.evaluate("""() => [...document.querySelectorAll('iframe')].map(f => [
+        f.getAttribute('title'), f.getBoundingClientRect().height])""")
+    inner = [f.evaluate("Math.ceil(document.documentElement.getBoundingClientRect().height)")
+             for f in frames]
+    scrolls = [f.evaluate("document.documentElement.scrollHeight - innerHeight") for f in frames]
+    context.close()
     assert errors == [] and len(outer) == 2
     for (title, height), content, scroll in zip(outer, inner, scrolls, strict=True):
         assert title and abs(height - content) <= 2 and scroll <= 1, (height, content, scroll)
 
 
-def test_two_figures_inline_on_one_page_each_switch_their_own_runs(page_file):
+def test_two_figures_inline_on_one_page_each_switch_their_own_runs(browser, page_file):
     """Two pages' figures pasted into one post (the Vega script once, each figure's section and script):
     both draw, and flipping one changes its numbers only."""
-    from playwright.sync_api import sync_playwright
-
     folder, uid = page_file
     pages = [(folder / "forty.html").read_text(encoding="utf-8"),
              story_page("forty_replies", vary=("mixed",), bare=True, runs=scenario_run)]
@@ -188,24 +176,22 @@ def test_two_figures_inline_on_one_page_each_switch_their_own_runs(page_file):
                     f"{bundle}{mount}{other}</body></html>", encoding="utf-8")
     second = uid_of(sections[1])
     assert second != uid
-    with sync_playwright() as p:
-        browser, page, asked, errors = open_page(p, host, 1000)
-        for key in (uid, second):
-            page.wait_for_function(f"() => ({DRAWN})({key!r})[2] === true", timeout=30_000)
-        before = {key: page.evaluate(DRAWN, key)[1] for key in (uid, second)}
-        page.locator(f"input[name='{uid}-mixed'][value='1']").check()
-        page.wait_for_function(f"() => ({DRAWN})({uid!r})[1][1] !== {before[uid][1]!r}", timeout=10_000)
-        after = {key: page.evaluate(DRAWN, key)[1] for key in (uid, second)}
-        browser.close()
+    context, page, asked, errors = open_page(browser, host, 1000)
+    for key in (uid, second):
+        page.wait_for_function(f"() => ({DRAWN})({key!r})[2] === true", timeout=30_000)
+    before = {key: page.evaluate(DRAWN, key)[1] for key in (uid, second)}
+    page.locator(f"input[name='{uid}-mixed'][value='1']").check()
+    page.wait_for_function(f"() => ({DRAWN})({uid!r})[1][1] !== {before[uid][1]!r}", timeout=10_000)
+    after = {key: page.evaluate(DRAWN, key)[1] for key in (uid, second)}
+    context.close()
     assert errors == [] and asked == []
     assert after[uid] != before[uid] and after[second] == before[second]
 
 
-def test_the_pd_figure_fits_a_phone_and_axe_finds_nothing_serious(tmp_path):
+def test_the_pd_figure_fits_a_phone_and_axe_finds_nothing_serious(browser, tmp_path):
     """The PD figure gets the same treatment: at 390 px no sideways scroll (its six-column table scrolls in
     its own box) and no serious or critical axe-core violation."""
     from axe_playwright_python.sync_playwright import Axe
-    from playwright.sync_api import sync_playwright
 
     from app.present import pd_page
 
@@ -214,11 +200,10 @@ def test_the_pd_figure_fits_a_phone_and_axe_finds_nothing_serious(tmp_path):
     text = pd_page()
     path.write_text(text, encoding="utf-8")
     uid = uid_of(text)
-    with sync_playwright() as p:
-        browser, page, asked, errors = open_page(p, path, 390)
-        page.wait_for_function(f"() => ({DRAWN})({uid!r})[2] === true", timeout=60_000)
-        scroll = page.evaluate("document.documentElement.scrollWidth")
-        found = Axe().run(page).response["violations"]
-        browser.close()
+    context, page, asked, errors = open_page(browser, path, 390)
+    page.wait_for_function(f"() => ({DRAWN})({uid!r})[2] === true", timeout=60_000)
+    scroll = page.evaluate("document.documentElement.scrollWidth")
+    found = Axe().run(page).response["violations"]
+    context.close()
     assert errors == [] and asked == [] and scroll <= 390
     assert [v["id"] for v in found if v["impact"] in ("serious", "critical")] == []

@@ -14,7 +14,7 @@ import re
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from test_browser import browser, settle, unfold  # noqa: F401  (fixtures)
+from test_browser import settle, unfold
 
 from bench.browser import pick
 

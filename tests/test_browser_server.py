@@ -7,7 +7,7 @@ pytest -m browser tests/test_browser_server.py
 from __future__ import annotations
 
 import pytest
-from test_browser import browser, page, settle  # noqa: F401  (fixtures)
+from test_browser import page, settle  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.browser
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 from story_runs import retractions
-from test_browser import browser, settle  # noqa: F401  (fixtures)
+from test_browser import settle
 
 from engine_model import STORIES
 

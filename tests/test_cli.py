@@ -1,24 +1,19 @@
 """The CLI contract: `python -m engine_model run SCENARIO --set k=v --json`."""
 
 import json
-import subprocess
-import sys
 
 import pytest
+from engine_cli import cli
 
 from engine_model.cli import main
 
 STATS = {"mean", "p50", "p90", "p95", "p99", "max"}
 
 
-def cli(*args):
-    return subprocess.run([sys.executable, "-m", "engine_model", *args], capture_output=True, text=True)
-
-
 @pytest.fixture(scope="session")
 def doc():
     proc = cli("run", "scenarios/forty_replies.toml", "--set", "engine.enable_mixed_chunk=true",
-               "--set", "engine.chunked_prefill_size=4096", "--set", "seed=7", "--json")
+               "--set", "engine.chunked_prefill_size=4096", "--set", "seed=7", "--json", process=True)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -63,7 +58,7 @@ def test_bad_input_exits_2_with_one_line_naming_the_key(args, names):
 
 def test_bad_files_exit_2(tmp_path):
     (tmp_path / "bad.toml").write_text("[engine\nx=")
-    assert cli("run", str(tmp_path / "bad.toml")).returncode == 2
+    assert cli("run", str(tmp_path / "bad.toml"), process=True).returncode == 2
     assert "no such scenario" in cli("run", str(tmp_path / "missing.toml")).stderr
 
 

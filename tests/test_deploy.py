@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from bench.bench_load import STATE, is_quiet, local_url, percentile
-from bench.browser import CHROMIUM, CHROMIUM_ARGS, free_port
+from bench.browser import free_port
 from deploy.serve_replicas import check_free, find_nginx, render, requests_by_agent, serve
 
 REPO = Path(__file__).resolve().parents[1]
@@ -154,14 +154,10 @@ def served_by(access_log: Path, agents: set[str], timeout_s: float = 10) -> dict
 
 
 @pytest.mark.browser
-def test_two_replicas_behind_nginx_each_keep_their_own_browsers():
+def test_two_replicas_behind_nginx_each_keep_their_own_browsers(browser):
     _need(find_nginx() is not None, "nginx")
-    _need(Path(CHROMIUM).exists(), CHROMIUM)
-    from playwright.sync_api import sync_playwright
-
     agents = {"who-waits-test/a", "who-waits-test/b"}
-    with serve([free_port(), free_port()], free_port(), bind="127.0.0.1") as room, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with serve([free_port(), free_port()], free_port(), bind="127.0.0.1") as room:
         pages = [browser.new_context(user_agent=ua, viewport={"width": 1400, "height": 1000}).new_page()
                  for ua in sorted(agents)]
         for page in pages:  # both first requests go out before either page settles: round robin splits them
@@ -177,7 +173,6 @@ def test_two_replicas_behind_nginx_each_keep_their_own_browsers():
             assert after["errors"] == 0 and after["connection"] == "CONNECTED"
         for page in pages:
             page.context.close()
-        browser.close()
         seen = served_by(room.access_log, agents)
     replicas = {ua: {upstream for _, upstream in rows} for ua, rows in seen.items()}
     assert all(len(r) == 1 for r in replicas.values()), seen  # page, files and websocket: one replica

@@ -1,10 +1,9 @@
 """Replays every trace recorded from SGLang 0.5.23's own scheduler and compares pass by pass."""
 
 import json
-import subprocess
-import sys
 
 import pytest
+from engine_cli import cli
 
 from engine_model.reference import read_jsonl, scenario_from_workload
 from engine_model.simulation import simulate
@@ -15,13 +14,6 @@ WORKLOADS = sorted(p.parent.name for p in REFERENCE.glob("*/workload.json"))
 EXTRA = DATA / "sglang_reference_extra"
 
 
-def cli(*args, check=True):
-    proc = subprocess.run([sys.executable, "-m", "engine_model", *args], capture_output=True, text=True)
-    if check:
-        assert proc.returncode == 0, proc.stderr
-    return proc
-
-
 def test_all_six_reference_workloads_are_found():
     assert WORKLOADS == ["fcfs_hol", "forty_long_mixed", "forty_long_mixed_logprob", "forty_long_nomixed",
                          "pd_interval_3", "retraction"]
@@ -30,8 +22,8 @@ def test_all_six_reference_workloads_are_found():
 @pytest.mark.parametrize("name", WORKLOADS)
 def test_replay_matches_the_real_scheduler_pass_by_pass(name, tmp_path):
     ref = REFERENCE / name
-    cli("reference", str(ref / "workload.json"), "--out", str(tmp_path))
-    report = json.loads(cli("compare-reference", str(ref), str(tmp_path)).stdout)
+    cli("reference", str(ref / "workload.json"), "--out", str(tmp_path), check=True)
+    report = json.loads(cli("compare-reference", str(ref), str(tmp_path), check=True).stdout)
     assert report["ok"], report
     assert (report["pass_agreement"], report["num_passes_ours"]) == (1.0, report["num_passes_ref"])
     assert report["worst_ttft_error"] < 1e-9 and report["worst_max_itl_error"] < 1e-9
@@ -40,8 +32,8 @@ def test_replay_matches_the_real_scheduler_pass_by_pass(name, tmp_path):
 @pytest.mark.parametrize("name", sorted(p.parent.name for p in EXTRA.glob("*/workload.json")))
 def test_replay_matches_our_own_extra_reference_traces(name, tmp_path):
     """Workloads we recorded with the reference tool to probe rules the stored traces do not reach."""
-    cli("reference", str(EXTRA / name / "workload.json"), "--out", str(tmp_path))
-    report = json.loads(cli("compare-reference", str(EXTRA / name), str(tmp_path)).stdout)
+    cli("reference", str(EXTRA / name / "workload.json"), "--out", str(tmp_path), check=True)
+    report = json.loads(cli("compare-reference", str(EXTRA / name), str(tmp_path), check=True).stdout)
     assert (report["pass_agreement"], report["num_passes_ours"]) == (1.0, report["num_passes_ref"]), report
     assert report["worst_ttft_error"] < 1e-9 and report["worst_max_itl_error"] < 1e-9
 
@@ -56,14 +48,14 @@ def test_new_token_ratio_follows_the_real_scheduler_through_retractions():
 
 def test_compare_exits_non_zero_when_traces_disagree(tmp_path):
     ref = REFERENCE
-    cli("reference", str(ref / "forty_long_mixed/workload.json"), "--out", str(tmp_path))
-    proc = cli("compare-reference", str(ref / "forty_long_nomixed"), str(tmp_path), check=False)
+    cli("reference", str(ref / "forty_long_mixed/workload.json"), "--out", str(tmp_path), check=True)
+    proc = cli("compare-reference", str(ref / "forty_long_nomixed"), str(tmp_path), process=True)
     assert proc.returncode == 1 and json.loads(proc.stdout)["ok"] is False
 
 
 def test_a_bad_workload_file_exits_2_with_one_line(tmp_path):
     bad = tmp_path / "workload.json"
     bad.write_text(json.dumps({"server_args": {"enable_turbo": True}, "requests": []}))
-    proc = cli("reference", str(bad), "--out", str(tmp_path / "out"), check=False)
+    proc = cli("reference", str(bad), "--out", str(tmp_path / "out"), process=True)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert "server_args.enable_turbo" in proc.stderr and "chunked_prefill_size" in proc.stderr

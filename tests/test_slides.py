@@ -22,10 +22,7 @@ from app.present.cli import main
 from app.present.layout import MIN_PT, PRINT, SCREEN, SIZE
 from app.present.numbers import NarrationError, narrate
 from app.present.slides import encoded, fitted, step_values
-from bench.browser import CHROMIUM, CHROMIUM_ARGS
 from engine_model import STORIES
-
-from conftest import need_chromium
 
 pytestmark = pytest.mark.xdist_group("figures")  # one worker builds the decks once
 LEFT_OVER = re.compile(r"\{[^{}]*\}")
@@ -174,20 +171,15 @@ def text_problems(page, name: str, svg: str, size: tuple[int, int], smallest: fl
 
 
 @pytest.mark.browser
-def test_no_text_of_any_slide_overlaps_another_or_leaves_the_slide(decks, printed):
+def test_no_text_of_any_slide_overlaps_another_or_leaves_the_slide(browser, decks, printed):
     """Drawn text only: labels Vega hid to avoid an overlap (opacity 0) do not count. Every story's screen
     slides, and the forty replies' print slides (there also: no text under 7 pt)."""
-    need_chromium()
-    from playwright.sync_api import sync_playwright
-
     problems = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": SIZE[0], "height": SIZE[1]})
-        for deck in decks.values():
-            for slide, svg in deck:
-                problems += text_problems(page, slide.name, svg, SCREEN.size)
-        for path in sorted(printed.glob("*.svg")):
-            problems += text_problems(page, f"print {path.stem}", path.read_text(), PRINT.size, MIN_PT)
-        browser.close()
+    page = browser.new_page(viewport={"width": SIZE[0], "height": SIZE[1]})
+    for deck in decks.values():
+        for slide, svg in deck:
+            problems += text_problems(page, slide.name, svg, SCREEN.size)
+    for path in sorted(printed.glob("*.svg")):
+        problems += text_problems(page, f"print {path.stem}", path.read_text(), PRINT.size, MIN_PT)
+    page.context.close()
     assert problems == []
