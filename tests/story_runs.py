@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import functools
+import logging
 
+from app import compute
 from app.charts import frames
 from app.present.fmt import fmt_seconds
 from app.story import cursor
-from engine_model import STORIES, Scenario, simulate
+from app.warm import QUIET
+from engine_model import STORIES, Scenario
 
 
-@functools.cache
 def run(story_key: str, settings: tuple = ()) -> frames.RunFrames:
     """The story on its defaults, with `settings` (sorted (name, value) pairs) on top."""
     story = STORIES[story_key]
-    return frames.build(simulate(story.scenario({**story.defaults, **dict(settings)})))
+    return scenario_run(story.scenario({**story.defaults, **dict(settings)}))
 
 
 def opening_t(story_key: str) -> str:
@@ -32,14 +33,14 @@ def retractions(story_key: str, settings: tuple = ()) -> int:
     return run(story_key, settings).summary.metrics.value(None, "num_retracted")
 
 
-@functools.lru_cache(maxsize=256)
-def _run_json(scenario_json: str) -> frames.RunFrames:
-    return frames.build(simulate(Scenario.model_validate_json(scenario_json)))
-
-
 def scenario_run(scenario: Scenario) -> frames.RunFrames:
-    """Any scenario's run as the app draws it, cached for the whole test session (figures, slides)."""
-    return _run_json(scenario.model_dump_json())
+    """Any scenario's run as the app draws it, from the app's own cache (app.compute), so a test and the page
+    it opens in AppTest on the same worker share one run."""
+    return compute.run_scenario(scenario)
+
+
+for _name in QUIET:  # "no runtime found": the app's cache used outside a page, on purpose (as the warm-up)
+    logging.getLogger(_name).setLevel(logging.ERROR)
 
 
 def channels(spec, channel: str) -> list[dict]:

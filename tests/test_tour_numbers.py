@@ -5,15 +5,14 @@ import re
 
 import numpy as np
 import pytest
-from story_runs import run
+from story_runs import run, scenario_run
 
-from app.charts import frames
 from app.pd import tables
 from app.pd.presets import pd_scenario
 from app.present.fmt import fmt_seconds
 from app.present.numbers import FIGURE, narrate, percentile_trap, prices
 from app.story import cursor
-from engine_model import STORIES, simulate
+from engine_model import STORIES
 
 
 def step_runs(story_key: str, i: int):
@@ -87,7 +86,7 @@ def test_the_rush_numbers_and_the_pd_step_lands_on_a_visible_trade_off():
     rush = STORIES["ten_oclock_rush"]
     assert rush.defaults["qps"] == 4.0 and rush.defaults["contracts"] == 6  # "about four a second", "six"
     single = run("ten_oclock_rush").summary.metrics.value("questions", "max_itl_s", "max")
-    split = {p: frames.build(simulate(pd_scenario("rush", rush.defaults, p, 0, 1, 1)))
+    split = {p: scenario_run(pd_scenario("rush", rush.defaults, p, 0, 1, 1))
              for p in ("early", "prefill_complete")}
     assert single > 10 and split["early"].summary.metrics.value("questions", "max_itl_s", "max") < 0.1
     assert tables.little_difference(split["early"], split["prefill_complete"], "questions")  # says why
@@ -98,7 +97,7 @@ def test_the_rush_numbers_and_the_pd_step_lands_on_a_visible_trade_off():
 def test_on_the_upstream_preset_prefill_complete_raises_throughput_and_lowers_ttft():
     """(Whether the p99 gap follows upstream's rise: tests/test_pd_trade.py checks what the app says.)"""
     rush = STORIES["ten_oclock_rush"]
-    early, late = (frames.build(simulate(pd_scenario("upstream", rush.defaults, p, 0, 1, 1)))
+    early, late = (scenario_run(pd_scenario("upstream", rush.defaults, p, 0, 1, 1))
                    for p in ("early", "prefill_complete"))
     trade = {row["key"]: (row["early"], row["prefill_complete"]) for row in tables.tradeoff(early, late)}
     assert list(trade) == ["throughput", "ttft", "tpot", "itl"]
