@@ -15,6 +15,8 @@ from story_runs import opening_t, run
 
 from app.story import cursor
 
+from conftest import tab
+
 pytestmark = pytest.mark.browser
 
 SETTLED = """() => {
@@ -30,11 +32,10 @@ SETTLED = """() => {
 
 
 @pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-    pg = context.new_page()
+def page(context):
+    pg = tab(context)
     yield pg
-    context.close()
+    pg.close()
 
 
 def settle(page, timeout_s: float = 60, polls: int = 3) -> str:
@@ -83,7 +84,7 @@ def toggle(page, label: str):
     return page.locator('[data-testid="stCheckbox"]').filter(has_text=label).first
 
 
-def test_flipping_mixed_chunk_changes_the_headline_and_a_copied_link_restores_it(server, page, browser):
+def test_flipping_mixed_chunk_changes_the_headline_and_a_copied_link_restores_it(server, page):
     page.goto(server + "/forty_replies")
     settle(page)
     before = headline(page, "Longest pause")
@@ -95,7 +96,7 @@ def test_flipping_mixed_chunk_changes_the_headline_and_a_copied_link_restores_it
     assert before != after and "→" in after
     assert "mixed=1" in page.url
     copied = page.url
-    other = browser.new_page(viewport={"width": 1400, "height": 1000})
+    other = tab(page.context)
     try:
         other.goto(copied)
         settle(other)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 from test_browser import headline, page, settle, unfold  # noqa: F401 (fixtures)
 
+from conftest import tab
+
 pytestmark = pytest.mark.browser
 
 PANEL = "Cost model: what a forward pass costs"
@@ -24,7 +26,7 @@ def pass_took(pg) -> str:
 STEPS = ("Step through the scheduler's decisions",)  # the fold with the pass under the cursor
 
 
-def test_a_lower_gemm_efficiency_moves_the_headline_and_the_pass_under_the_cursor(server, page, browser):  # noqa: F811
+def test_a_lower_gemm_efficiency_moves_the_headline_and_the_pass_under_the_cursor(server, page):  # noqa: F811
     page.goto(server + "/forty_replies")
     settle(page)
     unfold(page, STEPS)
@@ -41,7 +43,7 @@ def test_a_lower_gemm_efficiency_moves_the_headline_and_the_pass_under_the_curso
     assert pass_took(page) != took_before
     assert field.is_visible() and field.input_value() == "0.2"  # the panel stayed open
     assert page.evaluate(CHART_SPECS) >= 3  # the breakdown's bar, the pass timeline, the token streams
-    other = browser.new_page(viewport={"width": 1400, "height": 1000})
+    other = tab(page.context)
     try:
         other.goto(page.url)
         settle(other)

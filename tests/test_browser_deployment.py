@@ -11,6 +11,8 @@ from test_browser import page, settle  # noqa: F401 - the fixtures
 
 from bench.browser import open_list
 
+from conftest import tab
+
 pytestmark = pytest.mark.browser
 SHOWN = "8 × H100 SXM 80GB, TP 8"
 
@@ -21,7 +23,7 @@ def pick(page, label: str, option: str) -> None:  # noqa: F811
     settle(page)
 
 
-def test_a_refused_model_stays_in_the_link_and_tp8_runs_it(server, page, browser):  # noqa: F811
+def test_a_refused_model_stays_in_the_link_and_tp8_runs_it(server, page):  # noqa: F811
     page.goto(server + "/forty_replies")
     settle(page)
     page.locator("summary").filter(has_text="Deployment:").first.click()
@@ -34,7 +36,7 @@ def test_a_refused_model_stays_in_the_link_and_tp8_runs_it(server, page, browser
     caption = page.locator('[data-testid="stCaptionContainer"]').filter(has_text=SHOWN)
     assert "GiB on each of the 8 GPUs" in caption.first.inner_text()
     assert "model=llama-3.1-70b" in page.url and "tp=8" in page.url
-    other = browser.new_page(viewport={"width": 1400, "height": 1000})
+    other = tab(page.context)
     try:
         other.goto(page.url)
         settle(other)

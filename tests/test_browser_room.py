@@ -18,6 +18,8 @@ from test_browser import settle, unfold
 
 from bench.browser import pick
 
+from conftest import tab
+
 pytestmark = pytest.mark.browser
 
 WIDTHS = [(1280, 800), (1440, 900), (1920, 1080)]
@@ -81,10 +83,10 @@ CHART_TEXT = """() => {
 
 
 @contextlib.contextmanager
-def offline(chromium, url: str, width: int, height: int, **context_args):
-    """A fresh session on `url`, settled, whose requests to anything but the app's own server are blocked
-    and recorded (`page.outside`)."""
-    context = chromium.new_context(viewport={"width": width, "height": height}, **context_args)
+def offline(context, url: str, width: int, height: int):
+    """A new tab (a new session) on `url`, settled, whose requests to anything but the app's own server are
+    blocked and recorded (`page.outside`)."""
+    page = tab(context, width, height)
     origin = re.match(r"https?://[^/]+", url).group(0)
     outside = []
 
@@ -92,15 +94,14 @@ def offline(chromium, url: str, width: int, height: int, **context_args):
         outside.append(route.request.url)
         route.abort()
 
-    context.route(re.compile(r"^(?!" + re.escape(origin) + r"|data:|blob:).*"), block)
+    page.route(re.compile(r"^(?!" + re.escape(origin) + r"|data:|blob:).*"), block)
     try:
-        page = context.new_page()
         page.outside = outside
         page.goto(url)
         settle(page, timeout_s=120)
         yield page
     finally:
-        context.close()
+        page.close()
 
 
 # Each chart's drawing against its column: how far its right edge is past the column's, and its width.
@@ -121,10 +122,10 @@ def whole(page) -> list[str]:
 
 
 @pytest.mark.parametrize(("path", "title", "num_charts"), PAGES)
-def test_every_page_opens_whole_at_each_width_and_asks_nothing_of_the_internet(  # noqa: F811
-        server, browser, path, title, num_charts):  # noqa: F811
+def test_every_page_opens_whole_at_each_width_and_asks_nothing_of_the_internet(
+        server, context, path, title, num_charts):
     """Whole: no text cut or overlapping, every chart drawn inside its column (none past its right edge)."""
-    with offline(browser, server + path, *WIDTHS[0]) as page:
+    with offline(context, server + path, *WIDTHS[0]) as page:
         assert title in page.locator("h1").first.inner_text()
         unfold(page)  # every chart a person can open, drawn
         assert page.locator('[data-testid="stVegaLiteChart"]').count() >= num_charts
@@ -148,9 +149,9 @@ def overlap(a: dict, b: dict) -> bool:
             and min(a["y"] + a["height"], b["y"] + b["height"]) > max(a["y"], b["y"]))
 
 
-def test_presenter_mode_fits_the_cards_and_the_token_streams_on_a_1080p_screen(  # noqa: F811
-        server, browser):  # noqa: F811
-    with offline(browser, server + "/forty_replies?present=1", 1920, 1080) as page:
+def test_presenter_mode_fits_the_cards_and_the_token_streams_on_a_1080p_screen(
+        server, context):
+    with offline(context, server + "/forty_replies?present=1", 1920, 1080) as page:
         cards = page.locator('[data-testid="stMetric"]')
         tokens = page.locator('[data-testid="stVegaLiteChart"]').first  # presenter mode: the streams first
         assert page.locator('[data-testid="stMain"] h5').first.inner_text().startswith("Token streams")
@@ -169,8 +170,8 @@ def test_presenter_mode_fits_the_cards_and_the_token_streams_on_a_1080p_screen( 
             '[data-testid="stSidebar"]').is_visible()
 
 
-def test_a_tour_step_scrolls_to_the_chart_it_talks_about(server, browser):  # noqa: F811
-    with offline(browser, server + "/forty_replies?present=1", 1920, 1080) as page:
+def test_a_tour_step_scrolls_to_the_chart_it_talks_about(server, context):
+    with offline(context, server + "/forty_replies?present=1", 1920, 1080) as page:
         page.get_by_role("button", name=re.compile(r"^5\. Chunk size")).click()  # about the gaps histogram
         settle(page, timeout_s=120)
         page.wait_for_timeout(2500)  # the page scrolls again once the charts above have drawn
@@ -181,9 +182,8 @@ def test_a_tour_step_scrolls_to_the_chart_it_talks_about(server, browser):  # no
         assert below.bounding_box()["y"] < 1080  # the histogram starts on the screen, under the pointer
 
 
-def test_copy_link_gives_the_full_address_of_the_view_with_the_tour_step(server, browser):  # noqa: F811
-    clipboard = ["clipboard-read", "clipboard-write"]
-    with offline(browser, server + "/forty_replies", 1440, 900, permissions=clipboard) as page:
+def test_copy_link_gives_the_full_address_of_the_view_with_the_tour_step(server, context):
+    with offline(context, server + "/forty_replies", 1440, 900) as page:
         page.get_by_role("button", name=re.compile(r"^4\. Flip mixed chunk")).click()
         settle(page, timeout_s=120)
         before = parse_qs(urlparse(page.url).query)["t"]
@@ -197,17 +197,20 @@ def test_copy_link_gives_the_full_address_of_the_view_with_the_tour_step(server,
         assert copied == page.url and copied.startswith("http")
         query = parse_qs(urlparse(copied).query)
         assert query["step"] == ["4"] and query["mixed"] == ["1"] and query["t"] != before
-        other = page.context.new_page()
-        other.goto(copied)
-        settle(other, timeout_s=120)
-        assert "Step 4 of 6" in other.locator('[data-testid="stAlert"]').all_inner_texts()[0]
-        mixed = other.locator('[data-testid="stCheckbox"]').filter(has_text="Mixed chunk")
-        assert mixed.locator("input").is_checked()
-        assert parse_qs(urlparse(other.url).query)["t"] == query["t"]
+        other = tab(context, 1440, 900)
+        try:
+            other.goto(copied)
+            settle(other, timeout_s=120)
+            assert "Step 4 of 6" in other.locator('[data-testid="stAlert"]').all_inner_texts()[0]
+            mixed = other.locator('[data-testid="stCheckbox"]').filter(has_text="Mixed chunk")
+            assert mixed.locator("input").is_checked()
+            assert parse_qs(urlparse(other.url).query)["t"] == query["t"]
+        finally:
+            other.close()
 
 
-def test_the_address_bar_follows_every_change(server, browser):  # noqa: F811
-    with offline(browser, server + "/ten_oclock_rush", 1440, 900) as page:
+def test_the_address_bar_follows_every_change(server, context):
+    with offline(context, server + "/ten_oclock_rush", 1440, 900) as page:
         page.locator('[data-testid="stCheckbox"]').filter(has_text="Mixed chunk").locator("label").click()
         page.wait_for_url(re.compile(r".*mixed=1.*"), timeout=60_000)
         settle(page, timeout_s=120)

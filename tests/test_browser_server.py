@@ -9,6 +9,8 @@ from __future__ import annotations
 import pytest
 from test_browser import page, settle  # noqa: F401  (fixtures)
 
+from conftest import tab as new_tab
+
 pytestmark = pytest.mark.browser
 
 
@@ -42,14 +44,14 @@ REPLAY = ("GPU", "Model", "Tensor parallel", "Weights", "KV cache", "Reply lengt
 
 
 @pytest.mark.parametrize("width", [1280, 1440])
-def test_the_tp8_70b_log_replays_with_its_controls_in_one_row_that_wraps_cleanly(server, browser, width):  # noqa: F811
+def test_the_tp8_70b_log_replays_with_its_controls_in_one_row_that_wraps_cleanly(server, context, width):  # noqa: F811
     """deploy's model / TP / precision picks and pdbuyer's 'Replay at most' side by side: at 1280 and 1440 px
     one row that wraps into two without overlap or a clipped value, and the log replays as 70B on 8 GPUs
     with the line that says how many of its requests it kept."""
     from pathlib import Path
 
     log = Path(__file__).resolve().parent / "data" / "sglang_logs_written" / "llama70b_tp8.log"
-    tab = browser.new_page(viewport={"width": width, "height": 1000})
+    tab = new_tab(context, width)
     try:
         tab.goto(server + "/your_server?log=upload")
         settle(tab)

@@ -12,15 +12,16 @@ from test_browser import settle
 
 from engine_model import STORIES
 
+from conftest import tab
+
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture
-def page(browser):  # noqa: F811
-    context = browser.new_context(viewport={"width": 1440, "height": 1000})
-    pg = context.new_page()
+def page(context):
+    pg = tab(context, 1440)
     yield pg
-    context.close()
+    pg.close()
 
 
 def open_drawn(page, url: str, num_charts: int) -> None:
