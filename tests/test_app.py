@@ -233,6 +233,7 @@ def test_the_rush_page_compares_the_single_engine_with_pd_under_both_policies():
     assert "1 prefill × TP 1 + 1 decode × TP 1 on 2 × H100" in heading  # the cards' deployment and GPUs
 
 
+@pytest.mark.xdist_group("upstream")  # the upstream replica's PD runs, the slowest, made once a run
 @pytest.mark.parametrize("params, rows", [
     ({"base": "one"}, ["the story's engine", "one engine, TP 2", "PD, early", "PD, prefill_complete"]),
     ({"base": "none", "dworkers": "3"}, ["the story's engine", "PD, early", "PD, prefill_complete"]),
@@ -296,6 +297,7 @@ def test_the_rush_tour_points_at_the_pd_section():
     assert "(PD disaggregation)" in texts[pointers[0] - 1]  # right under the PD section's heading
 
 
+@pytest.mark.xdist_group("upstream")  # the upstream replica's PD runs, the slowest, made once a run
 def test_the_upstream_pd_step_shows_the_replicas_cards_not_the_single_engines():
     from story_runs import scenario_run
 

@@ -67,6 +67,7 @@ def test_a_group_that_never_got_a_token_is_explained():
     assert "never fit the 32,768-token decode cap" in said
 
 
+@pytest.mark.xdist_group("upstream")  # the upstream replica's PD runs, the slowest, made once a run
 @pytest.mark.slow
 def test_the_pd_step_lands_on_the_upstream_preset_with_its_own_worker_counts():
     at = open_page("app_pages/ten_oclock_rush.py")

@@ -9,6 +9,8 @@ from hypothesis import given, settings
 from app.charts import frames, latency, request_frames, timelines
 from engine_model import load_scenario, simulate
 
+from conftest import examples
+
 STACKING = ["forty_replies", "other_stall", "ten_oclock_rush", "ten_oclock_rush_pd"]
 
 
@@ -30,7 +32,7 @@ def iterations(draw):
     return pd.DataFrame(rows).sort_values("start_at", kind="stable").reset_index(drop=True)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(60), deadline=None)  # WHO_WAITS_SOAK=1: 10,000
 @given(its=iterations(), max_points=hs.integers(2, 40))
 def test_every_stacked_kv_point_is_one_real_pass_and_never_tops_its_pool(its, max_points):
     kv = frames.kv_frame(its, max_points=max_points)

@@ -93,6 +93,7 @@ def test_the_rush_numbers_and_the_pd_step_lands_on_a_visible_trade_off():
     assert rush.tour[5].section == {"preset": "upstream"} and rush.tour[5].focus == "pd"
 
 
+@pytest.mark.xdist_group("upstream")  # the upstream replica's PD runs, the slowest, made once a run
 @pytest.mark.slow
 def test_on_the_upstream_preset_prefill_complete_raises_throughput_and_lowers_ttft():
     """(Whether the p99 gap follows upstream's rise: tests/test_pd_trade.py checks what the app says.)"""
