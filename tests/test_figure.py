@@ -251,9 +251,14 @@ def assert_documented_size(key: str, size: int) -> None:
 
 
 # -- PD ----------------------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def pd_fig():
+    return pd_figure(runs=run_of)
+
+
 @pytest.mark.slow
-def test_the_pd_figure_compares_four_deployments_on_two_workloads_with_their_gpu_counts():
-    figure = pd_figure()
+def test_the_pd_figure_compares_four_deployments_on_two_workloads_with_their_gpu_counts(pd_fig):
+    figure = pd_fig
     assert len(figure.cells) == 8 and [a["labels"] for a in figure.axes] == [
         ["The ten o'clock rush", "The upstream test replica"],
         ["one engine", "one engine per PD worker", "PD, early", "PD, prefill_complete"]]
@@ -279,11 +284,11 @@ def test_the_equal_gpu_preset_opens_the_pd_figure_on_its_engines(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_pd_figure_carries_the_checklist_of_each_workload():
+def test_the_pd_figure_carries_the_checklist_of_each_workload(pd_fig):
     from app.present import checklist
     from app.present.pd import scenarios
 
-    figure = pd_figure()
+    figure = pd_fig
     for w, workload in enumerate(("rush", "upstream")):
         cases = scenarios(workload)
         early, late = (run_of(cases[i]) for i in (2, 3))
