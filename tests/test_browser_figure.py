@@ -197,7 +197,7 @@ def test_the_pd_figure_fits_a_phone_and_axe_finds_nothing_serious(browser, tmp_p
 
     need_chromium()
     path = tmp_path / "pd.html"
-    text = pd_page(runs=scenario_run)  # the runs the figure tests made
+    text = pd_page()  # from the runs the figure tests made (the command's cache)
     path.write_text(text, encoding="utf-8")
     uid = uid_of(text)
     context, page, asked, errors = open_page(browser, path, 390)

@@ -24,6 +24,7 @@ from app.present.cli import main
 from app.present.described import chart_words
 from app.present.fmt import fmt_seconds
 from app.present.grid import MAX_RUNS, plan, run_grid
+from app.present.grid import _run as grid_run
 from app.present.page import cdata_safe, figure_html, json_for_script, story_figure
 from app.present.pd import pd_figure
 from engine_model import STORIES, InputError
@@ -253,7 +254,9 @@ def assert_documented_size(key: str, size: int) -> None:
 # -- PD ----------------------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def pd_fig():
-    return pd_figure(runs=run_of)
+    """The PD figure as the figure command builds it (its own run cache, which the command's test, the phone's
+    and the checklist's below then read)."""
+    return pd_figure()
 
 
 @pytest.mark.slow
@@ -291,7 +294,7 @@ def test_the_pd_figure_carries_the_checklist_of_each_workload(pd_fig):
     figure = pd_fig
     for w, workload in enumerate(("rush", "upstream")):
         cases = scenarios(workload)
-        early, late = (run_of(cases[i]) for i in (2, 3))
+        early, late = (grid_run(cases[i]) for i in (2, 3))
         expected = checklist.table(checklist.of_runs(cases[3], early, late))
         tables = [figure.cells[f"{w}|{a}"]["tables"][2] for a in range(4)]
         assert tables == [expected] * 4 and len(expected["rows"]) == 11
