@@ -60,6 +60,12 @@ CHART_FOLDS = ("Step through the scheduler's decisions", "How long each reply wa
                "Gaps between tokens", "Each policy's workers", "Pass timelines, A and B", "Sweep:")
 
 
+ELEMENTS = """() => document.querySelectorAll(
+  '[data-testid="stMain"] [data-testid="stElementContainer"]').length"""
+FOLD_BUILDING = """(before) => (""" + ELEMENTS + """)() > before
+  || document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state') === 'running'"""
+
+
 def unfold(page, titles: tuple[str, ...] = CHART_FOLDS, pd: bool = True) -> None:
     """Open the folds whose titles start with `titles` (and show the PD section, where a page has one), as a
     person clicking each would; each is built on the rerun its click starts."""
@@ -71,7 +77,10 @@ def unfold(page, titles: tuple[str, ...] = CHART_FOLDS, pd: bool = True) -> None
         fold = page.locator('[data-testid="stExpander"] details').filter(
             has=page.locator("summary", has_text=title))
         if fold.count() and fold.first.get_attribute("open") is None:
+            before = page.evaluate(ELEMENTS)
             fold.first.locator("summary").click()
+            # the rerun the click starts, or what it built: settling before the rerun began would be early
+            page.wait_for_function(FOLD_BUILDING, arg=before, timeout=60_000)
             settle(page, timeout_s=120)
 
 
