@@ -86,8 +86,7 @@ def need_chromium() -> None:
 
 @pytest.fixture(scope="session")
 def browser():
-    """One headless Chromium for every browser test of a worker (a launch is 1-2 s); each test opens its own
-    context, so no cookie, storage or route passes from one test to the next."""
+    """One headless Chromium for every browser test of a worker (a launch is 1-2 s)."""
     need_chromium()
     from playwright.sync_api import sync_playwright
 
@@ -99,9 +98,9 @@ def browser():
 
 @pytest.fixture(scope="session")
 def context(browser):
-    """One browsing context a worker, as one person's browser across visits: its HTTP and code cache warm
-    after the first page (a fresh context compiles Streamlit's and Vega's scripts again: ~5 of a first view's
-    6 Chromium CPU-seconds here). Each test opens its own tab, and closing it ends its Streamlit session."""
+    """One browsing context a worker, as one person's browser across visits: its HTTP and code cache stay
+    warm (a fresh context per view cost about 0.5 Chromium CPU-s more a first view, docs/performance.md).
+    Each test opens its own tab (`tab`), and closing it ends its Streamlit session."""
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
     ctx.grant_permissions(["clipboard-read", "clipboard-write"])
     yield ctx

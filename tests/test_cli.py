@@ -73,18 +73,16 @@ def test_a_run_cut_off_by_a_limit_says_so():
 SAMPLES = "app/samples"
 
 
-def run_main(capsys, *argv):
-    from engine_model.cli import main
-
-    status = main(list(argv))
-    out, err = capsys.readouterr()
-    return status, out, err
+def run_main(*argv):
+    """(exit status, stdout, stderr) of the command, run in this interpreter."""
+    proc = cli(*argv)
+    return proc.returncode, proc.stdout, proc.stderr
 
 
-def test_scenarios_lists_each_with_its_title_and_one_line(capsys):
+def test_scenarios_lists_each_with_its_title_and_one_line():
     from engine_model import load_scenario, scenario_names
 
-    status, out, _ = run_main(capsys, "scenarios")
+    status, out, _ = run_main("scenarios")
     lines = out.splitlines()
     assert status == 0 and len(lines) == 2 * len(scenario_names())
     for name, first, second in zip(scenario_names(), lines[::2], lines[1::2], strict=True):
@@ -97,36 +95,36 @@ def test_run_help_shows_set_with_an_example():
     assert "--set dotted.key=value" in help_text and "--set engine.enable_mixed_chunk=true" in help_text
 
 
-def test_plain_run_output_says_why_mid_reply_streams_have_no_ttft(capsys):
-    status, out, _ = run_main(capsys, "run", "forty_replies", "--set", "limits.max_iterations=30")
+def test_plain_run_output_says_why_mid_reply_streams_have_no_ttft():
+    status, out, _ = run_main("run", "forty_replies", "--set", "limits.max_iterations=30")
     assert status == 0
     assert "streams: 0/40 finished; TTFT p50 -* p99 -*" in out
     assert "* no TTFT: these replies were already streaming when the run began" in out
     assert "41 not finished, cut off (limits.max_iterations (30) reached) (first: streams-00)" in out
 
 
-def test_plain_run_output_gives_every_rejection_its_reason(capsys):
+def test_plain_run_output_gives_every_rejection_its_reason():
     """Qwen3-8B's context is 40,960 tokens: SGLang refuses the 100,000-token log, and the run goes on."""
-    status, out, _ = run_main(capsys, "run", "forty_replies", "--set", "model.name=qwen3-8b")
+    status, out, _ = run_main("run", "forty_replies", "--set", "model.name=qwen3-8b")
     assert status == 0
     assert "1 not finished, rejected: prompt of 100000 tokens >= max_req_input_len 40954 (first: log)" in out
 
 
-def test_diagnose_a_chunked_prefill_log(capsys):
+def test_diagnose_a_chunked_prefill_log():
     log = f"{SAMPLES}/07_issue11970_prefill_chunk8192_v0.5.3.log"
-    status, out, _ = run_main(capsys, "diagnose", log)
+    status, out, _ = run_main("diagnose", log)
     assert status == 0 and out.startswith(f"{log}: verdict: a queue ramp under prefill-first admission")
     assert "  read 9 lines: 9 Prefill, 0 Decode, 0 retraction; skipped 0 unrecognised, 0 malformed" in out
     assert "    try --enable-mixed-chunk: " in out
-    status, out, _ = run_main(capsys, "diagnose", log, "--json")
+    status, out, _ = run_main("diagnose", log, "--json")
     doc = json.loads(out)
     assert (doc["verdict"], doc["timeline"]["chunk_size"], doc["timeline"]["longest_chunk_run"]) == (
         "prefill_queue_ramp", 8192, 9)
     assert [f["kind"] for f in doc["findings"]] == ["prefill_queue_ramp"]
 
 
-def test_diagnose_a_retraction_log_as_json_with_its_settings(capsys):
-    status, out, _ = run_main(capsys, "diagnose",
+def test_diagnose_a_retraction_log_as_json_with_its_settings():
+    status, out, _ = run_main("diagnose",
                               f"{SAMPLES}/01_docsci_2025-04-30_qwen05b_batch_retract_decode_oom.log",
                               "--json")
     doc = json.loads(out)
@@ -134,17 +132,17 @@ def test_diagnose_a_retraction_log_as_json_with_its_settings(capsys):
     assert doc["lines"]["num_retraction"] == 4 and doc["findings"][0]["evidence"][0][0] > 0
 
 
-def test_diagnose_a_partial_log_says_what_was_skipped(tmp_path, capsys):
+def test_diagnose_a_partial_log_says_what_was_skipped(tmp_path):
     log = (tmp_path / "x.log")
     log.write_text("[2026-01-01 12:00:00] Decode batch, #running-req: 4, #token: 9, token usage: 0.1\n"
                    "[2026-01-01 12:00:01] Decode batch, #running-req: " + "9" * 50 + "\nhello\n")
-    status, out, _ = run_main(capsys, "diagnose", str(log))
+    status, out, _ = run_main("diagnose", str(log))
     assert status == 0 and "skipped 1 unrecognised, 1 malformed, 0 blank" in out
     assert "    malformed line 2: field '#running-req' has a 50-character value" in out
 
 
-def test_trace_prints_the_mix_by_bucket(capsys):
-    status, out, _ = run_main(capsys, "trace", f"{SAMPLES}/mooncake_conversation_trace_head300.jsonl",
+def test_trace_prints_the_mix_by_bucket():
+    status, out, _ = run_main("trace", f"{SAMPLES}/mooncake_conversation_trace_head300.jsonl",
                               "--json")
     doc = json.loads(out)
     assert (status, doc["fmt"], doc["num_requests"], doc["num_skipped"]) == (0, "mooncake", 300, 0)
@@ -153,8 +151,8 @@ def test_trace_prints_the_mix_by_bucket(capsys):
     assert doc["prompt_len"]["100"] == max(b["prompt_len"]["100"] for b in doc["buckets"].values())
 
 
-def test_trace_with_a_row_limit_says_where_it_stopped(capsys):
-    status, out, _ = run_main(capsys, "trace", f"{SAMPLES}/AzureLLMInferenceTrace_conv_head1500.csv",
+def test_trace_with_a_row_limit_says_where_it_stopped():
+    status, out, _ = run_main("trace", f"{SAMPLES}/AzureLLMInferenceTrace_conv_head1500.csv",
                               "--max-requests", "10")
     assert status == 0 and ": azure, 10 requests (10 rows read, 0 skipped)" in out
     assert "note: reading stopped after line 11: max_requests (10) rows were kept" in out
