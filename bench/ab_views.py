@@ -5,7 +5,8 @@
 Starts one app server per checkout (`name=path`) and the floor page (bench/floor_page.py), waits for each
 warm-up, then in one headless Chromium opens, round after round, the floor and every (checkout, page) in
 turn, each in a fresh context. Interleaving puts the same load on every variant, which separate
-`bench_app.py --repo` runs minutes apart do not. Prints the median seconds and CPU seconds (browser and
+`bench_app.py --repo` runs minutes apart do not: a page's variants are opened back to back, in an
+order turned each round. Prints the median seconds and CPU seconds (browser and
 servers, from /proc) of each, and each as a multiple of the floor's.
 """
 
@@ -40,13 +41,14 @@ def main() -> None:
         for name, (_, url) in servers.items():
             if name != "floor":
                 print(f"{name}: warm-up {warm_up(url, args.warm_limit)} s", flush=True)
-        targets = [("floor", "/")]
-        targets += [(name, page) for name in servers if name != "floor" for page in args.pages]
-        seen = {target: [] for target in targets}
+        names = [name for name in servers if name != "floor"]
+        seen = {("floor", "/"): []} | {(name, page): [] for name in names for page in args.pages}
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            for _ in range(args.rounds):
-                for name, page in targets:
+            for round_ in range(args.rounds):
+                # a page's variants back to back, their order turned each round: the same load on each
+                turn = names[round_ % len(names):] + names[:round_ % len(names)]
+                for name, page in [("floor", "/"), *((n, page) for page in args.pages for n in turn)]:
                     context = browser.new_context(viewport={"width": 1440, "height": 900})
                     view = open_view(context, servers[name][1] + page)
                     context.close()

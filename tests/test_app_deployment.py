@@ -9,6 +9,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from unfold import unfold
 
+from app.server.simulate_ui import SIMULATE
+
 MAIN = str(Path(__file__).resolve().parents[1] / "app" / "main.py")
 TP8_LOG = Path(__file__).resolve().parent / "data" / "sglang_logs_written" / "llama70b_tp8.log"
 STORY_PAGES = ("forty_replies", "other_stall", "ten_oclock_rush", "real_traffic")
@@ -81,6 +83,7 @@ def test_the_gpu_figures_and_model_shapes_are_editable_and_in_the_url():
 
 def test_the_tp8_70b_log_replays_as_70b_on_8_gpus_and_a_picked_tp1_is_refused():
     at = open_page("your_server", {"log": "paste"})
+    at.session_state[SIMULATE] = True  # the replay's fold, opened
     at.text_area(key="your_server.paste").input(TP8_LOG.read_text()).run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert "**8 × H100 SXM 80GB, TP 8** · **Llama-3.1-70B** (bf16 weights, bf16 KV)" in captions(at)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
+from tables import markdown_table
 from unfold import unfold
 
 from app.charts import timelines
@@ -14,6 +15,7 @@ from app.charts.words import bucket_words
 from app.server import charts as server_charts
 from app.server import frames as sf
 from app.server.input import LOG_SAMPLES, METRICS_EXAMPLE, TRACE_SAMPLES, decode_upload, sample_text
+from app.server.simulate_ui import SIMULATE
 from engine_model import InputError, load_scenario, simulate, summary
 from engine_model.logs import build_timeline, parse_log
 from engine_model.traces import load_trace
@@ -24,12 +26,16 @@ PAGE = "app_pages/your_server.py"
 SAMPLES = Path(__file__).resolve().parents[1] / "app" / "samples"
 
 
-def open_page(**params) -> AppTest:
+def open_page(replay: bool = True, **params) -> AppTest:
+    """The page as a link with `params` opens it; `replay`: with the log's replay open (a click on its
+    fold)."""
     at = AppTest.from_file(MAIN, default_timeout=120)
     for key, value in params.items():
         at.query_params[key] = value
     at.run()
     at.switch_page(PAGE)
+    if replay:
+        at.session_state[SIMULATE] = True
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
@@ -67,11 +73,45 @@ def test_each_log_sample_runs_and_shows_settings_timeline_diagnosis_and_a_simula
     assert at.query_params.get("log") in (None, sample, [sample])
 
 
+def test_the_replay_runs_when_its_fold_is_opened_or_a_link_sets_one_of_its_controls():
+    """A first view shows the log's verdict and evidence; the replay (a run of the model) waits in its fold
+    until it is opened, and a shared link that picked a replay setting opens it."""
+    at = open_page(replay=False, log="chunk")
+    assert "Simulate this server" in texts(at.markdown) and not at.metric
+    assert "Your log beside the model" not in texts(at.markdown)
+    [fold] = [e for e in at.expander if e.label.startswith("Replay the log in the model")]
+    at.session_state[SIMULATE] = True  # what a click on the fold does (app.ui.fold)
+    at.run()
+    assert "Your log beside the model" in texts(at.markdown) and len(at.metric) == 4
+    linked = open_page(replay=False, log="chunk", rmax="500")
+    assert "Your log beside the model (the log's own settings)" in texts(linked.markdown)
+
+
+def test_a_logs_values_read_as_written_in_the_settings_table():
+    """The settings table is one Markdown element; a value from a person's log (an image, a link, HTML,
+    emphasis, a pipe, a trailing backslash) is escaped, so it shows as the characters it is."""
+    import re
+
+    import pandas as pd
+
+    from app.present.fmt import markdown_table as table_of
+
+    values = ["![x](http://example.com/i.png)", "<img src=x onerror=alert(1)>", "*bold* _it_ `code`",
+              "a|b", "trailing\\", "[link](javascript:alert(1))", "8,192"]
+    frame = pd.DataFrame({"setting": [f"--s{i}" for i in range(len(values))], "value": values,
+                          "from": "server_args line"}).set_index("setting")
+    text = table_of(frame, literal=("value",))
+    cells = [re.split(r"(?<!\\)\|", line)[2] for line in text.splitlines()[2:]]
+    assert all(re.search(r"(?<!\\)[!\[\]()<>*_`]", cell) is None for cell in cells), cells
+    at = AppTest.from_string(f"import streamlit as st\nst.markdown({text!r})").run()
+    assert list(markdown_table(at, "setting")["value"]) == values
+
+
 def test_the_retraction_sample_shows_the_kv_verdict_with_its_evidence_lines_and_fixes():
     at = unfold(open_page(log="retraction"))  # the line counts and the first lines not read are a fold
     assert not at.error, texts(at.error)
     assert verdict(at) == "Verdict: it is the KV stall"
-    settings = at.dataframe[0].value.set_index("setting")["value"]
+    settings = markdown_table(at, "setting")["value"]
     assert settings["--chunked-prefill-size"] == "8,192"
     assert settings["--enable-mixed-chunk"] == "off"
     assert settings["--max-total-tokens (the KV pool, in tokens)"] == "20,480"
@@ -79,7 +119,7 @@ def test_the_retraction_sample_shows_the_kv_verdict_with_its_evidence_lines_and_
     evidence = texts(at.code)
     assert "    65 | [2025-04-30 23:19:42 TP0] Decode out of memory happened. #retracted_reqs: 23" in evidence
     assert "--max-total-tokens (raise or drop)" in texts(at.markdown)
-    counts = at.dataframe[1].value.set_index("lines")["count"]
+    counts = at.dataframe[0].value.set_index("lines")["count"]
     assert counts["unrecognised lines (startup, HTTP, other programs)"] == 42  # counted, and quoted below
     assert "[2025-04-30" in evidence
 
@@ -94,7 +134,7 @@ def test_the_chunk_sample_shows_a_queue_ramp_and_its_replay_runs_the_logs_passes
     row = at.table[0].value.loc["back-to-back prefill passes while replies ran"]
     assert row["your log"] == "8 Prefill lines (9 in the run)" and row["the model"].startswith("8 passes, ")
     assert "ends with 53 requests still queued" in texts(at.caption)
-    settings = at.dataframe[0].value.set_index("setting")
+    settings = markdown_table(at, "setting")
     assert settings.loc["--chunked-prefill-size", "value"] == "8,192"
     assert settings.loc["--chunked-prefill-size", "from"].startswith("inferred")
     assert "     1 | [2025-10-22 20:23:08] Prefill batch. #new-seq: 9, #new-token: 8192" in texts(at.code)

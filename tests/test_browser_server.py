@@ -7,7 +7,7 @@ pytest -m browser tests/test_browser_server.py
 from __future__ import annotations
 
 import pytest
-from test_browser import page, settle  # noqa: F401  (fixtures)
+from test_browser import page, settle, unfold  # noqa: F401  (fixtures)
 
 from conftest import tab as new_tab
 
@@ -56,6 +56,10 @@ def test_the_tp8_70b_log_replays_with_its_controls_in_one_row_that_wraps_cleanly
         tab.goto(server + "/your_server?log=upload")
         settle(tab)
         tab.locator('input[type="file"]').first.set_input_files(str(log))
+        tab.wait_for_function("() => document.querySelector('[data-testid=\"stMain\"]').innerText"
+                               ".includes('Replay the log in the model')", timeout=120_000)
+        settle(tab, timeout_s=120)
+        unfold(tab, ("Replay the log in the model",))
         tab.wait_for_function("() => document.querySelector('[data-testid=\"stMain\"]').innerText"
                                ".includes('The replay keeps')", timeout=120_000)
         settle(tab, timeout_s=120)

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import vl_convert as vlc
 
-from app.charts import frames, latency, scales, timelines
+from app.charts import frames, latency, request_frames, scales, timelines
 from app.compare import charts as compare_charts
 from app.pd import charts as pd_charts
 from app.pd import frames as pd_frames
@@ -161,18 +161,40 @@ def test_cursor_specs_land_on_the_right_iteration():
     assert cursor.play_step(its, len(its) - 1) == len(its) - 1
 
 
-def test_a_thinned_lane_never_looks_empty_where_tokens_kept_coming(run):
-    """Wherever a request got a token, a mark stands within one drawing bin of it (or a stall is drawn)."""
+def test_every_token_is_in_one_mark_and_close_tokens_share_a_bar(run):
+    """Each token lies in exactly one mark (a run's bar from its first to its last token, or its own tick),
+    the counts add up to the request's tokens, a bar never spans a gap the chart could draw (JOIN_PX on the
+    run's width) nor a stall, and two marks of a lane are always a drawable gap apart."""
     result, f = run
-    width = 2 * max(result.end_at, 1e-3) / max(6, 2_500 // max(len(result.requests), 1)) * 1.5 ** 4
+    join = request_frames.join_gap(result.end_at, f.stall_threshold_s)
+    assert 0 < join <= f.stall_threshold_s
     for req in result.requests:
         times = np.asarray(req.token_times)
-        if times.size == 0:
-            continue
-        marks = np.sort(f.tokens.loc[f.tokens["rid"] == req.rid, "at"].to_numpy())
-        nearest = np.abs(marks[np.clip(np.searchsorted(marks, times), 0, len(marks) - 1)] - times)
-        before = np.abs(marks[np.clip(np.searchsorted(marks, times) - 1, 0, len(marks) - 1)] - times)
-        assert (np.minimum(nearest, before) <= width).all(), req.rid
+        lane = f.tokens[f.tokens["rid"] == req.rid].sort_values("at")
+        assert int(lane["count"].sum()) == times.size, req.rid
+        for mark in lane.itertuples():
+            inside = times[(times >= mark.at) & (times <= mark.until)]
+            assert inside.size == mark.count and inside[0] == mark.at and inside[-1] == mark.until
+            assert (np.diff(inside) < join).all(), req.rid
+        assert (lane["at"].to_numpy()[1:] - lane["until"].to_numpy()[:-1] >= join).all(), req.rid
+
+
+def test_a_thinned_lane_never_looks_empty_where_tokens_kept_coming():
+    """Past the cap, single ticks are thinned by time bins: every run, the marks beside a stall and each
+    lane's first and last mark stay, and no stretch of a lane that had tokens loses all its marks."""
+    lanes, ticks = 6, 900
+    marks = pd.DataFrame({"rid": np.repeat([f"r{i}" for i in range(lanes)], ticks),
+                          "at": np.tile(np.arange(ticks) * 0.1, lanes), "count": 1})
+    marks["until"] = marks["at"]
+    marks.loc[5, "count"] = 3  # a run
+    near = np.zeros(len(marks), dtype=bool)
+    near[700] = True  # beside a stall
+    keep = request_frames._thinned(marks, near, width_s=0.5, max_rows=400)
+    assert keep.sum() <= 400 and keep[5] and keep[700]
+    for _, lane in marks[keep].groupby("rid"):
+        at = lane["at"].to_numpy()
+        assert at[0] == 0 and at[-1] == pytest.approx(89.9)
+        assert np.diff(at).max() <= 0.05 * 90  # never a gap of more than 5 % of the run
 
 
 def test_the_wait_for_the_next_token_is_a_ramp_for_a_freeze_and_teeth_for_a_trickle():

@@ -10,6 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app.server.input import decode_upload
+from app.server.simulate_ui import SIMULATE
 from engine_model import InputError, read_scrapes, read_server_info
 from tests.hostile.make_corpus import INFOS, LOGS, METRICS, TRACES
 
@@ -39,6 +40,7 @@ def page() -> AppTest:
     at.query_params["log"] = "paste"
     at.run()
     at.switch_page("app_pages/your_server.py")
+    at.session_state[SIMULATE] = True  # the replay's fold, opened: hostile logs reach the replay too
     at.run()
     return at
 

@@ -20,6 +20,7 @@ from app.server import frames as sf
 from app.server.controls import CONTROLS, base_data
 from app.server.input import LOG_LIMIT_MB
 from app.server.replay import replay_scenario, running_at_start, with_switches
+from app.server.simulate_ui import SIMULATE
 from app.story import diagnosis
 from engine_model import build_timeline, diagnose, parse_log, simulate, validate
 
@@ -71,6 +72,7 @@ def open_page(**params) -> AppTest:
         at.query_params[key] = value
     at.run()
     at.switch_page("app_pages/your_server.py")
+    at.session_state[SIMULATE] = True  # the replay's fold, opened
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at

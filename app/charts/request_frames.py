@@ -1,8 +1,9 @@
 """Per-request tables built from a `Result`: token marks, stalls, prefill chunks, queue waits, gaps between
 tokens per group, metrics and retractions. Pure functions: no Streamlit, no Altair.
 
-Token marks are thinned to MAX_TOKEN_MARKS, but both tokens around every gap at or over the stall
-threshold stay, and every such gap is its own stall row.
+A request's tokens that come close together are one mark (a bar from the first to the last), a token
+on its own a tick; past MAX_TOKEN_MARKS the ticks are thinned, but the marks around every gap at or over
+the stall threshold stay, and every such gap is its own stall row.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import pandas as pd
 from app.charts.phases import MAX_CHART_ROWS, PHASE_OF
 from engine_model import PassKind, Result, e2e, gaps, max_itl, queue, tpot, ttft
 
-MAX_TOKEN_MARKS = 2_500  # token ticks: enough to read a stream, light enough to redraw fast
+MAX_TOKEN_MARKS = 2_500  # token marks: enough to read a stream, light enough to redraw fast
+JOIN_PX, DRAW_PX = 2, 1_000  # tokens under 2 px apart on a 1,000-px-wide chart of the run draw as one bar
 STALL_MIN_S = 0.25  # a gap between two tokens at least this long is drawn as a stall
 GAP_EDGES_S = (1.0, 5.0, 20.0)  # stall shades: threshold-1 s, 1-5 s, 5-20 s, 20 s or more
 
@@ -42,11 +44,12 @@ def stall_threshold(result: Result) -> float:
 
 
 def token_frames(result: Result, max_rows: int = MAX_TOKEN_MARKS) -> tuple[pd.DataFrame, pd.DataFrame, float]:
-    """Token marks (thinned) and stall segments (every gap >= threshold, never thinned). Each mark keeps its
-    place in its request's stream (`n`, this run's tokens so far)."""
+    """Token marks and stall segments (every gap >= threshold, never thinned). A mark is a run of a
+    request's tokens each less than `join_gap` apart (drawn as one bar, `at` to `until`) or a single token
+    (a tick, `until == at`); `n` is the run's first token's place in this run's stream, `count` its tokens."""
     threshold = stall_threshold(result)
-    reqs = [r for r in result.requests if r.token_times or r.is_mid_reply]
-    streams, stalls = [], []
+    join_s = join_gap(result.end_at, threshold)
+    stalls, marks, near = [], [], []
     for req in result.requests:
         times = np.asarray(req.token_times, dtype=float)
         starts = (np.concatenate([[req.arrival_at], times[:-1]]) if req.is_mid_reply
@@ -56,36 +59,41 @@ def token_frames(result: Result, max_rows: int = MAX_TOKEN_MARKS) -> tuple[pd.Da
         for i in np.flatnonzero(is_stall):
             stalls.append({"rid": req.rid, "group": req.group, "start_at": starts[i], "end_at": times[i],
                            "gap_s": gaps[i], "band": gap_band(gaps[i], threshold)})
-        if times.size:
-            near = is_stall.copy()  # the token that ends a gap ...
-            near[:-1] |= is_stall[1:]  # ... and the one that starts it
-            streams.append((req, times, gaps, near))
-    per_request = max(6, max_rows // max(len(reqs), 1))
-    keep = _thinned(streams, 2 * max(result.end_at, 1e-3) / per_request, per_request // 2, max_rows)
-    marks = [{"rid": req.rid, "group": req.group, "at": t, "gap_before_s": g, "n": int(i) + 1}
-             for (req, times, gaps, _), kept in zip(streams, keep, strict=True)
-             for i, t, g in zip(np.flatnonzero(kept), times[kept], gaps[kept], strict=True)]
-    tokens = pd.DataFrame(marks, columns=["rid", "group", "at", "gap_before_s", "n"])
+        if not times.size:
+            continue
+        first = np.flatnonzero(np.concatenate([[True], gaps[1:] >= join_s]))
+        last = np.concatenate([first[1:] - 1, [times.size - 1]])
+        for i, j in zip(first, last, strict=True):
+            marks.append((req.rid, req.group, times[i], times[j], gaps[i], int(i) + 1, int(j - i) + 1))
+            near.append(bool(is_stall[i] or (j + 1 < times.size and is_stall[j + 1])))
+    tokens = pd.DataFrame(marks, columns=["rid", "group", "at", "until", "gap_before_s", "n", "count"])
+    bin_s = 2 * max(result.end_at, 1e-3) / 6
+    tokens = tokens[_thinned(tokens, np.asarray(near, dtype=bool), bin_s, max_rows)]
     stall_frame = pd.DataFrame(stalls, columns=["rid", "group", "start_at", "end_at", "gap_s", "band"])
-    return tokens, stall_frame, threshold
+    return tokens.reset_index(drop=True), stall_frame, threshold
 
 
-def _thinned(streams: list, width_s: float, every: float, max_rows: int) -> list[np.ndarray]:
-    """Which tokens of each stream to draw: both tokens around every stall and the last one; one in `every`
-    tokens, so ticks stay dense where tokens come fast; and the first token in every time bin of `width_s`,
-    so a thinned lane never looks empty where tokens kept coming. Both loosen until the marks fit
-    `max_rows`."""
+def join_gap(end_at: float, threshold_s: float) -> float:
+    """Tokens closer than this draw as one bar: JOIN_PX on a chart DRAW_PX wide showing the whole run (ticks
+    that close look solid anyway), and never a stall."""
+    return min(threshold_s, JOIN_PX * max(end_at, 1e-3) / DRAW_PX)
+
+
+def _thinned(marks: pd.DataFrame, near: np.ndarray, width_s: float, max_rows: int) -> np.ndarray:
+    """Which marks to draw when there are more than `max_rows` (a long trickle of single ticks): every run,
+    the marks either side of a stall, each lane's last mark, and the first mark in every time bin of
+    `width_s`, so a thinned lane never looks empty where tokens kept coming. The bins widen until the marks
+    fit."""
+    if len(marks) <= max_rows:
+        return np.ones(len(marks), dtype=bool)
+    lane = marks["rid"].to_numpy()
+    fixed = near | (marks["count"].to_numpy() > 1) | np.concatenate([lane[1:] != lane[:-1], [True]])
     while True:
-        keep = []
-        for _, times, _, near in streams:
-            bins = np.floor(times / width_s)
-            kept = near | np.concatenate([[True], bins[1:] != bins[:-1]])
-            kept[:: max(1, int(np.ceil(times.size / every)))] = True
-            kept[-1] = True
-            keep.append(kept)
-        if sum(int(k.sum()) for k in keep) <= max_rows or width_s > 1e7:
+        bins = np.floor(marks["at"].to_numpy() / width_s)
+        keep = fixed | np.concatenate([[True], (lane[1:] != lane[:-1]) | (bins[1:] != bins[:-1])])
+        if keep.sum() <= max_rows or width_s > 1e7:
             return keep
-        width_s, every = width_s * 1.5, max(1.0, every / 1.5)
+        width_s *= 1.5
 
 
 def pauses_frame(stalls: pd.DataFrame, tokens: pd.DataFrame) -> pd.DataFrame:
@@ -94,7 +102,7 @@ def pauses_frame(stalls: pd.DataFrame, tokens: pd.DataFrame) -> pd.DataFrame:
     if tokens.empty:
         return pd.DataFrame(columns=["rid", "group", "order", "at", "wait_s"])
     ends = tokens.groupby("rid", sort=False).agg(group=("group", "first"), start=("at", "min"),
-                                                 stop=("at", "max"))
+                                                 stop=("until", "max"))
     rows = []
     for rid, group, start, stop in ends.itertuples():
         rows += [(rid, group, start, 0.0), (rid, group, stop, 0.0)]

@@ -94,8 +94,9 @@ def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFra
                   request_order: list[str], cursor_at: float | None = None, end_at: float | None = None,
                   stall_threshold_s: float = 0.25,
                   chunk_pass_s: tuple[float, float] | None = None) -> alt.Chart:
-    """One lane per request: a tick per token, prefill chunks as coloured blocks, stalls shaded by length,
-    and queue waits (first wait, and after a retraction) drawn over the stall they cause."""
+    """One lane per request: a bar for a steady run of tokens, a tick for a token on its own, prefill chunks
+    as coloured blocks, stalls shaded by length, and queue waits (first wait, and after a retraction) drawn
+    over the stall they cause."""
     num = len(request_order)
     show_labels = num <= 60
     height = alt.Step(12 if show_labels else max(2, min(6, 600 // max(num, 1))))  # px per request lane
@@ -115,12 +116,7 @@ def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFra
             tooltip=[alt.Tooltip("rid:N", title="request"), alt.Tooltip("why:N", title="state"),
                      alt.Tooltip("wait_s:Q", title="waited (s)", format=".3f")]))
     if len(tokens):
-        tick = alt.Chart(tokens).mark_tick(color=colour("token"), thickness=1, opacity=0.8)
-        lane_layers.append(tick.encode(
-            x=alt.X("at:Q", title="time (s)", scale=x_domain(end_at)), y=y,
-            tooltip=[alt.Tooltip("rid:N", title="request"),
-                     alt.Tooltip("at:Q", title="token at (s)", format=".3f"),
-                     alt.Tooltip("gap_before_s:Q", title="gap before (s)", format=".3f")]))
+        lane_layers += _token_marks(tokens, y, alt.X("at:Q", title="time (s)", scale=x_domain(end_at)))
     if len(chunks):
         lane_layers.append(alt.Chart(chunks.rename(columns={"kind": "state"})).mark_bar(
             stroke="white", strokeWidth=0.5).encode(
@@ -145,6 +141,24 @@ def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFra
         layers.append(cursor)
     chart = alt.layer(*layers).properties(width=WIDTH, height=height)
     return chart.resolve_scale(color="independent") if len(stalls) else chart
+
+
+def _token_marks(tokens: pd.DataFrame, y: alt.Y, x: alt.X) -> list[alt.Chart]:
+    """A run of tokens too close to draw apart as one bar from its first to its last, a token on its own as a
+    tick (request_frames.token_frames): a steady stream reads solid, a trickle as spaced ticks."""
+    base = alt.Chart(tokens)
+    who = alt.Tooltip("rid:N", title="request")
+    gap = alt.Tooltip("gap_before_s:Q", title="gap before (s)", format=".3f")
+    runs = base.transform_filter("datum.count > 1").mark_bar(
+        color=colour("token"), opacity=0.8, height=alt.RelativeBandSize(0.75)).encode(
+        x=x, x2="until:Q", y=y,
+        tooltip=[who, alt.Tooltip("count:Q", title="tokens", format=","),
+                 alt.Tooltip("at:Q", title="first at (s)", format=".3f"),
+                 alt.Tooltip("until:Q", title="last at (s)", format=".3f"), gap])
+    ticks = base.transform_filter("datum.count == 1").mark_tick(
+        color=colour("token"), thickness=1, opacity=0.8).encode(
+        x=x, y=y, tooltip=[who, alt.Tooltip("at:Q", title="token at (s)", format=".3f"), gap])
+    return [runs, ticks]
 
 
 def next_token_wait(pauses: pd.DataFrame, cursor_at: float | None = None,

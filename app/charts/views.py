@@ -40,7 +40,8 @@ def story_views(run: RunFrames, at: float | None = None, index: int | None = Non
                                     "the cursor there." if at is not None else ""),
              lambda: timelines.pass_timeline(run.passes, at, end, index)),
         View("tokens", "Token streams: who got a token, and when",
-             f"One lane per request, a tick per token (thinned where nothing happens). Pink to dark purple: "
+             "One lane per request: a solid bar while its tokens come steadily, a tick per token in a "
+             f"trickle. Pink to dark purple: "
              f"no token for {stall_s:g} s or more — a stall, darker the longer it lasts"
              f"{' (' + yardstick + ')' if yardstick else ''}. "
              "Orange/green blocks: this request's prompt being prefilled, chunk by chunk. Light grey: "

@@ -3,7 +3,26 @@ words."""
 
 from __future__ import annotations
 
+import re
+
 from app.charts.words import NO_TOKEN
+
+
+def markdown_table(frame, literal: tuple[str, ...] = ()) -> str:
+    """A DataFrame as one Markdown table, its index the first column: one element to draw, where
+    `st.table` draws a Markdown element per cell and `st.dataframe` a grid (a page's first view pays for
+    each). Columns in `literal` are text read from a person's file: shown as written, never as markup."""
+    head = [frame.index.name or "", *frame.columns]
+    rows = [[key, *(escaped(v) if c in literal else v for c, v in zip(frame.columns, values, strict=True))]
+            for key, values in zip(frame.index, frame.itertuples(index=False), strict=True)]
+    return "\n".join("| " + " | ".join(str(v).replace("|", "\\|").replace("\n", " ") for v in row) + " |"
+                      for row in [head, ["---"] * len(head), *rows])
+
+
+def escaped(value) -> str:
+    """`value` with every Markdown punctuation mark escaped (a table's `|` is `markdown_table`'s): a link,
+    an image or emphasis in it reads as the characters it is."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!<>~])", r"\\\1", str(value).replace("\n", " "))
 
 
 def fmt_seconds(value: float | None) -> str:

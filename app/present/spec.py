@@ -97,7 +97,7 @@ def within(run: RunFrames, span: tuple[float, float]) -> RunFrames:
     """The run's request frames cut to the window: the rows that touch it, and only the requests that do."""
     t0, t1 = span
     cut = {name: _touching(getattr(run, name), t0, t1) for name in ("stalls", "chunks", "waits")}
-    cut["tokens"] = run.tokens[run.tokens["at"].between(t0, t1)]
+    cut["tokens"] = run.tokens[(run.tokens["until"] >= t0) & (run.tokens["at"] <= t1)]
     shown = set().union(*(set(frame["rid"]) for frame in cut.values()))
     return dataclasses.replace(run, **cut, request_order=[r for r in run.request_order if r in shown])
 

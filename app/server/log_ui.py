@@ -8,6 +8,7 @@ from pydantic import ValidationError
 
 from app import state
 from app.charts import timelines
+from app.present.fmt import markdown_table
 from app.server import charts as server_charts
 from app.server import compute
 from app.server import frames as sf
@@ -116,7 +117,7 @@ def resolved_settings_ui(read: compute.ReadLog) -> None:
                "the scheduler prints the resolved KV pool and chunk size; those lines win. A flag the log "
                "does not state is assumed at SGLang's default — check `/server_info` on the running server.")
     table = sf.settings_table(read.parsed, read.timeline)
-    st.dataframe(table, hide_index=True, width="stretch", height=35 * (len(table) + 1) + 3)
+    st.markdown(markdown_table(table.set_index("setting"), literal=("value",)))
     hints = read.parsed.version_hints
     if hints:
         st.caption("Format hints about the SGLang release: " + "; ".join(hints) + ".")

@@ -49,8 +49,13 @@ from engine_model import (
 )
 from engine_model import log_settings as settings
 
+SIMULATE = state.keys(PAGE).widget("simulate")  # the replay's fold (open: the replay runs)
+REPLAYED = (GPU, OUTPUT, REPLAY_MAX, *REPLAY_DEPLOYMENT.values(), *REPLAY_SWITCHES.values())
+
 
 def simulate_log_ui(read: ReadLog, values: dict) -> None:
+    """The replay, in a fold built when opened (its run on the server and its controls and tables in the
+    browser were a third of the page's first view); a link that sets any of its controls opens it."""
     st.divider()
     st.markdown("### Simulate this server")
     st.markdown("The model runs the log's own deployment — its model (from `model_path`), tensor parallel "
@@ -59,6 +64,14 @@ def simulate_log_ui(read: ReadLog, values: dict) -> None:
                 "`#queue-req` said the request was already waiting) and those already streaming when the log "
                 "begins (the log does not say how long replies were). Pick another model, TP or precision "
                 "to ask what if.")
+    asked = any(values[c.key] != c.default for c in REPLAYED)
+    with folded("Replay the log in the model: the GPU, the deployment and the story switches",
+                SIMULATE, expanded=asked, icon=":material/play_circle:") as is_open:
+        if is_open:
+            _replay_ui(read, values)
+
+
+def _replay_ui(read: ReadLog, values: dict) -> None:
     replay_deployment_ui(read, values)
     switches = switches_ui()
     scenarios = replay_or_stop(read, values, switches)
@@ -128,15 +141,15 @@ def kept_ui(read: ReadLog, scenario, cap: int) -> None:
                icon=":material/filter_alt:")
 
 
-# px: each label and value whole, so the seven wrap as 5 + 2 at 1440 px and 4 + 3 at 1280 px (TP and the
-# precisions take the rest: 150)
+# px: each label and value whole, so the seven wrap as 5 + 2 at 1440 px and 4 + 3 at 1280 px inside the
+# replay's fold, a small gap apart (TP and the precisions take the rest: 150)
 REPLAY_WIDTH = {GPU.key: 200, REPLAY_DEPLOYMENT["model"].key: 200, OUTPUT.key: 260, REPLAY_MAX.key: 210}
 
 
 def replay_deployment_ui(read: ReadLog, values: dict) -> None:
     """The GPU, the log's model, TP and precision (each 'as in the log' or a pick), the reply length, and the
     GPU's figures and the model's shapes."""
-    with st.container(horizontal=True, gap="medium", vertical_alignment="bottom"):  # one row; wraps
+    with st.container(horizontal=True, gap="small", vertical_alignment="bottom"):  # one row; wraps
         for control in (GPU, *REPLAY_DEPLOYMENT.values(), OUTPUT, REPLAY_MAX):
             with st.container(width=REPLAY_WIDTH.get(control.key, 150)):
                 control_ui(PAGE, control)

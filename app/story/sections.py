@@ -10,6 +10,7 @@ from app import state
 from app.charts import views
 from app.charts.frames import RunFrames
 from app.present import playback
+from app.present.fmt import markdown_table
 from app.story import diagnosis, tour
 from app.story.top import run_key
 from app.ui.chart import chart_ui
@@ -54,4 +55,4 @@ def stalls_apart_ui(run: RunFrames, expanded: bool = False, story: Story | None 
                 tour.STALLS, expanded=expanded) as is_open:
         if not is_open:
             return
-        st.table(diagnosis.apart_table(found).set_index("look at"))
+        st.markdown(markdown_table(diagnosis.apart_table(found).set_index("look at")))
