@@ -150,7 +150,7 @@ def _token_marks(tokens: pd.DataFrame, y: alt.Y, x: alt.X) -> list[alt.Chart]:
     who = alt.Tooltip("rid:N", title="request")
     gap = alt.Tooltip("gap_before_s:Q", title="gap before (s)", format=".3f")
     runs = base.transform_filter("datum.count > 1").mark_bar(
-        color=colour("token"), opacity=0.8, height=alt.RelativeBandSize(0.75)).encode(
+        color=colour("token"), height=alt.RelativeBandSize(0.75)).encode(
         x=x, x2="until:Q", y=y,
         tooltip=[who, alt.Tooltip("count:Q", title="tokens", format=","),
                  alt.Tooltip("at:Q", title="first at (s)", format=".3f"),
