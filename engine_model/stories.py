@@ -424,9 +424,9 @@ FORTY = Story(
         TourStep("Flip mixed chunk",
                  "With --enable-mixed-chunk each chunk pass also carries one decode token for every running "
                  "request (green passes). The longest pause shrinks from {before:streams.max_itl_s.max} to "
-                 "{now:streams.max_itl_s.max}, about one chunk pass (the lanes turn light pink); the log's "
-                 "own first token comes a little later ({before:log.ttft_s.max} → {now:log.ttft_s.max}). "
-                 "{trap}",
+                 "{now:streams.max_itl_s.max}, about one chunk pass (the dark band breaks into pink gaps, a "
+                 "token between each); the log's own first token comes a little later "
+                 "({before:log.ttft_s.max} → {now:log.ttft_s.max}). {trap}",
                  {"mixed": True}, ("first", "mixed"), "tokens"),
         TourStep("Chunk size is now the knob",
                  "With mixing on, smaller chunks mean shorter pauses for the streams and a later first token "
