@@ -67,8 +67,7 @@ def token_frames(result: Result, max_rows: int = MAX_TOKEN_MARKS) -> tuple[pd.Da
             marks.append((req.rid, req.group, times[i], times[j], gaps[i], int(i) + 1, int(j - i) + 1))
             near.append(bool(is_stall[i] or (j + 1 < times.size and is_stall[j + 1])))
     tokens = pd.DataFrame(marks, columns=["rid", "group", "at", "until", "gap_before_s", "n", "count"])
-    bin_s = 2 * max(result.end_at, 1e-3) / 6
-    tokens = tokens[_thinned(tokens, np.asarray(near, dtype=bool), bin_s, max_rows)]
+    tokens = tokens[_thinned(tokens, np.asarray(near, dtype=bool), 2 * join_s, max_rows)]
     stall_frame = pd.DataFrame(stalls, columns=["rid", "group", "start_at", "end_at", "gap_s", "band"])
     return tokens.reset_index(drop=True), stall_frame, threshold
 

@@ -41,7 +41,7 @@ def story_views(run: RunFrames, at: float | None = None, index: int | None = Non
              lambda: timelines.pass_timeline(run.passes, at, end, index)),
         View("tokens", "Token streams: who got a token, and when",
              "One lane per request: a solid bar while its tokens come steadily, a tick per token in a "
-             f"trickle. Pink to dark purple: "
+             "trickle. Pink to dark purple: "
              f"no token for {stall_s:g} s or more — a stall, darker the longer it lasts"
              f"{' (' + yardstick + ')' if yardstick else ''}. "
              "Orange/green blocks: this request's prompt being prefilled, chunk by chunk. Light grey: "

@@ -104,6 +104,8 @@ def _replay(like: str) -> Control:
 # A replay runs the log's own deployment (engine_model/logs/deployment.py) unless the person picks another.
 REPLAY_DEPLOYMENT = {"model": _replay("model"), "tp_size": _replay("tp"), "weight_dtype": _replay("wdtype"),
                      "kv_dtype": _replay("kvdtype")}
+REPLAY_ROW = (GPU, *REPLAY_DEPLOYMENT.values(), OUTPUT, REPLAY_MAX)  # the replay's deployment row, in order
+REPLAY_CONTROLS = (*REPLAY_ROW, *REPLAY_SWITCHES.values())  # a link that sets any of them opens the replay
 WORKERS = tuple(range(1, 9))
 PD_SPLIT = Control("pd", "Split prefill from decode (PD), both allocation policies", "toggle", False,
                    _keeps, is_flag=False,

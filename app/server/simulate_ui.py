@@ -20,8 +20,10 @@ from app.server.controls import (
     GPU,
     OUTPUT,
     PAGE,
+    REPLAY_CONTROLS,
     REPLAY_DEPLOYMENT,
     REPLAY_MAX,
+    REPLAY_ROW,
     REPLAY_SWITCHES,
     base_data,
     picked,
@@ -50,7 +52,6 @@ from engine_model import (
 from engine_model import log_settings as settings
 
 SIMULATE = state.keys(PAGE).widget("simulate")  # the replay's fold (open: the replay runs)
-REPLAYED = (GPU, OUTPUT, REPLAY_MAX, *REPLAY_DEPLOYMENT.values(), *REPLAY_SWITCHES.values())
 
 
 def simulate_log_ui(read: ReadLog, values: dict) -> None:
@@ -64,7 +65,7 @@ def simulate_log_ui(read: ReadLog, values: dict) -> None:
                 "`#queue-req` said the request was already waiting) and those already streaming when the log "
                 "begins (the log does not say how long replies were). Pick another model, TP or precision "
                 "to ask what if.")
-    asked = any(values[c.key] != c.default for c in REPLAYED)
+    asked = any(values[c.key] != c.default for c in REPLAY_CONTROLS)
     with folded("Replay the log in the model: the GPU, the deployment and the story switches",
                 SIMULATE, expanded=asked, icon=":material/play_circle:") as is_open:
         if is_open:
@@ -150,7 +151,7 @@ def replay_deployment_ui(read: ReadLog, values: dict) -> None:
     """The GPU, the log's model, TP and precision (each 'as in the log' or a pick), the reply length, and the
     GPU's figures and the model's shapes."""
     with st.container(horizontal=True, gap="small", vertical_alignment="bottom"):  # one row; wraps
-        for control in (GPU, *REPLAY_DEPLOYMENT.values(), OUTPUT, REPLAY_MAX):
+        for control in REPLAY_ROW:
             with st.container(width=REPLAY_WIDTH.get(control.key, 150)):
                 control_ui(PAGE, control)
     logged = deployment_from_log(settings(read.parsed))
