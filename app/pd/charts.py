@@ -23,8 +23,8 @@ def request_phases(spans: pd.DataFrame, end_at: float | None = None) -> alt.Char
     scale = alt.Scale(domain=[SPAN_LABELS[p] for p in SPAN_COLOURS], range=list(SPAN_COLOURS.values()))
     base = alt.Chart(frame).encode(
         x=alt.X("start_at:Q", title="time (s)", scale=x_domain(end_at)), x2="end_at:Q",
-        y=alt.Y("rid:N", sort=order, title=f"{len(order)} requests (sampled per group)",
-                axis=alt.Axis(labels=len(order) <= 24)),
+        y=alt.Y("rid:N", title=f"{len(order)} requests (sampled per group)", scale=alt.Scale(domain=order),
+                axis=alt.Axis(labels=len(order) <= 24)),  # the domain orders the lanes (no `sort` formula)
         color=alt.Color("label:N", scale=scale, title="phase",
                         legend=alt.Legend(orient="top")),  # columns: app.present.shown.room_spec
         tooltip=[alt.Tooltip("rid:N", title="request"), alt.Tooltip("group:N"),
