@@ -51,6 +51,7 @@ PRESENT_TOGGLE = "present_toggle"  # the sidebar switch that turns it on
 LEAVE_PRESENT = "leave_present"  # the button that turns it off
 PRESENT_BAR = "present_bar"  # presenter mode's bar: every page and the way back (a container's key)
 HEADLINE = "headline"  # the headline cards' block (a container's key)
+TOUR_ROW = "tour_row"  # the tour's step buttons: one flex row whose buttons share its width (app.ui.css)
 LOOK_HERE = "look_here"  # the tour's pointer (a container's key: the page scrolls to it)
 SCROLLED_TO = "scrolled_to"  # the pointer the page last scrolled to
 TOUR_WORDS = "tour_words"  # the active step's narration, filled: the pointer repeats it beside its chart

@@ -3,7 +3,8 @@
 import streamlit as st
 
 KINDS = ("markdown", "caption", "button", "button_help", "metric", "metric_help", "selectbox", "slider",
-         "toggle", "number_input", "expander", "columns", "container", "info")
+         "toggle", "checkbox", "number_input", "expander", "columns", "container", "info", "download",
+         "popover", "html", "segmented")
 
 if __name__ == "__main__":  # `streamlit run` runs the page; bench/element_cost.py only imports KINDS
     kind, n = st.query_params.get("kind", "none"), int(st.query_params.get("n", "40"))
@@ -32,5 +33,16 @@ if __name__ == "__main__":  # `streamlit run` runs the page; bench/element_cost.
             st.columns(4)
         elif kind == "container":
             st.container(border=True).write("x")
+        elif kind == "checkbox":
+            st.checkbox(f"Checkbox {i}", key=f"c{i}")
+        elif kind == "download":
+            st.download_button(f"Download {i}", b"x", file_name="x.txt", on_click="ignore",
+                               icon=":material/public:", help="help")
+        elif kind == "popover":
+            st.popover(f"Popover {i}").write("x")
+        elif kind == "html":
+            st.html(f"<b>html {i}</b>")
+        elif kind == "segmented":
+            st.segmented_control(f"Segmented {i}", ["a", "b", "c"], key=f"g{i}")
         elif kind == "info":
             st.info(f"info {i}", icon=":material/link:")

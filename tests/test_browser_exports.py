@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 from story_runs import longest_pause
-from test_browser import page, settle  # noqa: F401  (fixtures)
+from test_browser import page, settle, unfold  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.browser
 
@@ -45,6 +45,7 @@ def test_a_story_chart_exports_as_svg_with_title_and_settings_and_no_cursor(serv
 def test_the_standalone_page_button_gives_one_file_that_opens_where_the_person_was(server, page):  # noqa: F811
     page.goto(server + "/forty_replies?mixed=1&streams=20")
     settle(page)
+    unfold(page, ("Export",), pd=False)  # the foot's exports are a fold: built when opened
     button = page.get_by_role("button", name="Export → standalone page (HTML)")
     name, data = download(page, button.click)
     text = data.decode()
@@ -57,6 +58,7 @@ def test_the_standalone_page_button_gives_one_file_that_opens_where_the_person_w
 def test_the_ten_oclock_page_exports_the_pd_figure(server, page):  # noqa: F811
     page.goto(server + "/ten_oclock_rush")
     settle(page, timeout_s=120)
+    unfold(page, ("Export",), pd=False)
     name, data = download(page, page.get_by_role("button", name="Export → PD figure (HTML)").click, 240)
     text = data.decode()
     assert name == "pd.html" and "PD, prefill_complete" in text and "The upstream test replica" in text

@@ -18,10 +18,12 @@ from engine_model import Story
 
 def export_ui(story: Story, run: RunFrames, values: dict | None = None) -> None:
     scenario = st.session_state.get(state.keys(story.key).scenario)
-    with folded("Export this run: CSV and scenario TOML", "exports.open") as is_open:
+    # folded like the rest of the foot: its download buttons are nine widgets a first view need not draw
+    with folded("Export: this run as CSV and TOML, the story as a standalone page or slides", "exports.open",
+                icon=":material/download:") as is_open:
         if is_open:
+            outside_ui(story, values)
             run_files_ui(story, run, scenario)
-    outside_ui(story, values)
 
 
 def run_files_ui(story: Story, run: RunFrames, scenario) -> None:

@@ -54,7 +54,7 @@ def headline_ui(story: Story, current: RunFrames, base: RunFrames, values: dict 
         if note:
             st.caption(note)
     items = prices(story, base, current)
-    cols = st.columns(len(story.headlines) + (len(items) if presenting else 0))
+    cols = cells(len(story.headlines) + (len(items) if presenting else 0))
     for col, headline in zip(cols, story.headlines, strict=False):
         now, before = headline_value(current, headline), headline_value(base, headline)
         value, delta = card(before, now, headline_fmt(headline), same, headline.unit == "count")
@@ -68,7 +68,7 @@ def headline_ui(story: Story, current: RunFrames, base: RunFrames, values: dict 
         st.info(trap, icon=":material/troubleshoot:")
     if not presenting:
         st.markdown("##### What it costs")
-        price_cards(st.columns(len(items)), items, same)
+        price_cards(cells(len(items)), items, same)
     with folded("p50 / p95 / p99 / max per group, before → after", "groups.open") as is_open:
         if not is_open:
             return shown
@@ -82,7 +82,13 @@ def price_ui(story: Story, before: RunFrames, after: RunFrames, same: bool = Fal
     """The price of the change beside its gain: throughput, run length and reply time per group."""
     st.markdown(title or "##### What it costs")
     items = prices(story, before, after)
-    price_cards(st.columns(len(items)), items, same)
+    price_cards(cells(len(items)), items, same)
+
+
+def cells(num: int) -> list:
+    """A row for `num` cards of equal width: one flex row (not a column block per card, each a React subtree
+    a first view draws), returned `num` times so that each card is written into it in turn."""
+    return [st.container(horizontal=True, gap="small")] * num
 
 
 def price_cards(cols: list, items: list, same: bool) -> None:
@@ -118,6 +124,6 @@ def pd_headline_ui(preset: str, values: dict) -> None:
     st.caption("This tour step is about the PD section below: these cards are its runs, the same requests "
                "under each decode allocation policy.")
     rows = tables.tradeoff(early, late)
-    price_cards(st.columns(len(rows)), [Price(r["label"], r["early"], r["prefill_complete"],
+    price_cards(cells(len(rows)), [Price(r["label"], r["early"], r["prefill_complete"],
                                               fmt_seconds if r["unit"] == "s" else fmt_rate, r["better"])
                                         for r in rows], False)

@@ -117,9 +117,8 @@ def settings_ui(story: Story):
 def _controls_row(story: Story, controls: list):
     row = st.container(horizontal=True, gap="medium", vertical_alignment="bottom")
     with row:
-        for control in controls:
-            with st.container(width=CONTROL_WIDTH[control.widget]):
-                control_ui(story.key, control)
+        for control in controls:  # its own width: no container block around each
+            control_ui(story.key, control, width=CONTROL_WIDTH[control.widget])
     return row
 
 

@@ -26,10 +26,11 @@ def tour_ui(story: Story):
     step's narration (`narration_ui` fills it once the runs are known)."""
     keys = state.keys(story.key)
     with st.container(border=True):
-        cols = st.columns([0.8] + [1] * len(story.tour), vertical_alignment="center")
-        cols[0].markdown("**Guided tour**  \nclick a step")
-        for i, (col, step) in enumerate(zip(cols[1:], story.tour, strict=True)):
-            col.button(f"{i + 1}. {step.title}", key=keys.tour_button(i), on_click=_apply_step,
+        # one flex row, not a column per button: each block is a React subtree a first view draws
+        row = st.container(horizontal=True, vertical_alignment="center", gap="small", key=state.TOUR_ROW)
+        row.markdown("**Guided tour**  \nclick a step", width=100)
+        for i, step in enumerate(story.tour):
+            row.button(f"{i + 1}. {step.title}", key=keys.tour_button(i), on_click=_apply_step,
                        args=(story, i), width="stretch", wrap=True,
                        type="primary" if st.session_state.get(keys.tour_step) == i else "secondary")
         return st.empty()

@@ -17,6 +17,15 @@ button .stMarkdownEllipsis p, [data-testid="stPageLink"] * {
 }
 [data-testid="stMetricValue"] { height: auto !important; line-height: 1.25 !important; }
 [data-testid="stWidgetLabel"] { height: auto !important; min-height: 1.5rem; }
+/* Rows of one flex block (the tour's buttons, a row of cards) share its width equally, as columns did */
+.st-key-tour_row > .stElementContainer:has(.stButton),
+.stHorizontalBlock > .stElementContainer:has([data-testid="stMetric"]) {
+  flex: 1 1 0 !important; min-width: 0 !important;
+}
+.st-key-tour_row { align-items: stretch !important; }  /* the step buttons one height, however they wrap */
+.st-key-tour_row > .stElementContainer { align-self: center; }
+.st-key-tour_row > .stElementContainer:has(.stButton) { align-self: stretch; }
+.st-key-tour_row .stButton, .st-key-tour_row .stButton button { height: 100%; }
 /* While a rerun has not yet redrawn them, the numbers and the tour's words fade at once and say so: the
    previous step's numbers never pass for the new ones. */
 .stElementContainer[data-stale="true"] [data-testid="stMetric"],
