@@ -67,6 +67,7 @@ def test_the_ten_oclock_page_exports_the_pd_figure(server, page):  # noqa: F811
 def test_compare_exports_before_and_after_side_by_side(server, page):  # noqa: F811
     page.goto(server + "/compare")
     settle(page, timeout_s=120)
+    unfold(page, ("Pass timelines",), pd=False)  # the image holds them: its button is built in their fold
     button = page.get_by_role("button", name="Export A | B side by side (PNG)")
     name, data = download(page, button.click)
     image = Image.open(io.BytesIO(data))

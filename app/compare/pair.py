@@ -177,12 +177,12 @@ def side_by_side_ui(story: Story, ra: RunFrames, rb: RunFrames, a: dict, b: dict
     _side_by_side(ra, rb, "tokens", "Token streams", lambda r: timelines.token_streams(
         r.tokens, r.stalls, r.chunks, r.waits, r.request_order, None, end, r.stall_threshold_s,
         r.chunk_pass_s), key)
-    with folded("Pass timelines, A and B: what the GPU ran", state.keys(PAGE).widget("passes"),
-                icon=":material/view_timeline:") as is_open:
-        if is_open:
+    with folded("Pass timelines, A and B: what the GPU ran, and both sides as one image",
+                state.keys(PAGE).widget("passes"), icon=":material/view_timeline:") as is_open:
+        if is_open:  # the image holds the pass timelines too: its button is built with them
             _side_by_side(ra, rb, "passes", "Pass timeline",
                           lambda r: timelines.pass_timeline(r.passes, None, end), key)
-    pair_export_ui(story, ra, rb, end, titles, lines)
+            pair_export_ui(story, ra, rb, end, titles, lines)
 
 
 def _side_by_side(ra: RunFrames, rb: RunFrames, chart_id: str, title: str, build, key: tuple) -> None:
