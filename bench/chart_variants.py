@@ -1,0 +1,136 @@
+"""Which part of a chart costs the browser? Variants of one chart of a page, each alone on a bare page.
+
+    .venv/bin/python bench/chart_variants.py [--page app_pages/ten_oclock_rush.py] [--chart 0] [--reps 8]
+
+Takes the chart as the browser gets it (bench/chart_cost.py's `page_charts`) and makes variants: as it is,
+drawn on a canvas instead of SVG, without tooltips, and without each of its layers in turn; beside them the
+floor page's chart (bench/floor_page.py) and no chart at all. Opens each variant on a bare Streamlit page, in
+one headless Chromium with the frontend cached, the variants interleaved (their order reversed every other
+round), and reads from /proc the CPU seconds of the renderer process: its main thread (where Vega and React
+run) and all its threads (raster and compositing too), which the browser's other processes do not blur.
+Used for docs/performance.md, 2026-12-04.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import pickle
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import altair as alt
+import pandas as pd
+from playwright.sync_api import sync_playwright
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_app import until_idle  # noqa: E402
+from browser import CHROMIUM, CHROMIUM_ARGS, streamlit_server  # noqa: E402
+from chart_cost import page_charts  # noqa: E402
+from procs import descendants  # noqa: E402
+
+BARE = """import pickle, streamlit as st
+charts = pickle.load(open("charts.pkl", "rb"))
+st.title("charts")
+if st.query_params.get("v") in charts:
+    st.vega_lite_chart(charts[st.query_params["v"]], width="stretch")
+"""
+
+
+def variants(spec: dict) -> dict[str, dict | None]:
+    """{name: spec} for every variant (None: the bare page without a chart)."""
+    floor = alt.Chart(pd.DataFrame({"x": range(400), "y": [(i * 37) % 100 for i in range(400)]})
+                      ).mark_bar().encode(x="x:Q", y="y:Q").to_dict()
+    floor["datasets"] = {name: pd.DataFrame(rows) for name, rows in floor.get("datasets", {}).items()}
+    out = {"no chart": None, "floor chart": floor, "as it is": spec}
+    canvas = copy.deepcopy(spec)
+    canvas.setdefault("usermeta", {}).setdefault("embedOptions", {})["renderer"] = "canvas"
+    out["canvas"] = canvas
+    out["no tooltips"] = _without_tooltips(copy.deepcopy(spec))
+    for path in _layers(spec):
+        trimmed = copy.deepcopy(spec)
+        *outer, last = path
+        holder = trimmed
+        for i in outer:
+            holder = holder["layer"][i]
+        del holder["layer"][last]
+        out[f"without layer {'.'.join(map(str, path))}"] = trimmed
+    return out
+
+
+def _layers(spec: dict, at: tuple = ()) -> list[tuple]:
+    """The path of every leaf layer (a layer with a mark)."""
+    found = []
+    for i, layer in enumerate(spec.get("layer", [])):
+        found += _layers(layer, (*at, i)) if "layer" in layer else [(*at, i)]
+    return found
+
+
+def _without_tooltips(node):
+    if isinstance(node, dict):
+        node.get("encoding", {}).pop("tooltip", None)
+        for value in node.values():
+            _without_tooltips(value)
+    elif isinstance(node, list):
+        for value in node:
+            _without_tooltips(value)
+    return node
+
+
+def renderer_cpu() -> dict[tuple[int, int], float]:
+    """CPU seconds so far of every thread of every Chromium renderer process below this one."""
+    tick, seen = os.sysconf("SC_CLK_TCK"), {}
+    for pid in descendants():
+        try:
+            if b"--type=renderer" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+                continue
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+                seen[(pid, int(task.name))] = (int(fields[11]) + int(fields[12])) / tick
+        except OSError:
+            continue
+    return seen
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--page", default="app_pages/ten_oclock_rush.py")
+    parser.add_argument("--chart", type=int, default=0, help="which of the page's charts (0: the first)")
+    parser.add_argument("--reps", type=int, default=8)
+    args = parser.parse_args()
+    specs = variants(page_charts(args.page)[args.chart])
+    with tempfile.TemporaryDirectory() as tmp:
+        drawn = {name: spec for name, spec in specs.items() if spec is not None}
+        (Path(tmp) / "charts.pkl").write_bytes(pickle.dumps(drawn))
+        (Path(tmp) / "bare.py").write_text(BARE)
+        with streamlit_server(script="bare.py", repo=Path(tmp)) as url, sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            context = browser.new_context(viewport={"width": 1440, "height": 900})
+            seen = {name: [] for name in specs}
+            for rep in range(args.reps + 1):  # the first round loads the frontend and Vega: not counted
+                for name in list(specs) if rep % 2 else list(specs)[::-1]:
+                    page = context.new_page()
+                    before = renderer_cpu()
+                    start = time.perf_counter()
+                    page.goto(f"{url}/?v={name}")
+                    until_idle(page, start)
+                    after = renderer_cpu()
+                    page.close()
+                    used = {key: value - before.get(key, 0.0) for key, value in after.items()}
+                    if rep:
+                        seen[name].append((sum(v for (pid, tid), v in used.items() if pid == tid),
+                                           sum(used.values())))
+            browser.close()
+    print(f"{args.page}, chart {args.chart}: renderer CPU seconds, median of {args.reps}, load average "
+          f"{os.getloadavg()[0]:.1f}")
+    for name, views in seen.items():
+        main_s, all_s = (statistics.median(view[i] for view in views) for i in (0, 1))
+        print(f"  {name:24s} main thread {main_s:5.2f}   all threads {all_s:5.2f}")
+
+
+if __name__ == "__main__":
+    main()
