@@ -50,6 +50,26 @@ CUT_TEXT = """() => {
   return cut;
 }"""
 
+# Words a button breaks across two lines ("prefill_compl" / "ete"; a break after a hyphen is fine): a word
+# of a button's label whose text lays out in more than one box.
+BROKEN_WORDS = """() => {
+  const broken = [];
+  for (const button of document.querySelectorAll('[data-testid="stMain"] button')) {
+    const walker = document.createTreeWalker(button, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const match of node.data.matchAll(/[^\\s\\-–—]+/g)) {
+        const range = document.createRange();
+        range.setStart(node, match.index);
+        range.setEnd(node, match.index + match[0].length);
+        const boxes = [...range.getClientRects()].filter(r => r.width > 0);
+        const lines = new Set(boxes.map(r => Math.round(r.top)));
+        if (lines.size > 1) broken.push(`${match[0]} (in "${button.innerText.trim().slice(0, 40)}")`);
+      }
+    }
+  }
+  return broken;
+}"""
+
 # In every chart drawn as SVG: legend entries that fall outside the drawing (lost or cut), labels Vega
 # shortened with an ellipsis, and pieces of text that overlap (p50/p95/p99 labels, legend entries).
 # (Stacked charts wider than their column, axis and all, are the chart builders' to fix: issue 9, section 1.)
@@ -118,13 +138,14 @@ def whole(page) -> list[str]:
     unread = ["no chart drawn as SVG to check"] if charts.count() and not svg.count() else []
     past = [f"chart {i} drawn {over} px past its column" if over > 1 else f"chart {i} drawn {width} px wide"
             for i, (over, width) in enumerate(page.evaluate(OVERFLOW)) if over > 1 or width <= 0]
-    return page.evaluate(CUT_TEXT) + page.evaluate(CHART_TEXT) + past + unread
+    return page.evaluate(CUT_TEXT) + page.evaluate(BROKEN_WORDS) + page.evaluate(CHART_TEXT) + past + unread
 
 
 @pytest.mark.parametrize(("path", "title", "num_charts"), PAGES)
 def test_every_page_opens_whole_at_each_width_and_asks_nothing_of_the_internet(
         server, context, path, title, num_charts):
-    """Whole: no text cut or overlapping, every chart drawn inside its column (none past its right edge)."""
+    """Whole: no text cut or overlapping, no word of a button broken across lines, every chart drawn inside
+    its column (none past its right edge)."""
     with offline(context, server + path, *WIDTHS[0]) as page:
         assert title in page.locator("h1").first.inner_text()
         unfold(page)  # every chart a person can open, drawn
