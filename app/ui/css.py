@@ -24,9 +24,11 @@ button .stMarkdownEllipsis p, [data-testid="stPageLink"] * {
 }
 .st-key-tour_row { align-items: stretch !important; }  /* the step buttons one height, however they wrap */
 .st-key-tour_row > .stElementContainer { align-self: center; }
-.st-key-tour_row > .stElementContainer:has(.stButton) { align-self: stretch; min-width: min-content !important; }
+.st-key-tour_row > .stElementContainer:has(.stButton) {
+  align-self: stretch; min-width: min-content !important;  /* never narrower than its longest word */
+}
 .st-key-tour_row .stButton, .st-key-tour_row .stButton button { height: 100%; }
-.st-key-tour_row .stButton * { overflow-wrap: normal !important; word-break: normal !important; }  /* whole words */
+.st-key-tour_row .stButton * { overflow-wrap: normal !important; word-break: normal !important; }
 /* While a rerun has not yet redrawn them, the numbers and the tour's words fade at once and say so: the
    previous step's numbers never pass for the new ones. */
 .stElementContainer[data-stale="true"] [data-testid="stMetric"],
