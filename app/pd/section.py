@@ -225,8 +225,8 @@ def _tradeoff_ui(runs: dict, case: Case, deployment: str) -> None:
     st.markdown(f"#### early → prefill_complete ({deployment})")
     rows = tables.tradeoff(runs["early"], runs["prefill_complete"])
     price_cards(cells(len(rows)), [Price(row["label"], row["early"], row["prefill_complete"],
-                                              fmt_seconds if row["unit"] == "s" else fmt_rate, row["better"])
-                                        for row in rows], False)
+                                         fmt_seconds if row["unit"] == "s" else fmt_rate, row["better"])
+                                   for row in rows], False)
     if case.preset == "upstream":
         _upstream_ui(runs)
     else:

@@ -125,5 +125,5 @@ def pd_headline_ui(preset: str, values: dict) -> None:
                "under each decode allocation policy.")
     rows = tables.tradeoff(early, late)
     price_cards(cells(len(rows)), [Price(r["label"], r["early"], r["prefill_complete"],
-                                              fmt_seconds if r["unit"] == "s" else fmt_rate, r["better"])
-                                        for r in rows], False)
+                                         fmt_seconds if r["unit"] == "s" else fmt_rate, r["better"])
+                                   for r in rows], False)
