@@ -12,6 +12,7 @@ seconds and in the browser's CPU seconds (from /proc, which other work on a shar
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import pickle
@@ -31,9 +32,26 @@ from browser import CHROMIUM, CHROMIUM_ARGS, REPO, streamlit_server  # noqa: E40
 BARE = """import pickle, streamlit as st
 charts = pickle.load(open("charts.pkl", "rb"))
 st.title("charts")
-for i in [int(x) for x in st.query_params.get("i", "").split(",") if x]:
-    st.vega_lite_chart(charts[i], width="stretch")
+for key in st.query_params.get("c", "").split(","):
+    if key in charts:
+        st.vega_lite_chart(charts[key], width="stretch")
 """
+
+
+@contextlib.contextmanager
+def bare_page(charts: dict[str, dict]):
+    """Serves a page with nothing but a title and those of `charts` ({key: spec}) its address names
+    (`?c=key,key`; none: the bare page), and opens one headless Chromium context, 1440 x 900, to view it in.
+    Yields (url, context)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "charts.pkl").write_bytes(pickle.dumps(charts))
+        (Path(tmp) / "bare.py").write_text(BARE)
+        with streamlit_server(script="bare.py", repo=Path(tmp)) as url, sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            try:
+                yield url, browser.new_context(viewport={"width": 1440, "height": 900})
+            finally:
+                browser.close()
 
 
 def page_charts(page: str) -> list[dict]:
@@ -71,19 +89,13 @@ def main() -> None:
     charts = page_charts(args.page)
     cases = {"bare page": "", **{f"chart {i} alone ({rows(c):,} rows)": str(i) for i, c in enumerate(charts)},
              f"all {len(charts)}": ",".join(str(i) for i in range(len(charts)))}
-    with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp) / "charts.pkl").write_bytes(pickle.dumps(charts))
-        (Path(tmp) / "bare.py").write_text(BARE)
-        with streamlit_server(script="bare.py", repo=Path(tmp)) as url, sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            context = browser.new_context(viewport={"width": 1440, "height": 900})
-            views = {name: [] for name in cases}
-            for rep in range(args.reps + 1):  # the first round loads the frontend and Vega: not counted
-                for name, which in cases.items():
-                    view = open_view(context, f"{url}/?i={which}")
-                    if rep:
-                        views[name].append(view)
-            browser.close()
+    with bare_page({str(i): chart for i, chart in enumerate(charts)}) as (url, context):
+        views = {name: [] for name in cases}
+        for rep in range(args.reps + 1):  # the first round loads the frontend and Vega: not counted
+            for name, which in cases.items():
+                view = open_view(context, f"{url}/?c={which}")
+                if rep:
+                    views[name].append(view)
     median = {name: {what: statistics.median(v[what] for v in seen) for what in ("s", "browser_cpu_s")}
               for name, seen in views.items()}
     bare = median["bare page"]

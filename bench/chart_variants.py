@@ -16,29 +16,19 @@ from __future__ import annotations
 import argparse
 import copy
 import os
-import pickle
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import altair as alt
 import pandas as pd
-from playwright.sync_api import sync_playwright
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_app import until_idle  # noqa: E402
-from browser import CHROMIUM, CHROMIUM_ARGS, streamlit_server  # noqa: E402
-from chart_cost import page_charts  # noqa: E402
+from chart_cost import bare_page, page_charts  # noqa: E402
 from procs import descendants  # noqa: E402
-
-BARE = """import pickle, streamlit as st
-charts = pickle.load(open("charts.pkl", "rb"))
-st.title("charts")
-if st.query_params.get("v") in charts:
-    st.vega_lite_chart(charts[st.query_params["v"]], width="stretch")
-"""
 
 
 def variants(spec: dict) -> dict[str, dict | None]:
@@ -103,28 +93,21 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=8)
     args = parser.parse_args()
     specs = variants(page_charts(args.page)[args.chart])
-    with tempfile.TemporaryDirectory() as tmp:
-        drawn = {name: spec for name, spec in specs.items() if spec is not None}
-        (Path(tmp) / "charts.pkl").write_bytes(pickle.dumps(drawn))
-        (Path(tmp) / "bare.py").write_text(BARE)
-        with streamlit_server(script="bare.py", repo=Path(tmp)) as url, sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            context = browser.new_context(viewport={"width": 1440, "height": 900})
-            seen = {name: [] for name in specs}
-            for rep in range(args.reps + 1):  # the first round loads the frontend and Vega: not counted
-                for name in list(specs) if rep % 2 else list(specs)[::-1]:
-                    page = context.new_page()
-                    before = renderer_cpu()
-                    start = time.perf_counter()
-                    page.goto(f"{url}/?v={name}")
-                    until_idle(page, start)
-                    after = renderer_cpu()
-                    page.close()
-                    used = {key: value - before.get(key, 0.0) for key, value in after.items()}
-                    if rep:
-                        seen[name].append((sum(v for (pid, tid), v in used.items() if pid == tid),
-                                           sum(used.values())))
-            browser.close()
+    with bare_page({name: spec for name, spec in specs.items() if spec is not None}) as (url, context):
+        seen = {name: [] for name in specs}
+        for rep in range(args.reps + 1):  # the first round loads the frontend and Vega: not counted
+            for name in list(specs) if rep % 2 else list(specs)[::-1]:
+                page = context.new_page()
+                before = renderer_cpu()
+                start = time.perf_counter()
+                page.goto(f"{url}/?c={quote(name)}")
+                until_idle(page, start)
+                after = renderer_cpu()
+                page.close()
+                used = {key: value - before.get(key, 0.0) for key, value in after.items()}
+                if rep:
+                    seen[name].append((sum(v for (pid, tid), v in used.items() if pid == tid),
+                                       sum(used.values())))
     print(f"{args.page}, chart {args.chart}: renderer CPU seconds, median of {args.reps}, load average "
           f"{os.getloadavg()[0]:.1f}")
     for name, views in seen.items():
