@@ -207,3 +207,22 @@ def test_the_pd_figure_fits_a_phone_and_axe_finds_nothing_serious(browser, tmp_p
     context.close()
     assert errors == [] and asked == [] and scroll <= 390
     assert [v["id"] for v in found if v["impact"] in ("serious", "critical")] == []
+
+
+def test_a_long_option_label_wraps_on_a_phone(browser, tmp_path):
+    """The ten o'clock page's "Queue order" options are wider than a phone ("shortest-prefill-first (caps the
+    running chunk; needs the radix cache)"): at 390 px they wrap inside their fieldset, no sideways scroll."""
+    need_chromium()
+    path = tmp_path / "ten.html"
+    text = story_page("ten_oclock_rush", vary=("policy",), runs=scenario_run)
+    path.write_text(text, encoding="utf-8")
+    uid = uid_of(text)
+    context, page, asked, errors = open_page(browser, path, 390)
+    page.wait_for_function(f"() => ({DRAWN})({uid!r})[2] === true", timeout=60_000)
+    scroll = page.evaluate("document.documentElement.scrollWidth")
+    widest = page.evaluate(f"""() => Math.max(...[...document.querySelectorAll(
+        '#{uid} fieldset, #{uid} label')].map(e => e.getBoundingClientRect().right))""")
+    context.close()
+    assert errors == [] and asked == []
+    assert "shortest-prefill-first (caps the running chunk" in text
+    assert scroll <= 390 and widest <= 390

@@ -197,9 +197,10 @@ CSS = """
 .ww-figure p { margin: .3rem 0 .6rem; line-height: 1.4; }
 .ww-controls { display: flex; flex-wrap: wrap; gap: .4rem 1.2rem; margin: .6rem 0; break-inside: avoid;
   break-after: avoid; }
-.ww-controls fieldset { border: 1px solid #ccc; border-radius: 6px; padding: .2rem .6rem .4rem; margin: 0; }
+.ww-controls fieldset { border: 1px solid #ccc; border-radius: 6px; padding: .2rem .6rem .4rem; margin: 0;
+  min-width: 0; max-width: 100%; box-sizing: border-box; }
 .ww-controls legend { font-weight: 600; padding: 0 .3rem; }
-.ww-controls label { display: inline-block; margin: .15rem .7rem .15rem 0; white-space: nowrap; }
+.ww-controls label { display: inline-block; margin: .15rem .7rem .15rem 0; max-width: 100%; }
 .ww-numbers { border-collapse: collapse; margin: .4rem 0 .8rem; width: 100%; max-width: 40rem; }
 .ww-numbers th, .ww-numbers td { text-align: left; padding: .2rem .6rem .2rem 0;
   border-bottom: 1px solid #eee; vertical-align: top; }
