@@ -40,7 +40,7 @@ from playwright.sync_api import sync_playwright
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from browser import CHROMIUM, CHROMIUM_ARGS, open_list, streamlit_server  # noqa: E402
-from procs import CpuMeter  # noqa: E402
+from procs import CpuMeter, main_thread_s, renderer_cpu  # noqa: E402
 
 PAGES = ["/", "/forty_replies", "/other_stall", "/ten_oclock_rush", "/real_traffic", "/compare",
          "/your_server"]
@@ -123,14 +123,17 @@ BROWSER, SERVER = CpuMeter(b"chromium"), CpuMeter(b"streamlit")
 
 def open_view(context, url: str, parts: dict | None = None) -> dict[str, float]:
     """Open `url` in a new tab of `context` until idle and drawn: its seconds, and the CPU seconds the
-    browser and the servers used meanwhile (from /proc: what other work on the machine barely moves)."""
+    browser and the servers used meanwhile (from /proc: what other work on the machine barely moves), and
+    those of the renderers' main threads (procs.main_thread_s)."""
     page = context.new_page()
     BROWSER.start()
     SERVER.start()
+    renderers = renderer_cpu()
     start = time.perf_counter()
     page.goto(url)
     seconds = until_idle(page, start, parts=parts)
-    cpu = {"s": seconds, "browser_cpu_s": BROWSER.read(), "server_cpu_s": SERVER.read()}
+    cpu = {"s": seconds, "browser_cpu_s": BROWSER.read(), "server_cpu_s": SERVER.read(),
+           "main_thread_s": main_thread_s(renderers, renderer_cpu())[0]}  # before the tab's renderer ends
     page.close()
     return cpu
 

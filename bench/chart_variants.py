@@ -28,7 +28,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_app import until_idle  # noqa: E402
 from chart_cost import bare_page, page_charts  # noqa: E402
-from procs import descendants  # noqa: E402
+from procs import main_thread_s, renderer_cpu  # noqa: E402
 
 
 def variants(spec: dict) -> dict[str, dict | None]:
@@ -71,21 +71,6 @@ def _without_tooltips(node):
     return node
 
 
-def renderer_cpu() -> dict[tuple[int, int], float]:
-    """CPU seconds so far of every thread of every Chromium renderer process below this one."""
-    tick, seen = os.sysconf("SC_CLK_TCK"), {}
-    for pid in descendants():
-        try:
-            if b"--type=renderer" not in Path(f"/proc/{pid}/cmdline").read_bytes():
-                continue
-            for task in Path(f"/proc/{pid}/task").iterdir():
-                fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
-                seen[(pid, int(task.name))] = (int(fields[11]) + int(fields[12])) / tick
-        except OSError:
-            continue
-    return seen
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--page", default="app_pages/ten_oclock_rush.py")
@@ -104,10 +89,8 @@ def main() -> None:
                 until_idle(page, start)
                 after = renderer_cpu()
                 page.close()
-                used = {key: value - before.get(key, 0.0) for key, value in after.items()}
                 if rep:
-                    seen[name].append((sum(v for (pid, tid), v in used.items() if pid == tid),
-                                       sum(used.values())))
+                    seen[name].append(main_thread_s(before, after))
     print(f"{args.page}, chart {args.chart}: renderer CPU seconds, median of {args.reps}, load average "
           f"{os.getloadavg()[0]:.1f}")
     for name, views in seen.items():

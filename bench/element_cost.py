@@ -4,8 +4,8 @@
 
 Serves bench/element_page.py and opens, in one headless Chromium, each kind's page in a fresh context, the
 kinds in turn, `--rounds` times. An element's cost is (the median CPU seconds of its page, browser and
-server, from /proc) minus the bare page's, over N. Used to decide what a first view can carry
-(docs/performance.md, 2026-12-03 afternoon).
+server, from /proc; and the renderer's main thread alone) minus the bare page's, over N. Used to decide
+what a first view can carry (docs/performance.md, 2026-12-03 afternoon).
 """
 
 from __future__ import annotations
@@ -37,13 +37,15 @@ def main() -> None:
                 context = browser.new_context(viewport={"width": 1440, "height": 900})
                 view = open_view(context, f"{url}/?kind={kind}&n={args.n}")
                 context.close()
-                cpu.append(view["browser_cpu_s"] + view["server_cpu_s"])
-    bare = statistics.median(seen["none"])
-    print(f"bare page {bare:.2f} CPU-s (median of {args.rounds})")
-    for kind, cpu in seen.items():
+                cpu.append((view["browser_cpu_s"] + view["server_cpu_s"], view["main_thread_s"]))
+    medians = {kind: [statistics.median(view[i] for view in views) for i in (0, 1)]
+               for kind, views in seen.items()}
+    bare, bare_main = medians["none"]
+    print(f"bare page {bare:.2f} CPU-s, renderer main thread {bare_main:.2f} (median of {args.rounds})")
+    for kind, (cpu, main_s) in medians.items():
         if kind != "none":
-            each = (statistics.median(cpu) - bare) / args.n * 1e3
-            print(f"{kind:14s} {statistics.median(cpu):5.2f} CPU-s   {each:6.1f} ms an element")
+            print(f"{kind:14s} {cpu:5.2f} CPU-s   {(cpu - bare) / args.n * 1e3:6.1f} ms an element   "
+                  f"main thread {(main_s - bare_main) / args.n * 1e3:6.1f} ms")
 
 
 if __name__ == "__main__":

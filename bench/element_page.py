@@ -4,7 +4,8 @@ import streamlit as st
 
 KINDS = ("markdown", "caption", "button", "button_help", "metric", "metric_help", "selectbox", "slider",
          "toggle", "checkbox", "number_input", "expander", "columns", "container", "info", "download",
-         "popover", "html", "segmented")
+         "popover", "html", "segmented", "step_buttons", "step_segmented")
+STEPS = [f"{i}. A tour step of a few words" for i in range(1, 8)]
 
 if __name__ == "__main__":  # `streamlit run` runs the page; bench/element_cost.py only imports KINDS
     kind, n = st.query_params.get("kind", "none"), int(st.query_params.get("n", "40"))
@@ -44,5 +45,12 @@ if __name__ == "__main__":  # `streamlit run` runs the page; bench/element_cost.
             st.html(f"<b>html {i}</b>")
         elif kind == "segmented":
             st.segmented_control(f"Segmented {i}", ["a", "b", "c"], key=f"g{i}")
+        elif kind == "step_buttons":  # a guided tour as app/story/tour.py draws it: a row of buttons
+            row = st.container(border=True).container(horizontal=True, gap="small")
+            row.markdown("**Guided tour**  \nclick a step", width=100)
+            for j, step in enumerate(STEPS):
+                row.button(step, key=f"p{i}.{j}", width="stretch")
+        elif kind == "step_segmented":  # ... and as one segmented control
+            st.container(border=True).segmented_control("Guided tour", STEPS, key=f"q{i}", width="stretch")
         elif kind == "info":
             st.info(f"info {i}", icon=":material/link:")

@@ -56,3 +56,25 @@ class CpuMeter:
     def read(self) -> float:
         now = cpu_by_pid(with_command(descendants(), self.word))
         return sum(seconds - self.before.get(pid, 0.0) for pid, seconds in now.items())
+
+
+def renderer_cpu() -> dict[tuple[int, int], float]:
+    """CPU seconds so far of every thread of every Chromium renderer process below this one."""
+    tick, seen = os.sysconf("SC_CLK_TCK"), {}
+    for pid in descendants():
+        try:
+            if b"--type=renderer" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+                continue
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+                seen[(pid, int(task.name))] = (int(fields[11]) + int(fields[12])) / tick
+        except OSError:
+            continue
+    return seen
+
+
+def main_thread_s(before: dict, after: dict) -> tuple[float, float]:
+    """Between two `renderer_cpu()` readings: the CPU seconds of the renderers' main threads (where Vega and
+    React run; a process's main thread has its pid as thread id) and of all their threads."""
+    used = {key: value - before.get(key, 0.0) for key, value in after.items()}
+    return sum(v for (pid, tid), v in used.items() if pid == tid), sum(used.values())

@@ -5,6 +5,7 @@ import re
 from pathlib import Path
 
 import pytest
+from markup import cards_of
 from streamlit.testing.v1 import AppTest
 from tables import markdown_table
 from unfold import unfold
@@ -52,7 +53,7 @@ def card_numbers(value: str, unit: str) -> list[float]:
 
 
 def metric(at: AppTest, label_start: str):
-    return next(m for m in at.metric if m.label.startswith(label_start))
+    return next(m for m in cards_of(at) if m.label.startswith(label_start))
 
 
 def test_home_runs_and_links_every_story():
@@ -68,7 +69,7 @@ def test_every_page_shows_its_story_headline_cards_with_numbers(page):
     at = open_page(page)
     assert not at.error, [e.value for e in at.error]
     story = PAGES[page]
-    for card, headline in zip(at.metric[:len(story.headlines)], story.headlines, strict=True):
+    for card, headline in zip(cards_of(at)[:len(story.headlines)], story.headlines, strict=True):
         label = re.escape(headline.label).replace(re.escape("{group_count}"), r"\d+")
         assert re.fullmatch(label, card.label), (card.label, headline.label)
         numbers = card_numbers(card.value, headline.unit)
@@ -161,7 +162,7 @@ def test_an_impossible_combination_is_a_message_not_a_traceback():
     [message] = [e.value for e in at.error]  # 70B weights do not fit one L40S: one message, naming the field
     assert message.startswith("**This combination cannot run.** `deployment`:")
     assert "L40S" in message and "Fix: TP 8" in message
-    assert not at.metric  # the page stopped there: no numbers from a run that could not happen
+    assert not cards_of(at)  # the page stopped there: no numbers from a run that could not happen
 
 
 def test_compare_shows_a_to_b_and_the_sweep():
@@ -322,7 +323,7 @@ def test_the_upstream_pd_step_shows_the_replicas_cards_not_the_single_engines():
     for row in tables.tradeoff(early, late):  # the replica's own early -> prefill_complete, card by card
         fmt = fmt_seconds if row["unit"] == "s" else fmt_rate
         assert metric(at, row["label"]).value == card(row["early"], row["prefill_complete"], fmt)[0]
-    labels = [m.label for m in at.metric]
+    labels = [m.label for m in cards_of(at)]
     assert not any(label.startswith("Questions' p95 first token") for label in labels)  # not the one engine
 
 

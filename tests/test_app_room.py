@@ -12,6 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 import vl_convert as vlc
+from markup import cards_of
 from story_runs import run
 from streamlit.testing.v1 import AppTest
 from unfold import unfold
@@ -120,7 +121,7 @@ def test_the_warm_up_fills_the_caches_a_first_view_reads(monkeypatch):
     monkeypatch.setattr("app.charts.frames.build", lambda result: runs.append(1))
     at = open_page("app_pages/forty_replies.py", {})
     assert builds == [] and runs == []  # every chart, the pass breakdown and both runs came from the warm-up
-    assert at.metric[0].value and story.title in at.title[0].value
+    assert cards_of(at)[0].value and story.title in at.title[0].value
 
 
 def test_warm_up_jobs_start_with_every_first_view_and_end_with_the_upstream_preset():

@@ -6,6 +6,7 @@ import random
 from pathlib import Path
 
 import pytest
+from markup import cards_of, lines_of
 from streamlit.testing.v1 import AppTest
 from tables import markdown_table
 from unfold import unfold
@@ -68,7 +69,7 @@ def test_each_log_sample_runs_and_shows_settings_timeline_diagnosis_and_a_simula
     for part in ("What did your server actually resolve?", "The log's timeline", "Diagnosis",
                  "Simulate this server", "Your log beside the model"):
         assert part in headings
-    assert [m.label for m in at.metric] == ["p95 first token (TTFT)", "p99 gap between tokens",
+    assert [m.label for m in cards_of(at)] == ["p95 first token (TTFT)", "p99 gap between tokens",
                                             "Longest pause, any reply", "Requests retracted"]
     assert at.query_params.get("log") in (None, sample, [sample])
 
@@ -77,12 +78,12 @@ def test_the_replay_runs_when_its_fold_is_opened_or_a_link_sets_one_of_its_contr
     """A first view shows the log's verdict and evidence; the replay (a run of the model) waits in its fold
     until it is opened, and a shared link that picked a replay setting opens it."""
     at = open_page(replay=False, log="chunk")
-    assert "Simulate this server" in texts(at.markdown) and not at.metric
+    assert "Simulate this server" in texts(at.markdown) and not cards_of(at)
     assert "Your log beside the model" not in texts(at.markdown)
     [fold] = [e for e in at.expander if e.label.startswith("Replay the log in the model")]
     at.session_state[SIMULATE] = True  # what a click on the fold does (app.ui.fold)
     at.run()
-    assert "Your log beside the model" in texts(at.markdown) and len(at.metric) == 4
+    assert "Your log beside the model" in texts(at.markdown) and len(cards_of(at)) == 4
     linked = open_page(replay=False, log="chunk", rmax="500")
     assert "Your log beside the model (the log's own settings)" in texts(linked.markdown)
 
@@ -116,8 +117,8 @@ def test_the_retraction_sample_shows_the_kv_verdict_with_its_evidence_lines_and_
     assert settings["--enable-mixed-chunk"] == "off"
     assert settings["--max-total-tokens (the KV pool, in tokens)"] == "20,480"
     assert settings["--max-running-requests"] == "200"
-    evidence = texts(at.code)
-    assert "    65 | [2025-04-30 23:19:42 TP0] Decode out of memory happened. #retracted_reqs: 23" in evidence
+    evidence = lines_of(at)  # numbers right-aligned: 65 under 110
+    assert " 65 | [2025-04-30 23:19:42 TP0] Decode out of memory happened. #retracted_reqs: 23" in evidence
     assert "--max-total-tokens (raise or drop)" in texts(at.markdown)
     counts = at.dataframe[0].value.set_index("lines")["count"]
     assert counts["unrecognised lines (startup, HTTP, other programs)"] == 42  # counted, and quoted below
@@ -137,7 +138,7 @@ def test_the_chunk_sample_shows_a_queue_ramp_and_its_replay_runs_the_logs_passes
     settings = markdown_table(at, "setting")
     assert settings.loc["--chunked-prefill-size", "value"] == "8,192"
     assert settings.loc["--chunked-prefill-size", "from"].startswith("inferred")
-    assert "     1 | [2025-10-22 20:23:08] Prefill batch. #new-seq: 9, #new-token: 8192" in texts(at.code)
+    assert "1 | [2025-10-22 20:23:08] Prefill batch. #new-seq: 9, #new-token: 8192" in lines_of(at)
 
 
 @pytest.mark.parametrize(("sample", "headline"), [
@@ -148,7 +149,7 @@ def test_each_trace_sample_shows_the_request_mix_first_then_latency_by_prompt_le
     at = open_page(view="trace", trace=sample)
     assert not at.error, texts(at.error)
     assert headline in texts(at.info)
-    labels = [m.label for m in at.metric]
+    labels = [m.label for m in cards_of(at)]
     assert labels.index("Requests") < labels.index("p95 first token (TTFT)")  # the mix comes first
     buckets = at.dataframe[0].value
     assert list(buckets.columns[:3]) == ["prompt length (tokens)", "requests", "retracted"]
@@ -316,11 +317,11 @@ def test_the_cap_reaches_the_engines_hard_cap_and_a_window_says_what_it_left_out
 
 def test_the_trace_run_reads_before_and_after_like_the_stories():
     at = open_page(view="trace", trace="mooncake", maxreq="100", mixed="1")
-    cards = {m.label: m.value for m in at.metric}
+    cards = {m.label: m.value for m in cards_of(at)}
     assert "→" in cards["Longest pause, any reply"]  # SGLang's defaults -> mixed chunk on
     assert "SGLang's defaults → your switches" in texts(at.caption)
     at = open_page(view="trace", trace="mooncake", maxreq="100")
-    assert "→" not in {m.label: m.value for m in at.metric}["Longest pause, any reply"]
+    assert "→" not in {m.label: m.value for m in cards_of(at)}["Longest pause, any reply"]
 
 
 def test_pd_on_an_uploaded_trace_shows_every_deployment_with_its_gpus_and_the_checklist():

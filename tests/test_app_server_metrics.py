@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from markup import cards_of
 from streamlit.testing.v1 import AppTest
 from unfold import unfold
 
@@ -44,7 +45,7 @@ def test_the_examples_metrics_stand_beside_its_log_and_confirm_its_verdict():
     at = unfold(open_page(log="example", metrics="example"))  # each interval's row is in a fold
     assert texts(at.success).startswith("The metrics agree: from 14:00:15 to 14:00:25 no inter-token gap was "
                                         "recorded while 10 replies were running")
-    cards = {m.label: m.value for m in at.metric}
+    cards = {m.label: m.value for m in cards_of(at)}
     assert (cards["ITL p99"], cards["Gaps over 0.4 s (of 26,063)"]) == ("0.061 s", "41")
     table = next(d.value for d in at.dataframe if "interval" in d.value.columns)
     assert list(table["interval"])[3:5] == ["14:00:15–14:00:20", "14:00:20–14:00:25"]
@@ -60,7 +61,7 @@ def test_scrapes_from_another_day_than_the_log_are_read_but_not_aligned():
     at.run()
     assert not at.exception
     assert "do not overlap" in texts(at.info) and "Not set beside the log" in texts(at.caption)
-    assert {m.label: m.value for m in at.metric}["ITL p99"] == "0.12 s"
+    assert {m.label: m.value for m in cards_of(at)}["ITL p99"] == "0.12 s"
 
 
 def test_a_pasted_server_info_that_disagrees_with_the_log_is_flagged():
@@ -139,7 +140,7 @@ def test_live_mode_polls_a_loopback_server_and_draws_what_arrives(monkeypatch, s
     at = start(open_page(view="live"), stand)
     for _ in range(2):  # each run of the page is one poll, as each tick of the panel is
         at.run()
-    cards = {m.label: m.value for m in at.metric}
+    cards = {m.label: m.value for m in cards_of(at)}
     assert (Stand.served, cards["Running"], cards["Queued"]) == (6, "10", "31")
     assert cards["ITL p99, last interval"] == "—"  # no token between 14:00:20 and 14:00:25: the stall
     assert "3 scrapes since Start" in texts(at.caption)

@@ -27,7 +27,7 @@ SETTLED = """() => {
   const busy = !!document.querySelector('[data-testid="stStatusWidget"]') || !!loading
     || script !== 'notRunning';
   return [charts.length, drawn, busy,
-          [...document.querySelectorAll('[data-testid="stMetricValue"]')].map(m => m.innerText).join('|')];
+          [...document.querySelectorAll('.ww-card-value')].map(m => m.innerText).join('|')];
 }"""
 
 
@@ -85,8 +85,8 @@ def unfold(page, titles: tuple[str, ...] = CHART_FOLDS, pd: bool = True) -> None
 
 
 def headline(page, label: str) -> str:
-    card = page.locator('[data-testid="stMetric"]').filter(has_text=label).first
-    return card.locator('[data-testid="stMetricValue"]').inner_text()
+    card = page.locator('.ww-card').filter(has_text=label).first
+    return card.locator('.ww-card-value').inner_text()
 
 
 def toggle(page, label: str):
@@ -98,7 +98,7 @@ def test_flipping_mixed_chunk_changes_the_headline_and_a_copied_link_restores_it
     settle(page)
     before = headline(page, "Longest pause")
     toggle(page, "Mixed chunk").locator("label").click()
-    page.wait_for_function("() => document.querySelector('[data-testid=\"stMetricValue\"]')"
+    page.wait_for_function("() => document.querySelector('.ww-card-value')"
                            ".innerText.includes('→')")
     settle(page)
     after = headline(page, "Longest pause")
@@ -195,12 +195,12 @@ def test_the_load_benchmarks_websocket_client_gets_a_whole_page_from_the_server(
 WATCH = """() => {
   window.wwSeen = [];
   const look = () => {
-    const card = document.querySelector('[data-testid="stMetric"]');
+    const card = document.querySelector('.ww-card');
     if (!card) return;
     const box = card.closest('.stElementContainer');
-    window.wwSeen.push([card.querySelector('[data-testid="stMetricValue"]').innerText,
+    window.wwSeen.push([card.querySelector('.ww-card-value').innerText,
                         box && box.getAttribute('data-stale') === 'true',
-                        parseFloat(getComputedStyle(card).opacity)]);
+                        parseFloat(getComputedStyle(card.closest('.ww-cards')).opacity)]);
   };
   new MutationObserver(look).observe(document.body, {subtree: true, attributes: true, childList: true});
 }"""
@@ -214,7 +214,7 @@ def test_while_a_change_is_on_its_way_the_old_numbers_fade_and_say_so(server, pa
     old = headline(page, "Longest pause")
     page.evaluate(WATCH)
     toggle(page, "Mixed chunk").locator("label").click()
-    value = "document.querySelector('[data-testid=\"stMetricValue\"]').innerText"
+    value = "document.querySelector('.ww-card-value').innerText"
     page.wait_for_function(f"() => {value} !== {json.dumps(old)}", timeout=60_000)  # the new number is in
     seen = page.evaluate("window.wwSeen")
     stale_old = [s for s in seen if s[1] and s[0] == old]

@@ -31,7 +31,7 @@ PAGES = [  # path, title, how many charts at least
 # Text a person reads that is wider than the box that shows it, where that box clips (an ellipsis, hidden
 # overflow): widget labels and values, card labels and values, buttons, page links.
 CUT_TEXT = """() => {
-  const roots = '[data-testid="stWidgetLabel"], [data-testid="stMetric"], [data-testid="stMain"] button, '
+  const roots = '[data-testid="stWidgetLabel"], .ww-card, [data-testid="stMain"] button, '
     + '[data-testid="stPageLink"], [data-testid="stSidebarNav"] a, [data-testid="stSelectbox"] input';
   const cut = [];
   for (const root of document.querySelectorAll(roots)) {
@@ -176,7 +176,7 @@ def test_presenter_mode_fits_a_1080p_screen_and_a_tour_step_scrolls_to_the_chart
     """The cards and the token streams on the first screen; a tour step's pointer and the chart it talks
     about on screen after the click; the page links lead on without the sidebar."""
     with offline(context, server + "/forty_replies?present=1", 1920, 1080) as page:
-        cards = page.locator('[data-testid="stMetric"]')
+        cards = page.locator('.ww-card')
         tokens = page.locator('[data-testid="stVegaLiteChart"]').first  # presenter mode: the streams first
         assert page.locator('[data-testid="stMain"] h5').first.inner_text().startswith("Token streams")
         assert cards.count() >= 3 and all(in_first_screen(page, cards.nth(i)) for i in range(cards.count()))

@@ -39,8 +39,8 @@ def test_the_more_kv_step_shows_before_to_after_on_the_card(server, page):  # no
     settle(page, timeout_s=180)
     kv = page.locator('[data-testid="stVegaLiteChart"]').filter(has_text="KV slots")
     assert kv.count() == 1 and kv.first.is_visible()  # the step is about the pool: it opened its fold
-    card = page.locator('[data-testid="stMetric"]').filter(has_text="Requests pushed back").first
+    card = page.locator('.ww-card').filter(has_text="Requests pushed back").first
     settings = tuple(sorted(STORIES["other_stall"].tour[5].settings.items()))
     before, after = retractions("other_stall"), retractions("other_stall", settings)
     assert after < before
-    assert card.locator('[data-testid="stMetricValue"]').inner_text() == f"{before} → {after}"
+    assert card.locator('.ww-card-value').inner_text() == f"{before} → {after}"

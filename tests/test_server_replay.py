@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
+from markup import cards_of
 from streamlit.testing.v1 import AppTest
 
 from app.charts import timelines
@@ -133,7 +134,7 @@ def test_the_page_replays_a_pasted_log_under_the_switches():
     assert "Your traffic with mixed chunk on" in markdown
     table = at.table[0].value
     assert "chunked-prefill" in table.loc["which stall", "the model"]
-    pause = [m.value.replace("\xa0", " ") for m in at.metric if m.label == "Longest pause, any reply"]
+    pause = [m.value.replace("\xa0", " ") for m in cards_of(at) if m.label == "Longest pause, any reply"]
     was, now = (float(text.split(" ")[0]) for text in pause[1].split(" → "))
     # mixed chunk: the stall shrinks
     assert len(pause) == 2 and pause[0] == pause[1].split(" → ")[0] and was > 5 * now

@@ -22,10 +22,9 @@ from app.charts.words import never_got_a_token
 from app.pd import params, tables
 from app.pd.presets import BASELINES, baseline, preset_data, shape
 from app.present import checklist
-from app.present.fmt import fmt_seconds
-from app.present.numbers import Price, fmt_rate
-from app.story.headline import cells, price_cards
+from app.story.headline import tradeoff_cards
 from app.story.tour import PD_CHARTS, focus_marker
+from app.ui.cards import cards_ui
 from app.ui.chart import chart_ui
 from app.ui.fold import folded
 from engine_model import (
@@ -224,9 +223,7 @@ def _tradeoff_ui(runs: dict, case: Case, deployment: str) -> None:
     shows little."""
     st.markdown(f"#### early → prefill_complete ({deployment})")
     rows = tables.tradeoff(runs["early"], runs["prefill_complete"])
-    price_cards(cells(len(rows)), [Price(row["label"], row["early"], row["prefill_complete"],
-                                         fmt_seconds if row["unit"] == "s" else fmt_rate, row["better"])
-                                   for row in rows], False)
+    cards_ui(tradeoff_cards(rows))
     if case.preset == "upstream":
         _upstream_ui(runs)
     else:

@@ -11,7 +11,7 @@ from app.server import charts as server_charts
 from app.server import metrics_frames as mf
 from app.server.controls import PAGE
 from app.server.live import DEFAULT_EVERY_S, ENABLE, EVERY_S, HOSTS, MAX_FAILURES, MAX_POLLS, live_config
-from app.story.headline import cells
+from app.ui.cards import Card, cards_ui
 from engine_model import InputError, ScrapeSet, check_server, poll
 
 
@@ -85,8 +85,7 @@ def draw(polls: list) -> None:
              ("Token usage", _gauge(metrics, "token_usage", "{:.0%}")),
              ("ITL p99, last interval", "—" if p99 is None else f"{p99.value:.2g} s"),
              ("Long gaps, last interval", "—" if itl is None else f"{itl.num_long:,.0f}"))
-    for col, (label, value) in zip(cells(len(cards)), cards, strict=True):
-        col.metric(label, value, border=True)
+    cards_ui([Card(label, value) for label, value in cards])
     st.caption(f"{len(polls)} scrapes since Start; last at {mf.clock(gauges.at)}. "
                + " ".join([*check.understates, *polls[-1].notes]))
     if metrics.intervals:

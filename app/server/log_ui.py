@@ -20,6 +20,7 @@ from app.ui.chart import chart_ui
 from app.ui.controls import control_ui
 from app.ui.exports import set_export_note
 from app.ui.fold import folded
+from app.ui.markup import lines_ui
 from engine_model import InputError
 from engine_model import log_settings as settings
 
@@ -148,10 +149,10 @@ def _dropped_ui(parsed, expanded: bool = False) -> None:
         if parsed.unrecognised_examples:
             st.markdown(f"First {len(parsed.unrecognised_examples)} unrecognised lines (startup, HTTP "
                         "access, other programs — not scheduler lines):")
-            st.code("\n".join(f"{n:>6} | {text}" for n, text in parsed.unrecognised_examples), language=None)
+            lines_ui(parsed.unrecognised_examples)
         if parsed.malformed_examples:
             st.markdown("First malformed lines, with the reason:")
-            st.code("\n".join(f"{n:>6} | {why}" for n, why in parsed.malformed_examples), language=None)
+            lines_ui(parsed.malformed_examples)
 
 
 def log_timeline_ui(read: compute.ReadLog, text: str) -> None:
@@ -220,8 +221,7 @@ def diagnosis_ui(read: compute.ReadLog) -> None:
             st.markdown(f"**{finding.title}**{badge}")
             st.markdown(finding.explanation)
             st.markdown("Evidence (log line numbers):")
-            st.code("\n".join(f"{n:>6} | {text}" for n, text in finding.evidence), language=None,
-                    wrap_lines=True)
+            lines_ui(finding.evidence)
             st.markdown("What would change it:\n"
                         + "\n".join(f"- `{fix.flag}` — {fix.effect}" for fix in finding.fixes))
     for note in found.notes:

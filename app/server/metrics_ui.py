@@ -21,6 +21,7 @@ from app.server.input import (
     decode_upload,
 )
 from app.server.page import cache_key, error_ui
+from app.ui.cards import Card, cards_ui
 from app.ui.chart import chart_ui
 from app.ui.controls import control_ui
 from app.ui.fold import folded
@@ -107,13 +108,14 @@ def said_ui(check: ServerCheck) -> None:
     metrics = check.metrics
     itl = metrics.tails.get("itl_s")
     if itl is not None:
-        cards = [(f"ITL {mf.TAIL_LABELS[name]}", itl.quantiles.get(name)) for name in mf.TAIL_SERIES]
-        cols = st.columns(len(cards) + 1)
-        for col, (label, q) in zip(cols, cards, strict=False):
-            where = None if q is None else f"interpolated in the {mf.bucket_text(q.lower, q.upper)} bucket"
-            col.metric(label, "—" if q is None else f"{q.value:.2g} s", border=True, help=where)
-        cols[-1].metric(f"Gaps over {itl.long_bound:g} s (of {itl.count:,.0f})", f"{itl.num_long:,.0f}",
-                        border=True)
+        row = []
+        for name in mf.TAIL_SERIES:
+            q = itl.quantiles.get(name)
+            where = "" if q is None else f"interpolated in the {mf.bucket_text(q.lower, q.upper)} bucket"
+            value = "—" if q is None else f"{q.value:.2g} s"
+            row.append(Card(f"ITL {mf.TAIL_LABELS[name]}", value, help=where))
+        row.append(Card(f"Gaps over {itl.long_bound:g} s (of {itl.count:,.0f})", f"{itl.num_long:,.0f}"))
+        cards_ui(row)
     st.caption(f"Over the window: {metrics.window}. " + " ".join(metrics.notes))
 
 

@@ -13,7 +13,8 @@ from app.present.fmt import fmt_count, fmt_seconds
 from app.present.numbers import Price
 from app.server.controls import CONTROLS, PAGE, VIEW
 from app.server.input import decode_upload
-from app.story.headline import cells, price_cards
+from app.story.headline import price_cards
+from app.ui.cards import cards_ui
 from app.ui.controls import control_ui
 from engine_model import InputError
 
@@ -73,7 +74,7 @@ def headline_ui(run: RunFrames, after: RunFrames | None = None) -> None:
     """Four cards for a run of the model on this page; with `after`, each reads 'run → after' as the
     stories' cards do."""
     prices = _prices(run, after or run)
-    price_cards(cells(len(prices)), prices, after is None)
+    cards_ui(price_cards(prices, after is None))
 
 
 def share_ui(values: dict) -> None:

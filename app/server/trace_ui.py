@@ -16,7 +16,7 @@ from app.server.controls import DEPLOYMENT, FLAGS, PAGE, TRACE, TRACE_OPTIONS, b
 from app.server.input import TRACE_LIMIT_MB, TRACE_SAMPLES, Sample, sample_text
 from app.server.page import cache_key, error_ui, headline_ui, upload_ui
 from app.server.trace_pd import trace_pd_ui
-from app.story.headline import cells
+from app.ui.cards import Card, cards_ui
 from app.ui.chart import chart_ui
 from app.ui.controls import control_ui
 from app.ui.deployment import deployment_ui, deployment_words
@@ -96,8 +96,7 @@ def mix_ui(trace: Trace, name: str, long_threshold: int) -> None:
              ("Median prompt", f"{mix.prompt_len_percentiles[50]:,.0f}"),
              ("p99 prompt", f"{mix.prompt_len_percentiles[99]:,.0f}"),
              ("Median reply", f"{mix.output_len_percentiles[50]:,.0f}"))
-    for col, (label, value) in zip(cells(len(cards)), cards, strict=True):
-        col.metric(label, value, border=True)
+    cards_ui([Card(label, value) for label, value in cards])
     key = cache_key(name, sf.trace_rows(trace)[:50], len(trace.requests), long_threshold)
     chart_ui(PAGE, "mix_prompts", "Prompt lengths: requests vs the tokens they carry",
              "For each prompt length (bins double), the share of requests (light blue) beside the share of "

@@ -25,6 +25,7 @@ from app.present.numbers import (
     prices,
 )
 from app.present.settings import changes_words
+from app.ui.cards import Card, cards_ui
 from app.ui.fold import folded
 from engine_model import InputError, Story, attention_note, num_gpus
 
@@ -53,22 +54,20 @@ def headline_ui(story: Story, current: RunFrames, base: RunFrames, values: dict 
         note = _attention_note(story, values)
         if note:
             st.caption(note)
-    items = prices(story, base, current)
-    cols = cells(len(story.headlines) + (len(items) if presenting else 0))
-    for col, headline in zip(cols, story.headlines, strict=False):
+    items = price_cards(prices(story, base, current), same)
+    row = []
+    for headline in story.headlines:
         now, before = headline_value(current, headline), headline_value(base, headline)
         value, delta = card(before, now, headline_fmt(headline), same, headline.unit == "count")
-        col.metric(headline_label(headline, current), value, delta, delta_color="inverse", border=True,
-                   help=headline.help or None)
+        row.append(Card(headline_label(headline, current), value, delta, "lower", headline.help or ""))
         shown.append({"label": headline_label(headline, current), "before": before, "after": now})
-    if presenting:
-        price_cards(cols[len(story.headlines):], items, same)
+    cards_ui(row + items if presenting else row)
     trap = percentile_trap(story.stream_group, base, current)
     if trap:
         st.info(trap, icon=":material/troubleshoot:")
     if not presenting:
         st.markdown("##### What it costs")
-        price_cards(cells(len(items)), items, same)
+        cards_ui(items)
     with folded("p50 / p95 / p99 / max per group, before → after", "groups.open") as is_open:
         if not is_open:
             return shown
@@ -81,21 +80,19 @@ def headline_ui(story: Story, current: RunFrames, base: RunFrames, values: dict 
 def price_ui(story: Story, before: RunFrames, after: RunFrames, same: bool = False, title: str = "") -> None:
     """The price of the change beside its gain: throughput, run length and reply time per group."""
     st.markdown(title or "##### What it costs")
-    items = prices(story, before, after)
-    price_cards(cells(len(items)), items, same)
+    cards_ui(price_cards(prices(story, before, after), same))
 
 
-def cells(num: int) -> list:
-    """A row for `num` cards of equal width: one flex row (not a column block per card, each a React subtree
-    a first view draws), returned `num` times so that each card is written into it in turn."""
-    return [st.container(horizontal=True, gap="small")] * num
+def price_cards(items: list[Price], same: bool) -> list[Card]:
+    """Each price of a change as a card, 'before → after'."""
+    return [Card(p.label, *card(p.before, p.after, p.fmt, same), p.better, p.help) for p in items]
 
 
-def price_cards(cols: list, items: list, same: bool) -> None:
-    for col, price in zip(cols, items, strict=True):
-        value, delta = card(price.before, price.after, price.fmt, same)
-        col.metric(price.label, value, delta, border=True, help=price.help or None,
-                   delta_color="normal" if price.better == "higher" else "inverse")
+def tradeoff_cards(rows: list[dict]) -> list[Card]:
+    """PD's trade-off rows (app.pd.tables.tradeoff) as cards, early → prefill_complete."""
+    items = [Price(r["label"], r["early"], r["prefill_complete"],
+                   fmt_seconds if r["unit"] == "s" else fmt_rate, r["better"]) for r in rows]
+    return price_cards(items, False)
 
 
 def group_table(current: RunFrames, base: RunFrames) -> pd.DataFrame:
@@ -124,6 +121,4 @@ def pd_headline_ui(preset: str, values: dict) -> None:
     st.caption("This tour step is about the PD section below: these cards are its runs, the same requests "
                "under each decode allocation policy.")
     rows = tables.tradeoff(early, late)
-    price_cards(cells(len(rows)), [Price(r["label"], r["early"], r["prefill_complete"],
-                                         fmt_seconds if r["unit"] == "s" else fmt_rate, r["better"])
-                                   for r in rows], False)
+    cards_ui(tradeoff_cards(rows))

@@ -22,7 +22,7 @@ html { font-size: 18px !important; }
 [data-testid="stMainBlockContainer"] { max-width: 100% !important;
   padding: 0.5rem 2rem 2rem 2rem !important; }
 [data-testid="stMain"] h1 { font-size: 2rem !important; padding: 0.2rem 0 !important; }
-[data-testid="stMetricValue"] { font-size: 1.9rem !important; }
+.ww-card-value { font-size: 1.9rem !important; }
 </style>
 """
 

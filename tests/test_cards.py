@@ -1,0 +1,32 @@
+"""A row of cards (app/ui/cards.py): what each card says, read back as a browser would read its HTML."""
+
+from markup import read
+
+from app.present.fmt import fmt_seconds
+from app.present.numbers import card
+from app.ui.cards import Card, row_html
+
+
+def test_a_card_reads_back_as_written_with_its_arrow_and_tone():
+    value, delta = card(12.6, 1.8, fmt_seconds)
+    shown = read(row_html([Card("Longest pause", value, delta, "lower", "the longest gap"),
+                           Card("Output, tokens/s", "705 → 690", "-15 (-2.1%)", "higher"),
+                           Card("Run length", "18.8 s")]))
+    assert [(c.label, c.value, c.arrow, c.delta, c.tone, c.help) for c in shown] == [
+        ("Longest pause", value, "↓", delta, "good", "the longest gap"),
+        ("Output, tokens/s", "705 → 690", "↓", "-15 (-2.1%)", "bad", ""),
+        ("Run length", "18.8 s", "", "", "", "")]
+    assert delta.startswith("-") and "\u00a0" in value  # a number and its unit stay one word
+
+
+def test_a_rise_is_good_only_where_higher_is_better():
+    rise = [read(row_html([Card("x", "1 → 2", "+1", better)]))[0] for better in ("lower", "higher")]
+    assert [(c.arrow, c.tone) for c in rise] == [("↑", "bad"), ("↑", "good")]
+
+
+def test_no_text_is_read_as_html_markdown_latex_or_an_icon_code():
+    label = '<b>p99</b> :material/block: $5 * 2_ "quoted"'
+    markup = row_html([Card(label, "$1", help=label)])
+    assert "<b>" not in markup and "$" not in markup and ":material" not in markup
+    shown = read(markup)[0]
+    assert (shown.label, shown.value, shown.help) == (label, "$1", label)
