@@ -150,6 +150,27 @@ def test_aggregation_never_hides_a_stall(run):
         assert (stall.rid, round(stall.end_at, 9)) in marks
 
 
+def test_a_trickle_of_gaps_in_one_shade_is_one_bar_covering_exactly_its_gaps(run):
+    """The chart joins a lane's back-to-back gaps of one shade into one bar (the token tick between each
+    stays drawn): each bar holds exactly the gaps of its lane and shade within it, end to end, and no two
+    bars that could have joined are left apart."""
+    _, f = run
+    bars = timelines.stall_stretches(f.stalls)
+    assert bars["gaps"].sum() == len(f.stalls)
+    for bar in bars.to_dict("records"):
+        lane = f.stalls[(f.stalls["rid"] == bar["rid"]) & (f.stalls["band"] == bar["band"])]
+        inside = lane[(lane["start_at"] >= bar["start_at"] - 1e-9) & (lane["end_at"] <= bar["end_at"] + 1e-9)]
+        assert len(inside) == bar["gaps"] and inside["gap_s"].max() == bar["gap_s"]
+        covered = (inside["end_at"] - inside["start_at"]).sum()
+        assert covered == pytest.approx(bar["end_at"] - bar["start_at"])
+    for _, lane in bars.sort_values(["rid", "start_at"]).groupby("rid", observed=True):
+        same = lane["band"].to_numpy()[1:] == lane["band"].to_numpy()[:-1]
+        touch = abs(lane["start_at"].to_numpy()[1:] - lane["end_at"].to_numpy()[:-1]) < 1e-9
+        assert not (same & touch).any()
+    if f.stalls["rid"].value_counts().max() > 5:  # a trickle: far fewer bars than gaps
+        assert len(bars) < len(f.stalls) / 2
+
+
 def test_cursor_specs_land_on_the_right_iteration():
     result = simulate(load_scenario("forty_replies"))
     its = frames.iterations_frame(result)

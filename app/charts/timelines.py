@@ -7,6 +7,7 @@ step-through moves them together. Every axis names its unit.
 from __future__ import annotations
 
 import altair as alt
+import numpy as np
 import pandas as pd
 
 from app.charts.request_frames import gap_bands
@@ -80,6 +81,27 @@ def chunk_pass_words(chunk_pass_s: tuple[float, float] | None) -> str:
     return f"one chunk pass: {lo:.2g} s" if hi < 1.2 * lo else f"one chunk pass: {lo:.2g}–{hi:.2g} s"
 
 
+def stall_stretches(stalls: pd.DataFrame) -> pd.DataFrame:
+    """A lane's gaps that follow one another in one shade, a single token between each (a trickle under
+    mixed chunk: a gap a chunk pass), as one bar with its number of gaps and the longest. The token ticks
+    drawn over it still show every token; one bar instead of dozens keeps a many-lane chart quick to draw
+    (docs/performance.md, 2026-12-04). Rows that differ in anything but their times (another request,
+    shade, or run of a standalone page's grid) never join."""
+    keys = [c for c in stalls.columns if c not in ("start_at", "end_at", "gap_s")]
+    if stalls.empty:
+        return stalls.assign(gaps=pd.Series(dtype=int))
+    ordered = stalls.sort_values([*keys, "start_at"], kind="stable")
+    starts, ends = ordered["start_at"].to_numpy(), ordered["end_at"].to_numpy()
+    new = np.abs(starts[1:] - ends[:-1]) > 1e-9
+    for key in keys:
+        values = ordered[key].to_numpy()
+        new |= values[1:] != values[:-1]
+    stretch = np.cumsum(np.concatenate([[True], new]))
+    return ordered.groupby(stretch, sort=False).agg(
+        **{key: (key, "first") for key in keys}, start_at=("start_at", "min"), end_at=("end_at", "max"),
+        gap_s=("gap_s", "max"), gaps=("gap_s", "size")).reset_index(drop=True)
+
+
 def _stall_colour(stall_threshold_s: float, chunk_pass_s: tuple[float, float] | None) -> alt.Color:
     """Stalls shaded by length on fixed bands (light: a short gap, dark: a long one), so a setting that turns
     one long stall into many short gaps visibly changes the lanes. The legend names one chunk pass."""
@@ -131,12 +153,14 @@ def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFra
         lane_layers.append(alt.Chart(pd.DataFrame({"rid": [], "at": []})).mark_tick().encode(x="at:Q", y=y))
     layers = [alt.layer(*lane_layers)]
     if len(stalls):  # its own colour scale, under the lane's other marks
-        layers.insert(0, alt.Chart(stalls).mark_bar(stroke="white",
-                                                    strokeWidth=1 if show_labels else 0).encode(
+        bars = alt.Chart(stall_stretches(stalls)).mark_bar(stroke="white", strokeWidth=int(show_labels))
+        layers.insert(0, bars.encode(
             x=x, x2="end_at:Q", y=y, color=_stall_colour(stall_threshold_s, chunk_pass_s),
             tooltip=[alt.Tooltip("rid:N", title="request"), alt.Tooltip("group:N"),
-                     alt.Tooltip("gap_s:Q", title="no token for (s)", format=".3f"),
-                     alt.Tooltip("start_at:Q", title="from (s)", format=".3f")]))
+                     alt.Tooltip("gap_s:Q", title="no token for (s), the longest", format=".3f"),
+                     alt.Tooltip("gaps:Q", title="gaps in a row, a token between each"),
+                     alt.Tooltip("start_at:Q", title="from (s)", format=".3f"),
+                     alt.Tooltip("end_at:Q", title="to (s)", format=".3f")]))
     cursor = cursor_layer(cursor_at)
     if cursor is not None:
         layers.append(cursor)
