@@ -123,7 +123,6 @@ def resolved_pair_ui(ra: RunFrames, rb: RunFrames) -> None:
 
 def headline_pair_ui(story: Story, ra: RunFrames, rb: RunFrames) -> None:
     """The story's cards A → B, the percentile trap if p99 hides a stall, and what B costs against A."""
-    st.markdown("#### A → B")
     row = []
     for headline in story.headlines:
         va, vb = headline_value(ra, headline), headline_value(rb, headline)
@@ -132,7 +131,7 @@ def headline_pair_ui(story: Story, ra: RunFrames, rb: RunFrames) -> None:
         if delta is None and va is not None:
             value = f"{fmt(va)} → {fmt(vb)}"
         row.append(Card(headline_label(headline, rb), value, delta, "lower", headline.help or ""))
-    cards_ui(row)
+    cards_ui(row, "#### A → B")
     trap = percentile_trap(story.stream_group, ra, rb)
     if trap:
         st.info(trap, icon=":material/troubleshoot:")

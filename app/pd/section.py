@@ -221,9 +221,8 @@ def _tradeoff_ui(runs: dict, case: Case, deployment: str) -> None:
     """early -> prefill_complete on the four numbers the maintainers measured, on the PD deployment named;
     on the upstream replica, the model's changes beside theirs and what the model leaves out; why a preset
     shows little."""
-    st.markdown(f"#### early → prefill_complete ({deployment})")
     rows = tables.tradeoff(runs["early"], runs["prefill_complete"])
-    cards_ui(tradeoff_cards(rows))
+    cards_ui(tradeoff_cards(rows), f"#### early → prefill_complete ({deployment})")
     if case.preset == "upstream":
         _upstream_ui(runs)
     else:

@@ -66,8 +66,7 @@ def headline_ui(story: Story, current: RunFrames, base: RunFrames, values: dict 
     if trap:
         st.info(trap, icon=":material/troubleshoot:")
     if not presenting:
-        st.markdown("##### What it costs")
-        cards_ui(items)
+        cards_ui(items, "##### What it costs")
     with folded("p50 / p95 / p99 / max per group, before → after", "groups.open") as is_open:
         if not is_open:
             return shown
@@ -79,8 +78,7 @@ def headline_ui(story: Story, current: RunFrames, base: RunFrames, values: dict 
 
 def price_ui(story: Story, before: RunFrames, after: RunFrames, same: bool = False, title: str = "") -> None:
     """The price of the change beside its gain: throughput, run length and reply time per group."""
-    st.markdown(title or "##### What it costs")
-    cards_ui(price_cards(prices(story, before, after), same))
+    cards_ui(price_cards(prices(story, before, after), same), title or "##### What it costs")
 
 
 def price_cards(items: list[Price], same: bool) -> list[Card]:

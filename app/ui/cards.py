@@ -45,10 +45,11 @@ def row_html(cards: Sequence[Card]) -> str:
     return f'<div class="{ROW}">' + "".join(card_html(c) for c in cards) + "</div>"
 
 
-def cards_ui(cards: Sequence[Card]) -> None:
-    """One row of cards, equal in width, wrapping at the arrow of "before → after" when a card is narrow."""
+def cards_ui(cards: Sequence[Card], title: str = "") -> None:
+    """One row of cards, equal in width, wrapping at the arrow of "before → after" when a card is narrow;
+    `title` (Markdown, a heading) above them in the same element."""
     if cards:
-        st.markdown(row_html(cards), unsafe_allow_html=True)
+        st.markdown(f"{title}\n\n{row_html(cards)}" if title else row_html(cards), unsafe_allow_html=True)
 
 
 CSS = """
