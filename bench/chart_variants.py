@@ -3,11 +3,12 @@
     .venv/bin/python bench/chart_variants.py [--page app_pages/ten_oclock_rush.py] [--chart 0] [--reps 8]
 
 Takes the chart as the browser gets it (bench/chart_cost.py's `page_charts`) and makes variants: as it is,
-drawn on a canvas instead of SVG, without tooltips, and without each of its layers in turn; beside them the
-floor page's chart (bench/floor_page.py) and no chart at all. Opens each variant on a bare Streamlit page, in
-one headless Chromium with the frontend cached, the variants interleaved (their order reversed every other
-round), and reads from /proc the CPU seconds of the renderer process: its main thread (where Vega and React
-run) and all its threads (raster and compositing too), which the browser's other processes do not blur.
+drawn on a canvas instead of SVG, without tooltips, 900 px wide with autosize "pad" instead of "fit", and
+without each of its layers in turn; beside them the floor page's chart (bench/floor_page.py) and no chart
+at all. Opens each variant on a bare Streamlit page, in one headless Chromium with the frontend cached, the
+variants interleaved (their order reversed every other round), and reads from /proc the CPU seconds of the
+renderer process: its main thread (where Vega and React run) and all its threads (raster and compositing
+too), which the browser's other processes do not blur.
 Used for docs/performance.md, 2026-12-04.
 """
 
@@ -41,6 +42,9 @@ def variants(spec: dict) -> dict[str, dict | None]:
     canvas.setdefault("usermeta", {}).setdefault("embedOptions", {})["renderer"] = "canvas"
     out["canvas"] = canvas
     out["no tooltips"] = _without_tooltips(copy.deepcopy(spec))
+    fixed = copy.deepcopy(spec)  # one layout pass: no autosize "fit" (which lays the marks out twice)
+    fixed["width"], fixed["autosize"] = 900, {"type": "pad"}
+    out["fixed width, autosize pad"] = fixed
     for path in _layers(spec):
         trimmed = copy.deepcopy(spec)
         *outer, last = path

@@ -46,15 +46,16 @@ def row_html(cards: Sequence[Card]) -> str:
 
 
 def cards_ui(cards: Sequence[Card], title: str = "") -> None:
-    """One row of cards, equal in width, wrapping at the arrow of "before → after" when a card is narrow;
+    """One row of cards, equal in width (on a phone, wrapping onto more rows), a value wrapping at the arrow
+    of "before → after" when its card is narrow;
     `title` (Markdown, a heading) above them in the same element."""
     if cards:
         st.markdown(f"{title}\n\n{row_html(cards)}" if title else row_html(cards), unsafe_allow_html=True)
 
 
 CSS = """
-.ww-cards { display: flex; flex-wrap: wrap; gap: 1rem; align-items: stretch; margin-bottom: 0.5rem; }
-.ww-card { flex: 1 1 0; min-width: 8rem; border: 1px solid rgba(49, 51, 63, 0.2); border-radius: 0.5rem;
+.ww-cards { display: flex; gap: 1rem; align-items: stretch; margin-bottom: 0.5rem; }
+.ww-card { flex: 1 1 0; min-width: 0; border: 1px solid rgba(49, 51, 63, 0.2); border-radius: 0.5rem;
   padding: calc(1rem - 1px); }
 .ww-card-label { font-size: 0.875rem; line-height: 1.4; margin-bottom: 0.25rem; }
 .ww-card-value { font-size: 2.25rem; line-height: 1.25; overflow-wrap: normal; }
@@ -69,4 +70,7 @@ CSS = """
   background: #262730; color: #fff; font-size: 0.85rem; line-height: 1.4; text-align: left;
   white-space: normal; }
 .ww-card:last-child .ww-help::after { left: auto; right: 0; }  /* the note stays on the page */
+@media (max-width: 640px) {  /* a phone: two or three cards a row, not eight slivers */
+  .ww-cards { flex-wrap: wrap; } .ww-card { min-width: 9rem; }
+}
 """

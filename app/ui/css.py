@@ -34,6 +34,7 @@ button .stMarkdownEllipsis p, [data-testid="stPageLink"] * {
 .stElementContainer[data-stale="true"] [data-testid="stAlert"] {
   opacity: 0.3 !important; transition: none !important;
 }
+.stElementContainer[data-stale="true"] .ww-cards { flex-wrap: wrap; }  /* "updating…" on a line of its own */
 .stElementContainer[data-stale="true"] .ww-cards::after {
   content: "updating…"; display: block; flex-basis: 100%; font-size: 0.8rem; color: #555;
 }
