@@ -66,7 +66,7 @@ STATE = """() => {
           connection: app ? app.dataset.testConnectionState : '',
           stale: document.querySelectorAll('[data-stale="true"], [data-testid="stSkeleton"]').length,
           title: h1 ? h1.innerText : '', href: location.href,
-          headline: [...document.querySelectorAll('[data-testid="stMetricValue"]')]
+          headline: [...document.querySelectorAll('.ww-card-value')]
             .map(m => m.innerText).join('|'),
           errors: document.querySelectorAll(
             '[data-testid="stException"], [data-testid="stAlertContentError"]').length};
