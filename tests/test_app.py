@@ -169,6 +169,9 @@ def test_compare_shows_a_to_b_and_the_sweep():
     at = open_page("app_pages/compare.py", opened=True)
     gap_a, gap_b = before_after(metric(at, "Longest pause"))
     assert gap_b < gap_a  # B starts with mixed chunk on
+    [runs] = [c.value for c in at.caption if c.value.startswith("A and B run: ")]  # one caption for both
+    assert runs.endswith(" — **A:** mixed chunk **off**; **B:** mixed chunk **on**")  # named once, at its end
+    assert runs.count("SGLang 0.5.23 emulated") == 1 and runs.count("mixed chunk") == 2
     delta = next(df.value for df in at.dataframe if "B − A" in df.value.columns)
     assert list(dict.fromkeys(delta["group"])) == ["streams", "log"]
     streams = delta[delta["group"] == "streams"]

@@ -4,6 +4,7 @@ import streamlit as st
 
 from app.compare import pair
 from app.compare.sweep import sweep_ui
+from app.ui.resolved import resolved_pair_ui
 from app.ui.simplifications import simplifications_ui
 
 st.title(":material/compare_arrows: Compare and sweep")
@@ -12,7 +13,7 @@ st.markdown("Two configurations of one story, same workload, same seed. A starts
 story = pair.story_ui()
 a, b, shared = pair.configurations_ui(story)
 run_a, run_b, key = pair.run_pair(story, a, b, shared)
-pair.resolved_pair_ui(run_a, run_b)
+resolved_pair_ui(run_a, run_b)
 pair.headline_pair_ui(story, run_a, run_b)
 pair.delta_ui(run_a, run_b)
 pair.side_by_side_ui(story, run_a, run_b, a, b, shared, key)

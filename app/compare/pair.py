@@ -24,7 +24,6 @@ from app.ui.controls import Control, control_ui
 from app.ui.deployment import DEPLOYMENT_WHERE, deployment_title, deployment_ui
 from app.ui.exports import pair_image, set_export_note
 from app.ui.fold import folded
-from app.ui.resolved import resolved_ui
 from engine_model import STORIES, InputError, Story
 
 PAGE = state.COMPARE_PAGE
@@ -112,13 +111,6 @@ def run_pair(story: Story, a: dict, b: dict, shared: dict) -> tuple[RunFrames, R
         st.error(f"**This combination cannot run.** `{err.where}`: {err.problem}", icon=":material/block:")
         url_ui(story, a, b, shared)  # the link keeps what was asked for
         st.stop()
-
-
-def resolved_pair_ui(ra: RunFrames, rb: RunFrames) -> None:
-    """What A and B run: the shared deployment, each side's flags as resolved."""
-    for col, side, run in zip(st.columns(2), ("A", "B"), (ra, rb), strict=True):
-        with col:
-            resolved_ui(run, side)
 
 
 def headline_pair_ui(story: Story, ra: RunFrames, rb: RunFrames) -> None:

@@ -10,22 +10,37 @@ from app.present.settings import edited_words
 from engine_model import gpus_words, pool_words
 
 
-def resolved_ui(run: RunFrames, side: str = "") -> None:
-    """What moves the figures: how many GPUs of which kind at which TP, the model and its precision, the KV
-    pool per GPU and in all, version, flags — as resolved. `side`: which of two runs ("A", "B")."""
+def resolved_parts(run: RunFrames) -> list[str]:
+    """What moves the figures, one part each: how many GPUs of which kind at which TP, the model and its
+    precision, the version, flags, the KV pool per GPU and in all, the pass cost — as resolved."""
     config = run.summary.config
     res = config["resolved"]
     chunk = res["chunked_prefill_size"]
     chunk_text = "off" if chunk is None else f"{chunk:,}"
-    st.caption(
-        (f"{side} runs: " if side else "")
-        + f"**{gpus_words(config)}**{edited_words(config)} · **{res['model_name']}** "
-        f"({config['model']['weight_dtype']} weights, {config['model']['kv_dtype']} KV) · SGLang "
-        f"{res['version']} emulated · chunk size **{chunk_text}** ({res['chunked_prefill_size_source']}) · "
-        f"mixed chunk **{'on' if res['is_mixed_chunk'] else 'off'}** · {pool_words(config)} "
-        f"({res['max_total_tokens_source']}) · max running {res['max_running_requests']:,} · "
-        f"no data-parallel attention (one engine) · pass cost: {run.summary.cost_model}"
-    )
+    return [f"**{gpus_words(config)}**{edited_words(config)}",
+            f"**{res['model_name']}** ({config['model']['weight_dtype']} weights, "
+            f"{config['model']['kv_dtype']} KV)",
+            f"SGLang {res['version']} emulated",
+            f"chunk size **{chunk_text}** ({res['chunked_prefill_size_source']})",
+            f"mixed chunk **{'on' if res['is_mixed_chunk'] else 'off'}**",
+            f"{pool_words(config)} ({res['max_total_tokens_source']})",
+            f"max running {res['max_running_requests']:,}", "no data-parallel attention (one engine)",
+            f"pass cost: {run.summary.cost_model}"]
+
+
+def resolved_ui(run: RunFrames) -> None:
+    st.caption(" · ".join(resolved_parts(run)))
+
+
+def resolved_pair_ui(a: RunFrames, b: RunFrames) -> None:
+    """Two runs in one caption: what they share once, then what differs, A's beside B's — so the difference
+    is read, not hunted for in two near-identical lines."""
+    parts_a, parts_b = resolved_parts(a), resolved_parts(b)
+    shared = [p for p in parts_a if p in parts_b]
+    only_a, only_b = ([p for p in parts if p not in shared] for parts in (parts_a, parts_b))
+    differ = (f" — **A:** {' · '.join(only_a)}; **B:** {' · '.join(only_b)}" if only_a or only_b
+              else " — A and B resolve alike")
+    st.caption("A and B run: " + " · ".join(shared) + differ)
 
 
 def cut_off_ui(run: RunFrames) -> None:
