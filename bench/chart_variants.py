@@ -44,7 +44,7 @@ def variants(spec: dict) -> dict[str, dict | None]:
     out["no tooltips"] = _without_tooltips(copy.deepcopy(spec))
     fixed = copy.deepcopy(spec)  # one layout pass: no autosize "fit" (which lays the marks out twice)
     fixed["width"], fixed["autosize"] = 900, {"type": "pad"}
-    out["fixed width, autosize pad"] = fixed
+    out["fixed width and autosize pad"] = fixed  # (a name without a comma: ?c= lists names)
     for path in _layers(spec):
         trimmed = copy.deepcopy(spec)
         *outer, last = path
