@@ -206,6 +206,27 @@ WATCH = """() => {
 }"""
 
 
+def test_a_cards_note_shows_on_keyboard_focus_and_stays_on_the_page(server, page):
+    """The "?" beside a card's label is reached with Tab and shows its note while focused; the last card's
+    note opens leftwards, inside the window."""
+    page.goto(server + "/forty_replies")
+    settle(page)
+    helps = page.locator(".ww-cards").first.locator(".ww-help")
+    assert helps.count() >= 2
+    note = "el => getComputedStyle(el, '::after').content"
+    first = helps.first
+    assert first.evaluate(note) == "none"  # hidden until asked for
+    first.focus()
+    assert first.evaluate(note).strip('"') == first.get_attribute("data-help") != ""
+    last = page.locator(".ww-cards").nth(1).locator(".ww-card").last.locator(".ww-help")
+    last.focus()
+    left, right = last.evaluate(
+        "el => { const a = getComputedStyle(el, '::after'), x = el.getBoundingClientRect().left"
+        " + parseFloat(a.left); return [x, x + parseFloat(a.width) + parseFloat(a.paddingLeft)"
+        " + parseFloat(a.paddingRight)] }")
+    assert 0 <= left < right <= page.viewport_size["width"], (left, right)
+
+
 def test_while_a_change_is_on_its_way_the_old_numbers_fade_and_say_so(server, page):
     """A setting no cache holds (23 streams) so the rerun takes a moment: every time the first card still
     shows the old number while the page is stale, it is faded."""
