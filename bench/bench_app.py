@@ -124,7 +124,7 @@ BROWSER, SERVER = CpuMeter(b"chromium"), CpuMeter(b"streamlit")
 def open_view(context, url: str, parts: dict | None = None) -> dict[str, float]:
     """Open `url` in a new tab of `context` until idle and drawn: its seconds, and the CPU seconds the
     browser and the servers used meanwhile (from /proc: what other work on the machine barely moves), and
-    those of the renderers' main threads (procs.main_thread_s)."""
+    those of the renderers' main threads and all their threads (procs.main_thread_s)."""
     page = context.new_page()
     BROWSER.start()
     SERVER.start()
@@ -132,8 +132,9 @@ def open_view(context, url: str, parts: dict | None = None) -> dict[str, float]:
     start = time.perf_counter()
     page.goto(url)
     seconds = until_idle(page, start, parts=parts)
+    main_s, renderer_s = main_thread_s(renderers, renderer_cpu())  # before the tab's renderer ends
     cpu = {"s": seconds, "browser_cpu_s": BROWSER.read(), "server_cpu_s": SERVER.read(),
-           "main_thread_s": main_thread_s(renderers, renderer_cpu())[0]}  # before the tab's renderer ends
+           "main_thread_s": main_s, "renderer_s": renderer_s}
     page.close()
     return cpu
 

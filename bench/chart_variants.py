@@ -19,7 +19,6 @@ import copy
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 from urllib.parse import quote
 
@@ -27,9 +26,8 @@ import altair as alt
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_app import until_idle  # noqa: E402
+from bench_app import open_view  # noqa: E402
 from chart_cost import bare_page, page_charts  # noqa: E402
-from procs import main_thread_s, renderer_cpu  # noqa: E402
 
 
 def variants(spec: dict) -> dict[str, dict | None]:
@@ -86,15 +84,9 @@ def main() -> None:
         seen = {name: [] for name in specs}
         for rep in range(args.reps + 1):  # the first round loads the frontend and Vega: not counted
             for name in list(specs) if rep % 2 else list(specs)[::-1]:
-                page = context.new_page()
-                before = renderer_cpu()
-                start = time.perf_counter()
-                page.goto(f"{url}/?c={quote(name)}")
-                until_idle(page, start)
-                after = renderer_cpu()
-                page.close()
+                view = open_view(context, f"{url}/?c={quote(name)}")
                 if rep:
-                    seen[name].append(main_thread_s(before, after))
+                    seen[name].append((view["main_thread_s"], view["renderer_s"]))
     print(f"{args.page}, chart {args.chart}: renderer CPU seconds, median of {args.reps}, load average "
           f"{os.getloadavg()[0]:.1f}")
     for name, views in seen.items():

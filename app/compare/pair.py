@@ -15,10 +15,10 @@ from app.charts import timelines
 from app.charts.frames import RunFrames
 from app.charts.words import never_got_a_token
 from app.present.fmt import fmt_count, seconds_cell, shown_value, signed_seconds
-from app.present.numbers import card, headline_fmt, headline_label, headline_value, percentile_trap
+from app.present.numbers import headline_fmt, headline_label, headline_value, percentile_trap
 from app.present.settings import settings_words
-from app.story.headline import price_ui
-from app.ui.cards import Card, cards_ui
+from app.story.headline import headline_cards, price_ui
+from app.ui.cards import cards_ui
 from app.ui.chart import chart_ui
 from app.ui.controls import Control, control_ui
 from app.ui.deployment import DEPLOYMENT_WHERE, deployment_title, deployment_ui
@@ -115,15 +115,7 @@ def run_pair(story: Story, a: dict, b: dict, shared: dict) -> tuple[RunFrames, R
 
 def headline_pair_ui(story: Story, ra: RunFrames, rb: RunFrames) -> None:
     """The story's cards A → B, the percentile trap if p99 hides a stall, and what B costs against A."""
-    row = []
-    for headline in story.headlines:
-        va, vb = headline_value(ra, headline), headline_value(rb, headline)
-        fmt = headline_fmt(headline)
-        value, delta = card(va, vb, fmt, is_count=headline.unit == "count")
-        if delta is None and va is not None:
-            value = f"{fmt(va)} → {fmt(vb)}"
-        row.append(Card(headline_label(headline, rb), value, delta, "lower", headline.help or ""))
-    cards_ui(row, "#### A → B")
+    cards_ui(headline_cards(story, ra, rb, both=True), "#### A → B")
     trap = percentile_trap(story.stream_group, ra, rb)
     if trap:
         st.info(trap, icon=":material/troubleshoot:")

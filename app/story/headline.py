@@ -44,7 +44,6 @@ def _attention_note(story: Story, values: dict | None) -> str:
 def headline_ui(story: Story, current: RunFrames, base: RunFrames, values: dict | None = None) -> list[dict]:
     """Cards 'before → after', the price of the change and the percentile trap. Returns the numbers shown.
     In presenter mode the gains and their price share one row, so the token streams fit the first screen."""
-    shown = []
     same = current.summary.config == base.summary.config
     presenting = state.is_presenting()
     if not presenting:  # the presenter says it; the room sees "before → after" on the cards
@@ -55,12 +54,9 @@ def headline_ui(story: Story, current: RunFrames, base: RunFrames, values: dict 
         if note:
             st.caption(note)
     items = price_cards(prices(story, base, current), same)
-    row = []
-    for headline in story.headlines:
-        now, before = headline_value(current, headline), headline_value(base, headline)
-        value, delta = card(before, now, headline_fmt(headline), same, headline.unit == "count")
-        row.append(Card(headline_label(headline, current), value, delta, "lower", headline.help or ""))
-        shown.append({"label": headline_label(headline, current), "before": before, "after": now})
+    row = headline_cards(story, base, current, same)
+    shown = [{"label": c.label, "before": headline_value(base, h), "after": headline_value(current, h)}
+             for c, h in zip(row, story.headlines, strict=True)]
     cards_ui(row + items if presenting else row)
     trap = percentile_trap(story.stream_group, base, current)
     if trap:
@@ -79,6 +75,21 @@ def headline_ui(story: Story, current: RunFrames, base: RunFrames, values: dict 
 def price_ui(story: Story, before: RunFrames, after: RunFrames, same: bool = False, title: str = "") -> None:
     """The price of the change beside its gain: throughput, run length and reply time per group."""
     cards_ui(price_cards(prices(story, before, after), same), title or "##### What it costs")
+
+
+def headline_cards(story: Story, before: RunFrames, after: RunFrames, same: bool = False,
+                   both: bool = False) -> list[Card]:
+    """The story's headline numbers as cards, 'before → after', a lower number the better. `both`: a card
+    whose two numbers print alike still shows both (Compare's A → B names each side)."""
+    out = []
+    for headline in story.headlines:
+        was, now = headline_value(before, headline), headline_value(after, headline)
+        fmt = headline_fmt(headline)
+        value, delta = card(was, now, fmt, same, headline.unit == "count")
+        if both and delta is None and was is not None:
+            value = f"{fmt(was)} → {fmt(now)}"
+        out.append(Card(headline_label(headline, after), value, delta, "lower", headline.help or ""))
+    return out
 
 
 def price_cards(items: list[Price], same: bool) -> list[Card]:

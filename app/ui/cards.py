@@ -17,7 +17,7 @@ import streamlit as st
 
 from app.ui.markup import text
 
-ROW = "ww-cards"  # the class of a row; tests/cards.py reads the cards back by it
+ROW = "ww-cards"  # the class of a row; tests/markup.py reads the cards back by it
 
 
 @dataclass(frozen=True)
@@ -48,8 +48,8 @@ def row_html(cards: Sequence[Card]) -> str:
 
 def cards_ui(cards: Sequence[Card], title: str = "") -> None:
     """One row of cards, equal in width (on a phone, wrapping onto more rows), a value wrapping at the arrow
-    of "before → after" when its card is narrow;
-    `title` (Markdown, a heading) above them in the same element."""
+    of "before → after" when its card is narrow; `title` (Markdown, a heading) above them in the same
+    element."""
     if cards:
         st.markdown(f"{title}\n\n{row_html(cards)}" if title else row_html(cards), unsafe_allow_html=True)
 

@@ -35,9 +35,9 @@ def resolved_ui(run: RunFrames) -> None:
 def resolved_pair_ui(a: RunFrames, b: RunFrames) -> None:
     """Two runs in one caption: what they share once, then what differs, A's beside B's — so the difference
     is read, not hunted for in two near-identical lines."""
-    parts_a, parts_b = resolved_parts(a), resolved_parts(b)
-    shared = [p for p in parts_a if p in parts_b]
-    only_a, only_b = ([p for p in parts if p not in shared] for parts in (parts_a, parts_b))
+    pairs = list(zip(resolved_parts(a), resolved_parts(b), strict=True))  # part by part, in one order
+    shared = [pa for pa, pb in pairs if pa == pb]
+    only_a, only_b = [pa for pa, pb in pairs if pa != pb], [pb for pa, pb in pairs if pa != pb]
     differ = (f" — **A:** {' · '.join(only_a)}; **B:** {' · '.join(only_b)}" if only_a or only_b
               else " — A and B resolve alike")
     st.caption("A and B run: " + " · ".join(shared) + differ)
