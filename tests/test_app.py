@@ -146,12 +146,40 @@ def test_the_other_stall_opens_with_its_two_stalls_apart():
 
 def test_a_link_restores_the_settings_and_notes_bad_or_unknown_parameters():
     at = open_page("app_pages/forty_replies.py",
-                   {"mixed": "1", "chunk": "2048", "streams": "abc", "zzz": "1"})
+                   {"mixed": "1", "chunk": "2048", "streams": "abc", "zzz": "1"}, opened=True)
     assert at.toggle(key="forty_replies.mixed").value is True
     assert at.selectbox(key="forty_replies.chunk").value == 2048
     assert at.slider(key="forty_replies.streams").value == 40
     notes = " ".join(w.value for w in at.warning)
     assert "streams=abc" in notes and "zzz" in notes
+
+
+def test_a_first_view_draws_the_switch_and_says_the_other_settings_in_a_closed_fold():
+    """The story's switch (mixed chunk) is a widget; the rest of the main row is built only when its fold is
+    open, whose title says each value, a link's included. Closing it again keeps every value."""
+    at = open_page("app_pages/forty_replies.py", {"chunk": "2048"})
+    assert [t.key for t in at.toggle if t.key.startswith("forty_replies.")] == ["forty_replies.mixed"]
+    assert not [w for w in (*at.selectbox, *at.slider) if w.key.startswith("forty_replies.")]
+    title = next(e.label for e in at.expander if e.label.startswith("More settings"))
+    assert "⚑ Chunk size: 2,048" in title and "Streams: 40" in title, title
+    fold = state.keys("forty_replies").widget("settings")
+    at.session_state[fold] = True
+    at.run()
+    at.slider(key="forty_replies.streams").set_value(20).run()
+    at.session_state[fold] = False
+    at.run()
+    assert not at.exception
+    title = next(e.label for e in at.expander if e.label.startswith("More settings"))
+    assert "⚑ Chunk size: 2,048" in title and "Streams: 20" in title, title
+    assert at.query_params["streams"] == "20" and at.query_params["chunk"] == "2048"
+
+
+def test_a_tour_step_that_sets_a_folded_setting_opens_its_fold():
+    at = open_page("app_pages/forty_replies.py")
+    at.button(key=state.keys("forty_replies").tour_button(3)).click().run()  # mixed chunk: the switch itself
+    assert not [s for s in at.selectbox if s.key == "forty_replies.chunk"]
+    at.button(key=state.keys("forty_replies").tour_button(4)).click().run()  # chunk size is now the knob
+    assert at.selectbox(key="forty_replies.chunk").value == 2048
 
 
 def test_an_impossible_combination_is_a_message_not_a_traceback():
@@ -163,6 +191,18 @@ def test_an_impossible_combination_is_a_message_not_a_traceback():
     assert message.startswith("**This combination cannot run.** `deployment`:")
     assert "L40S" in message and "Fix: TP 8" in message
     assert not cards_of(at)  # the page stopped there: no numbers from a run that could not happen
+
+
+def test_compare_draws_each_sides_switch_and_says_its_other_flags_in_a_closed_fold():
+    at = open_page("app_pages/compare.py", {"b_chunk": "2048"})
+    assert sorted(t.key for t in at.toggle if t.key.startswith("compare.")) == [
+        "compare.forty_replies.a_mixed", "compare.forty_replies.b_mixed"]
+    assert not [w for w in (*at.selectbox, *at.slider) if w.key.startswith("compare.")]
+    titles = [e.label for e in at.expander if e.label.startswith("More flags")]
+    assert len(titles) == 2, titles
+    assert "⚑ Chunk size: auto" in titles[0] and "⚑ Chunk size: 2,048" in titles[1], titles
+    unfold(at)
+    assert at.selectbox(key="compare.forty_replies.b_chunk").value == 2048
 
 
 def test_compare_shows_a_to_b_and_the_sweep():

@@ -73,12 +73,18 @@ def configurations_ui(story: Story) -> tuple[dict, dict, dict]:
     state.seed_widgets(page, controls, extra=(state.STORY, state.SWEEP))
     for note in state.notes(page):
         st.warning(note, icon=":material/link:")
+    values = state.values(page, controls)
     for col, side in zip(st.columns(2), SIDES, strict=True):
         with col.container(border=True):
             st.markdown(f"**Configuration {side.upper()}**"
                         + (" — starts at SGLang defaults" if side == "a" else ""))
-            for control in side_controls(story, side):
-                control_ui(page, control)
+            switch, *rest = side_controls(story, side)  # the rest built only while their fold is open
+            control_ui(page, switch)
+            with folded(f"More flags: {settings_words(rest, values, marked=True)}",
+                        state.keys(page).widget(f"{side}.flags")) as is_open:
+                if is_open:
+                    for control in rest:
+                        control_ui(page, control)
     workload = [c for c in shared_controls(story) if c.where not in DEPLOYMENT_WHERE]
     with folded("Shared by A and B: the workload", state.keys(page).widget("workload")) as is_open:
         if is_open:

@@ -19,11 +19,12 @@ def changes_words(story: Story, values: dict | None) -> str:
                                    for c, was, now in found) + "."
 
 
-def settings_words(controls: list[Control], values: dict, resolved_chunk=None) -> str:
+def settings_words(controls: list[Control], values: dict, resolved_chunk=None, marked: bool = False) -> str:
     """'Mixed chunk: on · Chunk size: 8,192 (auto, from GPU memory)': the controls' values in words. A cost
     figure, a GPU figure or a model shape appears only when edited (left empty it is the preset's, which the
-    GPU and model already say)."""
-    return " · ".join(f"{label_of(c)}: {shown_value(c, values[c.key], resolved_chunk)}" for c in controls
+    GPU and model already say). `marked`: SGLang's flags marked ⚑, as their widgets are."""
+    return " · ".join(f"{'⚑ ' if marked and c.is_flag else ''}{label_of(c)}: "
+                      f"{shown_value(c, values[c.key], resolved_chunk)}" for c in controls
                       if c.where not in ("cost", "figure") or values[c.key] != c.default)
 
 

@@ -9,11 +9,12 @@ from app import compute, state
 from app.charts.frames import RunFrames
 from app.charts.words import kept_words
 from app.present.fmt import shown_value
+from app.present.settings import settings_words
 from app.story.cost_panel import cost_panel_ui
 from app.story.exports import remember_note
 from app.story.headline import headline_ui, pd_headline_ui
 from app.story.link import url_state
-from app.story.tour import active_step, focus_marker, narration_ui, tour_ui
+from app.story.tour import active_step, focus_marker, narration_ui, settings_fold, tour_ui
 from app.ui.controls import control_ui
 from app.ui.deployment import DEPLOYMENT_WHERE, deployment_title, deployment_ui, deployment_words
 from app.ui.fold import folded
@@ -79,10 +80,13 @@ CONTROL_WIDTH = {"toggle": 190, "select": 230, "slider": 230}  # px: each label 
 
 
 def settings_ui(story: Story):
-    """The story's controls: the main row, then the deployment (GPU, tensor parallel, model, precision, seed
-    and the figures behind them) in an expander whose title says what runs. In presenter mode they sit in a
-    popover behind one line that says what is set (the tour sets them), so the cards and the key chart fit
-    the first screen. Controls sit in rows that wrap, each wide enough for its label and value.
+    """The story's controls: its switch (the first control: mixed chunk), then the rest of the main row and
+    the deployment (GPU, tensor parallel, model, precision, seed and the figures behind them) in folds whose
+    titles say what is set. A fold is built only while open (a first view draws one toggle and two folds
+    instead of six widgets: docs/performance.md), and a tour step that sets a folded control opens it. In
+    presenter mode they all sit in a popover behind one line that says what is set (the tour sets them), so
+    the cards and the key chart fit the first screen. Controls sit in rows that wrap, each wide enough for
+    its label and value.
     Returns ({key: value}, the row that later takes the "What runs" popover)."""
     state.seed_widgets(story.key, story.controls)
     main = [c for c in story.controls if c.where == "main"]
@@ -103,10 +107,17 @@ def settings_ui(story: Story):
             " · ".join(f"{c.label} **{shown_value(c, values[c.key])}**" for c in main)
             + (f" · {deployment_words(values)}" if moved else ""))
         return values, tools
+    switch, rest = main[0], main[1:]
     with st.container(border=True):
-        st.markdown("**Settings** — flags marked ⚑ are SGLang server flags; \"before\" is this row at its "
-                    "defaults.")
-        row = _controls_row(story, main)
+        row = st.container(horizontal=True, gap="medium", vertical_alignment="center")
+        with row:
+            control_ui(story.key, switch, width=CONTROL_WIDTH[switch.widget])
+            st.caption("**Settings** — flags marked ⚑ are SGLang server flags; \"before\" is these settings "
+                       "at their defaults.")
+        with folded(f"More settings: {settings_words(rest, values, marked=True)}", settings_fold(story.key),
+                    icon=":material/tune:") as is_open:
+            if is_open:
+                _controls_row(story, rest)
         with folded(deployment_title(story.controls, values), state.keys(story.key).widget("deployment"),
                     icon=":material/memory:") as is_open:
             if is_open:

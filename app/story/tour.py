@@ -67,10 +67,18 @@ def _apply_step(story: Story, i: int) -> None:
             st.session_state[pd_params.widget_key(param)] = step.section.get(param, default)
     for key in OPENS.get(step.focus, ()):  # what the step points at is built and in view
         open_fold(key)
+    folded = [c for c in story.controls if c.where == "main"][1:]  # app.story.top.settings_ui
+    if any(step.settings.get(c.key, c.default) != c.default for c in folded):  # the setting it changed
+        open_fold(settings_fold(story.key))
     st.session_state[keys.tour_step] = i
     st.session_state[keys.pending_cursor] = step.cursor
     st.session_state[keys.focus] = step.focus
     st.session_state[keys.playing] = False
+
+
+def settings_fold(page: str) -> str:
+    """The session key of the fold that holds a story's settings after its switch (app.story.top)."""
+    return state.keys(page).widget("settings")
 
 
 def pointer(story: Story, chart_id: str) -> str | None:
