@@ -14,7 +14,7 @@ from app.story.cost_panel import cost_panel_ui
 from app.story.exports import remember_note
 from app.story.headline import headline_ui, pd_headline_ui
 from app.story.link import url_state
-from app.story.tour import active_step, focus_marker, narration_ui, settings_fold, tour_ui
+from app.story.tour import active_step, focus_marker, narration_ui, settings_fold, switch_and_rest, tour_ui
 from app.ui.controls import control_ui
 from app.ui.deployment import DEPLOYMENT_WHERE, deployment_title, deployment_ui, deployment_words
 from app.ui.fold import folded
@@ -107,7 +107,7 @@ def settings_ui(story: Story):
             " · ".join(f"{c.label} **{shown_value(c, values[c.key])}**" for c in main)
             + (f" · {deployment_words(values)}" if moved else ""))
         return values, tools
-    switch, rest = main[0], main[1:]
+    switch, rest = switch_and_rest(story)
     with st.container(border=True):
         row = st.container(horizontal=True, gap="medium", vertical_alignment="center")
         with row:

@@ -67,13 +67,20 @@ def _apply_step(story: Story, i: int) -> None:
             st.session_state[pd_params.widget_key(param)] = step.section.get(param, default)
     for key in OPENS.get(step.focus, ()):  # what the step points at is built and in view
         open_fold(key)
-    folded = [c for c in story.controls if c.where == "main"][1:]  # app.story.top.settings_ui
+    _, folded = switch_and_rest(story)
     if any(step.settings.get(c.key, c.default) != c.default for c in folded):  # the setting it changed
         open_fold(settings_fold(story.key))
     st.session_state[keys.tour_step] = i
     st.session_state[keys.pending_cursor] = step.cursor
     st.session_state[keys.focus] = step.focus
     st.session_state[keys.playing] = False
+
+
+def switch_and_rest(story: Story) -> tuple:
+    """The story's switch (the first control of its settings row: mixed chunk) and the rest of that row,
+    which sit in a fold (`settings_fold`; app.story.top.settings_ui)."""
+    main = [c for c in story.controls if c.where == "main"]
+    return main[0], main[1:]
 
 
 def settings_fold(page: str) -> str:
