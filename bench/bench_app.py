@@ -19,9 +19,10 @@ browser session (a new person):
                policies drawn
 A time runs from the navigation or click to the first moment the page is idle and fully drawn (confirmed by
 later polls, which are not counted). The floor page (bench/floor_page.py: bare Streamlit, one Altair chart)
-is measured in the same browser before and after the pages; each first view is also printed as a multiple
-of it, so a noisy machine's speed cancels out. After every action it checks that the address bar changed to
-match.
+is measured in the same browser three times before the pages, once at the start of every round of them and
+three times after; each first view is also printed as a multiple of the median of all those floor views, so
+a noisy machine's speed, and its drift during the run, cancel out. After every action it checks that the
+address bar changed to match.
 """
 
 from __future__ import annotations
@@ -139,15 +140,14 @@ def open_view(context, url: str, parts: dict | None = None) -> dict[str, float]:
     return cpu
 
 
-def floor_view(browser, url: str, repeats: int = 3) -> dict[str, float]:
-    """The floor page's first view (bench/floor_page.py) in fresh browser contexts: the median of `repeats`
-    of its seconds and of its CPU seconds."""
+def floor_views(browser, url: str, repeats: int = 3) -> list[dict[str, float]]:
+    """The floor page's first view (bench/floor_page.py), `repeats` times, each in a fresh browser context."""
     seen = []
     for _ in range(repeats):
         context = browser.new_context(viewport={"width": 1440, "height": 900})
         seen.append(open_view(context, url + "/"))
         context.close()
-    return {what: statistics.median(view[what] for view in seen) for what in seen[0]}
+    return seen
 
 
 def first_views(browser, url: str, cached: bool = False, parts: dict | None = None,
@@ -219,12 +219,11 @@ def cpu(view: dict) -> float:
 def report_first_views(figures: dict) -> None:
     """Each first view in seconds and in CPU seconds (browser + server), each also as a multiple of the floor
     page's (the target: at most 1.5x). On a busy machine the CPU ratio is the one to read."""
-    before, after = figures["floor"], figures["floor_after"]
-    floor = {what: (before[what] + after[what]) / 2 for what in before}  # the floor over the whole run
-    print(f"load average {os.getloadavg()[0]:.1f}; floor page (bare Streamlit, one Altair chart): "
-          f"{before['s']:.2f} s before the pages, {after['s']:.2f} s after; CPU {cpu(before):.2f} s "
-          f"(browser {before['browser_cpu_s']:.2f} + server {before['server_cpu_s']:.2f}) before, "
-          f"{cpu(after):.2f} s after")
+    floor, seen = figures["floor"], figures["floor_s"]
+    print(f"load average {os.getloadavg()[0]:.1f}; floor page (bare Streamlit, one Altair chart): median "
+          f"{floor['s']:.2f} s of {len(seen)} views ({min(seen):.2f}–{max(seen):.2f} s), "
+          f"CPU {cpu(floor):.2f} s (browser {floor['browser_cpu_s']:.2f} + server "
+          f"{floor['server_cpu_s']:.2f})")
     print("| page | first view s | x floor | CPU s (browser + server) | x floor's CPU | frontend cached s | "
           "parts seen (s) |\n| --- | ---: | ---: | ---: | ---: | ---: | --- |")
     for path, view in figures["first_view"].items():
@@ -269,12 +268,17 @@ def main() -> None:
             report(figures, args.json)
             return
         parts = {}
-        floor = floor_view(browser, floor_url)
-        rounds = [first_views(browser, url, parts=parts, pages=args.pages) for _ in range(args.repeat)]
-        figures = {"health_s": health, "warm_up_s": warm, "floor": floor, "first_view": medians(rounds),
+        floor = floor_views(browser, floor_url)
+        rounds = []
+        for _ in range(args.repeat):  # the floor again at each round's start: the machine drifts
+            floor += floor_views(browser, floor_url, 1)
+            rounds.append(first_views(browser, url, parts=parts, pages=args.pages))
+        figures = {"health_s": health, "warm_up_s": warm, "first_view": medians(rounds),
                    "first_view_cached": first_views(browser, url, cached=True, pages=args.pages),
                    "first_view_parts_s": parts}
-        figures["floor_after"] = floor_view(browser, floor_url)
+        floor += floor_views(browser, floor_url)
+        figures |= {"floor": {what: statistics.median(view[what] for view in floor) for what in floor[0]},
+                    "floor_s": [view["s"] for view in floor]}
         report_first_views(figures)
         if args.first_views:
             write(args.json, figures)

@@ -1,5 +1,6 @@
 """The forty replies' exported images, made by the app's own export path: before (SGLang defaults), after
-(mixed chunk on) and the two side by side, as Compare exports them. Writes assets/forty_replies_export_*.png.
+(mixed chunk on) and A against B in one image, as Compare exports it. Writes
+assets/forty_replies_export_*.png.
 
 Run: .venv/bin/python bench/export_assets.py [--out DIR]
 """
@@ -16,12 +17,12 @@ sys.path.insert(0, str(REPO))
 
 from app.charts import timelines  # noqa: E402
 from app.charts.frames import build  # noqa: E402
-from app.compare.pair import pair_chart_json, pair_note  # noqa: E402
-from app.present.export import export_spec, render, side_by_side_spec  # noqa: E402
+from app.charts.views import TOKENS_TITLE  # noqa: E402
+from app.compare.charts import pair_views  # noqa: E402
+from app.compare.pair import pair_note, side_words  # noqa: E402
+from app.present.export import export_spec, render, stacked_spec  # noqa: E402
 from app.present.settings import story_note  # noqa: E402
 from engine_model import STORIES, simulate  # noqa: E402
-
-TOKENS_TITLE = "Token streams: who got a token, and when"  # as the story page titles the chart
 
 
 def tokens_json(run, cursor_at: float) -> str:
@@ -46,12 +47,12 @@ def main() -> None:
     flags = {c.key for c in story.controls if c.is_flag}
     a, b = ({k: v for k, v in vals.items() if k in flags} for vals in (before_values, after_values))
     shared = {k: v for k, v in story.defaults.items() if k not in flags}
-    titles, lines = pair_note(story, before, after, a, b, shared)
-    end = max(before.end_at, after.end_at)
-    left, right = (json.loads(pair_chart_json(run, end)) for run in (before, after))
-    spec = side_by_side_spec(left, right, titles, f"{story.title}: A against B", lines)
-    (out / "forty_replies_export_side_by_side.png").write_bytes(render(spec, "png"))
-    print(f"wrote {out}/forty_replies_export_{{before,after,side_by_side}}.png")
+    note = pair_note(story, before, after, a, b, shared)
+    views = pair_views(before, after, side_words(story, a, b))
+    spec = stacked_spec([(view.build().to_dict(validate=False), view.title) for view in views],
+                        f"{story.title}: A against B", note)
+    (out / "forty_replies_export_a_and_b.png").write_bytes(render(spec, "png"))
+    print(f"wrote {out}/forty_replies_export_{{before,after,a_and_b}}.png")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ from PIL import Image
 from story_runs import longest_pause
 from test_browser import page, settle, unfold  # noqa: F401  (fixtures)
 
+from app.present.export import EXPORT_WIDTH
+
 pytestmark = pytest.mark.browser
 
 
@@ -64,12 +66,12 @@ def test_the_ten_oclock_page_exports_the_pd_figure(server, page):  # noqa: F811
     assert name == "pd.html" and "PD, prefill_complete" in text and "The upstream test replica" in text
 
 
-def test_compare_exports_before_and_after_side_by_side(server, page):  # noqa: F811
+def test_compare_exports_a_and_b_as_one_image(server, page):  # noqa: F811
     page.goto(server + "/compare")
     settle(page, timeout_s=120)
     unfold(page, ("Pass timelines",), pd=False)  # the image holds them: its button is built in their fold
-    button = page.get_by_role("button", name="Export A | B side by side (PNG)")
+    button = page.get_by_role("button", name="Export A and B as one image (PNG)")
     name, data = download(page, button.click)
     image = Image.open(io.BytesIO(data))
     assert name == "forty_replies-a-vs-b.png" and image.format == "PNG"
-    assert image.size[0] > 1.5 * image.size[1]
+    assert image.size[0] < 2 * 1.2 * EXPORT_WIDTH  # one chart wide (at scale 2): one chart over the other

@@ -26,7 +26,7 @@ WIDTHS = [(1280, 800), (1440, 900), (1920, 1080)]
 PAGES = [  # path, title, how many charts at least
     ("/", "Who Waits", 0), ("/forty_replies", "The forty replies", 8), ("/other_stall", "The other stall", 7),
     ("/ten_oclock_rush", "Ten o'clock rush", 16), ("/real_traffic", "Real traffic", 7),
-    ("/compare", "Compare and sweep", 6), ("/your_server", "Your server", 0)]
+    ("/compare", "Compare and sweep", 4), ("/your_server", "Your server", 0)]
 
 # Text a person reads that is wider than the box that shows it, where that box clips (an ellipsis, hidden
 # overflow): widget labels and values, card labels and values, buttons, page links.

@@ -3,6 +3,7 @@
 import json
 import re
 
+import altair as alt
 import numpy as np
 import pandas as pd
 import pytest
@@ -42,6 +43,16 @@ def builders(f: frames.RunFrames):
         **{f"itl_distribution {group}": latency.itl_distribution(f.itl_hist, f.itl_stats, group)
            for group in dict.fromkeys(f.itl_hist["group"])},
     }
+
+
+def test_compares_charts_hold_both_runs_and_stay_under_twice_the_row_limit(run):
+    _, f = run
+    for view in compare_charts.pair_views(f, f, ("SGLang defaults", "the same")):
+        with alt.data_transformers.enable("default", max_rows=None):  # a chart of two runs: twice one's rows
+            spec = view.build().to_dict()  # validates against the Vega-Lite schema
+        assert max(dataset_sizes(spec)) <= 2 * ALTAIR_MAX_ROWS, view.chart_id
+        single = (f.passes if view.chart_id == "passes" else f.tokens)
+        assert sum(dataset_sizes(spec)) >= 2 * len(single), view.chart_id
 
 
 def dataset_sizes(spec: dict) -> list[int]:

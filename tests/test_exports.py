@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -16,9 +17,9 @@ from PIL import Image
 from app.charts import timelines
 from app.charts.frames import build
 from app.compare import charts as compare_charts
-from app.compare.pair import pair_chart_json, pair_note, side_words
+from app.compare.pair import pair_note, side_words
 from app.compare.sweep import defaults_point
-from app.present.export import export_spec, render, side_by_side_spec
+from app.present.export import EXPORT_WIDTH, export_spec, render, stacked_spec, wrapped
 from app.present.fmt import fmt_seconds
 from app.present.settings import story_note
 from engine_model import STORIES, simulate
@@ -90,24 +91,35 @@ def test_the_pass_timeline_export_drops_the_cursor_outline_and_the_click_selecti
     vlc.vegalite_to_vega(spec)  # still a valid spec
 
 
-def test_compare_exports_one_side_by_side_image_with_both_titles(runs):
+def test_compare_exports_one_image_of_the_pages_two_charts_a_above_b(runs):
     before, after = runs
     flags = [c.key for c in FORTY.controls if c.is_flag]
     a = {k: FORTY.defaults[k] for k in flags}
     b = {**a, "mixed": True}
     shared = {c.key: c.default for c in FORTY.controls if not c.is_flag}
     assert side_words(FORTY, a, b) == ("SGLang defaults (mixed chunk off)", "mixed chunk on")
-    titles, lines = pair_note(FORTY, before, after, a, b, shared)
-    end = max(before.end_at, after.end_at)
-    left, right = (json.loads(pair_chart_json(run, end)) for run in (before, after))
-    spec = side_by_side_spec(left, right, titles, "The forty replies: A against B", lines)
-    assert len(spec["hconcat"]) == 2
+    note = pair_note(FORTY, before, after, a, b, shared)
+    views = compare_charts.pair_views(before, after, side_words(FORTY, a, b))
+    assert [v.chart_id for v in views] == ["passes", "tokens"]
+    spec = stacked_spec([(v.build().to_dict(validate=False), v.title) for v in views],
+                        "The forty replies: A against B", note)
+    assert len(spec["vconcat"]) == 2
     svg = svg_text(spec)
-    for text in ("A: SGLang defaults (mixed chunk off)", "B: mixed chunk on",
-                 f"Longest pause, the 40 streams: {gap(before)} (A) → {gap(after)} (B)"):
+    for text in ("A: SGLang defaults (mixed chunk off); B: mixed chunk on", "A · engine", "B · engine",
+                 f"Longest pause, the 40 streams: {gap(before)} (A) → {gap(after)} (B)",
+                 "Token streams, A above B"):
         assert text in svg
+    assert re.search(r">A</text>", svg) and re.search(r">B</text>", svg)  # each side named on the lanes' axis
     image = Image.open(io.BytesIO(render(spec, "png")))
-    assert image.size[0] > 1.5 * image.size[1]  # side by side, not stacked
+    assert image.size[0] < 2 * 1.2 * EXPORT_WIDTH  # every line wrapped to the charts' width (scale 2)
+
+
+def test_a_long_subtitle_line_wraps_after_a_separator():
+    line = " · ".join(f"Setting {i}: value {i}" for i in range(20))
+    lines = wrapped(line, 60)
+    assert len(lines) > 1 and all(len(part) <= 60 for part in lines) and " ".join(lines) == line
+    assert all(part.endswith("·") for part in lines[:-1])
+    assert wrapped("short", 60) == ["short"]
 
 
 def test_the_sweep_speaks_in_words_and_marks_sglang_defaults(runs):

@@ -12,6 +12,7 @@ from story_runs import channels, scenario_run
 from app.charts import views
 from app.charts.pass_cost import TERM_COLOURS
 from app.charts.scales import GAP_SHADES, PALETTE, SERIES_COLOURS
+from app.compare.charts import pair_views
 from app.pd.presets import pd_scenario
 from engine_model import STORIES
 
@@ -49,6 +50,9 @@ def every_chart() -> dict[str, dict]:
         run = scenario_run(story.scenario(story.defaults))
         for view in views.story_views(run) + list(views.itl_views(run).values()):
             out[f"{key}/{view.chart_id}"] = view.build().to_dict(validate=False)
+        mixed = scenario_run(story.scenario({**story.defaults, "mixed": True}))
+        for view in pair_views(run, mixed, ("SGLang defaults", "mixed chunk on")):
+            out[f"{key}/compare-{view.chart_id}"] = view.build().to_dict(validate=False)
     rush = STORIES["ten_oclock_rush"].defaults
     run = scenario_run(pd_scenario("rush", rush, "early", 0, 1, 1))
     for view in views.pd_views(run, "early", run.end_at):

@@ -45,6 +45,7 @@ QUEUE_SERIES = ("waiting", "running")
 QUEUE_COLOURS = (colour("waiting"), colour("decode"))
 GROUP_COLOURS = SERIES_COLOURS
 CURSOR_COLOUR = "#000000"
+DIVIDER_COLOUR = "#000000"  # the line between two runs in one chart (Compare); a cursor is dashed
 CURSOR_NAME = "cursor"  # the cursor's layers are named, so an exported image can leave them out
 WIDTH = "container"
 

@@ -6,6 +6,8 @@ step-through moves them together. Every axis names its unit.
 
 from __future__ import annotations
 
+import json
+
 import altair as alt
 import numpy as np
 import pandas as pd
@@ -15,6 +17,7 @@ from app.charts.scales import (
     COUNT_LABEL,
     CURSOR_COLOUR,
     CURSOR_NAME,
+    DIVIDER_COLOUR,
     GAP_SHADES,
     KV_COLOURS,
     KV_SERIES,
@@ -115,18 +118,22 @@ def _stall_colour(stall_threshold_s: float, chunk_pass_s: tuple[float, float] | 
 def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFrame, waits: pd.DataFrame,
                   request_order: list[str], cursor_at: float | None = None, end_at: float | None = None,
                   stall_threshold_s: float = 0.25,
-                  chunk_pass_s: tuple[float, float] | None = None) -> alt.Chart:
+                  chunk_pass_s: tuple[float, float] | None = None,
+                  sides: dict[str, str] | None = None) -> alt.Chart:
     """One lane per request: a bar for a steady run of tokens, a tick for a token on its own, prefill chunks
     as coloured blocks, stalls shaded by length, and queue waits (first wait, and after a retraction) drawn
-    over the stall they cause."""
+    over the stall they cause. `sides` (two runs in one chart, app.compare.charts): each side's first lane
+    -> its name; the axis names the sides instead of the requests, and a rule divides them."""
     num = len(request_order)
-    show_labels = num <= 60
-    height = alt.Step(12 if show_labels else max(2, min(6, 600 // max(num, 1))))  # px per request lane
+    show_labels = num <= 60 and not sides
+    thinnest = 1 if sides else 2  # px: two runs of hundreds of lanes stay one screen tall
+    height = alt.Step(12 if num <= 60 else max(thinnest, min(6, 600 // max(num, 1))))  # px per request lane
     # the scale's domain orders the lanes (a `sort` list would compile to a nested formula run per row)
-    y = alt.Y("rid:N",
-              title="request" if show_labels else f"{num} requests (one lane each)",
-              axis=alt.Axis(labels=show_labels, ticks=show_labels, labelFontSize=9),
-              scale=alt.Scale(domain=request_order))
+    scale = alt.Scale(domain=request_order)
+    y = alt.Y("rid:N", title="request" if show_labels else f"{num} requests (one lane each)",
+              axis=_side_axis(sides) if sides else alt.Axis(labels=show_labels, ticks=show_labels,
+                                                            labelFontSize=9),
+              scale=scale)
     x = alt.X("start_at:Q", title="time (s)", scale=x_domain(end_at))
     wait_state = waits["why"].map(lambda why: RETRACTED[0] if why.startswith("retracted") else QUEUED[0])
     present = set(chunks["kind"]) | set(wait_state)
@@ -161,11 +168,22 @@ def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFra
                      alt.Tooltip("gaps:Q", title="gaps in a row, a token between each"),
                      alt.Tooltip("start_at:Q", title="from (s)", format=".3f"),
                      alt.Tooltip("end_at:Q", title="to (s)", format=".3f")]))
+    if sides:  # a rule above each side but the first, on its first lane's top edge
+        layers.append(alt.Chart(pd.DataFrame({"rid": list(sides)[1:]})).mark_rule(
+            color=DIVIDER_COLOUR, strokeWidth=1.5).encode(y=alt.Y("rid:N", scale=scale, bandPosition=0)))
     cursor = cursor_layer(cursor_at)
     if cursor is not None:
         layers.append(cursor)
     chart = alt.layer(*layers).properties(width=WIDTH, height=height)
     return chart.resolve_scale(color="independent") if len(stalls) else chart
+
+
+def _side_axis(sides: dict[str, str]) -> alt.Axis:
+    """A y axis that names each side at its first lane ("A", "B") and no request."""
+    expr = " : ".join(f"datum.value === {json.dumps(lane)} ? {json.dumps(name)}"
+                      for lane, name in sides.items())
+    return alt.Axis(labels=True, ticks=False, labelExpr=f"{expr} : ''", labelFontSize=14,
+                    labelFontWeight="bold", labelBaseline="top", labelPadding=6)
 
 
 def _token_marks(tokens: pd.DataFrame, y: alt.Y, x: alt.X) -> list[alt.Chart]:

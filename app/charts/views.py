@@ -25,13 +25,24 @@ class View(NamedTuple):
 
 
 # -- a story's timelines -----------------------------------------------------------------------------
+TOKENS_TITLE = "Token streams: who got a token, and when"
+
+
+def tokens_caption(stall_s: float, chunk_pass_s: tuple[float, float] | None) -> str:
+    yardstick = timelines.chunk_pass_words(chunk_pass_s)
+    return ("One lane per request: a solid bar while its tokens come steadily, a tick per token in a "
+            f"trickle. Pink to dark purple: no token for {stall_s:g} s or more — a stall, darker the longer "
+            f"it lasts{' (' + yardstick + ')' if yardstick else ''}. Orange/green blocks: this request's "
+            "prompt being prefilled, chunk by chunk. Light grey: waiting in the queue; dark grey: retracted, "
+            "waiting to be prefilled again.")
+
+
 def story_views(run: RunFrames, at: float | None = None, index: int | None = None) -> list[View]:
     """The timelines of one run on one time axis: passes, token streams, tokens so far, KV, queue. `at`: the
     cursor's time (None: no cursor, as a standalone page or a slide shows them); `index`: the pass under
     it."""
     end = run.end_at
     stall_s = run.stall_threshold_s
-    yardstick = timelines.chunk_pass_words(run.chunk_pass_s)
     return [
         View("passes", "Pass timeline: what the GPU ran",
              "One bar per forward pass (runs of identical decode passes merged), width = how long it took. "
@@ -39,13 +50,7 @@ def story_views(run: RunFrames, at: float | None = None, index: int | None = Non
              "running request)." + (" The black outline is the pass under the cursor. Click a bar to move "
                                     "the cursor there." if at is not None else ""),
              lambda: timelines.pass_timeline(run.passes, at, end, index)),
-        View("tokens", "Token streams: who got a token, and when",
-             "One lane per request: a solid bar while its tokens come steadily, a tick per token in a "
-             "trickle. Pink to dark purple: "
-             f"no token for {stall_s:g} s or more — a stall, darker the longer it lasts"
-             f"{' (' + yardstick + ')' if yardstick else ''}. "
-             "Orange/green blocks: this request's prompt being prefilled, chunk by chunk. Light grey: "
-             "waiting in the queue; dark grey: retracted, waiting to be prefilled again.",
+        View("tokens", TOKENS_TITLE, tokens_caption(stall_s, run.chunk_pass_s),
              lambda: timelines.token_streams(run.tokens, run.stalls, run.chunks, run.waits,
                                              run.request_order, at, end, stall_s, run.chunk_pass_s)),
         View("wait", "Waiting for the next token: a ramp is a freeze, small teeth a trickle",

@@ -1,12 +1,82 @@
-"""Compare's chart builders: a sweep's metrics per setting, and the trade-off curve. No `st.*` calls here."""
+"""Compare's chart builders: A's and B's runs in one chart each for the passes and the token streams, a
+sweep's metrics per setting, and the trade-off curve. No `st.*` calls here."""
 
 from __future__ import annotations
 
 import altair as alt
 import pandas as pd
 
+from app.charts import timelines
+from app.charts.frames import RunFrames
 from app.charts.labels import MIN_PLOT_PX, place_labels
+from app.charts.request_frames import gap_band
 from app.charts.scales import CURSOR_COLOUR, SERIES_COLOURS, WIDTH
+from app.charts.views import TOKENS_TITLE, View, tokens_caption
+
+SIDE_NAMES = ("A", "B")
+
+
+# -- A and B in one chart ----------------------------------------------------------------------------
+def pair_views(ra: RunFrames, rb: RunFrames, words: tuple[str, str]) -> list[View]:
+    """A's and B's pass timelines as one chart, and their token streams as one: A's lanes above B's on one
+    time axis, so a freeze and a trickle at the same moment sit one above the other. `words`: each side's
+    flags in words (pair.side_words)."""
+    sides = "; ".join(f"{name}: {said}" for name, said in zip(SIDE_NAMES, words, strict=True))
+    threshold, chunk_pass = pair_threshold(ra, rb), pair_chunk_pass(ra, rb)
+    return [
+        View("passes", "Pass timeline, A and B: what the GPU ran",
+             f"One lane per GPU worker and side ({sides}). One bar per forward pass (runs of identical "
+             "decode passes merged), width = how long it took. Orange: a prefill chunk; blue: decode; "
+             "green: a mixed pass.",
+             lambda: timelines.pass_timeline(_joined(ra, rb, "passes", "lane"), None, pair_end(ra, rb))),
+        View("tokens", TOKENS_TITLE.replace("Token streams", "Token streams, A above B"),
+             f"{sides}. Same requests and seed on both sides. " + tokens_caption(threshold, chunk_pass),
+             lambda: pair_tokens(ra, rb)),
+    ]
+
+
+def pair_tokens(ra: RunFrames, rb: RunFrames) -> alt.Chart:
+    """A's request lanes, then B's, in one token-streams chart. A stall is shaded on the bands of the lower
+    of the two runs' thresholds, so one shade means one length on both sides."""
+    threshold = pair_threshold(ra, rb)
+    stalls = _joined(ra, rb, "stalls", "rid")
+    stalls["band"] = [gap_band(gap, threshold) for gap in stalls["gap_s"]]
+    order = [lane for name, run in zip(SIDE_NAMES, (ra, rb), strict=True)
+             for lane in side_lanes(name, run.request_order)]
+    firsts = {side_lanes(name, run.request_order[:1])[0]: name
+              for name, run in zip(SIDE_NAMES, (ra, rb), strict=True) if run.request_order}
+    return timelines.token_streams(
+        _joined(ra, rb, "tokens", "rid"), stalls, _joined(ra, rb, "chunks", "rid"),
+        _joined(ra, rb, "waits", "rid"), order, None, pair_end(ra, rb), threshold, pair_chunk_pass(ra, rb),
+        sides=firsts)
+
+
+def side_lanes(name: str, lanes) -> list[str]:
+    return [f"{name} · {lane}" for lane in lanes]
+
+
+def _joined(ra: RunFrames, rb: RunFrames, frame: str, lane: str) -> pd.DataFrame:
+    """One of the runs' frames, A's rows then B's, each lane named after its side."""
+    parts = [getattr(run, frame) for run in (ra, rb)]
+    return pd.concat([part.assign(**{lane: side_lanes(name, part[lane])})
+                      for name, part in zip(SIDE_NAMES, parts, strict=True)], ignore_index=True)
+
+
+def pair_end(ra: RunFrames, rb: RunFrames) -> float:
+    return max(ra.end_at, rb.end_at)
+
+
+def pair_threshold(ra: RunFrames, rb: RunFrames) -> float:
+    return min(ra.stall_threshold_s, rb.stall_threshold_s)
+
+
+def pair_chunk_pass(ra: RunFrames, rb: RunFrames) -> tuple[float, float] | None:
+    """The shortest and longest full chunk pass of either run (None: neither ran a full chunk)."""
+    ranges = [r.chunk_pass_s for r in (ra, rb) if r.chunk_pass_s is not None]
+    return (min(lo for lo, _ in ranges), max(hi for _, hi in ranges)) if ranges else None
+
+
+# -- a sweep -----------------------------------------------------------------------------------------
 
 SECONDS_LABEL = ("datum.value < 1 ? format(datum.value * 1000, '~g') + ' ms' : "
                  "format(datum.value, '~g') + ' s'")  # a log axis of waits: 200 ms, 2 s, 20 s (never 0)

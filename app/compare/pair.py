@@ -1,28 +1,28 @@
 """Compare two configurations of a story on the same seed: A's and B's server flags, the shared workload,
-headline A -> B, a delta table per group and the timelines side by side."""
+headline A -> B, a delta table per group and both runs' timelines, A above B on one time axis."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 
-import altair as alt
 import pandas as pd
 import streamlit as st
 
 from app import compute, state
-from app.charts import timelines
 from app.charts.frames import RunFrames
+from app.charts.views import View
 from app.charts.words import never_got_a_token
+from app.compare.charts import pair_views
 from app.present.fmt import fmt_count, seconds_cell, shown_value, signed_seconds
 from app.present.numbers import headline_fmt, headline_label, headline_value, percentile_trap
 from app.present.settings import settings_words
 from app.story.headline import headline_cards, price_ui
 from app.ui.cards import cards_ui
-from app.ui.chart import chart_ui
+from app.ui.chart import chart_spec, chart_ui
 from app.ui.controls import Control, control_ui
 from app.ui.deployment import DEPLOYMENT_WHERE, deployment_title, deployment_ui
-from app.ui.exports import pair_image, set_export_note
+from app.ui.exports import charts_image, set_export_note
 from app.ui.fold import folded
 from engine_model import STORIES, InputError, Story
 
@@ -160,29 +160,18 @@ def delta_table(ra: RunFrames, rb: RunFrames) -> pd.DataFrame:
 
 def side_by_side_ui(story: Story, ra: RunFrames, rb: RunFrames, a: dict, b: dict, shared: dict,
                     key: tuple) -> None:
-    """A's and B's timelines side by side on one time axis, and the export of both as one image. `key`
-    (run_pair's) shares their specs across reruns and sessions."""
-    end = max(ra.end_at, rb.end_at)
-    titles, lines = pair_note(story, ra, rb, a, b, shared)
-    set_export_note(PAGE, (f"{titles[0]}; {titles[1]}", *lines))
-    _side_by_side(ra, rb, "tokens", "Token streams", lambda r: timelines.token_streams(
-        r.tokens, r.stalls, r.chunks, r.waits, r.request_order, None, end, r.stall_threshold_s,
-        r.chunk_pass_s), key)
-    with folded("Pass timelines, A and B: what the GPU ran, and both sides as one image",
+    """A's and B's token streams as one chart, A's lanes above B's on one time axis; their pass timelines
+    (one chart too) and the image of both in a fold. `key` (run_pair's) shares their specs across reruns and
+    sessions."""
+    note = pair_note(story, ra, rb, a, b, shared)
+    set_export_note(PAGE, note)
+    passes, tokens = pair_views(ra, rb, side_words(story, a, b))
+    chart_ui(PAGE, tokens.chart_id, tokens.title, tokens.caption, tokens.build, cache_key=key)
+    with folded("Pass timelines, A and B: what the GPU ran, and both charts as one image",
                 state.keys(PAGE).widget("passes"), icon=":material/view_timeline:") as is_open:
         if is_open:  # the image holds the pass timelines too: its button is built with them
-            _side_by_side(ra, rb, "passes", "Pass timeline",
-                          lambda r: timelines.pass_timeline(r.passes, None, end), key)
-            pair_export_ui(story, ra, rb, end, titles, lines)
-
-
-def _side_by_side(ra: RunFrames, rb: RunFrames, chart_id: str, title: str, build, key: tuple) -> None:
-    left, right = st.columns(2)
-    with left:
-        chart_ui(PAGE, f"a-{chart_id}", f"A: {title}", "Configuration A.", lambda: build(ra), cache_key=key)
-    with right:
-        chart_ui(PAGE, f"b-{chart_id}", f"B: {title}", "Configuration B, same seed and x-axis.",
-                 lambda: build(rb), cache_key=key)
+            chart_ui(PAGE, passes.chart_id, passes.title, passes.caption, passes.build, cache_key=key)
+            pair_export_ui(story, (passes, tokens), key, f"{story.title}: A against B", note)
 
 
 def side_words(story: Story, a: dict, b: dict) -> tuple[str, str]:
@@ -197,39 +186,31 @@ def side_words(story: Story, a: dict, b: dict) -> tuple[str, str]:
     return words(a), words(b)
 
 
-def pair_note(story: Story, ra: RunFrames, rb: RunFrames, a: dict, b: dict,
-              shared: dict) -> tuple[tuple[str, str], tuple[str, str]]:
-    """The two sides' titles in words, and what an exported image says under its title: the headline
+def pair_note(story: Story, ra: RunFrames, rb: RunFrames, a: dict, b: dict, shared: dict) -> tuple[str, ...]:
+    """What an exported chart of A and B says under its title: which flags each side ran, the headline
     A -> B and the shared workload."""
     words_a, words_b = side_words(story, a, b)
     head = story.headlines[0]
     fmt = headline_fmt(head)
     workload = settings_words(shared_controls(story), shared)
     va, vb = fmt(headline_value(ra, head)), fmt(headline_value(rb, head))
-    lines = (f"{headline_label(head, rb)}: {va} (A) → {vb} (B)",
-             f"Same requests and seed on both sides; workload: {workload}")
-    return (f"A: {words_a}", f"B: {words_b}"), lines
+    return (f"A: {words_a}; B: {words_b}", f"{headline_label(head, rb)}: {va} (A) → {vb} (B)",
+            f"Same requests and seed on both sides; workload: {workload}")
 
 
-def pair_export_ui(story: Story, ra: RunFrames, rb: RunFrames, end: float, titles: tuple[str, str],
-                   lines: tuple[str, str]) -> None:
-    """One image to paste: A's and B's pass timeline and token streams side by side, the headline A -> B."""
-    st.download_button("Export A | B side by side (PNG)", icon=":material/download:", on_click="ignore",
-                       data=lambda: pair_image(pair_chart_json(ra, end), pair_chart_json(rb, end), titles,
-                                               f"{story.title}: A against B", lines, "png"),
-                       file_name=f"{story.key}-a-vs-b.png", mime="image/png",
+def pair_export_ui(story: Story, views: tuple[View, View], key: tuple, title: str,
+                   lines: tuple[str, ...]) -> None:
+    """One image to paste: the pass timelines over the token streams, A above B in each, under the headline
+    A -> B: the page's own two charts."""
+    def image() -> bytes:
+        specs = tuple((json.dumps(chart_spec(view.build, (PAGE, view.chart_id, key))), view.title)
+                      for view in views)
+        return charts_image(specs, title, lines, "png")
+    st.download_button("Export A and B as one image (PNG)", icon=":material/download:", on_click="ignore",
+                       data=image, file_name=f"{story.key}-a-vs-b.png", mime="image/png",
                        key=state.keys(PAGE).widget("pair_png"),
                        help="One image for an email or a slide: both pass timelines and token streams, the "
                             "headline number A → B, and what differs between A and B.")
-
-
-def pair_chart_json(run: RunFrames, end: float) -> str:
-    """One side of the side-by-side image: its pass timeline over its token streams, on a shared time axis."""
-    chart = alt.vconcat(timelines.pass_timeline(run.passes, None, end), timelines.token_streams(
-        run.tokens, run.stalls, run.chunks, run.waits, run.request_order, None, end, run.stall_threshold_s,
-        run.chunk_pass_s)
-                        ).resolve_scale(color="independent")  # pass kinds and lane states: two legends
-    return json.dumps(chart.to_dict(validate=False))
 
 
 def url_ui(story: Story, a: dict, b: dict, shared: dict) -> None:

@@ -1,13 +1,14 @@
 """Files a person takes away, built from the same specs and frames the page draws: a chart as PNG, SVG or PDF
-(titled, with the settings and headline under the title, no cursor), two charts side by side, a frame as CSV,
-a scenario as TOML. No Streamlit: the page's download buttons, the standalone page and the slides all call
-these.
+(titled, with the settings and headline under the title, no cursor), charts stacked in one image, a frame as
+CSV, a scenario as TOML. No Streamlit: the page's download buttons, the standalone page and the slides all
+call these.
 """
 
 from __future__ import annotations
 
 import copy
 import io
+import re
 
 import pandas as pd
 import tomli_w
@@ -18,7 +19,7 @@ from app.charts.scales import CURSOR_NAME
 from engine_model import Scenario
 
 EXPORT_WIDTH = 960
-SIDE_WIDTH = 620  # each half of a side-by-side image
+LINE_CHARS = 150  # a subtitle line's characters at 12 px: about an export's width
 
 
 def scenario_toml(scenario: Scenario) -> str:
@@ -64,8 +65,21 @@ def _without_cursor(spec):
 
 
 def title_block(title: str, lines: tuple[str, ...]) -> dict:
-    return {"text": title, "subtitle": list(lines), "anchor": "start", "fontSize": 17, "subtitleFontSize": 12,
+    return {"text": title, "subtitle": [part for line in lines for part in wrapped(line)], "anchor": "start",
+            "fontSize": 17, "subtitleFontSize": 12,
             "subtitleColor": "#444444", "subtitlePadding": 6, "offset": 14}
+
+
+def wrapped(line: str, limit: int = LINE_CHARS) -> list[str]:
+    """A subtitle line as lines of at most `limit` characters, broken after a " · " or "; " (a list of
+    settings), else at a space."""
+    out = [""]
+    for word in re.split(r"(?<=·) |(?<=;) ", line) if len(line) > limit else [line]:
+        if out[-1] and len(out[-1]) + 1 + len(word) > limit:
+            out.append(word)
+        else:
+            out[-1] = f"{out[-1]} {word}" if out[-1] else word
+    return out
 
 
 def export_spec(spec: dict, title: str, lines: tuple[str, ...] = (), width: int = EXPORT_WIDTH) -> dict:
@@ -79,10 +93,10 @@ def export_spec(spec: dict, title: str, lines: tuple[str, ...] = (), width: int 
     return out
 
 
-def side_by_side_spec(left: dict, right: dict, titles: tuple[str, str], title: str,
-                      lines: tuple[str, ...] = ()) -> dict:
-    """Two charts in one image (before | after), each under its own title, sharing the page title."""
-    out = joined([(left, titles[0]), (right, titles[1])], SIDE_WIDTH)
+def stacked_spec(parts: list[tuple[dict, str]], title: str, lines: tuple[str, ...] = ()) -> dict:
+    """Charts in one image, one under the other on one time axis, each under its own title, sharing the
+    image's title and lines."""
+    out = joined(parts, EXPORT_WIDTH, how="vconcat")
     return {**out, "title": title_block(title, lines), "background": "white", "padding": 16}
 
 

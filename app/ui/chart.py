@@ -12,6 +12,7 @@ import hashlib
 import json
 from collections.abc import Callable
 
+import altair as alt
 import pandas as pd
 import streamlit as st
 from streamlit import dataframe_util
@@ -22,6 +23,9 @@ from app.present.shown import room_spec
 from app.ui.exports import chart_image, export_note
 
 SPEC_CACHE_SIZE = 192  # specs of a story page run 30-300 KB each
+# A run's frames keep their own row budgets (MAX_CHART_ROWS, MAX_TOKEN_MARKS); a chart of two runs (Compare's
+# A above B) holds up to twice one run's, so Altair's own 5,000-row stop is off for the specs pages send.
+alt.data_transformers.disable_max_rows()
 
 
 def chart_spec(chart, cache_key=None) -> dict:

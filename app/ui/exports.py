@@ -1,4 +1,4 @@
-"""The download buttons' bytes, cached: a chart as an image, two charts side by side, and a story as a
+"""The download buttons' bytes, cached: a chart as an image, charts stacked in one image, and a story as a
 standalone page or its tour as slides. What they hold is built by the presentation layer (app/present); this
 module only caches it per server and remembers the note a page's exported charts carry.
 
@@ -13,7 +13,7 @@ import streamlit as st
 
 from app import compute, state
 from app.present import pd_page, slides_zip, story_page, story_slides
-from app.present.export import export_spec, render, side_by_side_spec
+from app.present.export import export_spec, render, stacked_spec
 
 
 @st.cache_data(max_entries=64, show_spinner="Rendering the image…")
@@ -22,9 +22,9 @@ def chart_image(spec_json: str, fmt: str, title: str = "", lines: tuple[str, ...
 
 
 @st.cache_data(max_entries=16, show_spinner="Rendering the image…")
-def pair_image(left_json: str, right_json: str, titles: tuple[str, str], title: str,
-               lines: tuple[str, ...], fmt: str) -> bytes:
-    return render(side_by_side_spec(json.loads(left_json), json.loads(right_json), titles, title, lines), fmt)
+def charts_image(specs: tuple[tuple[str, str], ...], title: str, lines: tuple[str, ...], fmt: str) -> bytes:
+    """Charts (spec JSON, title) one under the other in one image."""
+    return render(stacked_spec([(json.loads(spec), sub) for spec, sub in specs], title, lines), fmt)
 
 
 def export_note(page: str) -> tuple[str, ...]:
