@@ -272,3 +272,9 @@ def test_a_step_line_keeps_only_the_points_that_draw_it(run):
         assert [step_value(thin, at, "requests") for at in line["at"]] == line["requests"].tolist()
     drawn = timelines.queue_depth(f.queue).to_dict()
     assert sum(map(len, drawn["datasets"].values())) <= len(kept) + 1  # (+ the cursor's row, if any)
+
+
+def test_the_cursor_label_reads_leftwards_late_in_the_run_so_it_stays_inside_the_plot():
+    early, late = (scales.cursor_layer(at, end_at=100.0).to_dict()["layer"][1]["mark"] for at in (10.0, 90.0))
+    assert (early["align"], early["dx"]) == ("left", 4) and (late["align"], late["dx"]) == ("right", -4)
+

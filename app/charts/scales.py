@@ -74,7 +74,10 @@ def group_scale(groups: list[str]) -> alt.Scale:
                      range=[GROUP_COLOURS[i % len(GROUP_COLOURS)] for i in range(len(groups))])
 
 
-def cursor_layer(cursor_at: float | None, label: bool = True) -> alt.Chart | None:
+def cursor_layer(cursor_at: float | None, label: bool = True,
+                 end_at: float | str | None = None) -> alt.Chart | None:
+    """The cursor's dashed rule and its label; the label reads leftwards from the rule past 60 % of
+    the run (`end_at`), so it never reaches past the plot's right edge."""
     if cursor_at is None:
         return None
     frame = pd.DataFrame({"at": [cursor_at], "label": [f"cursor {cursor_at:.2f} s"]})
@@ -82,13 +85,15 @@ def cursor_layer(cursor_at: float | None, label: bool = True) -> alt.Chart | Non
         x="at:Q", tooltip=[alt.Tooltip("at:Q", title="cursor (s)", format=".3f")])
     if not label:
         return rule.properties(name=CURSOR_NAME)
-    text = alt.Chart(frame).mark_text(align="left", dx=4, dy=-4, baseline="bottom", fontWeight="bold").encode(
+    late = isinstance(end_at, int | float) and cursor_at > 0.6 * end_at
+    text = alt.Chart(frame).mark_text(align="right" if late else "left", dx=-4 if late else 4, dy=-4,
+                                      baseline="bottom", fontWeight="bold").encode(
         x="at:Q", y=alt.value(0), text="label:N")
     return (rule + text).properties(name=CURSOR_NAME)
 
 
-def with_cursor(chart: alt.Chart, cursor_at: float | None) -> alt.Chart:
-    layer = cursor_layer(cursor_at)
+def with_cursor(chart: alt.Chart, cursor_at: float | None, end_at: float | str | None = None) -> alt.Chart:
+    layer = cursor_layer(cursor_at, end_at=end_at)
     return chart if layer is None else alt.layer(chart, layer)
 
 

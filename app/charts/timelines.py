@@ -69,7 +69,7 @@ def pass_timeline(passes: pd.DataFrame, cursor_at: float | None = None, end_at: 
             layers.append(alt.Chart(hit).mark_bar(fill=None, stroke=CURSOR_COLOUR, strokeWidth=2.5).encode(
                 x="start_at:Q", x2="end_at:Q", y=alt.Y("lane:N", sort=lanes)
             ).properties(name=f"{CURSOR_NAME}_pass"))
-    cursor = cursor_layer(cursor_at)
+    cursor = cursor_layer(cursor_at, end_at=end_at)
     if cursor is not None:
         layers.append(cursor)
     return alt.layer(*layers).properties(width=WIDTH, height=height)
@@ -171,7 +171,7 @@ def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFra
     if sides:  # a rule above each side but the first, on its first lane's top edge
         layers.append(alt.Chart(pd.DataFrame({"rid": list(sides)[1:]})).mark_rule(
             color=DIVIDER_COLOUR, strokeWidth=1.5).encode(y=alt.Y("rid:N", scale=scale, bandPosition=0)))
-    cursor = cursor_layer(cursor_at)
+    cursor = cursor_layer(cursor_at, end_at=end_at)
     if cursor is not None:
         layers.append(cursor)
     chart = alt.layer(*layers).properties(width=WIDTH, height=height)
@@ -218,7 +218,7 @@ def next_token_wait(pauses: pd.DataFrame, cursor_at: float | None = None,
         tooltip=[alt.Tooltip("rid:N", title="request"), alt.Tooltip("group:N"),
                  alt.Tooltip("wait_s:Q", title="waited (s)", format=".3f"),
                  alt.Tooltip("at:Q", title="at (s)", format=".3f")])
-    return with_cursor(lines, cursor_at).properties(width=WIDTH, height=180)
+    return with_cursor(lines, cursor_at, end_at).properties(width=WIDTH, height=180)
 
 
 # -- KV and queue ------------------------------------------------------------------------------------
@@ -264,7 +264,7 @@ def kv_panel(part: pd.DataFrame, retractions: pd.DataFrame | None = None, cursor
                                alt.Tooltip("rids:N", title="retracted"),
                                alt.Tooltip("kv_free_before:Q", title="free slots before", format=","),
                                alt.Tooltip("kv_free_after:Q", title="free slots after", format=",")]))
-    cursor = cursor_layer(cursor_at, label=False)
+    cursor = cursor_layer(cursor_at, label=False, end_at=end_at)
     if cursor is not None:
         layers.append(cursor)
     return alt.layer(*layers).properties(width=WIDTH, height=height)
@@ -321,4 +321,4 @@ def queue_depth(queue: pd.DataFrame, cursor_at: float | None = None,
         tooltip=[alt.Tooltip("at:Q", title="time (s)", format=".3f"), alt.Tooltip("series:N"),
                  alt.Tooltip("requests:Q"), alt.Tooltip("lane:N", title="worker")],
     )
-    return with_cursor(lines, cursor_at).properties(width=WIDTH, height=230)
+    return with_cursor(lines, cursor_at, end_at).properties(width=WIDTH, height=230)
