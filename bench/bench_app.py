@@ -19,10 +19,10 @@ browser session (a new person):
                policies drawn
 A time runs from the navigation or click to the first moment the page is idle and fully drawn (confirmed by
 later polls, which are not counted). The floor page (bench/floor_page.py: bare Streamlit, one Altair chart)
-is measured in the same browser three times before the pages, once at the start of every round of them and
-three times after; each first view is also printed as a multiple of the median of all those floor views, so
-a noisy machine's speed, and its drift during the run, cancel out. After every action it checks that the
-address bar changed to match.
+is opened in the same browser right before every first view of a page, each in a fresh context: a first
+view's multiple of the floor is the median over the rounds of its seconds over those of the floor view just
+before it, so a noisy machine's speed, and its drift during the run, cancel out. After every action it
+checks that the address bar changed to match.
 """
 
 from __future__ import annotations
@@ -151,17 +151,24 @@ def floor_views(browser, url: str, repeats: int = 3) -> list[dict[str, float]]:
 
 
 def first_views(browser, url: str, cached: bool = False, parts: dict | None = None,
-                pages: list[str] = PAGES) -> dict[str, dict]:
+                pages: list[str] = PAGES, floor_url: str | None = None) -> dict[str, dict]:
     """Each page in a new Streamlit session (open_view's figures). `cached`: in one browser that has loaded
     the app once (its frontend files in the browser's cache, as for a person opening a second page or a
-    shared link); otherwise each in a fresh browser context (nothing cached: a person's very first page)."""
+    shared link); otherwise each in a fresh browser context (nothing cached: a person's very first page).
+    `floor_url`: the floor page's first view right before each page's, and the page's figures over the
+    floor's ("x_floor", "x_floor_cpu")."""
     out = {}
     shared = browser.new_context(viewport={"width": 1440, "height": 900}) if cached else None
     if shared is not None:
         open_view(shared, url + "/")
     for path in pages:
+        floor = floor_views(browser, floor_url, 1)[0] if floor_url else None
         context = shared or browser.new_context(viewport={"width": 1440, "height": 900})
         out[path] = open_view(context, url + path, None if parts is None else parts.setdefault(path, {}))
+        if floor is not None:
+            page = out[path]
+            page |= {"floor_s": floor["s"], "floor_cpu_s": cpu(floor), "x_floor": page["s"] / floor["s"],
+                     "x_floor_cpu": cpu(page) / cpu(floor)}
         if shared is None:
             context.close()
     if shared is not None:
@@ -219,17 +226,17 @@ def cpu(view: dict) -> float:
 def report_first_views(figures: dict) -> None:
     """Each first view in seconds and in CPU seconds (browser + server), each also as a multiple of the floor
     page's (the target: at most 1.5x). On a busy machine the CPU ratio is the one to read."""
-    floor, seen = figures["floor"], figures["floor_s"]
-    print(f"load average {os.getloadavg()[0]:.1f}; floor page (bare Streamlit, one Altair chart): median "
-          f"{floor['s']:.2f} s of {len(seen)} views ({min(seen):.2f}–{max(seen):.2f} s), "
-          f"CPU {cpu(floor):.2f} s (browser {floor['browser_cpu_s']:.2f} + server "
-          f"{floor['server_cpu_s']:.2f})")
+    seen, seen_cpu = figures["floor_s"], figures["floor_cpu_s"]
+    print(f"load average {os.getloadavg()[0]:.1f}; floor page (bare Streamlit, one Altair chart), opened "
+          f"before each page: median {statistics.median(seen):.2f} s of {len(seen)} views ({min(seen):.2f}–"
+          f"{max(seen):.2f} s), CPU (browser + server) {statistics.median(seen_cpu):.2f} s; a page's "
+          "multiples are the median over rounds of it over the floor view just before it")
     print("| page | first view s | x floor | CPU s (browser + server) | x floor's CPU | frontend cached s | "
           "parts seen (s) |\n| --- | ---: | ---: | ---: | ---: | ---: | --- |")
     for path, view in figures["first_view"].items():
         parts = " · ".join(f"{name} {at:.2f}" for name, at in figures["first_view_parts_s"][path].items())
-        print(f"| {path} | {view['s']:.2f} | {view['s'] / floor['s']:.2f} | {cpu(view):.2f} "
-              f"({view['browser_cpu_s']:.2f} + {view['server_cpu_s']:.2f}) | {cpu(view) / cpu(floor):.2f} | "
+        print(f"| {path} | {view['s']:.2f} | {view['x_floor']:.2f} | {cpu(view):.2f} "
+              f"({view['browser_cpu_s']:.2f} + {view['server_cpu_s']:.2f}) | {view['x_floor_cpu']:.2f} | "
               f"{figures['first_view_cached'][path]['s']:.2f} | {parts} |")
 
 
@@ -268,17 +275,14 @@ def main() -> None:
             report(figures, args.json)
             return
         parts = {}
-        floor = floor_views(browser, floor_url)
-        rounds = []
-        for _ in range(args.repeat):  # the floor again at each round's start: the machine drifts
-            floor += floor_views(browser, floor_url, 1)
-            rounds.append(first_views(browser, url, parts=parts, pages=args.pages))
+        floor_views(browser, floor_url, 1)  # the first view of all loads what every page loads: not counted
+        rounds = [first_views(browser, url, parts=parts, pages=args.pages, floor_url=floor_url)
+                  for _ in range(args.repeat)]
         figures = {"health_s": health, "warm_up_s": warm, "first_view": medians(rounds),
                    "first_view_cached": first_views(browser, url, cached=True, pages=args.pages),
                    "first_view_parts_s": parts}
-        floor += floor_views(browser, floor_url)
-        figures |= {"floor": {what: statistics.median(view[what] for view in floor) for what in floor[0]},
-                    "floor_s": [view["s"] for view in floor]}
+        figures |= {what: [view[what] for r in rounds for view in r.values()]
+                    for what in ("floor_s", "floor_cpu_s")}
         report_first_views(figures)
         if args.first_views:
             write(args.json, figures)

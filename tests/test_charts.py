@@ -14,7 +14,7 @@ from app.compare import charts as compare_charts
 from app.pd import charts as pd_charts
 from app.pd import frames as pd_frames
 from app.story import cursor
-from engine_model import load_scenario, simulate
+from engine_model import STORIES, load_scenario, simulate
 
 ALTAIR_MAX_ROWS = 5_000
 CASES = [("forty_replies", []), ("forty_replies", ["engine.enable_mixed_chunk=true"]), ("other_stall", []),
@@ -51,8 +51,10 @@ def test_compares_charts_hold_both_runs_and_stay_under_twice_the_row_limit(run):
         with alt.data_transformers.enable("default", max_rows=None):  # a chart of two runs: twice one's rows
             spec = view.build().to_dict()  # validates against the Vega-Lite schema
         assert max(dataset_sizes(spec)) <= 2 * ALTAIR_MAX_ROWS, view.chart_id
-        single = (f.passes if view.chart_id == "passes" else f.tokens)
-        assert sum(dataset_sizes(spec)) >= 2 * len(single), view.chart_id
+        single = (timelines.pass_timeline(f.passes, None, f.end_at) if view.chart_id == "passes" else
+                  timelines.token_streams(f.tokens, f.stalls, f.chunks, f.waits, f.request_order, None,
+                                          f.end_at, f.stall_threshold_s, f.chunk_pass_s))
+        assert sum(dataset_sizes(spec)) >= 2 * sum(dataset_sizes(single.to_dict())), view.chart_id
 
 
 def dataset_sizes(spec: dict) -> list[int]:
@@ -278,3 +280,35 @@ def test_the_cursor_label_reads_leftwards_late_in_the_run_so_it_stays_inside_the
     early, late = (scales.cursor_layer(at, end_at=100.0).to_dict()["layer"][1]["mark"] for at in (10.0, 90.0))
     assert (early["align"], early["dx"]) == ("left", 4) and (late["align"], late["dx"]) == ("right", -4)
 
+
+
+def test_lone_tokens_at_one_instant_in_adjacent_lanes_are_one_tick_and_every_lone_token_is_in_one(run):
+    """`token_columns`: each column's lanes are next to one another in the chart's order and each of them got
+    a lone token at that instant; every lone token is in exactly one column; a standalone page's runs (`r`)
+    never share a column."""
+    _, f = run
+    lone = f.tokens[f.tokens["count"] == 1]
+    place = {rid: i for i, rid in enumerate(f.request_order)}
+    for merged in (False, True):
+        tokens = pd.concat([f.tokens.assign(r=0), f.tokens.assign(r=1)]) if merged else f.tokens
+        columns = timelines.token_columns(tokens, f.request_order)
+        assert int(columns["lanes"].sum()) == len(lone) * (2 if merged else 1)
+        covered = set()
+        for col in columns.itertuples():
+            first, last = place[col.rid], place[col.last]
+            assert last - first + 1 == col.lanes
+            for rid in f.request_order[first:last + 1]:
+                hit = lone[(lone["rid"] == rid) & (lone["at"] == col.at)]
+                assert len(hit) == 1 and not hit["gap_before_s"].iloc[0] > col.gap_before_s  # (a first: NaN)
+                key = (rid, col.at, col.r if merged else 0)
+                assert key not in covered
+                covered.add(key)
+
+
+def test_a_trickle_of_forty_streams_draws_a_column_per_pass_not_a_tick_per_token():
+    story = STORIES["forty_replies"]
+    result = simulate(story.scenario({**story.defaults, "mixed": True}))
+    f = frames.build(result)
+    lone = int((f.tokens["count"] == 1).sum())
+    columns = timelines.token_columns(f.tokens, f.request_order)
+    assert lone >= 400 and len(columns) <= lone // 20  # one mixed pass: a token for each of the 40 streams

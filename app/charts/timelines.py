@@ -146,7 +146,8 @@ def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFra
             tooltip=[alt.Tooltip("rid:N", title="request"), alt.Tooltip("why:N", title="state"),
                      alt.Tooltip("wait_s:Q", title="waited (s)", format=".3f")]))
     if len(tokens):
-        lane_layers += _token_marks(tokens, y, alt.X("at:Q", title="time (s)", scale=x_domain(end_at)))
+        lane_layers += _token_marks(tokens, y, alt.X("at:Q", title="time (s)", scale=x_domain(end_at)),
+                                    request_order)
     if len(chunks):
         lane_layers.append(alt.Chart(chunks.rename(columns={"kind": "state"})).mark_bar(
             stroke="white", strokeWidth=0.5).encode(
@@ -186,22 +187,52 @@ def _side_axis(sides: dict[str, str]) -> alt.Axis:
                     labelFontWeight="bold", labelBaseline="top", labelPadding=6)
 
 
-def _token_marks(tokens: pd.DataFrame, y: alt.Y, x: alt.X) -> list[alt.Chart]:
+def _token_marks(tokens: pd.DataFrame, y: alt.Y, x: alt.X, request_order: list[str]) -> list[alt.Chart]:
     """A run of tokens too close to draw apart as one bar from its first to its last, a token on its own as a
-    tick (request_frames.token_frames): a steady stream reads solid, a trickle as spaced ticks."""
-    base = alt.Chart(tokens)
+    tick (request_frames.token_frames): a steady stream reads solid, a trickle as spaced ticks. Lone tokens
+    at one instant in adjacent lanes (one pass gave each of them a token) are one tick across those lanes
+    (`token_columns`)."""
     who = alt.Tooltip("rid:N", title="request")
-    gap = alt.Tooltip("gap_before_s:Q", title="gap before (s)", format=".3f")
-    runs = base.transform_filter("datum.count > 1").mark_bar(
+    runs = alt.Chart(tokens[tokens["count"] > 1]).mark_bar(
         color=colour("token"), height=alt.RelativeBandSize(0.75)).encode(
         x=x, x2="until:Q", y=y,
         tooltip=[who, alt.Tooltip("count:Q", title="tokens", format=","),
                  alt.Tooltip("at:Q", title="first at (s)", format=".3f"),
-                 alt.Tooltip("until:Q", title="last at (s)", format=".3f"), gap])
-    ticks = base.transform_filter("datum.count == 1").mark_tick(
-        color=colour("token"), thickness=1, opacity=0.8).encode(
-        x=x, y=y, tooltip=[who, alt.Tooltip("at:Q", title="token at (s)", format=".3f"), gap])
+                 alt.Tooltip("until:Q", title="last at (s)", format=".3f"),
+                 alt.Tooltip("gap_before_s:Q", title="gap before (s)", format=".3f")])
+    across = y.to_dict() | {"bandPosition": 0}  # from the first lane's top to the last lane's bottom
+    ticks = alt.Chart(token_columns(tokens, request_order)).mark_rule(
+        color=colour("token"), strokeWidth=1, opacity=0.8).encode(
+        x=x, y=alt.Y(**across), y2=alt.Y2("last:N", bandPosition=1),
+        tooltip=[alt.Tooltip("rid:N", title="request (first)"), alt.Tooltip("last:N", title="request (last)"),
+                 alt.Tooltip("lanes:Q", title="requests, one token each"),
+                 alt.Tooltip("at:Q", title="token at (s)", format=".3f"),
+                 alt.Tooltip("gap_before_s:Q", title="gap before (s), the longest", format=".3f")])
     return [runs, ticks]
+
+
+def token_columns(tokens: pd.DataFrame, request_order: list[str]) -> pd.DataFrame:
+    """Lone tokens (`count` 1) at the same instant in lanes next to one another, as one row: the first lane
+    (`rid`), the last, how many (`lanes`), the instant and the longest gap before. Under mixed chunk a pass
+    gives every running stream a token at once, so a trickle of 40 streams is a dozen such columns instead
+    of 480 ticks (docs/performance.md, 2026-12-04, fourth session); each lane still shows a tick where it
+    got a token. Rows that differ in anything else (a standalone page's run) never join."""
+    drop = {"rid", "group", "at", "until", "gap_before_s", "n", "count"}
+    lone = tokens[tokens["count"] == 1]
+    keys = [c for c in lone.columns if c not in drop]
+    if lone.empty:
+        return pd.DataFrame(columns=["rid", "last", "lanes", "at", "gap_before_s", *keys])
+    place = {rid: i for i, rid in enumerate(request_order)}
+    ordered = lone.assign(place=lone["rid"].map(place)).sort_values([*keys, "at", "place"], kind="stable")
+    place_of, at = ordered["place"].to_numpy(), ordered["at"].to_numpy()
+    new = (np.diff(place_of) != 1) | (at[1:] != at[:-1])
+    for key in keys:
+        values = ordered[key].to_numpy()
+        new |= values[1:] != values[:-1]
+    column = np.cumsum(np.concatenate([[True], new]))
+    return ordered.groupby(column, sort=False).agg(
+        rid=("rid", "first"), last=("rid", "last"), lanes=("rid", "size"), at=("at", "first"),
+        gap_before_s=("gap_before_s", "max"), **{key: (key, "first") for key in keys}).reset_index(drop=True)
 
 
 def next_token_wait(pauses: pd.DataFrame, cursor_at: float | None = None,

@@ -45,8 +45,10 @@ def pair_tokens(ra: RunFrames, rb: RunFrames) -> alt.Chart:
              for lane in side_lanes(name, run.request_order)]
     firsts = {side_lanes(name, run.request_order[:1])[0]: name
               for name, run in zip(SIDE_NAMES, (ra, rb), strict=True) if run.request_order}
+    tokens = _joined(ra, rb, "tokens", "rid")
+    tokens["side"] = tokens["rid"].str[0]  # a tick across lanes never crosses from A to B
     return timelines.token_streams(
-        _joined(ra, rb, "tokens", "rid"), stalls, _joined(ra, rb, "chunks", "rid"),
+        tokens, stalls, _joined(ra, rb, "chunks", "rid"),
         _joined(ra, rb, "waits", "rid"), order, None, pair_end(ra, rb), threshold, pair_chunk_pass(ra, rb),
         sides=firsts)
 
