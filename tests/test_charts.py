@@ -312,3 +312,29 @@ def test_a_trickle_of_forty_streams_draws_a_column_per_pass_not_a_tick_per_token
     lone = int((f.tokens["count"] == 1).sum())
     columns = timelines.token_columns(f.tokens, f.request_order)
     assert lone >= 400 and len(columns) <= lone // 20  # one mixed pass: a token for each of the 40 streams
+
+
+def test_a_stall_adjacent_lanes_share_exactly_is_one_block_and_every_stretch_is_in_one(run):
+    """`stall_blocks`: each block's lanes are next to one another, of one group and shade, and each lane's
+    stretch there has the block's start and end; every stretch is in exactly one block."""
+    _, f = run
+    stretches = timelines.stall_stretches(f.stalls)
+    blocks = timelines.stall_blocks(f.stalls, f.request_order)
+    assert int(blocks["lanes"].sum()) == len(stretches)
+    place = {rid: i for i, rid in enumerate(f.request_order)}
+    for block in blocks.itertuples():
+        lanes = f.request_order[place[block.rid]:place[block.last] + 1]
+        assert len(lanes) == block.lanes
+        for rid in lanes:
+            mine = stretches[(stretches["rid"] == rid) & (stretches["start_at"] == block.start_at)
+                             & (stretches["end_at"] == block.end_at)]
+            assert len(mine) == 1
+            assert (mine.iloc[0]["band"], mine.iloc[0]["group"]) == (block.band, block.group)
+
+
+def test_forty_streams_frozen_together_are_one_block():
+    story = STORIES["forty_replies"]
+    f = frames.build(simulate(story.scenario(story.defaults)))
+    blocks = timelines.stall_blocks(f.stalls, f.request_order)
+    streams = blocks[blocks["group"] == "streams"]
+    assert len(f.stalls[f.stalls["group"] == "streams"]) == 40 and streams["lanes"].tolist() == [40]

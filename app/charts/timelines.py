@@ -161,10 +161,12 @@ def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFra
         lane_layers.append(alt.Chart(pd.DataFrame({"rid": [], "at": []})).mark_tick().encode(x="at:Q", y=y))
     layers = [alt.layer(*lane_layers)]
     if len(stalls):  # its own colour scale, under the lane's other marks
-        bars = alt.Chart(stall_stretches(stalls)).mark_bar(stroke="white", strokeWidth=int(show_labels))
+        bars = alt.Chart(stall_blocks(stalls, request_order)).mark_bar(stroke="white",
+                                                                       strokeWidth=int(show_labels))
         layers.insert(0, bars.encode(
-            x=x, x2="end_at:Q", y=y, color=_stall_colour(stall_threshold_s, chunk_pass_s),
-            tooltip=[alt.Tooltip("rid:N", title="request"), alt.Tooltip("group:N"),
+            x=x, x2="end_at:Q", **_spanning(y), color=_stall_colour(stall_threshold_s, chunk_pass_s),
+            tooltip=[*FIRST_LAST, alt.Tooltip("lanes:Q", title="requests, each without a token"),
+                     alt.Tooltip("group:N"),
                      alt.Tooltip("gap_s:Q", title="no token for (s), the longest", format=".3f"),
                      alt.Tooltip("gaps:Q", title="gaps in a row, a token between each"),
                      alt.Tooltip("start_at:Q", title="from (s)", format=".3f"),
@@ -200,39 +202,63 @@ def _token_marks(tokens: pd.DataFrame, y: alt.Y, x: alt.X, request_order: list[s
                  alt.Tooltip("at:Q", title="first at (s)", format=".3f"),
                  alt.Tooltip("until:Q", title="last at (s)", format=".3f"),
                  alt.Tooltip("gap_before_s:Q", title="gap before (s)", format=".3f")])
-    across = y.to_dict() | {"bandPosition": 0}  # from the first lane's top to the last lane's bottom
     ticks = alt.Chart(token_columns(tokens, request_order)).mark_rule(
         color=colour("token"), strokeWidth=1, opacity=0.8).encode(
-        x=x, y=alt.Y(**across), y2=alt.Y2("last:N", bandPosition=1),
-        tooltip=[alt.Tooltip("rid:N", title="request (first)"), alt.Tooltip("last:N", title="request (last)"),
-                 alt.Tooltip("lanes:Q", title="requests, one token each"),
+        x=x, **_spanning(y),
+        tooltip=[*FIRST_LAST, alt.Tooltip("lanes:Q", title="requests, one token each"),
                  alt.Tooltip("at:Q", title="token at (s)", format=".3f"),
                  alt.Tooltip("gap_before_s:Q", title="gap before (s), the longest", format=".3f")])
     return [runs, ticks]
 
 
+FIRST_LAST = [alt.Tooltip("rid:N", title="request (first)"), alt.Tooltip("last:N", title="request (last)")]
+
+
+def _spanning(y: alt.Y) -> dict:
+    """A row of `across_lanes` from its first lane's top to its last lane's bottom; the lanes' axis keeps its
+    labels at the lanes' middles (Vega-Lite would otherwise move them to the band's edge with the marks)."""
+    lane = y.to_dict()
+    axis = {**lane.get("axis", {}), "bandPosition": 0.5}
+    return {"y": alt.Y(**(lane | {"bandPosition": 0, "axis": axis})), "y2": alt.Y2("last:N", bandPosition=1)}
+
+
 def token_columns(tokens: pd.DataFrame, request_order: list[str]) -> pd.DataFrame:
-    """Lone tokens (`count` 1) at the same instant in lanes next to one another, as one row: the first lane
-    (`rid`), the last, how many (`lanes`), the instant and the longest gap before. Under mixed chunk a pass
-    gives every running stream a token at once, so a trickle of 40 streams is a dozen such columns instead
-    of 480 ticks (docs/performance.md, 2026-12-04, fourth session); each lane still shows a tick where it
-    got a token. Rows that differ in anything else (a standalone page's run) never join."""
-    drop = {"rid", "group", "at", "until", "gap_before_s", "n", "count"}
-    lone = tokens[tokens["count"] == 1]
-    keys = [c for c in lone.columns if c not in drop]
-    if lone.empty:
-        return pd.DataFrame(columns=["rid", "last", "lanes", "at", "gap_before_s", *keys])
+    """Lone tokens (`count` 1) at the same instant in lanes next to one another, as one row (`across_lanes`)
+    with the longest gap before. Under mixed chunk a pass gives every running stream a token at once, so a
+    trickle of 40 streams is a dozen such columns instead of 480 ticks (docs/performance.md, 2026-12-04,
+    fourth session); each lane still shows a tick where it got a token."""
+    return across_lanes(tokens[tokens["count"] == 1], request_order, ["at"],
+                        {"gap_before_s": ("gap_before_s", "max")}, drop=("group", "until", "n", "count"))
+
+
+def stall_blocks(stalls: pd.DataFrame, request_order: list[str]) -> pd.DataFrame:
+    """A lane's stretches of stalls (`stall_stretches`), and then the stretches that adjacent lanes of one
+    group share exactly (same start, end and shade: one pass froze them all) as one bar across them: the
+    forty replies' 40 frozen streams are one block, as they froze together."""
+    return across_lanes(stall_stretches(stalls), request_order, ["start_at", "end_at"],
+                        {"gap_s": ("gap_s", "max"), "gaps": ("gaps", "max")})
+
+
+def across_lanes(rows: pd.DataFrame, request_order: list[str], same: list[str], agg: dict,
+                 drop: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Rows in lanes next to one another (in `request_order`) that agree on `same` as one: `rid` the first
+    lane, `last` the last, `lanes` how many, `agg` ({column: (column, how)}) over them. Rows that differ in
+    any other column not dropped (a shade, a group, a standalone page's run, Compare's side) never join."""
+    keys = [c for c in rows.columns if c not in {"rid", *same, *agg, *drop}]
+    columns = ["rid", "last", "lanes", *same, *agg, *keys]
+    if rows.empty:
+        return pd.DataFrame(columns=columns)
     place = {rid: i for i, rid in enumerate(request_order)}
-    ordered = lone.assign(place=lone["rid"].map(place)).sort_values([*keys, "at", "place"], kind="stable")
-    place_of, at = ordered["place"].to_numpy(), ordered["at"].to_numpy()
-    new = (np.diff(place_of) != 1) | (at[1:] != at[:-1])
-    for key in keys:
+    ordered = rows.assign(place=rows["rid"].map(place)).sort_values([*keys, *same, "place"], kind="stable")
+    new = np.diff(ordered["place"].to_numpy()) != 1
+    for key in (*keys, *same):
         values = ordered[key].to_numpy()
         new |= values[1:] != values[:-1]
-    column = np.cumsum(np.concatenate([[True], new]))
-    return ordered.groupby(column, sort=False).agg(
-        rid=("rid", "first"), last=("rid", "last"), lanes=("rid", "size"), at=("at", "first"),
-        gap_before_s=("gap_before_s", "max"), **{key: (key, "first") for key in keys}).reset_index(drop=True)
+    block = np.cumsum(np.concatenate([[True], new]))
+    out = ordered.groupby(block, sort=False).agg(
+        rid=("rid", "first"), last=("rid", "last"), lanes=("rid", "size"),
+        **{c: (c, "first") for c in (*same, *keys)}, **agg).reset_index(drop=True)
+    return out[columns]
 
 
 def next_token_wait(pauses: pd.DataFrame, cursor_at: float | None = None,

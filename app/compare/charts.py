@@ -41,12 +41,13 @@ def pair_tokens(ra: RunFrames, rb: RunFrames) -> alt.Chart:
     threshold = pair_threshold(ra, rb)
     stalls = _joined(ra, rb, "stalls", "rid")
     stalls["band"] = [gap_band(gap, threshold) for gap in stalls["gap_s"]]
+    stalls["side"] = [rid[:1] for rid in stalls["rid"]]  # a block across lanes never crosses from A to B
     order = [lane for name, run in zip(SIDE_NAMES, (ra, rb), strict=True)
              for lane in side_lanes(name, run.request_order)]
     firsts = {side_lanes(name, run.request_order[:1])[0]: name
               for name, run in zip(SIDE_NAMES, (ra, rb), strict=True) if run.request_order}
     tokens = _joined(ra, rb, "tokens", "rid")
-    tokens["side"] = tokens["rid"].str[0]  # a tick across lanes never crosses from A to B
+    tokens["side"] = [rid[:1] for rid in tokens["rid"]]  # nor a tick
     return timelines.token_streams(
         tokens, stalls, _joined(ra, rb, "chunks", "rid"),
         _joined(ra, rb, "waits", "rid"), order, None, pair_end(ra, rb), threshold, pair_chunk_pass(ra, rb),
