@@ -105,9 +105,9 @@ def _view_job(story: Story, values: dict, cursor_spec: tuple) -> Callable[[], No
         row = run.iterations.iloc[pos]
         index = int(row["index"]) if len(run.lanes) == 1 else None
         for view in views.story_views(run, float(row["start_at"]), index):
-            warm_spec(view.build, (story.key, view.chart_id, (key, pos)))
+            warm_spec(story.key, view.chart_id, view.build, (key, pos))
         for view in views.itl_views(run).values():
-            warm_spec(view.build, (story.key, view.chart_id, key))
+            warm_spec(story.key, view.chart_id, view.build, key)
         with contextlib.suppress(InputError):  # a pass with no breakdown: the page says so itself
             if pass_cost.ran(row):
                 pass_cost.breakdown(key, pass_cost.shape_of(row), scenario)

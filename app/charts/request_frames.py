@@ -34,6 +34,15 @@ def gap_band(gap_s: float, threshold_s: float) -> str:
     return next(label for lo, hi, label in gap_bands(threshold_s) if gap_s < hi)
 
 
+def shaded_alike(stalls: pd.DataFrame, thresholds: list[float]) -> tuple[pd.DataFrame, float]:
+    """Several runs' stalls in one chart, each shaded on the bands of the lowest of the runs' thresholds, so
+    one shade means one length in every run: (the stalls, that threshold)."""
+    threshold = min(thresholds)
+    if len(stalls):
+        stalls = stalls.assign(band=[gap_band(gap, threshold) for gap in stalls["gap_s"]])
+    return stalls, threshold
+
+
 # -- tokens ------------------------------------------------------------------------------------------
 def stall_threshold(result: Result) -> float:
     """STALL_MIN_S, or ten typical decode passes if passes are slow (so normal decoding never reads as a

@@ -9,7 +9,7 @@ import pandas as pd
 from app.charts import timelines
 from app.charts.frames import RunFrames
 from app.charts.labels import MIN_PLOT_PX, place_labels
-from app.charts.request_frames import gap_band
+from app.charts.request_frames import shaded_alike
 from app.charts.scales import CURSOR_COLOUR, SERIES_COLOURS, WIDTH
 from app.charts.views import TOKENS_TITLE, View, tokens_caption
 
@@ -22,7 +22,7 @@ def pair_views(ra: RunFrames, rb: RunFrames, words: tuple[str, str]) -> list[Vie
     time axis, so a freeze and a trickle at the same moment sit one above the other. `words`: each side's
     flags in words (pair.side_words)."""
     sides = "; ".join(f"{name}: {said}" for name, said in zip(SIDE_NAMES, words, strict=True))
-    threshold, chunk_pass = pair_threshold(ra, rb), pair_chunk_pass(ra, rb)
+    threshold = min(ra.stall_threshold_s, rb.stall_threshold_s)
     return [
         View("passes", "Pass timeline, A and B: what the GPU ran",
              f"One lane per GPU worker and side ({sides}). One bar per forward pass (runs of identical "
@@ -30,7 +30,8 @@ def pair_views(ra: RunFrames, rb: RunFrames, words: tuple[str, str]) -> list[Vie
              "green: a mixed pass.",
              lambda: timelines.pass_timeline(_joined(ra, rb, "passes", "lane"), None, pair_end(ra, rb))),
         View("tokens", TOKENS_TITLE.replace("Token streams", "Token streams, A above B"),
-             f"{sides}. Same requests and seed on both sides. " + tokens_caption(threshold, chunk_pass),
+             f"{sides}. Same requests and seed on both sides. "
+             + tokens_caption(threshold, pair_chunk_pass(ra, rb)),
              lambda: pair_tokens(ra, rb)),
     ]
 
@@ -38,18 +39,14 @@ def pair_views(ra: RunFrames, rb: RunFrames, words: tuple[str, str]) -> list[Vie
 def pair_tokens(ra: RunFrames, rb: RunFrames) -> alt.Chart:
     """A's request lanes, then B's, in one token-streams chart. A stall is shaded on the bands of the lower
     of the two runs' thresholds, so one shade means one length on both sides."""
-    threshold = pair_threshold(ra, rb)
-    stalls = _joined(ra, rb, "stalls", "rid")
-    stalls["band"] = [gap_band(gap, threshold) for gap in stalls["gap_s"]]
-    stalls["side"] = [rid[:1] for rid in stalls["rid"]]  # a block across lanes never crosses from A to B
+    thresholds = [ra.stall_threshold_s, rb.stall_threshold_s]
+    stalls, threshold = shaded_alike(_joined(ra, rb, "stalls", "rid"), thresholds)
     order = [lane for name, run in zip(SIDE_NAMES, (ra, rb), strict=True)
              for lane in side_lanes(name, run.request_order)]
     firsts = {side_lanes(name, run.request_order[:1])[0]: name
               for name, run in zip(SIDE_NAMES, (ra, rb), strict=True) if run.request_order}
-    tokens = _joined(ra, rb, "tokens", "rid")
-    tokens["side"] = [rid[:1] for rid in tokens["rid"]]  # nor a tick
     return timelines.token_streams(
-        tokens, stalls, _joined(ra, rb, "chunks", "rid"),
+        _joined(ra, rb, "tokens", "rid"), stalls, _joined(ra, rb, "chunks", "rid"),
         _joined(ra, rb, "waits", "rid"), order, None, pair_end(ra, rb), threshold, pair_chunk_pass(ra, rb),
         sides=firsts)
 
@@ -59,18 +56,15 @@ def side_lanes(name: str, lanes) -> list[str]:
 
 
 def _joined(ra: RunFrames, rb: RunFrames, frame: str, lane: str) -> pd.DataFrame:
-    """One of the runs' frames, A's rows then B's, each lane named after its side."""
+    """One of the runs' frames, A's rows then B's, each lane named after its side and each row tagged with it
+    (`side`: marks joined across lanes never cross from A to B, timelines.across_lanes)."""
     parts = [getattr(run, frame) for run in (ra, rb)]
-    return pd.concat([part.assign(**{lane: side_lanes(name, part[lane])})
+    return pd.concat([part.assign(**{lane: side_lanes(name, part[lane]), "side": name})
                       for name, part in zip(SIDE_NAMES, parts, strict=True)], ignore_index=True)
 
 
 def pair_end(ra: RunFrames, rb: RunFrames) -> float:
     return max(ra.end_at, rb.end_at)
-
-
-def pair_threshold(ra: RunFrames, rb: RunFrames) -> float:
-    return min(ra.stall_threshold_s, rb.stall_threshold_s)
 
 
 def pair_chunk_pass(ra: RunFrames, rb: RunFrames) -> tuple[float, float] | None:

@@ -19,7 +19,7 @@ from app.present.numbers import headline_fmt, headline_label, headline_value, pe
 from app.present.settings import settings_words
 from app.story.headline import headline_cards, price_ui
 from app.ui.cards import cards_ui
-from app.ui.chart import chart_spec, chart_ui
+from app.ui.chart import chart_ui, page_spec
 from app.ui.controls import Control, control_ui
 from app.ui.deployment import DEPLOYMENT_WHERE, deployment_title, deployment_ui
 from app.ui.exports import charts_image, set_export_note
@@ -203,7 +203,7 @@ def pair_export_ui(story: Story, views: tuple[View, View], key: tuple, title: st
     """One image to paste: the pass timelines over the token streams, A above B in each, under the headline
     A -> B: the page's own two charts."""
     def image() -> bytes:
-        specs = tuple((json.dumps(chart_spec(view.build, (PAGE, view.chart_id, key))), view.title)
+        specs = tuple((json.dumps(page_spec(PAGE, view.chart_id, view.build, key)), view.title)
                       for view in views)
         return charts_image(specs, title, lines, "png")
     st.download_button("Export A and B as one image (PNG)", icon=":material/download:", on_click="ignore",

@@ -11,7 +11,7 @@ import dataclasses
 import pandas as pd
 
 from app.charts.frames import RunFrames
-from app.charts.request_frames import gap_band
+from app.charts.request_frames import shaded_alike
 
 FRAMES = ("passes", "tokens", "stalls", "pauses", "chunks", "waits", "kv", "queue", "spans", "retractions",
           "itl_hist", "itl_stats")
@@ -43,12 +43,9 @@ def merged(runs: list[RunFrames]) -> RunFrames:
     builder's time axis ends where the shown run ends. Stalls keep one set of shades (the lowest threshold
     of the runs), and the chunk-pass yardstick, which differs per run, is left to the page's text."""
     first = runs[0]
-    threshold = min(r.stall_threshold_s for r in runs)
     frames = {name: pd.concat([getattr(r, name).assign(r=i) for i, r in enumerate(runs)], ignore_index=True)
               for name in FRAMES}
-    stalls = frames["stalls"]
-    if len(stalls):
-        stalls["band"] = [gap_band(g, threshold) for g in stalls["gap_s"]]
+    frames["stalls"], threshold = shaded_alike(frames["stalls"], [r.stall_threshold_s for r in runs])
     return dataclasses.replace(first, **frames, end_at=END, chunk_pass_s=None, stall_threshold_s=threshold)
 
 

@@ -50,9 +50,21 @@ def _build(chart) -> dict:
     return (chart() if callable(chart) else chart).to_dict(validate=False)
 
 
-def warm_spec(chart, cache_key) -> None:
-    """Build a chart's spec and what the browser gets of it, ahead of the first person (app/warm.py)."""
-    sent_spec(chart_spec(chart, cache_key), cache_key)
+def spec_key(page: str, chart_id: str, cache_key=None):
+    """What a page's chart is shared under: (page, chart_id, cache_key), or None (not shared)."""
+    return None if cache_key is None else (page, chart_id, cache_key)
+
+
+def page_spec(page: str, chart_id: str, chart, cache_key=None) -> dict:
+    """A page's chart spec as chart_ui draws it, for a button that exports the same chart elsewhere."""
+    return chart_spec(chart, spec_key(page, chart_id, cache_key))
+
+
+def warm_spec(page: str, chart_id: str, chart, cache_key) -> None:
+    """Build a page chart's spec and what the browser gets of it, under the keys chart_ui reads them by,
+    ahead of the first person (app/warm.py)."""
+    key = spec_key(page, chart_id, cache_key)
+    sent_spec(chart_spec(chart, key), key)
 
 
 def sent_spec(spec: dict, cache_key=None, presenting: bool = False) -> dict:
@@ -128,7 +140,7 @@ def chart_ui(page: str, chart_id: str, title: str, caption: str, chart, pointer:
 
     `pointer`: a tour step's title, shown as "Look here" above the chart.
     `on_pick(point)`: called with the clicked mark's fields when the chart has a `PICK` selection."""
-    spec = chart_spec(chart, None if cache_key is None else (page, chart_id, cache_key))
+    spec = page_spec(page, chart_id, chart, cache_key)
     # The title and the export button share a row, the button right after the title: the chart's own hover
     # toolbar (top right) never covers it, and at any width the button keeps its whole label.
     with st.container(horizontal=True, vertical_alignment="center", gap="medium"):
@@ -136,7 +148,7 @@ def chart_ui(page: str, chart_id: str, title: str, caption: str, chart, pointer:
         _export_ui(page, chart_id, spec, title)
     if pointer is not None:
         look_here(pointer)
-    sent = sent_spec(spec, None if cache_key is None else (page, chart_id, cache_key), state.is_presenting())
+    sent = sent_spec(spec, spec_key(page, chart_id, cache_key), state.is_presenting())
     if on_pick is None:
         st.vega_lite_chart(sent, width="stretch")
     else:
