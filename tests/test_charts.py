@@ -338,3 +338,28 @@ def test_forty_streams_frozen_together_are_one_block():
     blocks = timelines.stall_blocks(f.stalls, f.request_order)
     streams = blocks[blocks["group"] == "streams"]
     assert len(f.stalls[f.stalls["group"] == "streams"]) == 40 and streams["lanes"].tolist() == [40]
+
+
+def test_chunks_of_one_pass_in_adjacent_lanes_are_one_block_and_every_chunk_is_in_one(run):
+    """`chunk_blocks`: each block's lanes are next to one another, and each of them has a chunk of that pass,
+    kind and group with the block's start and end; the block's prompt tokens and KV are its lanes' sums;
+    every chunk is in exactly one block."""
+    _, f = run
+    blocks = timelines.chunk_blocks(f.chunks, f.request_order)
+    assert int(blocks["lanes"].sum()) == len(f.chunks)
+    place = {rid: i for i, rid in enumerate(f.request_order)}
+    for block in blocks.itertuples():
+        lanes = f.request_order[place[block.rid]:place[block.last] + 1]
+        assert len(lanes) == block.lanes
+        mine = f.chunks[f.chunks["rid"].isin(lanes) & (f.chunks["start_at"] == block.start_at)
+                        & (f.chunks["end_at"] == block.end_at) & (f.chunks["lane"] == block.lane)]
+        assert sorted(mine["rid"]) == sorted(lanes)
+        assert set(mine["kind"]) == {block.kind} and set(mine["group"]) == {block.group}
+        assert (mine["extend"].sum(), mine["past_kv"].sum()) == (block.extend, block.past_kv)
+
+
+def test_questions_prefilled_in_one_pass_are_one_block():
+    story = STORIES["ten_oclock_rush"]
+    f = frames.build(simulate(story.scenario(story.defaults)))
+    blocks = timelines.chunk_blocks(f.chunks, f.request_order)
+    assert len(blocks) < len(f.chunks) / 2 and blocks["lanes"].max() >= 8

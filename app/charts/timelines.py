@@ -149,13 +149,13 @@ def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFra
         lane_layers += _token_marks(tokens, y, alt.X("at:Q", title="time (s)", scale=x_domain(end_at)),
                                     request_order)
     if len(chunks):
-        lane_layers.append(alt.Chart(chunks.rename(columns={"kind": "state"})).mark_bar(
-            stroke="white", strokeWidth=0.5).encode(
-            x=x, x2="end_at:Q", y=y, color=state_colour,
-            tooltip=[alt.Tooltip("rid:N", title="request"), alt.Tooltip("state:N", title="pass"),
-                     alt.Tooltip("index:Q", title="iteration"),
-                     alt.Tooltip("extend:Q", title="prompt tokens in this chunk", format=","),
-                     alt.Tooltip("past_kv:Q", title="already in KV", format=","),
+        lane_layers.append(alt.Chart(chunk_blocks(chunks, request_order).rename(columns={"kind": "state"}))
+                           .mark_bar(stroke="white", strokeWidth=0.5).encode(
+            x=x, x2="end_at:Q", **_spanning(y), color=state_colour,
+            tooltip=[*FIRST_LAST, alt.Tooltip("lanes:Q", title="requests in this pass"),
+                     alt.Tooltip("state:N", title="pass"), alt.Tooltip("index:Q", title="iteration"),
+                     alt.Tooltip("extend:Q", title="prompt tokens (these requests)", format=","),
+                     alt.Tooltip("past_kv:Q", title="already in KV (these requests)", format=","),
                      alt.Tooltip("start_at:Q", title="start (s)", format=".3f")]))
     if not lane_layers:
         lane_layers.append(alt.Chart(pd.DataFrame({"rid": [], "at": []})).mark_tick().encode(x="at:Q", y=y))
@@ -237,6 +237,14 @@ def stall_blocks(stalls: pd.DataFrame, request_order: list[str]) -> pd.DataFrame
     forty replies' 40 frozen streams are one block, as they froze together."""
     return across_lanes(stall_stretches(stalls), request_order, ["start_at", "end_at"],
                         {"gap_s": ("gap_s", "max"), "gaps": ("gaps", "max")})
+
+
+def chunk_blocks(chunks: pd.DataFrame, request_order: list[str]) -> pd.DataFrame:
+    """Prefill chunks (request_frames.chunks_frame), and then those of one pass in adjacent lanes of one group
+    as one block across them, its prompt tokens and KV summed: a pass that prefilled eight arriving questions
+    at once is one block, as the scheduler took them together (ten o'clock's 364 chunks are 163 blocks)."""
+    return across_lanes(chunks, request_order, ["start_at", "end_at"],
+                        {"extend": ("extend", "sum"), "past_kv": ("past_kv", "sum")})
 
 
 def across_lanes(rows: pd.DataFrame, request_order: list[str], same: list[str], agg: dict,
