@@ -254,7 +254,8 @@ def main() -> None:
     parser.add_argument("--repo", type=Path, default=None, help="another checkout to serve (its own app)")
     parser.add_argument("--script", default="app/serve.py")
     parser.add_argument("--json", type=Path, default=None)
-    parser.add_argument("--repeat", type=int, default=1, help="first views: the median of this many rounds")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="first views: the median of this many rounds (one alone moves by 0.1-0.2x)")
     parser.add_argument("--first-views", action="store_true", help="only the floor and the first views")
     parser.add_argument("--pages", nargs="+", default=PAGES, help="first views of these pages only")
     parser.add_argument("--query", default="", help="URL parameters the forty replies open with")
