@@ -152,7 +152,7 @@ def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFra
         lane_layers.append(alt.Chart(chunk_blocks(chunks, request_order).rename(columns={"kind": "state"}))
                            .mark_bar(stroke="white", strokeWidth=0.5).encode(
             x=x, x2="end_at:Q", **_spanning(y), color=state_colour,
-            tooltip=[*FIRST_LAST, alt.Tooltip("lanes:Q", title="requests in this pass"),
+            tooltip=[*first_last("requests in this pass"),
                      alt.Tooltip("state:N", title="pass"), alt.Tooltip("index:Q", title="iteration"),
                      alt.Tooltip("extend:Q", title="prompt tokens (these requests)", format=","),
                      alt.Tooltip("past_kv:Q", title="already in KV (these requests)", format=","),
@@ -165,7 +165,7 @@ def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFra
                                                                        strokeWidth=int(show_labels))
         layers.insert(0, bars.encode(
             x=x, x2="end_at:Q", **_spanning(y), color=_stall_colour(stall_threshold_s, chunk_pass_s),
-            tooltip=[*FIRST_LAST, alt.Tooltip("lanes:Q", title="requests, each without a token"),
+            tooltip=[*first_last("requests, each without a token"),
                      alt.Tooltip("group:N"),
                      alt.Tooltip("gap_s:Q", title="no token for (s), the longest", format=".3f"),
                      alt.Tooltip("gaps:Q", title="gaps in a row, a token between each"),
@@ -205,13 +205,16 @@ def _token_marks(tokens: pd.DataFrame, y: alt.Y, x: alt.X, request_order: list[s
     ticks = alt.Chart(token_columns(tokens, request_order)).mark_rule(
         color=colour("token"), strokeWidth=1, opacity=0.8).encode(
         x=x, **_spanning(y),
-        tooltip=[*FIRST_LAST, alt.Tooltip("lanes:Q", title="requests, one token each"),
+        tooltip=[*first_last("requests, one token each"),
                  alt.Tooltip("at:Q", title="token at (s)", format=".3f"),
                  alt.Tooltip("gap_before_s:Q", title="gap before (s), the longest", format=".3f")])
     return [runs, ticks]
 
 
-FIRST_LAST = [alt.Tooltip("rid:N", title="request (first)"), alt.Tooltip("last:N", title="request (last)")]
+def first_last(how_many: str) -> list[alt.Tooltip]:
+    """The tooltip lines of an `across_lanes` row: its first and last request, and how many (`how_many`)."""
+    return [alt.Tooltip("rid:N", title="request (first)"), alt.Tooltip("last:N", title="request (last)"),
+            alt.Tooltip("lanes:Q", title=how_many)]
 
 
 def _spanning(y: alt.Y) -> dict:

@@ -22,7 +22,7 @@ def pair_views(ra: RunFrames, rb: RunFrames, words: tuple[str, str]) -> list[Vie
     time axis, so a freeze and a trickle at the same moment sit one above the other. `words`: each side's
     flags in words (pair.side_words)."""
     sides = "; ".join(f"{name}: {said}" for name, said in zip(SIDE_NAMES, words, strict=True))
-    threshold = min(ra.stall_threshold_s, rb.stall_threshold_s)
+    threshold = min(pair_thresholds(ra, rb))
     return [
         View("passes", "Pass timeline, A and B: what the GPU ran",
              f"One lane per GPU worker and side ({sides}). One bar per forward pass (runs of identical "
@@ -39,8 +39,7 @@ def pair_views(ra: RunFrames, rb: RunFrames, words: tuple[str, str]) -> list[Vie
 def pair_tokens(ra: RunFrames, rb: RunFrames) -> alt.Chart:
     """A's request lanes, then B's, in one token-streams chart. A stall is shaded on the bands of the lower
     of the two runs' thresholds, so one shade means one length on both sides."""
-    thresholds = [ra.stall_threshold_s, rb.stall_threshold_s]
-    stalls, threshold = shaded_alike(_joined(ra, rb, "stalls", "rid"), thresholds)
+    stalls, threshold = shaded_alike(_joined(ra, rb, "stalls", "rid"), pair_thresholds(ra, rb))
     order = [lane for name, run in zip(SIDE_NAMES, (ra, rb), strict=True)
              for lane in side_lanes(name, run.request_order)]
     firsts = {side_lanes(name, run.request_order[:1])[0]: name
@@ -61,6 +60,11 @@ def _joined(ra: RunFrames, rb: RunFrames, frame: str, lane: str) -> pd.DataFrame
     parts = [getattr(run, frame) for run in (ra, rb)]
     return pd.concat([part.assign(**{lane: side_lanes(name, part[lane]), "side": name})
                       for name, part in zip(SIDE_NAMES, parts, strict=True)], ignore_index=True)
+
+
+def pair_thresholds(ra: RunFrames, rb: RunFrames) -> list[float]:
+    """Each run's stall threshold; a chart of both shades on the lower (request_frames.shaded_alike)."""
+    return [ra.stall_threshold_s, rb.stall_threshold_s]
 
 
 def pair_end(ra: RunFrames, rb: RunFrames) -> float:
