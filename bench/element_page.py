@@ -4,7 +4,7 @@ import streamlit as st
 
 KINDS = ("markdown", "caption", "button", "button_help", "metric", "metric_help", "selectbox", "slider",
          "toggle", "checkbox", "number_input", "expander", "columns", "container", "info", "download",
-         "popover", "html", "segmented", "step_buttons", "step_segmented")
+         "popover", "html", "fold", "expander_icon", "segmented", "step_buttons", "step_segmented")
 STEPS = [f"{i}. A tour step of a few words" for i in range(1, 8)]
 
 if __name__ == "__main__":  # `streamlit run` runs the page; bench/element_cost.py only imports KINDS
@@ -30,6 +30,10 @@ if __name__ == "__main__":  # `streamlit run` runs the page; bench/element_cost.
             st.number_input(f"Number {i}", value=None, key=f"n{i}")
         elif kind == "expander":
             st.expander(f"Expander {i}")
+        elif kind == "expander_icon":
+            st.expander(f"Expander {i}", icon=":material/tune:")
+        elif kind == "fold":  # a closed fold as app/ui/fold.py draws it: keyed, an icon, remembers clicks
+            st.expander(f"Fold {i}", key=f"f{i}", icon=":material/tune:", on_change=lambda: None)
         elif kind == "columns":
             st.columns(4)
         elif kind == "container":
