@@ -7,6 +7,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 import pytest
+import story_runs
 import vl_convert as vlc
 
 from app.charts import frames, latency, request_frames, scales, timelines
@@ -359,7 +360,6 @@ def test_chunks_of_one_pass_in_adjacent_lanes_are_one_block_and_every_chunk_is_i
 
 
 def test_questions_prefilled_in_one_pass_are_one_block():
-    story = STORIES["ten_oclock_rush"]
-    f = frames.build(simulate(story.scenario(story.defaults)))
+    f = story_runs.run("ten_oclock_rush")
     blocks = timelines.chunk_blocks(f.chunks, f.request_order)
     assert len(blocks) < len(f.chunks) / 2 and blocks["lanes"].max() >= 8

@@ -34,10 +34,15 @@ def gap_band(gap_s: float, threshold_s: float) -> str:
     return next(label for lo, hi, label in gap_bands(threshold_s) if gap_s < hi)
 
 
+def shared_threshold(thresholds: list[float]) -> float:
+    """The stall threshold several runs in one chart are shaded and captioned by: the lowest of theirs."""
+    return min(thresholds)
+
+
 def shaded_alike(stalls: pd.DataFrame, thresholds: list[float]) -> tuple[pd.DataFrame, float]:
-    """Several runs' stalls in one chart, each shaded on the bands of the lowest of the runs' thresholds, so
-    one shade means one length in every run: (the stalls, that threshold)."""
-    threshold = min(thresholds)
+    """Several runs' stalls in one chart, each shaded on the bands of their `shared_threshold`, so one shade
+    means one length in every run: (the stalls, that threshold)."""
+    threshold = shared_threshold(thresholds)
     if len(stalls):
         stalls = stalls.assign(band=[gap_band(gap, threshold) for gap in stalls["gap_s"]])
     return stalls, threshold

@@ -9,7 +9,7 @@ import pandas as pd
 from app.charts import timelines
 from app.charts.frames import RunFrames
 from app.charts.labels import MIN_PLOT_PX, place_labels
-from app.charts.request_frames import shaded_alike
+from app.charts.request_frames import shaded_alike, shared_threshold
 from app.charts.scales import CURSOR_COLOUR, SERIES_COLOURS, WIDTH
 from app.charts.views import TOKENS_TITLE, View, tokens_caption
 
@@ -22,7 +22,7 @@ def pair_views(ra: RunFrames, rb: RunFrames, words: tuple[str, str]) -> list[Vie
     time axis, so a freeze and a trickle at the same moment sit one above the other. `words`: each side's
     flags in words (pair.side_words)."""
     sides = "; ".join(f"{name}: {said}" for name, said in zip(SIDE_NAMES, words, strict=True))
-    threshold = min(pair_thresholds(ra, rb))
+    threshold = shared_threshold(pair_thresholds(ra, rb))
     return [
         View("passes", "Pass timeline, A and B: what the GPU ran",
              f"One lane per GPU worker and side ({sides}). One bar per forward pass (runs of identical "
