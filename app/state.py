@@ -21,6 +21,15 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
+from app.pd.names import PD_BASE as PD_BASE  # the PD section's URL names, re-exported: defined where the
+from app.pd.names import PD_CAP as PD_CAP  # presentation layer reads them without Streamlit
+from app.pd.names import PD_DECODE_WORKERS as PD_DECODE_WORKERS
+from app.pd.names import PD_ON as PD_ON
+from app.pd.names import PD_PARAMS as PD_PARAMS
+from app.pd.names import PD_PREFILL_WORKERS as PD_PREFILL_WORKERS
+from app.pd.names import PD_PRESET as PD_PRESET
+from app.pd.names import PD_TP as PD_TP
+
 if TYPE_CHECKING:  # app.ui.controls draws widgets under these keys, so it imports this module
     from engine_model import Control
 
@@ -30,11 +39,6 @@ STEP = "step"  # the guided tour's active step, from 1
 PRESENT = "present"  # presenter mode: ?present=1
 STORY = "story"  # Compare: which story
 SWEEP = "sweep"  # Compare: what the sweep varies
-PD_ON, PD_PRESET, PD_CAP = "pd", "preset", "cap"  # the PD section: shown or not, which preset, decode KV cap
-PD_PREFILL_WORKERS, PD_DECODE_WORKERS = "pworkers", "dworkers"
-PD_BASE = "base"  # the PD section's comparison on the same GPUs without PD (app.pd.presets.BASELINES)
-PD_TP = "wtp"  # the PD workers' TP (0: the story's)
-PD_PARAMS = (PD_ON, PD_PRESET, PD_CAP, PD_PREFILL_WORKERS, PD_DECODE_WORKERS, PD_TP, PD_BASE)
 EXTRA_PARAMS = {"ten_oclock_rush": PD_PARAMS}  # page -> URL parameters its sections read beside the controls
 PAGE_PARAMS = (CURSOR_T, STEP, PRESENT)  # every page may carry these
 STREAMLIT_PARAMS = ("embed", "embed_options")  # Streamlit's own; never touched

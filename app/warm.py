@@ -16,10 +16,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from app import compute
+from app import compute, state
 from app.charts import views
 from app.compare.pair import B_DEFAULTS, DEFAULT_STORY, shared_controls
 from app.compare.sweep import CHUNK_SWEEP, _summary
+from app.pd import params
 from app.pd.presets import baseline, pd_scenario, preset_data, split
 from app.story import cursor, pass_cost
 from app.ui.chart import warm_spec
@@ -122,7 +123,7 @@ def _pd_job(preset: str) -> Callable[[], None]:
         for policy in ("early", "prefill_complete"):
             compute.run_scenario(pd_scenario(preset, rush.defaults, policy, 0, 1, 1))
         data = preset_data(preset, rush.defaults)  # the section's default comparison on the same GPUs
-        compute.run_scenario(baseline(data, "engines", split(data, "early", 0, 1, 1)))
+        compute.run_scenario(baseline(data, params.DEFAULTS[state.PD_BASE], split(data, "early", 0, 1, 1)))
 
     return job
 

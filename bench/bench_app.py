@@ -219,6 +219,24 @@ def upstream_preset(browser, url: str) -> tuple[float, bool]:
     return result
 
 
+def pd_section(browser, url: str, query: str = "") -> list[float]:
+    """The PD section shown (its verdict, three runs or more) with the toggle, twice: the first with the runs
+    as the warm-up left them (the default story's are warmed; another deployment's are not), the second
+    with them cached, as a room sees it after the presenter."""
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    page.goto(url + "/ten_oclock_rush" + query)
+    until_idle(page, time.perf_counter())
+    toggle = page.locator('[data-testid="stCheckbox"]').filter(has_text="Show PD disaggregation").first
+    out = []
+    for _ in range(2):
+        seconds, _ = act(page, toggle.click, "pd=1")
+        out.append(seconds)
+        act(page, toggle.click)
+    context.close()
+    return out
+
+
 def cpu(view: dict) -> float:
     return view["browser_cpu_s"] + view["server_cpu_s"]
 
@@ -260,6 +278,7 @@ def main() -> None:
     parser.add_argument("--pages", nargs="+", default=PAGES, help="first views of these pages only")
     parser.add_argument("--query", default="", help="URL parameters the forty replies open with")
     parser.add_argument("--actions-only", action="store_true", help="only tour steps, flips and steps")
+    parser.add_argument("--pd-only", action="store_true", help="only the PD section shown, twice per case")
     args = parser.parse_args()
     serve = {"script": args.script} | ({"repo": args.repo.resolve()} if args.repo else {})
     started = time.perf_counter()
@@ -270,6 +289,12 @@ def main() -> None:
         print(f"health check answered after {health:.1f} s; warm-up: "
               + ("none" if warm is None else f"{warm:.1f} s"))
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        if args.pd_only:
+            figures = {"pd_section_s": pd_section(browser, url),
+                       "pd_section_70b_s": pd_section(browser, url, "?model=llama-3.1-70b&tp=8")}
+            browser.close()
+            report(figures, args.json)
+            return
         if args.actions_only:
             figures = story_actions(browser, url, args.flips, args.steps, args.query)
             browser.close()
@@ -291,19 +316,27 @@ def main() -> None:
         figures |= story_actions(browser, url, args.flips, args.steps, args.query)
         figures["pd_preset_s"], followed = upstream_preset(browser, url)
         figures["address bar followed"].append(followed)
+        figures["pd_section_s"] = pd_section(browser, url)
+        figures["pd_section_70b_s"] = pd_section(browser, url, "?model=llama-3.1-70b&tp=8")
         browser.close()
     report(figures, args.json)
 
 
 def report(figures: dict, path: Path | None) -> None:
     for what in ("tour step", "flip", "step"):
-        values = figures[what]
-        print(f"{what:10s} n={len(values):2d}  median {statistics.median(values):.2f} s  "
-              f"p95 {p95(values):.2f} s  max {max(values):.2f} s")
+        values = figures.get(what)
+        if values:
+            print(f"{what:10s} n={len(values):2d}  median {statistics.median(values):.2f} s  "
+                  f"p95 {p95(values):.2f} s  max {max(values):.2f} s")
     if "pd_preset_s" in figures:
         print(f"upstream PD preset: {figures['pd_preset_s']:.2f} s")
-    followed = figures["address bar followed"]
-    print(f"address bar followed {sum(followed)} of {len(followed)} changes")
+    for key, what in (("pd_section_s", "the story's defaults"), ("pd_section_70b_s", "70B on 8 x H100")):
+        if key in figures:
+            first, again = figures[key]
+            print(f"PD section with its verdict, {what}: {first:.2f} s as warmed, {again:.2f} s again")
+    followed = figures.get("address bar followed")
+    if followed:
+        print(f"address bar followed {sum(followed)} of {len(followed)} changes")
     write(path, figures)
 
 

@@ -135,7 +135,8 @@ def predicted(gpu_name: str, shape, tokens: int, num_layers: int) -> dict:
     """The cost model's per-layer kernel times (floors included) and their sum over the timed layers."""
     device = gpu(gpu_name)
     kv_bytes = kv_bytes_per_token(shape)
-    attention = attention_time(device, shape, attn_pairs(tokens, 0), 2 * tokens, 1, 1, kv_bytes)
+    attention = attention_time(device, shape, attn_pairs(tokens, 0), 2 * tokens, 1, 1, kv_bytes,
+                               new_tokens=tokens)
     per_layer = {"model_linear_ms": linear_layer_seconds(device, shape, tokens) * 1e3,
                  "model_elementwise_ms": elementwise_layer_seconds(device, shape, tokens) * 1e3,
                  "model_attention_ms": (attention.roof_s + attention.floor_s) / shape.num_layers * 1e3}

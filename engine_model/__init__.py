@@ -10,9 +10,11 @@ This file is the public face: the app, notebooks and users import from here and 
 from engine_model.config import MAX_REQUESTS, Scenario
 from engine_model.core import Iteration, PassKind, Request, RequestState, Retraction, Row
 from engine_model.cost import PassShape
-from engine_model.deployment import gpus_words, pool_words
+from engine_model.deployed import Deployment, deployment_of
+from engine_model.deployment import Fix, Refused, gpus_words, pool_words, tp_sizes
 from engine_model.errors import InputError
 from engine_model.feasibility import check as check_deployment
+from engine_model.feasibility import fixes as deployment_fixes
 from engine_model.hardware import GPUS, LINKS, MODELS
 from engine_model.logs import Diagnosis, ParsedLog, Timeline, build_timeline, diagnose, parse_log
 from engine_model.logs import settings as log_settings
@@ -30,6 +32,9 @@ from engine_model.pass_cost import CostTerm, PassCost, attention_note, cost_figu
 from engine_model.pd.checklist import Check, checklist, settings_of, settings_of_log
 from engine_model.pd.checklist import of_scenario as scenario_checklist
 from engine_model.pd.trade import UPSTREAM_SOURCE, Trade, mean_policy_trade, policy_trade, trade_statement
+from engine_model.pd.verdict import Verdict, verdict
+from engine_model.pd.verdict import refused as refused_verdict
+from engine_model.precision import WeightPath, weight_path
 from engine_model.replicas import num_gpus
 from engine_model.report import Summary, summary
 from engine_model.resolve import resolve
@@ -64,14 +69,20 @@ __all__ = [
     "InputError", "MAX_REQUESTS", "Scenario", "apply_sets", "check_deployment", "load_scenario",
     "parse_value", "read_toml", "resolve",
     "scenario_names", "validate",
+    # a refused deployment and its fixes (each passes check_deployment); how SGLang runs a weight precision
+    "Fix", "Refused", "WeightPath", "deployment_fixes", "weight_path",
     # presets, and a deployment in words
-    "GPUS", "LINKS", "MODELS", "gpus_words", "pool_words",
+    "GPUS", "LINKS", "MODELS", "gpus_words", "pool_words", "tp_sizes",
+    # a scenario's deployment resolved once: each role's GPUs, TP, weights as SGLang runs them, KV pools
+    "Deployment", "deployment_of",
     # a run and what it recorded
     "Iteration", "PassKind", "Request", "RequestState", "Result", "Retraction", "Row", "Run", "simulate",
     # its summary (the CLI's JSON is Summary.to_json())
     "GroupMetrics", "Metrics", "Stats", "Summary", "summary",
     # PD: early -> prefill_complete on the four figures upstream measured, the model's beside them
     "Trade", "UPSTREAM_SOURCE", "mean_policy_trade", "policy_trade", "trade_statement",
+    # PD against today's engine(s) on the same GPUs: both waits per prompt-length bucket
+    "Verdict", "refused_verdict", "verdict",
     # PD: before you enable prefill_complete (seed 000's four checks on one case), and GPUs per deployment
     "Check", "checklist", "num_gpus", "scenario_checklist", "settings_of", "settings_of_log",
     # the SGLang rules the model mirrors, and what changed between releases

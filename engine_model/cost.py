@@ -32,6 +32,7 @@ from engine_model.kernels import (
     linear_time,
     mlp_gemms,
 )
+from engine_model.precision import weight_path
 from engine_model.resolve import (
     chunk_of,
     decode_graph_bs_of,
@@ -105,8 +106,12 @@ class LinearCost:
 
 
 def linear_peak_tflops(gpu: GPU, weight_dtype: str) -> float:
-    """bf16 weights run on the BF16 tensor cores; fp8 and nvfp4 (assumption: no FP4 speed-up) on FP8."""
-    return gpu.bf16_tflops if weight_dtype == "bf16" else gpu.fp8_tflops
+    """The tensor-core peak the GEMMs of `weight_dtype` weights run at on this GPU: that of the compute dtype
+    SGLang's backend uses (engine_model/precision.py). W8A8 fp8 on the FP8 peak; weight-only Marlin or
+    Petit (fp8 on SM80-SM88, nvfp4 on SM80-SM99 and ROCm) on the BF16 peak; nvfp4 on Blackwell on the FP8
+    peak (assumption: no FP4 speed-up). Routed experts compute in the same dtype as the dense layers."""
+    path = weight_path(gpu, weight_dtype)
+    return gpu.fp8_tflops if path.compute_dtype == "fp8" else gpu.bf16_tflops
 
 
 def linear_layer_seconds(gpu: GPU, model: Model, num_tokens: int, weight_dtype: str = "bf16",
@@ -247,9 +252,12 @@ class RooflineCost:
 
     def describe(self) -> str:
         gpu = self.gpu
-        return (f"roofline: {self.model.name} on {gpu.name} x{self.tp_size}, weights {self.weight_dtype}, "
-                f"KV {self.kv_dtype}; GEMM mfu {gpu.gemm_mfu} mbu {gpu.gemm_mbu}, element-wise mbu "
-                f"{gpu.elementwise_mbu}, attention mfu {gpu.attention_mfu} mbu {gpu.attention_mbu}; "
+        path = weight_path(gpu, self.weight_dtype, moe=self.model.is_moe)
+        backend = f" ({path.backend}, {path.compute_dtype} compute)" if path.runs else ""
+        return (f"roofline: {self.model.name} on {gpu.name} x{self.tp_size}, weights {self.weight_dtype}"
+                f"{backend}, KV {self.kv_dtype}; GEMM mfu {gpu.gemm_mfu} mbu {gpu.gemm_mbu}, "
+                f"element-wise mbu {gpu.elementwise_mbu}, attention mfu {gpu.attention_mfu} "
+                f"mbu {gpu.attention_mbu}; "
                 f"CPU {self.per_pass_s * 1e3:g} ms + {self.per_request_s * 1e6:g} us/request, "
                 f"overlap {'on' if self.overlap else 'off'}, CUDA graphs: decode batches up to "
                 f"{self.cuda_graph_max_bs_decode}, prefill (breakable) up to "

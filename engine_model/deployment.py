@@ -10,6 +10,8 @@ What SGLang 0.5.23 itself requires (read in the wheel):
   glm4_moe.py; MLA (deepseek_v2.py) asserts the heads only. Column- and row-parallel layers divide their
   width by tp_size (layers/linear.py `divide`), so the MLP width must split too, and the fused MoE asserts
   `intermediate_size % moe_tp_size == 0` for its experts (moe_tp_size = tp_size on one engine: no EP).
+- the GPU runs the weight precision: engine_model/precision.py says how (Marlin W4A16 for nvfp4 below
+  Blackwell, ...) or why not (fp8 experts on SM80-SM88, nvfp4 experts on ROCm), with the SGLang source.
 - the weights fit: weights / tp_size per GPU below memory x mem_fraction_static - reserve
   (hardware.kv_budget_bytes), else no KV pool is left.
 - the KV pool holds the longest prompt: `validate_input_length` refuses a prompt of max_req_input_len tokens
@@ -17,30 +19,40 @@ What SGLang 0.5.23 itself requires (read in the wheel):
   below the context length. (A prompt beyond the model's context is refused by SGLang too, request by
   request; that is the model's limit, not the deployment's, so the run goes on and shows it rejected.)
 
-This module is one engine's arithmetic and imports nothing of PD (engine_model/pd/attention.py uses it for
-its fix); `engine_model.feasibility.check` is the entry points' one call. One engine has no data-parallel
-attention: `hardware.tp_size` GPUs run one scheduler (PD workers have DP ranks: engine_model/pd).
+A refusal names its fixes (`Fix`: scenario keys and values, and the words), found by one search (`search`)
+that keeps, of each kind of change (a larger TP, another precision, another GPU; then TP and precision
+together), the nearest one that passes the whole check. engine_model/feasibility.py runs the same search for
+PD workers, and engine_model/pd/attention.py for prefill_complete's TP 1 workers, so every page names the
+same fix for the same hardware.
+
+This module is one engine's arithmetic and imports nothing of PD; `engine_model.feasibility.check` is the
+entry points' one call. One engine has no data-parallel attention: `hardware.tp_size` GPUs run one scheduler
+(PD workers have DP ranks: engine_model/pd).
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from engine_model import hardware
 from engine_model.config import Scenario
 from engine_model.core import Request
 from engine_model.errors import InputError
 from engine_model.hardware import GPU, Model
+from engine_model.precision import weight_path
 from engine_model.resolve import chunk_of, gpu_of, mem_fraction_of, model_of, resolve
 from engine_model.workload import build, trace_requests
 
 TP_SIZES = (1, 2, 4, 8, 16, 32, 64)  # what a scenario may ask for (the app offers one 8-GPU node: 1-8)
 WEIGHT_DTYPES = ("bf16", "fp8", "nvfp4")  # largest first
 KV_DTYPES = ("bf16", "fp8")
+NO_FIX = "a smaller model, or a GPU with more memory"
 
 
-# -- the three requirements -----------------------------------------------------------------------------
+# -- the requirements -----------------------------------------------------------------------------------
 def tp_problem(model: Model, tp_size: int, attn_tp_size: int | None = None) -> str | None:
     """Why SGLang could not split this model over tp_size GPUs; None when it can. `attn_tp_size`: attention
     TP under DP attention (tp_size / dp_size; PD workers), else tp_size."""
@@ -74,6 +86,13 @@ def tp_sizes(model: Model, limit: int = 8) -> list[int]:
     return [t for t in TP_SIZES if t <= limit and tp_problem(model, t) is None]
 
 
+def precision_problem(scenario: Scenario) -> str | None:
+    """Why SGLang cannot run the weight precision on this GPU (engine_model/precision.py); None if it can."""
+    model = model_of(scenario)
+    path = weight_path(gpu_of(scenario), scenario.model.weight_dtype, scenario.engine.version, model.is_moe)
+    return None if path.runs else f"{model.name}'s {path.words}"
+
+
 def weights_problem(scenario: Scenario) -> str | None:
     """Why the weights leave no room for a KV pool on one GPU; None when they fit."""
     gpu, model = gpu_of(scenario), model_of(scenario)
@@ -82,40 +101,28 @@ def weights_problem(scenario: Scenario) -> str | None:
     return hardware.weights_problem(gpu, model, tp, dtype, fraction)
 
 
+def admitted(requests: list[Request], context_len: int) -> list[Request]:
+    """The requests a pool must hold: those whose prompt the model's context does not refuse first (SGLang
+    refuses a prompt of context - 6 tokens or more request by request, whatever the pool)."""
+    return [r for r in requests if r.prompt_len < context_len - 6]
+
+
 def pool_problem(scenario: Scenario, requests: list[Request]) -> str | None:
     """Why the KV pool cannot hold the longest prompt, which SGLang would refuse; None when it can (or when
     the model's context, not the pool, is the limit)."""
-    if not requests:
-        return None
     res = resolve(scenario)
-    longest = max(requests, key=lambda r: r.prompt_len)
-    if longest.prompt_len < res.max_req_input_len or longest.prompt_len >= res.context_len - 6:
-        return None  # it fits, or the context refuses it whatever the pool
+    held = admitted(requests, res.context_len)
+    if not held:
+        return None
+    longest = max(held, key=lambda r: r.prompt_len)
+    if longest.prompt_len < res.max_req_input_len:
+        return None
     where = ("as set: engine.max_total_tokens" if res.max_total_tokens_source.startswith("set") else
              f"what fits on {res.tp_size} × {res.gpu_name} at TP {res.tp_size} beside {res.model_name}'s "
              f"{scenario.model.weight_dtype} weights, {scenario.model.kv_dtype} KV")
     return (f"the KV pool holds {res.max_total_tokens:,} tokens ({where}), and the longest prompt, "
             f"{longest.rid}'s {longest.prompt_len:,} tokens, needs more: SGLang refuses a prompt of "
             f"max_req_input_len ({res.max_req_input_len:,}) tokens or more")
-
-
-# -- the check ------------------------------------------------------------------------------------------
-def check_engine(scenario: Scenario, requests: list[Request] | None = None) -> None:
-    """Raise InputError, naming the fix, when one engine's deployment cannot run its workload; `requests`:
-    the run's requests when already built (else built here, from the same seed). Every entry point calls
-    engine_model.feasibility.check, which sends PD scenarios to their workers' check."""
-    model, tp = model_of(scenario), scenario.hardware.tp_size
-    problem = tp_problem(model, tp)
-    if problem:
-        sizes = tp_sizes(model, limit=max(8, tp))
-        raise InputError("hardware.tp_size", f"{problem}. Fix: TP {say_or(sizes)}.")
-    requests = requests_of(scenario) if requests is None else requests
-    problem = weights_problem(scenario)
-    if problem:  # a fix must also give the pool room for the longest prompt
-        raise InputError("deployment", f"{problem}. Fix: {fixes(scenario, runs(requests))}.")
-    problem = pool_problem(scenario, requests)
-    if problem:
-        raise InputError("KV pool", f"{problem}. Fix: {pool_fixes(scenario, requests)}.")
 
 
 def requests_of(scenario: Scenario) -> list[Request]:
@@ -129,68 +136,255 @@ def requests_of(scenario: Scenario) -> list[Request]:
     return [*work.open_loop, *(r for pool in work.pools for r in pool.queue)]
 
 
-# -- what would fix it ----------------------------------------------------------------------------------
-def fits(scenario: Scenario) -> bool:
-    is_split = tp_problem(model_of(scenario), scenario.hardware.tp_size) is None
-    return is_split and weights_problem(scenario) is None
+class Problem(NamedTuple):
+    """Why a deployment cannot run, before any fix is searched. `kind` decides which changes the search tries:
+    "tp" (TP does not split the model), "precision", "weights", "pool"; `role`: a PD role's problem; `need`:
+    the pool, in tokens, that the longest request needs."""
+
+    where: str
+    words: str
+    kind: str
+    role: str | None = None
+    need: int = 0
 
 
-def runs(requests: list[Request]) -> Callable[[Scenario], bool]:
-    """Whether a deployment passes the whole check for these requests."""
-    return lambda scenario: fits(scenario) and pool_problem(scenario, requests) is None
+def engine_problem(scenario: Scenario, requests: list[Request]) -> Problem | None:
+    """The first reason one engine cannot run these requests; None when it can."""
+    model, tp = model_of(scenario), scenario.hardware.tp_size
+    for kind, where, problem in (("tp", "hardware.tp_size", lambda: tp_problem(model, tp)),
+                                 ("precision", "model.weight_dtype", lambda: precision_problem(scenario)),
+                                 ("weights", "deployment", lambda: weights_problem(scenario)),
+                                 ("pool", "KV pool", lambda: pool_problem(scenario, requests))):
+        words = problem()
+        if words:
+            return Problem(where, words, kind, need=pool_need(scenario, requests) if kind == "pool" else 0)
+    return None
 
 
-def fixes(scenario: Scenario, works: Callable[[Scenario], bool], kv: bool = False,
-          tp_key: str = "hardware.tp_size") -> str:
-    """The nearest changes that make `works` true: a larger TP (set by `tp_key`), a smaller weight (or KV)
-    dtype, a GPU with more memory; 'a smaller model' when none does."""
-    found = []
-    tp = scenario.hardware.tp_size
-    for size in (t for t in TP_SIZES if tp < t <= max(8, tp)):
-        if works(changed(scenario, tp_size=size)):
-            found.append(f"TP {size} ({size} × {gpu_of(scenario).name}; {tp_key}={size})")
-            break
-    dtypes = ("model.kv_dtype", scenario.model.kv_dtype, KV_DTYPES) if kv else (
-        "model.weight_dtype", scenario.model.weight_dtype, WEIGHT_DTYPES)
-    key, now, order = dtypes
-    for dtype in order[order.index(now) + 1:]:
-        if works(changed(scenario, **{key.split(".")[1]: dtype})):
-            found.append(f"{dtype} {'KV cache' if kv else 'weights'} ({key}={dtype})")
-            break
-    memory = gpu_of(scenario).memory_gib
+def pool_need(scenario: Scenario, requests: list[Request]) -> int:
+    """The pool the longest prompt needs: prompt < pool - 1 - 5 (max_req_input_len)."""
+    return max(r.prompt_len for r in admitted(requests, resolve(scenario).context_len)) + 7
+
+
+# -- a fix, and the one search for fixes ----------------------------------------------------------------
+@dataclass(frozen=True)
+class Fix:
+    """One change that makes a refused deployment run: scenario keys and their values (`settings`, in the
+    order they apply), and the words a page shows. Every fix a refusal names passes the whole check."""
+
+    settings: tuple[tuple[str, Any], ...]
+    words: str
+
+    @property
+    def sets(self) -> list[str]:
+        """The settings as `--set key=value` words (a None value unsets an optional key)."""
+        return [f"{key}={value}" for key, value in self.settings]
+
+    def apply(self, scenario: Scenario) -> Scenario:
+        return applied(scenario, self.settings)
+
+
+class Refused(InputError):
+    """A deployment that cannot run: where, why (with the fix in words), and the fixes as settings."""
+
+    def __init__(self, where: str, problem: str, fixes: Iterable[Fix] = ()):
+        super().__init__(where, problem)
+        self.fixes = tuple(fixes)
+
+
+def applied(scenario: Scenario, settings: Iterable[tuple[str, Any]]) -> Scenario:
+    """The scenario with each dotted key set (`pd.prefill.tp_size`, `model.kv_dtype`, ...)."""
+    for key, value in settings:
+        scenario = _set(scenario, key.split("."), value)
+    return scenario
+
+
+def _set(node, path: list[str], value):
+    head, *rest = path
+    return node.model_copy(update={head: _set(getattr(node, head), rest, value) if rest else value})
+
+
+Groups = list[list[Fix]]
+
+
+def search(scenario: Scenario, tiers: list[Groups], passes: Callable[[Scenario], bool]) -> list[Fix]:
+    """The one fix search: of each group of candidates (nearest first), the first whose changed scenario
+    passes; a later tier (changes combined) is searched only when no group of the earlier ones found one."""
+    for groups in tiers:
+        found = [next((fix for fix in group if passes(fix.apply(scenario))), None) for group in groups]
+        if any(found):
+            return [fix for fix in found if fix is not None]
+    return []
+
+
+def said(fixes: list[Fix], otherwise: str = NO_FIX) -> str:
+    return say_or([fix.words for fix in fixes]) if fixes else otherwise
+
+
+def no_fix(scenario: Scenario, problem: Problem) -> str:
+    """What a refusal says when no change here runs."""
+    if problem.kind == "precision":
+        return f"a GPU that runs {scenario.model.weight_dtype} weights, or a smaller model"
+    return NO_FIX
+
+
+# -- the changes a search tries -------------------------------------------------------------------------
+def larger_tps(tp: int) -> list[int]:
+    """The TP sizes a fix may grow to: up to one 8-GPU node, or the TP asked for."""
+    return [size for size in TP_SIZES if tp < size <= max(8, tp)]
+
+
+def tp_fix(gpu: GPU, size: int, keys: tuple[str, ...]) -> Fix:
+    """TP `size`, set at every key: 'TP 4 (4 × H100 SXM 80GB; hardware.tp_size=4)'."""
+    settings = tuple((key, size) for key in keys)
+    return Fix(settings, f"TP {size} ({size} × {gpu.name}; {settings_words(settings)})")
+
+
+def settings_words(settings: Iterable[tuple[str, Any]]) -> str:
+    return ", ".join(f"{key}={value}" for key, value in settings)
+
+
+def engine_tps(scenario: Scenario, gpu: GPU) -> list[Fix]:
+    return [tp_fix(gpu, size, ("hardware.tp_size",)) for size in larger_tps(scenario.hardware.tp_size)]
+
+
+def precisions(weights: str, kv: str, dtypes: tuple[str, ...] = WEIGHT_DTYPES) -> list[tuple[str, str]]:
+    """(weight dtype, KV dtype) from these down, nearest first: the weights' before the KV's."""
+    return [(w, k) for w in dtypes[dtypes.index(weights):] if w in WEIGHT_DTYPES
+            for k in KV_DTYPES[KV_DTYPES.index(kv):]]
+
+
+def precision_fix(scenario: Scenario, gpu: GPU, weights: str, kv: str) -> Fix:
+    """Weights and KV at these dtypes, each change worded with how SGLang runs it on `gpu`."""
+    model, settings, words = scenario.model, [], []
+    if weights != model.weight_dtype:
+        path = weight_path(gpu, weights, scenario.engine.version, model_of(scenario).is_moe)
+        settings.append(("model.weight_dtype", weights))
+        words.append(f"{path.words[:-1]}; model.weight_dtype={weights})")
+    if kv != model.kv_dtype:
+        settings.append(("model.kv_dtype", kv))
+        words.append(f"{kv} KV cache (model.kv_dtype={kv})")
+    return Fix(tuple(settings), " and ".join(words))
+
+
+def precision_group(scenario: Scenario, gpu: GPU, pairs: list[tuple[str, str]]) -> list[Fix]:
+    now = (scenario.model.weight_dtype, scenario.model.kv_dtype)
+    return [precision_fix(scenario, gpu, w, kv) for w, kv in pairs if (w, kv) != now]
+
+
+def gpu_group(scenario: Scenario, now: GPU, tp: int, key: str, larger: bool = True) -> list[Fix]:
+    """Each other GPU preset (with more memory, unless `larger` is False), smallest first, set at `key`; a
+    GPU change drops the edited figures of the old one."""
+    drop = (("hardware.gpu_overrides", {}),) if scenario.hardware.gpu_overrides else ()
+    fixes = []
     for name, gpu in sorted(hardware.GPUS.items(), key=lambda item: item[1].memory_gib):
-        if gpu.memory_gib > memory and not is_custom(gpu) and works(changed(scenario, gpu=name)):
-            found.append(f"{tp} × {gpu.name} (hardware.gpu={name})")
-            break
-    return say_or(found) if found else "a smaller model, or a GPU with more memory"
+        if is_custom(gpu) or gpu.name == now.name or (larger and gpu.memory_gib <= now.memory_gib):
+            continue
+        weights = scenario.model.weight_dtype
+        path = weight_path(gpu, weights, scenario.engine.version, model_of(scenario).is_moe)
+        via = f"; {weights} weights via {path.backend}" if weights != "bf16" and path.runs else ""
+        fixes.append(Fix(((key, name), *drop), f"{tp} × {gpu.name} ({key}={name}{via})"))
+    return fixes
 
 
-def pool_fixes(scenario: Scenario, requests: list[Request]) -> str:
-    """For a pool too small: a larger pool setting when the scenario sets one (and more memory when even
-    all of it would not do), else more memory for the KV cache."""
-    need = max(r.prompt_len for r in requests) + 7  # prompt < pool - 1 - 5 (max_req_input_len)
-    holds = runs(requests)
-    if scenario.engine.max_total_tokens is None:
-        return fixes(scenario, holds, kv=True) + ", or a shorter prompt"
-    engine = scenario.engine.model_copy(update={"max_total_tokens": None})
-    unset = scenario.model_copy(update={"engine": engine})
-    said = f"a KV pool of at least {need:,} tokens (engine.max_total_tokens)"
-    if not holds(unset):
-        said += f" with more memory for it: {fixes(unset, holds, kv=True)}"
-    return said + ", or a shorter prompt"
+def combined_group(tp_fixes: list[Fix], precision_fixes: list[Fix]) -> list[Fix]:
+    """A larger TP with another precision, the smallest TP first."""
+    return [Fix(t.settings + p.settings, f"{t.words} with {p.words}")
+            for t in tp_fixes for p in precision_fixes]
 
 
-def changed(scenario: Scenario, *, tp_size: int | None = None, gpu: str | None = None,
-            weight_dtype: str | None = None, kv_dtype: str | None = None) -> Scenario:
-    """The scenario on another deployment (a GPU change drops the old GPU's edited figures)."""
-    hw, model = scenario.hardware, scenario.model
-    hw = hw.model_copy(update={k: v for k, v in (("tp_size", tp_size), ("gpu", gpu)) if v is not None}
-                       | ({"gpu_overrides": {}} if gpu else {}))
-    model = model.model_copy(update={k: v for k, v in (("weight_dtype", weight_dtype), ("kv_dtype", kv_dtype))
-                                     if v is not None})
-    return scenario.model_copy(update={"hardware": hw, "model": model})
+def fix_tiers(scenario: Scenario, problem: Problem, gpu: GPU, tp: int, tps: list[Fix],
+              gpu_key: str) -> list[Groups]:
+    """The changes a search tries for a precision, weights or pool problem: a larger TP (`tps`), another
+    precision, another GPU (set at `gpu_key`; for a precision, any GPU that runs it); then a larger TP with
+    another precision, or on another GPU."""
+    model, larger = scenario.model, problem.kind != "precision"
+    if larger:
+        by_dtype = [precision_group(scenario, gpu, precisions(model.weight_dtype, model.kv_dtype))]
+    else:  # each other weight dtype, at this KV dtype or a smaller one
+        by_dtype = [precision_group(scenario, gpu, precisions(w, model.kv_dtype, (w,)))
+                    for w in WEIGHT_DTYPES if w != model.weight_dtype]
+    other = [fix for group in by_dtype for fix in group]
+    on_gpus = [Fix(t.settings + g.settings, f"{g.words[:-1]}; {settings_words(t.settings)})")
+               for t in tps for g in gpu_group(scenario, gpu, t.settings[0][1], gpu_key, larger)]
+    return [[*([tps] if larger else []), *by_dtype, gpu_group(scenario, gpu, tp, gpu_key, larger)],
+            [combined_group(tps, other), on_gpus]]
 
 
+def tp_fixes(scenario: Scenario, model: Model, tp: int, key: str, passes: Callable[[Scenario], bool],
+             refusal: Callable[[Scenario], InputError | None]) -> tuple[list[Fix], str]:
+    """For a TP that does not split the model: the TP sizes that split it and pass the whole check ('TP 1, 2
+    or 4'); when none does alone, the nearest one with the fix its own refusal names."""
+    sizes = tp_sizes(model, limit=max(8, tp))
+    runs = [size for size in sizes if passes(applied(scenario, ((key, size),)))]
+    if runs:
+        return [Fix(((key, size),), f"TP {size}") for size in runs], f"TP {say_or(runs)}"
+    if not sizes:
+        return [], NO_FIX
+    size = min(sizes, key=lambda s: (abs(s - tp), -s))
+    sub = refusal(applied(scenario, ((key, size),)))
+    subs = getattr(sub, "fixes", ())
+    fixes = [Fix(((key, size), *fix.settings), f"TP {size} with {fix.words}") for fix in subs]
+    return fixes, said(fixes)
+
+
+# -- the check ------------------------------------------------------------------------------------------
+def engine_refusal(scenario: Scenario, requests: list[Request] | None = None) -> Refused | None:
+    """Why one engine's deployment cannot run its workload, naming the fixes; None when it can. `requests`:
+    the run's requests when already built (else built here, from the same seed)."""
+    requests = requests_of(scenario) if requests is None else requests
+    problem = engine_problem(scenario, requests)
+    if problem is None:
+        return None
+
+    def passes(changed_scenario: Scenario) -> bool:
+        try:
+            return engine_problem(changed_scenario, requests) is None
+        except InputError:
+            return False
+
+    model, gpu, tp = model_of(scenario), gpu_of(scenario), scenario.hardware.tp_size
+    if problem.kind == "tp":
+        fixes, words = tp_fixes(scenario, model, tp, problem.where, passes,
+                                lambda changed_scenario: engine_refusal(changed_scenario, requests))
+        return Refused(problem.where, f"{problem.words}. Fix: {words}.", fixes)
+    if problem.kind == "pool" and scenario.engine.max_total_tokens is not None:
+        fixes, words = pool_setting_fixes(scenario, problem, gpu, passes)
+    else:
+        tiers = fix_tiers(scenario, problem, gpu, tp, engine_tps(scenario, gpu), "hardware.gpu")
+        fixes = search(scenario, tiers, passes)
+        words = said(fixes, no_fix(scenario, problem))
+    more = ", or a shorter prompt" if problem.kind == "pool" else ""
+    return Refused(problem.where, f"{problem.words}. Fix: {words}{more}.", fixes)
+
+
+def pool_setting_fixes(scenario: Scenario, problem: Problem, gpu: GPU,
+                       passes: Callable[[Scenario], bool]) -> tuple[list[Fix], str]:
+    """A pool set too small: a larger engine.max_total_tokens, with more memory for it when even all of it
+    would not do."""
+    need = problem.need
+    larger = Fix((("engine.max_total_tokens", need),),
+                 f"a KV pool of at least {need:,} tokens (engine.max_total_tokens)")
+    if passes(larger.apply(scenario)):
+        return [larger], larger.words
+    unset = applied(scenario, (("engine.max_total_tokens", None),))
+    tp = scenario.hardware.tp_size
+    tiers = fix_tiers(unset, problem, gpu, tp, engine_tps(scenario, gpu), "hardware.gpu")
+    more = search(unset, tiers, lambda changed: passes(larger.apply(changed)))
+    fixes = [Fix(larger.settings + fix.settings, f"{larger.words} with {fix.words}") for fix in more]
+    return fixes, f"{larger.words} with more memory for it: {said(more)}"
+
+
+def check_engine(scenario: Scenario, requests: list[Request] | None = None) -> None:
+    """Raise `Refused` (an InputError), naming the fix, when one engine's deployment cannot run its
+    workload. Every entry point calls engine_model.feasibility.check, which sends PD scenarios to their
+    workers' check."""
+    refused = engine_refusal(scenario, requests)
+    if refused is not None:
+        raise refused
+
+
+# -- small words ----------------------------------------------------------------------------------------
 def is_custom(gpu: GPU) -> bool:
     return gpu.name.lower().startswith("custom")
 

@@ -25,7 +25,8 @@ MEM_FRACTION_STATIC = 0.88
 ACTIVATION_RESERVE_GIB = 1.0
 # The GPU fields a scenario may also set through cost.roofline (docs/cost-model.md).
 EFFICIENCY_FIELDS = ("gemm_mfu", "gemm_mbu", "gemm_latency_s", "elementwise_mbu", "row_gbps",
-                     "kernel_floor_s", "attention_mfu", "attention_mbu", "attention_floor_s")
+                     "kernel_floor_s", "attention_mfu", "attention_mbu", "attention_floor_s",
+                     "attention_ramp_keys")
 
 
 class GPU(BaseModel):
@@ -43,6 +44,11 @@ class GPU(BaseModel):
     source: str = Field(min_length=1)
     num_sms: int = Field(gt=0)  # streaming multiprocessors (AMD: compute units); sets wave sizes
     threads_per_sm: int = Field(gt=0)  # most resident threads per SM: 2048, or 1536 on GA102/AD102
+    # The architecture SGLang reads to pick a GEMM backend per weight precision (engine_model/precision.py):
+    # CUDA compute capability x 10 (80 Ampere A100, 86 GA102, 89 Ada, 90 Hopper, 100 Blackwell B200); on
+    # AMD the capability PyTorch reports under ROCm (gfx942, MI300X: 9.4, so 94), with vendor "amd".
+    sm: int = Field(ge=0, le=200)
+    vendor: Literal["nvidia", "amd"] = "nvidia"
     # How close kernels come to the peaks above, per GPU (docs/cost-model.md, "Efficiency per GPU").
     gemm_mfu: float = Field(gt=0, le=1)  # large GEMMs: share of the dense tensor-core peak
     gemm_mbu: float = Field(gt=0, le=1)  # small GEMMs: share of memory bandwidth streaming weights
@@ -53,6 +59,10 @@ class GPU(BaseModel):
     attention_mfu: float = Field(gt=0, le=1)  # prefill attention: share of the BF16 peak on causal pairs
     attention_mbu: float = Field(gt=0, le=1)  # decode attention: share of bandwidth reading KV
     attention_floor_s: float = Field(ge=0)  # shortest time one layer's attention kernel takes
+    # Prefill attention's per-query overhead (prologue, softmax rescaling, epilogue), in keys' worth of work:
+    # a query that sees k keys runs at attention_mfu x k / (k + attention_ramp_keys), so attention_mfu is
+    # the long-sequence figure (docs/cost-model.md, "Long prompts against published measurements")
+    attention_ramp_keys: float = Field(default=0.0, ge=0)
     efficiency_source: str = Field(min_length=1)
 
 
@@ -321,6 +331,7 @@ def link(name: str) -> Link:
 # bidirectional NVLink figure).
 _NV_SMI = ("memory_gib from nvidia-smi memory.total ({} MiB) as commonly reported "
            "(assumption: driver-dependent)")
+_CUDA_GPUS = "NVIDIA CUDA GPUs compute capability table, developer.nvidia.com/cuda-gpus"
 
 # Efficiency figures per GPU. The three calibrated GPUs are fitted by bench/cost_fit.py on Vidur's
 # measured operator times (MIT; tests/data/vidur); the others borrow the nearest calibrated GPU's figures,
@@ -332,24 +343,25 @@ _NO_ATTENTION = ("; attention: assumption, the A100's figures (no public measure
 # and busy decode live (prefill chunks of 512+ tokens with past KV, decode batches of 32+; within 35 %);
 # the floor is the shortest measured kernel (15-18 us: a 64-token chunk, one decode request).
 _ATTENTION = dict(attention_mfu=0.25, attention_mbu=0.65, attention_floor_s=15e-6)
-# Hopper and Blackwell have no measured attention profile. Their prefill attention share is the A100's
-# fitted 0.25 scaled by the best forward utilization each generation's FlashAttention paper reports, all
-# on long BF16/FP16 sequences: FlashAttention-2 on A100 73 % (Dao 2023, arXiv:2307.08691: "50-73 %"),
-# FlashAttention-3 on H100 75 % (740 TFLOPS; Shah et al. 2024, arXiv:2407.08608; FlashAttention-2 reaches
-# only 35 % there), FlashAttention-4 on B200 71 % (1,613 TFLOPS; Zadouri, Hoehnerbach, Shah, Liu, Thakkar
-# and Dao 2026, together.ai/blog/flashattention-4).
-# The decode (bandwidth) share stays the A100's. An assumption all the same: serving shapes are not
-# the papers' benchmarks.
-FA_UTILIZATION = {"a100": 0.73, "h100": 0.75, "b200": 0.71}
-_FA_CLASS = ("; attention: assumption, the A100's fitted attention_mfu 0.25 x {gen} / {a100} (the best "
-             "forward utilization of {kernel} on {chip} over FlashAttention-2 on A100, from the papers); "
-             "attention_mbu the A100's")
-_HOPPER_ATTENTION = dict(_ATTENTION, attention_mfu=round(
-    _ATTENTION["attention_mfu"] * FA_UTILIZATION["h100"] / FA_UTILIZATION["a100"], 3))
-_BLACKWELL_ATTENTION = dict(_ATTENTION, attention_mfu=round(
-    _ATTENTION["attention_mfu"] * FA_UTILIZATION["b200"] / FA_UTILIZATION["a100"], 3))
-_FA3 = _FA_CLASS.format(gen="75 %", a100="73 %", kernel="FlashAttention-3", chip="H100")
-_FA4 = _FA_CLASS.format(gen="71 %", a100="73 %", kernel="FlashAttention-4", chip="B200")
+# Hopper and Blackwell have no measured attention profile here; their prefill attention is fitted on published
+# kernel throughput (bench/attention_fit.py on tests/data/published/attention_kernels.csv; docs/cost-model.md,
+# "Long prompts against published measurements"): time = FLOPs x (1 + attention_ramp_keys / keys per query)
+# / (peak x attention_mfu). SM90 (H100, H200) runs fa3 for MHA models in SGLang 0.5.23: fitted, least
+# squares on log time, on FlashAttention-3's BF16 head-dim-128 forward throughput on H100 (pytorch/benchmark
+# PR #2391: 430 TFLOPS at 512 tokens to 621 at 16k). SM100 (B200) runs trtllm_mha: FlashAttention-4's
+# 1,613 TFLOPS on B200 over the 1.3x it reports against cuDNN 9.13 (the NVIDIA kernel class trtllm_mha
+# belongs to: an assumption), 1,241 TFLOPS; the per-query overhead is the H100's (an assumption).
+# The decode (bandwidth) share stays the A100's.
+LONG_PREFILL = {"h100": dict(attention_mfu=0.638, attention_ramp_keys=239.0),
+                "b200": dict(attention_mfu=0.551, attention_ramp_keys=239.0)}
+_HOPPER_ATTENTION = dict(_ATTENTION, **LONG_PREFILL["h100"])
+_BLACKWELL_ATTENTION = dict(_ATTENTION, **LONG_PREFILL["b200"])
+_FA3 = ("; attention: assumption, fitted on FlashAttention-3's published H100 forward throughput (BF16, head "
+        "dim 128; 0.638 of peak at long sequences, half that at 239 keys per query; fa3 is SGLang's SM90 "
+        "backend), checked against published long-prompt first-token times; attention_mbu the A100's")
+_FA4 = ("; attention: assumption, trtllm_mha (SGLang's SM100 backend) at cuDNN-class throughput: "
+        "FlashAttention-4's published 1,613 TFLOPS on B200 over the 1.3x it reports against cuDNN 9.13 "
+        "(0.551 of peak at long sequences), the per-query overhead the H100's fit; attention_mbu the A100's")
 _H100 = dict(num_sms=132, threads_per_sm=2048, gemm_mfu=0.80, gemm_mbu=0.925, gemm_latency_s=7.5e-6,
              elementwise_mbu=0.53, row_gbps=9.0, kernel_floor_s=2e-6, **_HOPPER_ATTENTION,
              efficiency_source=_FITTED.format("H100, 5 models, 1-4,096 tokens") + _FA3)
@@ -370,65 +382,73 @@ def _like(figures: dict, calibrated: str, attention: str = "", **spec) -> dict:
 
 
 GPUS: dict[str, GPU] = {
-    "a100-80gb": GPU(**_A100,
+    "a100-80gb": GPU(**_A100, sm=80,
         name="A100 80GB SXM", memory_gib=80.0, bf16_tflops=312, fp8_tflops=312, memory_tbps=2.039,
         interconnect_gbps=300,
         source="NVIDIA A100 datasheet, nvidia.com/en-us/data-center/a100 (BF16 312 TFLOPS dense, 2,039 GB/s, "
-        "NVLink 600 GB/s bidirectional); " + _NV_SMI.format(81920) + "; assumption: no FP8 tensor cores, "
-        "so fp8 weights run at the BF16 rate; 108 SMs (6,912 CUDA cores / 64), 2,048 threads per SM "
-        "(CUDA compute capability 8.0)"),
-    "h100-sxm": GPU(**_H100,
+        "NVLink 600 GB/s bidirectional); " + _NV_SMI.format(81920) + "; no FP8 tensor cores: fp8_tflops is "
+        "the BF16 figure (SGLang runs fp8 weights here as Marlin W8A16, bf16 compute: "
+        "engine_model/precision.py); 108 SMs (6,912 CUDA cores / 64), 2,048 threads per SM "
+        "(CUDA compute capability 8.0, " + _CUDA_GPUS + ")"),
+    "h100-sxm": GPU(**_H100, sm=90,
         name="H100 SXM 80GB", memory_gib=79.65, bf16_tflops=989.4, fp8_tflops=1978.9, memory_tbps=3.35,
         interconnect_gbps=450,
         source="NVIDIA H100 datasheet, nvidia.com/en-us/data-center/h100 (SXM: BF16 1,979 / FP8 3,958 TFLOPS "
         "with sparsity, half dense; 3.35 TB/s; NVLink 900 GB/s bidirectional); " + _NV_SMI.format(81559)
-        + "; 132 SMs (16,896 CUDA cores / 128), 2,048 threads per SM (compute capability 9.0)"),
-    "h100-pcie": GPU(**_like(_H100, "H100 SXM", _FA3, num_sms=114),
+        + "; 132 SMs (16,896 CUDA cores / 128), 2,048 threads per SM (compute capability 9.0, "
+        + _CUDA_GPUS + ")"),
+    "h100-pcie": GPU(**_like(_H100, "H100 SXM", _FA3, num_sms=114), sm=90,
         name="H100 PCIe 80GB", memory_gib=79.65, bf16_tflops=756.5, fp8_tflops=1513, memory_tbps=2.0,
         interconnect_gbps=64,
         source="NVIDIA H100 datasheet, nvidia.com/en-us/data-center/h100 (PCIe: BF16 1,513 / FP8 3,026 "
         "TFLOPS with sparsity, half dense; 2 TB/s; NVLink bridge 600 GB/s bidirectional between two GPUs, "
         "PCIe Gen5 128 GB/s bidirectional); " + _NV_SMI.format(81559) + "; assumption: tensor parallel "
         "beyond a bridged pair all-reduces over PCIe Gen5 x16 (64 GB/s per direction); 114 SMs (14,592 CUDA "
-        "cores / 128)"),
-    "h200": GPU(**_like(_H100, "H100", _FA3),
+        "cores / 128), compute capability 9.0 (" + _CUDA_GPUS + ")"),
+    "h200": GPU(**_like(_H100, "H100", _FA3), sm=90,
         name="H200 SXM 141GB", memory_gib=140.4, bf16_tflops=989.4, fp8_tflops=1978.9, memory_tbps=4.8,
         interconnect_gbps=450,
         source="NVIDIA H200 datasheet, nvidia.com/en-us/data-center/h200 (141 GB, 4.8 TB/s, H100 compute, "
-        "NVLink 900 GB/s bidirectional); " + _NV_SMI.format(143771) + "; 132 SMs as the H100"),
-    "b200": GPU(**_like({**_H100, **_BLACKWELL_ATTENTION}, "H100", _FA4, num_sms=148),
+        "NVLink 900 GB/s bidirectional); " + _NV_SMI.format(143771) + "; 132 SMs as the H100, compute "
+        "capability 9.0 (" + _CUDA_GPUS + ")"),
+    "b200": GPU(**_like({**_H100, **_BLACKWELL_ATTENTION}, "H100", _FA4, num_sms=148), sm=100,
         name="B200 180GB", memory_gib=179.06, bf16_tflops=2250, fp8_tflops=4500, memory_tbps=8.0,
         interconnect_gbps=900,
         source="NVIDIA HGX B200 datasheet, nvidia.com/en-us/data-center/hgx (8 GPUs: 1.44 TB, 64 TB/s, "
         "BF16 36 / FP8 72 PFLOPS with sparsity, so per GPU dense 2.25 / 4.5 PFLOPS; NVLink 5 1.8 TB/s "
-        "bidirectional); " + _NV_SMI.format(183359) + "; assumption: 148 SMs as commonly reported (not on "
-        "the datasheet)"),
-    "l40s": GPU(**_like(_A40, "A40", num_sms=142),
+        "bidirectional); " + _NV_SMI.format(183359) + "; compute capability 10.0 (" + _CUDA_GPUS + "); "
+        "assumption: 148 SMs as commonly reported (not on the datasheet)"),
+    "l40s": GPU(**_like(_A40, "A40", num_sms=142), sm=89,
         name="L40S 48GB", memory_gib=44.99, bf16_tflops=362.05, fp8_tflops=733, memory_tbps=0.864,
         interconnect_gbps=32,
         source="NVIDIA L40S datasheet, nvidia.com/en-us/data-center/l40s (BF16 362.05 / FP8 733 TFLOPS "
         "dense, 864 GB/s, no NVLink: PCIe Gen4 x16, 64 GB/s bidirectional); " + _NV_SMI.format(46068)
-        + "; 142 SMs (18,176 CUDA cores / 128), 1,536 threads per SM (compute capability 8.9)"),
-    "a40": GPU(**_A40,
+        + "; 142 SMs (18,176 CUDA cores / 128), 1,536 threads per SM (compute capability 8.9, "
+        + _CUDA_GPUS + ")"),
+    "a40": GPU(**_A40, sm=86,
         name="A40 48GB", memory_gib=44.99, bf16_tflops=149.7, fp8_tflops=149.7, memory_tbps=0.696,
         interconnect_gbps=56.25,
         source="NVIDIA A40 datasheet, nvidia.com/en-us/data-center/a40 (48 GB GDDR6, 696 GB/s, BF16 299.4 "
         "TFLOPS with sparsity, so 149.7 dense; NVLink bridge 112.5 GB/s bidirectional between two GPUs; "
-        "10,752 CUDA cores = 84 SMs of 128; 1,536 threads per SM, compute capability 8.6); "
-        + _NV_SMI.format(46068)
-        + "; assumption: no FP8 tensor cores, so fp8 weights run at the BF16 rate"),
-    "mi300x": GPU(**_like(_A100, "A100", num_sms=304),
+        "10,752 CUDA cores = 84 SMs of 128; 1,536 threads per SM, compute capability 8.6: "
+        + _CUDA_GPUS + "); " + _NV_SMI.format(46068)
+        + "; no FP8 tensor cores: fp8_tflops is the BF16 figure (SGLang runs fp8 weights here as Marlin "
+        "W8A16, bf16 compute: engine_model/precision.py)"),
+    "mi300x": GPU(**_like(_A100, "A100", num_sms=304), sm=94, vendor="amd",
         name="MI300X 192GB", memory_gib=191.69, bf16_tflops=1307.4, fp8_tflops=2614.9, memory_tbps=5.3,
         interconnect_gbps=448,
         source="AMD Instinct MI300X datasheet, amd.com/en/products/accelerators/instinct/mi300/mi300x.html "
         "(192 GB HBM3, 5.3 TB/s, BF16 1,307.4 / FP8 2,614.9 TFLOPS dense, 7 Infinity Fabric links of "
-        "128 GB/s bidirectional, 304 compute units); assumption: rocm-smi reports about 191.7 GiB"),
-    "rubin": GPU(**_like(_H100, "H100", num_sms=148),
+        "128 GB/s bidirectional, 304 compute units); CDNA3, gfx942 (AMD ROCm hardware specifications, "
+        "rocm.docs.amd.com/en/latest/reference/gpu-arch-specs.html), which PyTorch on ROCm reports as "
+        "capability 9.4; assumption: rocm-smi reports about 191.7 GiB"),
+    "rubin": GPU(**_like({**_H100, **_BLACKWELL_ATTENTION}, "H100", _FA4, num_sms=148), sm=100,
         name="Rubin-class (editable)", memory_gib=268.2, bf16_tflops=4500, fp8_tflops=9000, memory_tbps=22.0,
         interconnect_gbps=1800,
         source="announced spec, NVIDIA Vera Rubin NVL144 (GTC 2025 / CES 2026 keynotes): 288 GB HBM4 per GPU "
         "(= 268.2 GiB), NVLink 6 3.6 TB/s bidirectional, HBM4 bandwidth 22 TB/s as announced at CES 2026 "
-        "(13 TB/s at GTC 2025); assumption: BF16/FP8 dense TFLOPS = 2x B200 and 148 SMs (not published); "
+        "(13 TB/s at GTC 2025); assumption: BF16/FP8 dense TFLOPS = 2x B200 and 148 SMs (not published), "
+        "and SM100-class for SGLang's kernel choices (sm 100: its compute capability is not published); "
         "edit freely"),
 }
 # A GPU of the person's own: the H100 SXM's figures to start from, every one edited in the app
@@ -436,8 +456,9 @@ GPUS: dict[str, GPU] = {
 GPUS["custom"] = GPUS["h100-sxm"].model_copy(update={
     "name": "Custom GPU (starts as an H100 SXM; edit its figures)",
     "source": "assumption: a starting point, the h100-sxm preset's figures (NVIDIA H100 datasheet, "
-              "nvidia.com/en-us/data-center/h100); edit each to your GPU's datasheet "
-              "(hardware.gpu_overrides)"})
+              "nvidia.com/en-us/data-center/h100), sm 90 among them; edit each to your GPU's datasheet "
+              "(hardware.gpu_overrides; sm and vendor too, which decide how SGLang runs fp8 and nvfp4 "
+              "weights: engine_model/precision.py)"})
 
 _HF = "Hugging Face config.json, huggingface.co/{}/blob/main/config.json"
 

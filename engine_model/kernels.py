@@ -194,10 +194,14 @@ def attention_time(gpu: GPU, model: Model, attn_pairs: int, kv_tokens: int, num_
                    kv_bytes: float, new_tokens: int = 0) -> Time:
     """All layers' attention on one rank: max(QK^T and PV FLOPs over the causal pairs, KV bytes read and
     written), each at the GPU's attention efficiency; no layer's kernel below gpu.attention_floor_s.
+    Each new token's query also costs gpu.attention_ramp_keys pairs' worth of work (its tile's prologue,
+    softmax rescaling and epilogue), so a query that sees k keys runs at attention_mfu x k / (k + ramp):
+    short prompts well below the long-sequence figure, 100k-token prompts close to it.
     A DSA model's attention is `dsa_attention_time` (it needs the pass's new tokens)."""
     if model.is_dsa:
         return dsa_attention_time(gpu, model, attn_pairs, kv_tokens, num_rows, tp, kv_bytes, new_tokens)
-    flops = 2 * model.num_heads * (model.qk_head_dim + model.head_dim) * model.num_layers * attn_pairs
+    work = attn_pairs + gpu.attention_ramp_keys * new_tokens
+    flops = 2 * model.num_heads * (model.qk_head_dim + model.head_dim) * model.num_layers * work
     compute_s = flops / tp / (gpu.bf16_tflops * 1e12 * gpu.attention_mfu)
     memory_s = kv_tokens * kv_bytes / (gpu.memory_tbps * 1e12 * gpu.attention_mbu)
     roof_s = max(compute_s, memory_s)

@@ -150,5 +150,5 @@ def attention_note(scenario: Scenario) -> str:
     if "attention: assumption" not in source and not source.startswith("assumption"):
         return ""
     return (f"Prefill attention on the {model.gpu.name} is priced at {model.gpu.attention_mfu:g} of its BF16 "
-            "peak: an assumption (no measured attention profile for this GPU); a long prompt's stall scales "
-            "with it. The cost model edits it.")
+            "peak at long sequences: an assumption (published kernel benchmarks, no measured serving profile "
+            "for this GPU); a long prompt's stall scales with it. The cost model edits it.")

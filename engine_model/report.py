@@ -11,7 +11,7 @@ from collections import Counter
 
 from engine_model.core import PassKind, RequestState
 from engine_model.metrics import Metrics, Typed, all_metrics
-from engine_model.pd.figures import PDFigures, pd_figures
+from engine_model.pd.figures import PDFigures, client_requests, pd_figures
 from engine_model.simulation import Result
 
 
@@ -37,10 +37,28 @@ class Summary(Typed):
     unfinished: dict[str, int]  # why a request did not finish -> how many (rejections and the cut-off alike)
     wall_s: float
     pd: PDFigures | None = None  # per-role figures; metrics.* keep their single-engine meaning
+    benchmark: Metrics | None = None  # the benchmark client's requests alone (BENCH_CLIENT); None without one
 
     def to_json(self) -> dict:
-        """The CLI's JSON document (no `pd` key for a single engine)."""
-        return self.model_dump(mode="json", exclude={"pd"} if self.pd is None else set())
+        """The CLI's JSON document (no `pd` key for a single engine, no `benchmark` key without a benchmark
+        client)."""
+        empty = {key for key in ("pd", "benchmark") if getattr(self, key) is None}
+        return self.model_dump(mode="json", exclude=empty)
+
+    @property
+    def measured(self) -> Metrics:
+        """The requests every comparison reports: the benchmark client's where the workload has one (as
+        bench_serving reports, without its warm-up), else every request."""
+        return self.benchmark or self.metrics
+
+    @property
+    def population(self) -> str:
+        """Whose numbers `measured` holds, in words."""
+        if self.benchmark is None:
+            return "every request"
+        num = self.benchmark.overall.num_requests
+        warm = self.metrics.overall.num_requests - num
+        return f"the {num:,} benchmark requests (without the {warm:,} warm-up)"
 
 
 def iteration_counts(result: Result) -> IterationCounts:
@@ -77,6 +95,15 @@ def resolved_config(result: Result) -> dict:
     return config
 
 
+BENCH_CLIENT = "bench"  # the closed-loop pool a benchmark reports on; its warm-up is another pool
+
+
+def benchmark_metrics(result: Result) -> Metrics | None:
+    """metrics.* over the benchmark client's requests alone; None when the workload has no such client."""
+    members = client_requests(result).get(BENCH_CLIENT)
+    return all_metrics(members, result.scenario.metrics.bucket_edges) if members else None
+
+
 def summary(result: Result) -> Summary:
     return Summary(
         scenario=result.scenario.name,
@@ -90,4 +117,5 @@ def summary(result: Result) -> Summary:
         unfinished=unfinished(result),
         wall_s=result.wall_s,
         pd=pd_figures(result) if result.pd is not None else None,
+        benchmark=benchmark_metrics(result),
     )

@@ -268,17 +268,20 @@ def test_url_for_lists_only_non_default_settings():
 def test_the_rush_page_compares_the_single_engine_with_pd_under_both_policies():
     at = open_page("app_pages/ten_oclock_rush.py", opened=True)
     table = next(df.value for df in at.dataframe if "deployment" in df.value.columns)
-    assert list(dict.fromkeys(table["deployment"])) == ["the story's engine", "2 engines, round robin",
-                                                        "PD, early", "PD, prefill_complete"]
+    today = "2 copies of your engine, round robin"  # one GPU cannot be split: PD takes two, today doubles
+    assert list(dict.fromkeys(table["deployment"])) == ["the story's engine", today, "PD, early",
+                                                        "PD, prefill_complete"]
     gpus = dict(zip(table["deployment"], table["GPUs"], strict=True))  # every row says its GPUs
-    assert gpus == {"the story's engine": 1, "2 engines, round robin": 2, "PD, early": 2,
-                    "PD, prefill_complete": 2}
+    assert gpus == {"the story's engine": 1, today: 2, "PD, early": 2, "PD, prefill_complete": 2}
     longest = dict(zip(table["deployment"] + " " + table["prompt length (tokens)"], table["longest gap"],
                        strict=True))
     # the questions' longest pause: a stall of seconds on one engine, one decode pass with PD
     story, pd_early = longest["the story's engine under 8,192"], longest["PD, early under 8,192"]
     assert seconds(story) > 10 > 1 > seconds(pd_early)
-    assert seconds(longest["2 engines, round robin under 8,192"]) > 10  # two engines: each still stalls
+    assert seconds(longest[f"{today} under 8,192"]) > 10  # two engines: each still stalls
+    verdict = [m.value for m in at.markdown if m.value.startswith("**On 2 × H100 SXM 80GB: PD (")]
+    assert len(verdict) == 1 and "**PD, early: " in verdict[0] and "**PD, prefill_complete: " in verdict[0]
+    assert "so today is shown as 2 copies of it" in verdict[0]
     heading = next(m.value for m in at.markdown if m.value.startswith("#### early → prefill_complete ("))
     assert "1 prefill × TP 1 + 1 decode × TP 1 on 2 × H100" in heading  # the cards' deployment and GPUs
 
@@ -288,6 +291,8 @@ def test_the_rush_page_compares_the_single_engine_with_pd_under_both_policies():
     ({"base": "one"}, ["the story's engine", "one engine, TP 2", "PD, early", "PD, prefill_complete"]),
     ({"base": "none", "dworkers": "3"}, ["the story's engine", "PD, early", "PD, prefill_complete"]),
     ({"preset": "upstream"}, ["3 engines, round robin", "PD, early", "PD, prefill_complete"]),
+    ({"base": "engines", "dworkers": "3"}, ["the story's engine", "4 engines, round robin", "PD, early",
+                                            "PD, prefill_complete"]),
 ])
 def test_the_pd_sections_comparison_without_pd_is_a_page_option_on_the_same_gpus(params, rows):
     at = open_page("app_pages/ten_oclock_rush.py", params)
@@ -296,7 +301,8 @@ def test_the_pd_sections_comparison_without_pd_is_a_page_option_on_the_same_gpus
     gpus = dict(zip(table["deployment"], table["GPUs"], strict=True))
     assert len({gpus[row] for row in rows if row != "the story's engine"}) == 1  # PD and without: the same
     runs = next(m.value for m in at.markdown if m.value.startswith("**What runs here**"))
-    assert runs.count(" on ") == len(rows) - 1 and f"on {gpus[rows[-1]]} × " in runs  # each deployment
+    lines = [line for line in runs.splitlines() if line.startswith("- **") and " × " in line]
+    assert len(lines) == len(rows) - 1 and f" on {gpus[rows[-1]]} × " in runs  # each deployment's GPUs
 
 
 def checklist_table(at):

@@ -115,28 +115,37 @@ def test_the_buyers_pd_on_their_8_gpus_shows_what_runs_and_why_prefill_complete_
     from engine_model.pd.attention import SGLANG_WORDS, refusal
 
     at = open_page("ten_oclock_rush", {"model": "llama-3.1-70b", "tp": "8", "wtp": "4", "base": "one"})
-    assert pd_rows(at) == {"the story's engine": 8, "one engine, TP 8": 8, "PD, early": 8}
+    # prefill_complete runs on its fix, TP 1 workers on the same 8 GPUs, beside early (the table and verdict)
+    assert pd_rows(at) == {"the story's engine": 8, "one engine, TP 8": 8, "PD, early": 8,
+                           "PD, prefill_complete with the fix": 8}
     [warning] = [w.value for w in at.warning if "cannot run here" in w.value]
     assert warning.startswith("**PD under prefill_complete cannot run here.** `pd.prefill.tp_size`: SGLang "
                               f'refuses to start the prefill worker: "{SGLANG_WORDS}"')
     assert "Fix: workers of TP 1 on the same 8 GPUs: 4 prefill + 4 decode" in warning
     sets = ["model.name=llama-3.1-70b", "pd.prefill.tp_size=4", "pd.decode.tp_size=4", "hardware.tp_size=8"]
     expected = refusal(load_scenario("ten_oclock_rush_pd", sets))
-    reads, behind = checklist_row(at, "(d) Attention TP")
+    reads, behind = checklist_row(at, "(d4) Attention TP")
     assert reads == "✗ fail" and behind.endswith(expected.problem) and expected.problem in warning
     assert param(at, "wtp") == "4"  # the link keeps the workers' TP
 
 
 def test_pd_that_cannot_run_at_all_still_shows_the_engines_on_the_same_gpus():
-    """70B at bf16 on 1-GPU workers: PD is refused with the one message naming the fix, and one TP 8 engine on
-    the same 8 GPUs still runs beside the story's."""
+    """70B at bf16 on 1-GPU workers: PD is refused, each policy with the fixes that run under it, and one TP 8
+    engine on the same 8 GPUs still runs beside the story's."""
     at = open_page("ten_oclock_rush", {"model": "llama-3.1-70b", "tp": "8", "wtp": "1", "pworkers": "4",
                                        "dworkers": "4", "base": "one"})
-    [warning] = [w.value for w in at.warning if "cannot run here" in w.value]
-    assert warning.startswith("**PD under either policy cannot run here.** `pd.prefill`: Llama-3.1-70B's "
-                              "bf16 weights")
-    assert "Fix: TP 4 (4 × H100 SXM 80GB; pd.prefill.tp_size=4)" in warning
-    assert pd_rows(at) == {"the story's engine": 8, "one engine, TP 8": 8}
+    early, late = [w.value for w in at.warning if "cannot run here" in w.value]
+    for warning, policy in ((early, "early"), (late, "prefill_complete")):
+        assert warning.startswith(f"**PD under {policy} cannot run here.** `pd.prefill`: Llama-3.1-70B's "
+                                  "bf16 weights")
+    # every fix passes the whole check: both roles' TP under early (the decode workers' weights do not fit TP
+    # 1 either), no larger TP under prefill_complete (SGLang refuses attention TP above 1 there)
+    assert "Fix: TP 4 (4 × H100 SXM 80GB; pd.prefill.tp_size=4, pd.decode.tp_size=4)" in early
+    assert "Fix: nvfp4 weights via Marlin W4A16" in late and "tp_size" not in late
+    # each policy runs on its first fix that keeps the 8 GPUs (nvfp4 weights), never on a fix that takes
+    # more GPUs (early's TP 4 workers: 32)
+    assert pd_rows(at) == {"the story's engine": 8, "one engine, TP 8": 8, "PD, early with the fix": 8,
+                           "PD, prefill_complete with the fix": 8}
     runs = next(m.value for m in at.markdown if m.value.startswith("**What runs here**"))
     assert "4 prefill × TP 1 + 4 decode × TP 1 on 8 × H100 SXM 80GB: cannot run (above)" in runs
     assert checklist_row(at, "(a) Long prompts")[0] == "✓ pass"  # the same requests, from the engines' run
@@ -154,7 +163,8 @@ def test_every_pd_and_without_pd_scenario_is_checked_like_every_entry_point():
         split(data, "early", 0, 1, 1, worker_tp=1)
     assert error.value.where == "pd.prefill" and "Fix: " in error.value.problem
     assert "378.0 GiB per GPU at TP 1" in error.value.problem
-    assert error.value.problem.endswith("Fix: TP 8 (8 × H100 SXM 80GB; pd.prefill.tp_size=8).")
+    assert error.value.problem.endswith("Fix: TP 8 (8 × H100 SXM 80GB; pd.prefill.tp_size=8, "
+                                        "pd.decode.tp_size=8).")
     with pytest.raises(InputError) as error:
         baseline(data, "engines", shape(data, "early", 0, 1, 1, worker_tp=1))
     assert error.value.where == "deployment" and "Fix: " in error.value.problem

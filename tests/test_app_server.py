@@ -330,11 +330,14 @@ def test_pd_on_an_uploaded_trace_shows_every_deployment_with_its_gpus_and_the_ch
     at = open_page(view="trace", trace="upload", pd="1", dworkers="2", long="4096")
     at = upload(at, "Trace file", "t.jsonl", jsonl_trace(120, long_at=10))
     table = next(df.value for df in at.dataframe if "deployment" in df.value.columns)
-    assert list(dict.fromkeys(table["deployment"])) == ["3 engines, round robin", "PD, early",
+    assert list(dict.fromkeys(table["deployment"])) == ["3 copies of your engine, round robin", "PD, early",
                                                         "PD, prefill_complete"]
     assert set(table["GPUs"]) == {3}
+    verdict = next(m.value for m in at.markdown if m.value.startswith("**On 3 × H100 SXM 80GB: PD ("))
+    assert "Your engine runs on 1 GPU; PD needs 3, so today is shown as 3 copies of it" in verdict
     checks = next(t.value for t in at.table if t.value.index.name == "check")
-    assert len(checks) == 11 and set(checks["reads"]) <= set(MARKS.values())
+    assert len(checks) == 12 and set(checks["reads"]) <= set(MARKS.values())
+    assert checks["reads"].iloc[-1] != "? unknown"  # (e): PD against today, both ran
     assert "? unknown" not in set(checks["reads"][:3])  # the mix, the waits and the headroom all ran
     assert checks["behind it"].iloc[0].startswith("1 of 120 requests (0.8 %) carry 58 % of the prompt tokens")
     off = upload(open_page(view="trace", trace="upload", long="4096"), "Trace file", "t.jsonl",
@@ -371,8 +374,8 @@ def test_a_logs_checklist_reads_its_own_requests_and_server_args():
     table = next(t.value for t in at.table if t.value.index.name == "check")
     reads = dict(zip(table.index, table["reads"], strict=True))
     behind = dict(zip(table.index, table["behind it"], strict=True))
-    backend = "(d) Transfer backend Mooncake (its TCP mode included)"
+    backend = "(d2) Transfer backend Mooncake (its TCP mode included)"
     assert reads[backend] == "✓ pass" and "mooncake (from the log)" in behind[backend]
     assert [reads[q] for q in list(reads)[1:3]] == ["? unknown"] * 2
-    assert reads["(d) Both roles on the same policy"] == "? unknown"  # not a PD server: no role
+    assert reads["(d8) Both roles on the same policy"] == "? unknown"  # not a PD server: no role
     assert behind["(a) Long prompts carry much of the work"].startswith("0 of 1,108 requests")

@@ -126,6 +126,40 @@ def test_fp8_kv_halves_the_decode_kv_read():
     assert fp8_kv == pytest.approx(bf16_kv / 2)
 
 
+def test_each_weight_precision_is_priced_at_the_peak_of_the_dtype_sglang_computes_in():
+    """engine_model/precision.py: Marlin (nvfp4 below Blackwell, fp8 on A100/A40) and Petit compute in bf16;
+    W8A8 fp8 on the FP8 peak; nvfp4 on B200/Rubin on the FP8 peak (no FP4 speed-up, an assumption)."""
+    from engine_model.cost import linear_peak_tflops
+    from engine_model.hardware import GPUS
+
+    def peak(g, dtype):
+        return "fp8" if linear_peak_tflops(g, dtype) == g.fp8_tflops != g.bf16_tflops else "bf16"
+
+    assert {name: tuple(peak(g, d) for d in ("bf16", "fp8", "nvfp4")) for name, g in GPUS.items()} == {
+        "a100-80gb": ("bf16", "bf16", "bf16"), "h100-sxm": ("bf16", "fp8", "bf16"),
+        "h100-pcie": ("bf16", "fp8", "bf16"), "h200": ("bf16", "fp8", "bf16"), "b200": ("bf16", "fp8", "fp8"),
+        "l40s": ("bf16", "fp8", "bf16"), "a40": ("bf16", "bf16", "bf16"), "mi300x": ("bf16", "fp8", "bf16"),
+        "rubin": ("bf16", "fp8", "fp8"), "custom": ("bf16", "fp8", "bf16")}
+
+
+def test_nvfp4_on_h100_prefills_at_the_bf16_peak_and_decodes_half_a_byte_per_weight():
+    """SGLang runs nvfp4 on an H100 as Marlin W4A16: the prefill GEMMs compute in bf16, so they cost what
+    bf16's cost (not fp8's half); a decode step streams 0.5 bytes per weight, a quarter of bf16's."""
+    from engine_model.cost import linear_peak_tflops
+
+    h100, llama = gpu("h100-sxm"), model("llama-3.1-8b")
+    costs = {d: RooflineCost(h100, llama, weight_dtype=d) for d in ("bf16", "fp8", "nvfp4")}
+    gemms = {d: linear_time(h100, llama, 8192, 1, d, 1, linear_peak_tflops(h100, d)).compute_s for d in costs}
+    assert gemms["nvfp4"] == gemms["bf16"] == pytest.approx(2 * gemms["fp8"], rel=1e-4)  # 989.4 vs 1,978.9
+    whole = {d: c.breakdown(prefill(8192))["compute_s"] for d, c in costs.items()}
+    assert whole["nvfp4"] == whole["bf16"] > whole["fp8"]
+    reads = {d: linear_time(h100, llama, 1, 1, d, 1, h100.bf16_tflops).memory_s for d in costs}
+    assert [reads[d] / reads["nvfp4"] for d in ("bf16", "fp8", "nvfp4")] == pytest.approx([4, 2, 1], rel=1e-3)
+    assert costs["nvfp4"].breakdown(decode(1, 2000))["linear_s"] < costs["fp8"].breakdown(
+        decode(1, 2000))["linear_s"]
+    assert "weights nvfp4 (Marlin W4A16, bf16 compute)" in costs["nvfp4"].describe()
+
+
 def test_linear_layer_seconds_is_the_roofline_linear_term():
     """No separate fit: the calibration prices the pass's own GEMMs (no LM head at num_rows=0), over the
     layers, GEMM latencies included."""

@@ -45,11 +45,16 @@ def test_a_tp_that_does_not_split_the_heads_names_the_sizes_that_do():
 def test_weights_that_do_not_fit_name_the_nearest_fixes_and_each_fix_runs():
     error = refusal(load_scenario("forty_replies", ["model.name=llama-3.1-70b"]))
     assert error.where == "deployment" and error.problem.startswith(SEVENTY_ON_ONE_H100)
-    # one B200 would hold the weights but not the 100k log's KV, so the GPU it names is an MI300X
-    assert error.problem.endswith("Fix: TP 4 (4 × H100 SXM 80GB; hardware.tp_size=4), nvfp4 weights "
-                                  "(model.weight_dtype=nvfp4) or 1 × MI300X 192GB (hardware.gpu=mi300x).")
-    for fix in ("hardware.tp_size=4", "model.weight_dtype=nvfp4", "hardware.gpu=mi300x"):
-        check_deployment(load_scenario("forty_replies", ["model.name=llama-3.1-70b", fix]))
+    # one B200 would hold the weights but not the 100k log's KV, so the GPU it names is an MI300X; nvfp4 on
+    # an H100 is SGLang's Marlin W4A16, and the fix says so
+    assert error.problem.endswith(
+        "Fix: TP 4 (4 × H100 SXM 80GB; hardware.tp_size=4), nvfp4 weights via Marlin W4A16 (4-bit weights, "
+        "bf16 compute; --fp4-gemm-backend auto picks marlin on SM80–SM90; model.weight_dtype=nvfp4) or "
+        "1 × MI300X 192GB (hardware.gpu=mi300x).")
+    assert [fix.sets for fix in error.fixes] == [
+        ["hardware.tp_size=4"], ["model.weight_dtype=nvfp4"], ["hardware.gpu=mi300x"]]
+    for fix in error.fixes:
+        check_deployment(load_scenario("forty_replies", ["model.name=llama-3.1-70b", *fix.sets]))
 
 
 def test_a_pool_that_cannot_hold_the_longest_prompt_is_refused_with_the_fix():

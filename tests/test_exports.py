@@ -57,14 +57,33 @@ def test_the_story_note_names_flags_workload_and_headline_in_words(runs):
                      "Decode rounds between prefills: 0")
     assert workload.startswith("Workload and deployment: Streams: 40 · Log length (tokens): 100,000 · "
                                "Logprobs on 1 stream: off")
-    assert ("GPU: H100 SXM 80GB · Tensor parallel: TP 1 (1 GPU) · Model: Llama-3.1-8B · Weights: bf16 "
-            "(16-bit) · KV cache: bf16 (auto) · Random seed: 0") in workload
-    edited = story_note(FORTY, {**FORTY.defaults, "tp": 2, "gpu.memory_gib": 96.0}, after, before)[1]
-    assert "Tensor parallel: TP 2 (2 GPUs)" in edited and "GPU memory (GiB): 96" in edited
+    assert workload.endswith("Logprobs on 1 stream: off · Llama-3.1-8B, bf16 weights, bf16 KV, on 1 × H100 "
+                             "SXM 80GB, TP 1 · Random seed: 0")  # the model on its GPUs, from the run itself
+    edited_values = {**FORTY.defaults, "tp": 2, "gpu.memory_gib": 96.0}
+    edited_run = build(simulate(FORTY.scenario(edited_values)))
+    edited = story_note(FORTY, edited_values, edited_run, edited_run)[1]
+    assert "on 2 × H100 SXM 80GB, TP 2 · GPU memory (GiB): 96 · Random seed: 0" in edited
     assert number == (f"Longest pause, the 40 streams: {gap(after)} "
                       f"(SGLang's defaults, same requests: {gap(before)})")
     assert story_note(FORTY, FORTY.defaults, before, before)[2] == (
         f"Longest pause, the 40 streams: {gap(before)} (SGLang's defaults)")
+
+
+def test_the_headline_names_a_number_that_moved_or_the_change_that_moved_none(runs):
+    """The note never reads "nothing changed" over a chart that changed: it names the first headline that
+    moved; where none moved, the change itself."""
+    before, _ = runs
+    quiet = {**FORTY.defaults, "logprob": True}  # logprobs with mixing off: every pass as before
+    run = build(simulate(FORTY.scenario(quiet)))
+    assert run.summary.config != before.summary.config
+    assert story_note(FORTY, quiet, run, before)[2] == (
+        f"Longest pause, the 40 streams: {gap(run)}, as at SGLang's defaults (Logprobs on 1 stream off → on "
+        "moves none of the story's headline numbers)")
+    log_only = {**FORTY.defaults, "log": 10000}  # a short log: the first headline moves
+    shorter = build(simulate(FORTY.scenario(log_only)))
+    line = story_note(FORTY, log_only, shorter, before)[2]
+    assert line.startswith("Longest pause, the 40 streams: ") and "same requests" in line
+    assert gap(shorter) != gap(before)
 
 
 def test_an_exported_chart_carries_title_and_settings_and_no_cursor(runs):

@@ -283,23 +283,24 @@ def test_the_equal_gpu_preset_opens_the_pd_figure_on_its_engines(tmp_path):
     assert main(["figure", "ten_oclock_rush_engines", "--out", str(out)]) == 0
     text = out.read_text(encoding="utf-8")
     assert 'value="1" checked="checked"/> one engine per PD worker' in text
-    assert "clock rush: 2 engines, round robin (2 engines × TP 1 on 2 × H100 SXM 80GB)." in text
+    assert ("clock rush: 2 engines, round robin: Llama-3.1-8B (bf16 weights, bf16 KV), 2 engines × TP 1 on "
+            "2 × H100 SXM 80GB.") in text
 
 
 @pytest.mark.slow
 def test_the_pd_figure_carries_the_checklist_of_each_workload(pd_fig):
     from app.present import checklist
-    from app.present.pd import scenarios
+    from app.present.pd import scenarios, today_run
 
     figure = pd_fig
     for w, workload in enumerate(("rush", "upstream")):
         cases = scenarios(workload)
-        early, late = (grid_run(cases[i]) for i in (2, 3))
-        expected = checklist.table(checklist.of_runs(cases[3], early, late))
-        tables = [figure.cells[f"{w}|{a}"]["tables"][2] for a in range(4)]
-        assert tables == [expected] * 4 and len(expected["rows"]) == 11
+        one, early, late = (grid_run(cases[i]) for i in (0, 2, 3))
+        expected = checklist.table(checklist.of_runs(cases[3], early, late, one, today_run(workload)))
+        tables = [figure.cells[f"{w}|{a}"]["tables"][3] for a in range(4)]
+        assert tables == [expected] * 4 and len(expected["rows"]) == len(checklist.QUESTIONS)
         assert {row[1] for row in expected["rows"]} <= set(checklist.MARKS.values())
-    reads = [row[1] for row in figure.cells["1|0"]["tables"][2]["rows"]]
+    reads = [row[1] for row in figure.cells["1|0"]["tables"][3]["rows"]]
     assert reads[:3] == ["✓ pass"] * 3  # the upstream replica: the case the policy targets
 
 

@@ -54,6 +54,18 @@ def test_memory_lands_in_sglangs_chunk_size_buckets():
         "rubin": 5, "custom": 3}
 
 
+def test_every_gpu_names_the_architecture_sglang_picks_its_kernels_by():
+    """CUDA compute capability x 10 (NVIDIA's table); the MI300X's gfx942 as PyTorch on ROCm reports it; Rubin
+    SM100-class (a labelled assumption); the Custom GPU starts as the H100."""
+    assert {name: (g.sm, g.vendor) for name, g in GPUS.items()} == {
+        "a100-80gb": (80, "nvidia"), "h100-sxm": (90, "nvidia"), "h100-pcie": (90, "nvidia"),
+        "h200": (90, "nvidia"), "b200": (100, "nvidia"), "l40s": (89, "nvidia"), "a40": (86, "nvidia"),
+        "mi300x": (94, "amd"), "rubin": (100, "nvidia"), "custom": (90, "nvidia")}
+    cited = {name: ("compute capability" in g.source or "gfx942" in g.source or "SM100-class" in g.source
+                    or "sm 90" in g.source) for name, g in GPUS.items()}
+    assert [name for name, ok in cited.items() if not ok] == []
+
+
 def test_parameter_counts_match_the_published_ones():
     """Within 2% of the card's total and 5% of its active count; GLM's card includes its MTP layer
     and rounds, so it gets 6% on the active count."""

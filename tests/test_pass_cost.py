@@ -94,7 +94,7 @@ def test_each_cost_control_sets_the_figure_the_panel_reads_back():
     read_back = {key: round(figures[name] / unit, 9) for key, (name, unit) in COST_FIGURES.items()}
     assert (read_back, figures["overlap"]) == (edited, False)
     assert story.cost_defaults(story.defaults) == {"gemm_mfu": 0.8, "gemm_mbu": 0.925, "ew_mbu": 0.53,
-                                                   "attn_mfu": 0.257, "attn_mbu": 0.65, "cpu_pass_ms": 0.79,
+                                                   "attn_mfu": 0.638, "attn_mbu": 0.65, "cpu_pass_ms": 0.79,
                                                    "cpu_req_us": 43.0, "graph_bs": 256, "prefill_graph": 8192}
 
 
@@ -114,6 +114,6 @@ def test_an_assumed_attention_figure_is_said_beside_the_numbers():
     story = STORIES["forty_replies"]
     notes = {gpu: attention_note(story.scenario({**story.defaults, "gpu": gpu}))
              for gpu in ("h100-sxm", "a100-80gb")}
-    assert "H100 SXM 80GB is priced at 0.257 of its BF16 peak: an assumption" in notes["h100-sxm"]
+    assert "H100 SXM 80GB is priced at 0.638 of its BF16 peak" in notes["h100-sxm"]
     assert notes["a100-80gb"] == ""
     assert attention_note(story.scenario({**story.defaults, "attn_mfu": 0.4})) == ""

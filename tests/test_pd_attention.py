@@ -27,11 +27,16 @@ def test_attention_tp_above_one_is_sglangs_own_refusal_with_the_fix():
     assert error.where == "pd.prefill.tp_size"
     assert f'"{SGLANG_WORDS}" (_validate_prefill_complete)' in error.problem
     assert "Its attention runs at TP 8 (tp_size 8, attention DP 1)" in error.problem
-    # one H100 holds 70B only at nvfp4 (fp8 weights: 65.7 GiB of 65.1), and its pool the 120k contracts
-    # only with fp8 KV
+    # one H100 holds 70B only at nvfp4 (fp8 weights: 65.7 GiB of 65.1), SGLang's Marlin W4A16 there, and
+    # its pool the 120k contracts only with fp8 KV
     assert ("Fix: workers of TP 1 on the same 16 GPUs: 8 prefill + 8 decode (pd.prefill.tp_size=1, "
-            "pd.prefill.num_workers=8, pd.decode.tp_size=1, pd.decode.num_workers=8), with nvfp4 weights "
-            "(model.weight_dtype=nvfp4) and fp8 KV (model.kv_dtype=fp8)") in error.problem
+            "pd.prefill.num_workers=8, pd.decode.tp_size=1, pd.decode.num_workers=8), with nvfp4 weights via "
+            "Marlin W4A16 (4-bit weights, bf16 compute; --fp4-gemm-backend auto picks marlin on SM80–SM90; "
+            "model.weight_dtype=nvfp4) and fp8 KV cache (model.kv_dtype=fp8)") in error.problem
+    [fix] = error.fixes
+    assert fix.sets == ["pd.prefill.tp_size=1", "pd.prefill.num_workers=8", "pd.decode.tp_size=1",
+                        "pd.decode.num_workers=8", "model.weight_dtype=nvfp4", "model.kv_dtype=fp8"]
+    check_deployment(fix.apply(pd_case(*SEVENTY_TP8)))
     # what is true of attention DP, for this model
     assert "refuse a worker above TP 1 either way" in error.problem
     assert "Llama and Qwen2 models split attention over the whole TP group" in error.problem
@@ -58,7 +63,9 @@ def test_a_model_no_gpu_holds_says_so_and_keeps_early():
     big = ["model.name=llama-3.1-405b", "model.weight_dtype=fp8", "hardware.tp_size=8"]
     error = refused(pd_case(*big))
     assert "Fix: none on these GPUs" in error.problem and "keep early" in error.problem
-    check_deployment(load_scenario("ten_oclock_rush_pd", big))  # early runs
+    [fix] = error.fixes
+    assert fix.sets == ["pd.decode_allocation_policy=early"]
+    check_deployment(fix.apply(pd_case(*big)))  # early runs
 
 
 def test_the_checklists_attention_row_fails_with_the_same_message():

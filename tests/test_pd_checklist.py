@@ -31,10 +31,11 @@ def rush_checks(sets: tuple = ()) -> dict:
 def test_every_check_is_there_in_order_and_without_runs_only_the_settings_are_known():
     checks = checklist(None, settings=settings_of(load_scenario("ten_oclock_rush_pd")))
     assert [(c.part, c.key) for c in checks] == [("a", "mix"), ("b", "waits"), ("c", "headroom"),
-                                                 *(("d", key) for key in D_KEYS)]
+                                                 *(("d", key) for key in D_KEYS), ("e", "today")]
     assert [c.status for c in checks[:3]] == ["unknown"] * 3
-    assert [c.status for c in checks[3:]] == ["pass"] * len(D_KEYS)
-    assert [c.status for c in checklist(None)] == ["unknown"] * (3 + len(D_KEYS))
+    assert [c.status for c in checks[3:-1]] == ["pass"] * len(D_KEYS)
+    assert checks[-1].status == "unknown"
+    assert [c.status for c in checklist(None)] == ["unknown"] * (4 + len(D_KEYS))
 
 
 def test_the_mix_counts_the_rush_contracts_and_their_tokens():
@@ -99,7 +100,7 @@ def test_a_decode_servers_log_settles_what_it_shows_and_leaves_the_rest_unknown(
     assert checks == {"mix": "unknown", "waits": "unknown", "headroom": "unknown", "version": "pass",
                       "backend": "pass", "registry": "unknown", "attention": "unknown",
                       "decode_cache": "fail", "staging": "unknown", "kv_pool": "unknown",
-                      "same_policy": "unknown"}
+                      "same_policy": "unknown", "today": "unknown"}
     tp8 = settings_of_log({**args, "disaggregation_mode": "prefill", "enable_dp_attention": False})
     assert tp8["prefill_attn_tp"] == (8, "log")
     assert {c.key: c.status for c in checklist(None, settings=tp8)}["attention"] == "fail"

@@ -17,6 +17,7 @@ from PIL import Image
 from pypdf import PdfReader
 from story_runs import scenario_run
 
+from app.pd.narration import step_words
 from app.present import story_slides
 from app.present.cli import main
 from app.present.layout import MIN_PT, PRINT, SCREEN, SIZE
@@ -61,6 +62,8 @@ def test_every_step_is_filled_from_its_runs_on_every_surface(decks):
             now = scenario_run(story.scenario(values))
             base = scenario_run(story.scenario(story.baseline_values(values)))
             page = narrate(step.say, story, base, now)  # what the app's tour prints for this step
+            if step.focus == "pd":  # and a PD step's sentence read from the PD runs (app.pd.narration)
+                page = f"{page} {step_words(step.section.get('preset', 'rush'), values, scenario_run)}"
             assert slide.caption == page, (key, step.title)
             surfaces = {"page": page, "numbers": slide.numbers, "notes": slide.notes(),
                         "slide": " ".join(svg_texts(svg))}

@@ -150,7 +150,7 @@ def test_the_price_of_mixed_chunk_is_throughput_run_length_and_reply_time_per_gr
 WRITTEN_OUT = {
     "forty_replies": {"0.5", "100,000", "2,048"},
     "other_stall": {"120,000", "0.7", "1", "1.43", "1.5", "3"},
-    "ten_oclock_rush": {"120,000", "163,840", "64", "131,072", "4,096", "27", "49", "93", "0.5.21"},
+    "ten_oclock_rush": {"120,000", "163,840", "64", "131,072", "4,096", "27", "49", "93", "0.5.21", "40703"},
     "real_traffic": {"120", "8,192", "32", "330", "2,048"},
 }
 

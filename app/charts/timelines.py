@@ -309,15 +309,37 @@ def pool_words(part: pd.DataFrame) -> tuple[str, bool]:
     return words + ("; the axis shows the part in use" if zoom else ""), zoom
 
 
+def shared_y_max(kvs: list[pd.DataFrame]) -> dict[str, float]:
+    """Per worker, one axis top for charts drawn side by side: the part in use when the worker's pool is
+    barely used in every run (`pool_words`), else the pool."""
+    out = {}
+    for lane in dict.fromkeys(lane for kv in kvs for lane in kv_lanes(kv)):
+        parts = [kv[kv["lane"] == lane] for kv in kvs if len(kv)]
+        parts = [part for part in parts if not part.empty]
+        if not parts:
+            continue
+        if all(pool_words(part)[1] for part in parts):
+            out[lane] = float(max(part[part["series"] != "free"].groupby("at")["slots"].sum().max()
+                                  for part in parts)) or 1.0
+        else:
+            out[lane] = float(max(part["capacity"].max() for part in parts))
+    return out
+
+
 def kv_panel(part: pd.DataFrame, retractions: pd.DataFrame | None = None, cursor_at: float | None = None,
-             end_at: float | None = None, zoom: bool = False, height: int = 280) -> alt.Chart:
+             end_at: float | None = None, zoom: bool = False, height: int = 280,
+             y_max: float | None = None) -> alt.Chart:
     """One worker's KV slots: used / reserved-not-yet-used / free, stacked to the pool size; retractions as
     rules. `zoom`: a pool barely used (see `pool_words`) drops the free area, so the axis fits what is
-    used."""
-    drawn = part[part["series"] != "free"] if zoom and pool_words(part)[1] else part
+    used. `y_max`: the axis top (charts side by side share it); below the pool, the free area is left out."""
+    if y_max is not None:
+        zoom = bool(len(part)) and y_max < part["capacity"].max()
+    drawn = part[part["series"] != "free"] if zoom and (y_max is not None or pool_words(part)[1]) else part
+    scale = alt.Scale(domain=[0, y_max], nice=False) if y_max is not None else alt.Undefined
     area = alt.Chart(drawn).mark_area(interpolate="step-after").encode(
         x=alt.X("at:Q", title="time (s)", scale=x_domain(end_at)),
-        y=alt.Y("slots:Q", title="KV slots (tokens)", stack="zero", axis=alt.Axis(labelExpr=COUNT_LABEL)),
+        y=alt.Y("slots:Q", title="KV slots (tokens)", stack="zero", axis=alt.Axis(labelExpr=COUNT_LABEL),
+                scale=scale),
         color=alt.Color("series:N", title="KV cache", legend=alt.Legend(orient="top"),
                         scale=alt.Scale(domain=list(KV_SERIES), range=list(KV_COLOURS))),
         order=alt.Order("order:Q"),
@@ -339,17 +361,19 @@ def kv_panel(part: pd.DataFrame, retractions: pd.DataFrame | None = None, cursor
 
 
 def kv_panels(kv: pd.DataFrame, retractions: pd.DataFrame | None = None, cursor_at: float | None = None,
-              end_at: float | None = None) -> list[tuple[str, alt.Chart, str]]:
+              end_at: float | None = None, y_max: dict[str, float] | None = None
+              ) -> list[tuple[str, alt.Chart, str]]:
     """(worker, its chart, its pool in words) per worker, each a chart of its own (so each fits its column),
     on one time axis; a pool barely used gets an axis that shows its use. Retractions (which name no worker)
-    are drawn on the first decode worker's panel: only decode retracts."""
+    are drawn on the first decode worker's panel: only decode retracts. `y_max`: a worker's axis top, shared
+    with the charts beside it (`shared_y_max`)."""
     lanes = kv_lanes(kv)
     retracting = next((lane for lane in lanes if lane.startswith("decode")), lanes[0])
     out = []
     for lane in lanes:
         part = kv[kv["lane"] == lane] if len(kv) else kv
         chart = kv_panel(part, retractions if lane == retracting else None, cursor_at, end_at, zoom=True,
-                         height=240)
+                         height=240, y_max=(y_max or {}).get(lane))
         out.append((lane, chart, pool_words(part)[0]))
     return out
 

@@ -94,13 +94,14 @@ def itl_views(run: RunFrames) -> dict[str, View]:
 
 
 # -- a PD run ----------------------------------------------------------------------------------------
-def pd_views(run: RunFrames, policy: str, end: float) -> list[View]:
-    """One PD run's charts on a shared time axis ending at `end`: its workers' passes, KV per worker, and
-    where each request's time went."""
+def pd_views(run: RunFrames, policy: str, end: float, y_max: dict[str, float] | None = None) -> list[View]:
+    """One PD run's charts on a shared time axis ending at `end`: its workers' passes, KV per worker (each
+    worker's axis top `y_max`, shared with the run beside it: timelines.shared_y_max), and where each
+    request's time went."""
     views = [View(f"{policy}-passes", f"{policy}: one lane per worker",
                   "Each worker's forward passes. Prefill workers run prefill chunks; decode workers decode.",
                   lambda: timelines.pass_timeline(run.passes, None, end))]
-    for lane, chart, pool in timelines.kv_panels(run.kv, run.retractions, None, end):
+    for lane, chart, pool in timelines.kv_panels(run.kv, run.retractions, None, end, y_max):
         what = ("Orange: decode KV reserved for requests still in prefill or transfer — held, not yet used. "
                 "With prefill_complete it stays near zero." if lane.startswith("decode")
                 else "A prefill worker holds a prompt's KV only until it is sent to decode.")

@@ -6,16 +6,16 @@ No Streamlit here, so the guided tour can set them (app.story.tour) and the test
 
 from __future__ import annotations
 
-from app import state
+from app.pd import names as state  # the URL names (app.state re-exports them; it imports Streamlit)
 from app.pd.presets import BASELINES
 from engine_model import read_toml
 
 CAPS = (0, 32768, 65536, 131072, 163840, 262144)  # 0: the preset's own (None would blank the selectbox)
 PRESETS = {"rush": "Ten o'clock workload, split", "upstream": "Upstream test replica (scaled)"}
 MAX_WORKERS = 8
-WORKER_TPS = (0, 1, 2, 4, 8)  # 0: the story's TP
+WORKER_TPS = (0, 1, 2, 4, 8)  # 0: the story's GPUs split between the workers (app.pd.presets.split_tp)
 DEFAULTS = {state.PD_ON: False, state.PD_PRESET: "rush", state.PD_CAP: 0, state.PD_PREFILL_WORKERS: 1,
-            state.PD_DECODE_WORKERS: 1, state.PD_TP: 0, state.PD_BASE: "engines"}
+            state.PD_DECODE_WORKERS: 1, state.PD_TP: 0, state.PD_BASE: "today"}
 
 
 def parse_on(text: str) -> bool:
@@ -46,11 +46,12 @@ def parse_workers(text: str) -> int:
 
 
 def parse_worker_tp(text: str) -> int:
-    """A worker TP of 1, 2, 4 or 8 (0 or empty: the story's)."""
+    """A worker TP of 1, 2, 4 or 8 (0 or empty: the story's GPUs split between the workers)."""
     if text in ("", "0"):
         return 0
     if not text.isdigit() or int(text) not in WORKER_TPS:
-        raise ValueError(f"expected one of {', '.join(map(str, WORKER_TPS[1:]))} (or 0: the story's TP)")
+        raise ValueError(f"expected one of {', '.join(map(str, WORKER_TPS[1:]))} "
+                         "(or 0: split the story's GPUs)")
     return int(text)
 
 
@@ -78,4 +79,6 @@ def upstream_workers() -> tuple[int, int]:
 
 def widget_key(param: str) -> str:
     """The session key of the section's widget for URL parameter `param`."""
-    return state.keys(state.PD_PAGE).widget(param)
+    from app import state as app_state  # Streamlit's session keys: only the page asks for them
+
+    return app_state.keys(app_state.PD_PAGE).widget(param)

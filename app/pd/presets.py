@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import copy
 
-from engine_model import STORIES, Scenario, check_deployment, num_gpus, read_toml, validate
+from engine_model import MODELS, STORIES, Scenario, check_deployment, num_gpus, read_toml, tp_sizes, validate
 
-BASELINES = {"engines": "one engine per PD worker", "one": "one engine, TP = every GPU", "none": "none"}
+BASELINES = {"today": "your engine, as today", "engines": "one engine per PD worker",
+             "one": "one engine, TP = every GPU", "none": "none"}
 
 
 def preset_data(preset: str, rush_values: dict) -> dict:
@@ -21,17 +22,27 @@ def preset_data(preset: str, rush_values: dict) -> dict:
     return data
 
 
+def split_tp(data: dict, num_workers: int) -> int:
+    """Each worker's TP when `num_workers` PD workers split the case's GPUs: the largest TP that SGLang can
+    split the model over and that is at most the case's TP / num_workers (8 GPUs at TP 8, 1 + 1 workers:
+    TP 4 each). With fewer GPUs than workers it is 1, and PD takes more GPUs than the case."""
+    tp = int(data.get("hardware", {}).get("tp_size", 1))
+    name = data.get("model", {}).get("name", "llama-3.1-8b")
+    share = max(1, tp // num_workers)
+    return max(tp_sizes(MODELS[name], share)) if name in MODELS else share
+
+
 def shape(data: dict, policy: str, cap, num_prefill: int, num_decode: int, worker_tp: int = 0) -> Scenario:
     """The case on prefill and decode workers, validated but not checked: a [pd] block of its own (the
     upstream replica), or that of scenarios/ten_oclock_rush_pd.toml with these worker counts, each worker on
-    the case's GPU at `worker_tp` (0: the case's TP)."""
+    the case's GPU at `worker_tp` (0: the case's GPUs split between the workers, `split_tp`)."""
     data = copy.deepcopy(data)
     if "pd" not in data:
         data["pd"] = copy.deepcopy(read_toml("ten_oclock_rush_pd")["pd"])
+        tp = worker_tp or split_tp(data, num_prefill + num_decode)
         for role, count in (("prefill", num_prefill), ("decode", num_decode)):
             data["pd"].setdefault(role, {})["num_workers"] = count
-            if worker_tp:
-                data["pd"][role]["tp_size"] = worker_tp
+            data["pd"][role]["tp_size"] = tp
     data["pd"]["decode_allocation_policy"] = policy
     if cap:
         data["pd"]["decode_kv_cap_per_rank"] = cap
@@ -53,15 +64,21 @@ def checked(data: dict) -> Scenario:
 
 
 def baseline(data: dict, kind: str, pd: Scenario) -> Scenario | None:
-    """The same requests on as many GPUs as `pd` uses, without PD: one engine per PD worker (each at the
-    workers' TP, `engine.dp_size`), or one engine whose TP is every GPU; None for `none`. Checked."""
+    """The same requests without PD: today's engine (the case as it is; on more GPUs when PD uses more, as
+    many copies of it as PD's GPUs hold, dealt round robin: SGLang's --dp-size), one engine per PD worker
+    (each at the workers' TP), or one engine whose TP is every GPU; None for `none`. Checked."""
     if kind == "none":
         return None
     data = copy.deepcopy(data)
     data.pop("pd", None)
     gpus, workers = num_gpus(pd), pd.pd.prefill.num_workers + pd.pd.decode.num_workers
-    data.setdefault("hardware", {})["tp_size"] = gpus // workers if kind == "engines" else gpus
-    data.setdefault("engine", {})["dp_size"] = workers if kind == "engines" else 1
+    hardware, engine = data.setdefault("hardware", {}), data.setdefault("engine", {})
+    if kind == "today":
+        tp = int(hardware.get("tp_size", 1))
+        engine["dp_size"] = max(1, gpus // tp) if gpus % tp == 0 else 1
+    else:
+        hardware["tp_size"] = gpus // workers if kind == "engines" else gpus
+        engine["dp_size"] = workers if kind == "engines" else 1
     return checked(data)
 
 

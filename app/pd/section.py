@@ -18,14 +18,18 @@ import streamlit as st
 from app import compute, state
 from app.charts import views
 from app.charts.frames import RunFrames
+from app.charts.timelines import shared_y_max
 from app.charts.words import never_got_a_token
 from app.pd import params, tables
-from app.pd.presets import BASELINES, baseline, preset_data, shape
+from app.pd.presets import BASELINES, baseline, preset_data, shape, split_tp
+from app.pd.tables import POLICIES
 from app.present import checklist
-from app.story.headline import tradeoff_cards
+from app.present import verdict as verdict_words
+from app.story.headline import headline_cards, tradeoff_cards
 from app.story.tour import PD_CHARTS, focus_marker
 from app.ui.cards import cards_ui
 from app.ui.chart import chart_ui
+from app.ui.exports import pd_numbers_ui
 from app.ui.fold import folded
 from engine_model import (
     STORIES,
@@ -39,7 +43,6 @@ from engine_model import (
     trade_statement,
 )
 
-POLICIES = ("early", "prefill_complete")
 Runner = Callable[[Scenario], tuple[RunFrames, str]]  # a run and the key its charts are cached under
 
 
@@ -73,11 +76,11 @@ def _param(param: str) -> str:
     return key
 
 
-def _settings_ui(story_tp: int) -> tuple[str, int, int, int, int, str]:
+def _settings_ui(data: dict) -> tuple[str, int, int, int, int, str]:
     """Preset, decode KV cap, worker counts, the workers' TP and the comparison without PD. The upstream
     preset fixes its own worker counts and TP: their controls show them, greyed out."""
     row = st.container(horizontal=True, gap="medium", vertical_alignment="bottom")  # wraps when narrow
-    cols = [row.container(width=width) for width in (250, 230, 170, 170, 170, 300)]
+    cols = [row.container(width=width) for width in (250, 230, 170, 170, 190, 280)]
     preset = cols[0].selectbox("Preset", list(params.PRESETS), key=_param(state.PD_PRESET),
                                format_func=params.PRESETS.get)
     own = read_toml("upstream_pd_replica")["pd"].get("decode_kv_cap_per_rank") if preset == "upstream" else 0
@@ -96,30 +99,76 @@ def _settings_ui(story_tp: int) -> tuple[str, int, int, int, int, str]:
                                      help="The upstream replica fixes this count."))
         else:
             counts.append(col.slider(label, 1, params.MAX_WORKERS, key=key))
-    tp = worker_tp_ui(cols[4], story_tp, preset == "upstream", key=_param(state.PD_TP))
+    story_tp = int(data.get("hardware", {}).get("tp_size", 1))
+    tp = worker_tp_ui(cols[4], story_tp, split_tp(data, sum(counts)), preset == "upstream",
+                      key=_param(state.PD_TP))
     base = base_ui(cols[5], key=_param(state.PD_BASE))
     return preset, cap, counts[0], counts[1], tp, base
 
 
-def worker_tp_ui(col, case_tp: int, fixed: bool = False, **widget) -> int:
-    """Each PD worker's TP (0: the case's own): the workers times their TP are PD's GPUs."""
+def worker_tp_ui(col, case_tp: int, split: int, fixed: bool = False, **widget) -> int:
+    """Each PD worker's TP (0: the case's GPUs split between the workers, `split` each): the workers times
+    their TP are PD's GPUs."""
     if fixed:
         return col.selectbox("Worker TP", [params.upstream_tp()], disabled=True,
                              format_func=lambda v: f"TP {v}",
                              help="The upstream replica fixes its workers' TP (with attention DP).")
     return col.selectbox("Worker TP", params.WORKER_TPS,
-                         format_func=lambda v: f"TP {v}" if v else f"the story's (TP {case_tp})",
+                         format_func=lambda v: f"TP {v}" if v else f"split the {case_tp} GPUs: TP {split}",
                          help="Each prefill and decode worker's tensor parallel size: PD uses (prefill + "
-                              "decode workers) × this many GPUs. With the story at TP 8, 1 + 1 workers of "
-                              "TP 4 use the story's 8 GPUs.", **widget)
+                              "decode workers) × this many GPUs. By default the workers split the story's "
+                              "GPUs (TP 8, 1 + 1 workers: TP 4 each), so PD runs on the GPUs you have "
+                              "today.", **widget)
 
 
 def base_ui(col, **widget) -> str:
     """The comparison on the same GPUs without PD."""
     return col.selectbox("Without PD, on the same GPUs", list(BASELINES), format_func=BASELINES.get,
-                         help="The same requests on as many GPUs as the PD rows use: one engine per PD "
-                              "worker behind round-robin dispatch (SGLang's --dp-size, each engine at the "
+                         help="What PD is measured against, on the same requests: your engine as it runs "
+                              "today (on as many GPUs as PD: where PD needs more, as many copies of it, "
+                              "round robin), one engine per PD worker (SGLang's --dp-size, each at the "
                               "workers' TP), or one engine whose TP spans every GPU.", **widget)
+
+
+def section_values() -> dict:
+    """The section's settings as its widgets hold them (seeded from the URL on first use), by URL name."""
+    return {param: st.session_state[_param(param)] for param in state.PD_PARAMS}
+
+
+def today_cards_ui(values: dict, today: RunFrames) -> bool:
+    """With the section shown on the ten o'clock workload, the page's headline cards read today → PD, on
+    the section's own layout and runs (the same cache): one row per policy that can start. Returns whether
+    it drew them (else the page shows its usual before → after)."""
+    section = section_values()
+    if not section[state.PD_ON] or section[state.PD_PRESET] != "rush":
+        return False
+    story = STORIES["ten_oclock_rush"]
+    data = preset_data("rush", values)
+    counts = (section[state.PD_PREFILL_WORKERS], section[state.PD_DECODE_WORKERS])
+    rows, refused, pd = [], [], None
+    for policy in POLICIES:
+        try:
+            pd = shape(data, policy, section[state.PD_CAP], *counts, section[state.PD_TP])
+            check_deployment(pd)
+            rows.append((policy, compute.run_scenario(pd)))
+        except InputError:
+            refused.append(policy)
+    if pd is None:
+        return False
+    try:
+        same = baseline(data, "today", pd)
+        base = today if same.engine.dp_size == 1 else compute.run_scenario(same)
+    except InputError:
+        return False
+    st.markdown(f"#### Today → PD on the same GPUs ({tables.deployment(pd)})")
+    st.caption("The PD section below is on: these cards read your engine today "
+               f"({tables.layout(same)}) → PD on the same requests; the section says why each moves.")
+    for policy, run in rows:
+        cards_ui(headline_cards(story, base, run), f"##### PD, {policy}")
+    for policy in refused:
+        st.caption(f"PD under {policy} cannot start on this layout: the section below says why and names "
+                   "the fix.")
+    return True
 
 
 def deferred_allocation_ui(rush_values: dict | None = None, single: RunFrames | None = None) -> dict:
@@ -135,7 +184,7 @@ def deferred_allocation_ui(rush_values: dict | None = None, single: RunFrames | 
         return {}
     values = rush_values or story.defaults
     scenario = story.scenario(values)
-    preset, cap, num_prefill, num_decode, tp, base = _settings_ui(scenario.hardware.tp_size)
+    preset, cap, num_prefill, num_decode, tp, base = _settings_ui(preset_data("rush", values))
     mine = (scenario, single) if preset == "rush" and single is not None else None
     case = Case(preset_data(preset, values), preset=preset, story=mine,
                 group=story.stream_group if preset == "rush" else "short")
@@ -145,9 +194,9 @@ def deferred_allocation_ui(rush_values: dict | None = None, single: RunFrames | 
 
 def compare_ui(case: Case, cap: int, num_prefill: int, num_decode: int, base: str,
                worker_tp: int = 0) -> None:
-    """PD under both policies beside the same requests without PD on the same GPUs: what runs, the trade,
-    the table, the charts, the phases and the checklist. A policy that cannot run says why and hides
-    nothing that can: the engines on the same GPUs and the other policy stay."""
+    """PD under both policies beside the same requests without PD on the same GPUs: the verdict against
+    today, what runs, the trade, the table, the charts, the phases and the checklist. A policy that cannot
+    run says why and hides nothing that can: the engines on the same GPUs and the other policy stay."""
     scenarios, runs, refused = {}, {}, {}
     for policy in POLICIES:
         try:
@@ -158,22 +207,55 @@ def compare_ui(case: Case, cap: int, num_prefill: int, num_decode: int, base: st
             refused[policy] = err
         except Exception as err:  # the PD model is new; never let it take the page down
             refused[policy] = InputError(type(err).__name__, str(err))
-    _refused_ui(refused)
     pd = scenarios.get("early", scenarios.get("prefill_complete"))
     if pd is None:
+        _refused_ui(refused)
         return
     without = _baseline(case, base, pd)
     frames = {policy: run for policy, (run, _) in runs.items()}
+    fixed = _fixed(case, scenarios, refused) if without is not None else {}
+    if without is not None:
+        verdict_ui(*tables.verdicts(pd, frames, {p: e.problem for p, e in refused.items()}, without, fixed))
+    _refused_ui(refused)
     _what_runs_ui(case, pd, frames.get("early"), without)
     if len(frames) == 2:
         _tradeoff_ui(frames, case, tables.deployment(scenarios["early"]))
-    _policy_table_ui(case, scenarios, frames, without, cap)
+    _policy_table_ui(case, scenarios, frames, without, cap, fixed)
     if runs:
         _charts_ui(case, runs)
         _phase_table_ui(frames, num_gpus(pd))
     same = next(iter(frames.values()), without[2] if without else case.story and case.story[1])
     checklist_ui(checklist.of_runs(scenarios.get("prefill_complete", pd), frames.get("early"),
-                                   frames.get("prefill_complete"), same))
+                                   frames.get("prefill_complete"), same, without and without[2]))
+
+
+def _fixed(case: Case, scenarios: dict, refused: dict) -> dict:
+    """Each refused policy on its refusal's first fix that keeps the policy and the GPUs (e.g. TP 1 workers on
+    the same GPUs for prefill_complete), run: policy -> (scenario, run); a fix that changes either, or cannot
+    run, is left out (the verdict compares on the same GPUs)."""
+    out = {}
+    for policy, err in refused.items():
+        if policy not in scenarios:
+            continue
+        shaped = scenarios[policy]
+        fix = next((f for f in getattr(err, "fixes", ())
+                    if not any(key.endswith("decode_allocation_policy") for key, _ in f.settings)
+                    and num_gpus(f.apply(shaped)) == num_gpus(shaped)), None)
+        if fix is None:
+            continue
+        try:
+            scenario = fix.apply(shaped)
+            check_deployment(scenario)
+            out[policy] = scenario, case.run(scenario)[0]
+        except InputError:
+            continue
+    return out
+
+
+def verdict_ui(against: verdict_words.Against, verdicts: list) -> None:
+    """The section's lead: each policy against today on the same GPUs, both waits per prompt length."""
+    with st.container(border=True):
+        st.markdown("\n\n".join(verdict_words.lines(against, verdicts)))
 
 
 def _refused_ui(refused: dict[str, InputError]) -> None:
@@ -188,19 +270,26 @@ def _refused_ui(refused: dict[str, InputError]) -> None:
 
 
 def _baseline(case: Case, base: str, pd: Scenario) -> tuple[str, Scenario, RunFrames] | None:
-    """(label, scenario, run) of the same requests on PD's GPUs without PD; None when not asked or refused."""
+    """(label, scenario, run) of the same requests on PD's GPUs without PD; None when not asked or refused.
+    Today's engine on the GPUs PD uses is the page's own run (`case.story`), not run again."""
     try:
         scenario = baseline(case.data, base, pd)
         if scenario is None:
             return None
-        run, _ = case.run(scenario)
+        if base == "today" and case.story is not None and scenario.engine.dp_size == 1:
+            scenario, run = case.story
+        else:
+            run, _ = case.run(scenario)
     except InputError as err:
         st.warning(f"**Without PD on the same GPUs ({BASELINES[base]}) cannot run:** `{err.where}`: "
                    f"{err.problem}", icon=":material/block:")
         return None
-    k = scenario.engine.dp_size
-    label = f"{k} engines, round robin" if k > 1 else f"one engine, TP {scenario.hardware.tp_size}"
-    return label, scenario, run
+    return tables.baseline_label(base, scenario, case.preset != "upstream"), scenario, run
+
+
+def _is_story(case: Case, without) -> bool:
+    """Whether the comparison without PD is the page's own run (today's engine on the same GPUs)."""
+    return without is not None and case.story is not None and without[1] is case.story[0]
 
 
 def _what_runs_ui(case: Case, pd: Scenario, run: RunFrames | None, without) -> None:
@@ -210,7 +299,7 @@ def _what_runs_ui(case: Case, pd: Scenario, run: RunFrames | None, without) -> N
     if without is not None:
         label, scenario, base_run = without
         lines.append(f"- **{label}**: {tables.what_runs(scenario, base_run)}")
-    if case.story is not None:
+    if case.story is not None and not _is_story(case, without):
         lines.append(f"- **the story's engine** (above): {tables.what_runs(*case.story)}")
     elif case.preset == "upstream":
         lines.append("- The story above runs other hardware: these rows are the upstream replica's.")
@@ -255,11 +344,12 @@ def _charts_ui(case: Case, runs: dict) -> None:
         if not is_open:
             return
         end = max(run.end_at for run, _ in runs.values())
+        y_max = shared_y_max([run.kv for run, _ in runs.values()])  # the two sides on one scale
         columns = st.columns(2)
         for col, (policy, (run, key)) in zip(columns, runs.items(), strict=False):
-            with col:  # specs shared by every session under (run, end): app.ui.chart
-                for view in views.pd_views(run, policy, end):
-                    chart_ui(case.page, *view, cache_key=(key, end))
+            with col:  # specs shared by every session under (run, end, y_max): app.ui.chart
+                for view in views.pd_views(run, policy, end, y_max):
+                    chart_ui(case.page, *view, cache_key=(key, end, tuple(sorted(y_max.items()))))
 
 
 def _params(on, preset, cap, num_prefill, num_decode, tp, base) -> dict:
@@ -281,21 +371,25 @@ def _phase_table_ui(runs: dict, gpus: int) -> None:
                "before its prefill ends).")
 
 
-def _policy_table_ui(case: Case, scenarios: dict, runs: dict, without, cap: int = 0) -> None:
+def _policy_table_ui(case: Case, scenarios: dict, runs: dict, without, cap: int = 0,
+                     fixed: dict | None = None) -> None:
     """TTFT and ITL by prompt-length bucket, and throughput: the story's engine, the same GPUs without PD,
-    then PD under each policy; every row with its GPUs."""
+    then PD under each policy (a refused one on its fix, where it ran: `fixed`); every row with its GPUs."""
     arms = {}
-    if case.story is not None:
+    if case.story is not None and not _is_story(case, without):
         arms["the story's engine"] = case.story
     if without is not None:
         arms[without[0]] = without[1:]
     arms |= {f"PD, {p}": (scenarios[p], run) for p, run in runs.items()}
-    st.dataframe(tables.policy_table(arms), hide_index=True, width="stretch")
+    shown = arms | {f"PD, {p} with the fix": pair for p, pair in (fixed or {}).items()}
+    st.dataframe(tables.policy_table(shown), hide_index=True, width="stretch")
+    pd_numbers_ui(case.page, arms, runs)  # the cards and this table as an image; the PD charts' export note
     extra = f" — it never fit the {cap:,}-token decode cap" if cap else ""
     for sentence in dict.fromkeys(s for run in runs.values() for s in never_got_a_token(run.requests, extra)):
         st.caption(sentence)
-    st.caption("These rows are the model's, on this case, over every request. GPUs: what each deployment "
-               "uses (what runs, above).")
+    counted = next((run.summary.population for _, run in arms.values()), "every request")
+    st.caption(f"These rows are the model's, on this case, over {counted} (the cards and the verdict count "
+               "the same). GPUs: what each deployment uses (what runs, above).")
 
 
 def checklist_ui(checks: list) -> None:

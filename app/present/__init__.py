@@ -13,16 +13,16 @@ No Streamlit here: the CLI (`who-waits figure`, .cli) and the tests import it as
 from __future__ import annotations
 
 from app.present import epub
-from app.present.grid import _run, run_grid
+from app.present.grid import _run, apply_sets, run_grid
 from app.present.page import Figure, figure_html, story_figure
 from app.present.pd import KEYS as PD_KEYS
-from app.present.pd import pd_figure
+from app.present.pd import layout_setting, pd_figure
 from app.present.settings import deployment_line
 from app.present.slides import Slide, slides_zip, step_slide, tour_slides, write_slides
 from engine_model import STORIES, InputError, Story
 
-__all__ = ["FIGURES", "Slide", "figure_epub", "figure_of", "figure_page", "pd_page", "slides_zip", "story_of",
-           "story_page", "story_slides", "write_slides"]
+__all__ = ["FIGURES", "Slide", "figure_epub", "figure_of", "figure_page", "page_values", "pd_options",
+           "pd_page", "slides_zip", "story_of", "story_page", "story_slides", "write_slides"]
 
 FIGURES = (*STORIES, *PD_KEYS)  # what `figure` takes: a story, or a PD preset (the PD figure opens on it)
 
@@ -52,20 +52,56 @@ def story_page(key: str, vary: tuple[str, ...] | None = None, start: dict | None
     return figure_html(story_figure_of(key, vary, start, sets, runs), bare, bundle)
 
 
-def pd_figure_of(key: str = "ten_oclock_rush_pd", runs=None) -> Figure:
-    """The PD figure, opening on the workload and deployment of PD preset `key`."""
+def pd_figure_of(key: str = "ten_oclock_rush_pd", runs=None, values: dict | None = None,
+                 layout: dict | None = None) -> Figure:
+    """The PD figure, opening on the workload and deployment of PD preset `key` (or on the workload the
+    layout's `preset` names), the ten o'clock workload on the page's `values` split as `layout` says
+    (app.present.pd)."""
     if key not in PD_KEYS:
         raise InputError("figure", f"unknown PD preset {key!r}; expected one of {', '.join(PD_KEYS)}")
-    return pd_figure(*PD_KEYS[key], runs=runs)
+    workload, arm = PD_KEYS[key]
+    return pd_figure((layout or {}).get("preset", workload), arm, runs, values, layout)
 
 
-def pd_page(key: str = "ten_oclock_rush_pd", bare: bool = False, bundle: str | None = None, runs=None) -> str:
-    return figure_html(pd_figure_of(key, runs), bare, bundle)
+def pd_page(key: str = "ten_oclock_rush_pd", bare: bool = False, bundle: str | None = None, runs=None,
+            values: dict | None = None, layout: dict | None = None) -> str:
+    return figure_html(pd_figure_of(key, runs, values, layout), bare, bundle)
+
+
+def pd_options(sets: tuple[str, ...] = ()) -> dict:
+    """`--set` for the PD figure: the ten o'clock page's controls (model=llama-3.1-70b, tp=8, or the scenario
+    keys they write: model.name=…, hardware.tp_size=…) and its PD section's layout (pworkers=, dworkers=,
+    wtp=, cap=, base=, preset=). {"values", "layout"}: `pd_figure_of`'s options."""
+    layout, rest = {}, []
+    for item in sets:
+        found = layout_setting(item)
+        if found is None:
+            rest.append(item)
+        else:
+            layout[found[0]] = found[1]
+    return {"values": page_values("ten_oclock_rush", tuple(rest), "the PD section's layout (pworkers, "
+                                                                  "dworkers, wtp, cap, base, preset)"),
+            "layout": layout}
+
+
+def page_values(key: str, sets: tuple[str, ...], also: str = "") -> dict:
+    """A story page's control values from `--set` (a control as the URL writes it, or a scenario key one
+    control writes), over the story's defaults. A key no control writes is refused: the slides and the PD
+    figure run what the page runs."""
+    story = story_of(key)
+    values, held = apply_sets(story, story.defaults, sets)
+    if held:
+        controls = ", ".join(c.key for c in story.controls if c.where in ("main", "more"))
+        raise InputError(f"--set {held[0].split('=', 1)[0]}",
+                         f"no control of {key} writes it; here --set takes the page's controls ({controls}, "
+                         "or the scenario keys they write: model.name, hardware.tp_size, ...)"
+                         + (f" and {also}" if also else ""))
+    return values
 
 
 def figure_of(key: str, **options) -> Figure:
-    """A story's figure, or the PD figure for a PD preset (which takes no options)."""
-    return pd_figure_of(key) if key in PD_KEYS else story_figure_of(key, **options)
+    """A story's figure, or the PD figure for a PD preset (options: `values`, `layout`)."""
+    return pd_figure_of(key, **options) if key in PD_KEYS else story_figure_of(key, **options)
 
 
 def figure_page(key: str, bare: bool = False, bundle: str | None = None, **options) -> str:
@@ -78,10 +114,12 @@ def figure_epub(key: str, bundle: str | None = None, **options) -> bytes:
     return epub.book(figure_of(key, **options), bundle)
 
 
-def story_slides(key: str, runs=None) -> list[Slide]:
-    """One slide per tour step of a story (the PD presets: the ten o'clock rush's PD steps)."""
+def story_slides(key: str, runs=None, values: dict | None = None) -> list[Slide]:
+    """One slide per tour step of a story (the PD presets: the ten o'clock rush's PD steps). `values`: the
+    page's control values, whose deployment every step keeps as the app's tour keeps it (None: the story's
+    defaults)."""
     if key in PD_KEYS:
         story = STORIES["ten_oclock_rush"]
-        return [step_slide(story, i, step, runs or _run) for i, step in enumerate(story.tour, 1)
+        return [step_slide(story, i, step, runs or _run, values) for i, step in enumerate(story.tour, 1)
                 if step.focus == "pd"]
-    return tour_slides(story_of(key), runs or _run)
+    return tour_slides(story_of(key), runs or _run, values)

@@ -15,14 +15,16 @@ QUESTIONS = {
     "mix": "(a) Long prompts carry much of the work",
     "waits": "(b) prefill_complete lowers a first token without raising the gaps, per prompt length",
     "headroom": "(c) Decode KV is scarce under early (the case the policy targets)",
-    "version": "(d) Every worker on a release with prefill_complete, upgraded with early in place first",
-    "backend": "(d) Transfer backend Mooncake (its TCP mode included)",
-    "registry": "(d) The Python bootstrap registry, not the Rust server's",
-    "attention": "(d) Attention TP, CP and PP of one per rank",
-    "decode_cache": "(d) No decode radix cache, no decode HiCache",
-    "staging": "(d) No staging buffers",
-    "kv_pool": "(d) A full-attention or DSA KV pool (no hybrid SWA or Mamba state)",
-    "same_policy": "(d) Both roles on the same policy",
+    "version": "(d1) Every worker on a release with prefill_complete, upgraded with early in place first",
+    "backend": "(d2) Transfer backend Mooncake (its TCP mode included)",
+    "registry": "(d3) The Python bootstrap registry, not the Rust server's",
+    "attention": "(d4) Attention TP, CP and PP of one per rank",
+    "decode_cache": "(d5) No decode radix cache, no decode HiCache",
+    "staging": "(d6) No staging buffers",
+    "kv_pool": "(d7) A full-attention or DSA KV pool (no hybrid SWA or Mamba state)",
+    "same_policy": "(d8) Both roles on the same policy",
+    "today": "(e) Compared with today: PD is no worse than your engine on the same GPUs, on either wait, "
+             "for any prompt length",
 }
 NAMES = {  # a setting as the person would look for it
     "version": "SGLang version", "backend": "--disaggregation-transfer-backend",
@@ -96,13 +98,22 @@ def _headroom(f: dict) -> str:
     workers = f["num_decode_workers"]
     return (f"decode KV reserved but idle {fmt_token_s(f['reserved_idle_token_s'])} token·s, "
             f"{fmt_share(f['reserved_idle_share'])} of {f['decode_pool_tokens']:,} tokens of decode pool "
-            f"({workers} decode worker{'s' if workers > 1 else ''}) over the run; a request waited "
-            f"{fmt_seconds(f['wait_for_kv_s'])} for decode KV on average, beside a mean first token of "
+            f"({workers} decode worker{'s' if workers > 1 else ''}) over the run; over every request, the "
+            f"mean wait for decode KV was {fmt_seconds(f['wait_for_kv_s'])}, beside a mean first token of "
             f"{fmt_seconds(f['ttft_mean_s'])}; passes from {fmt_share(f['at_least'])} of it (our threshold)")
 
 
+def _today(f: dict) -> str:
+    parts = [f"{bucket_words(label)} ({b['num_requests']:,}): first token p95 "
+             f"{fmt_seconds(b['ttft_p95'][1])} vs {fmt_seconds(b['ttft_p95'][0])} today, longest pause "
+             f"{fmt_seconds(b['longest_gap'][1])} vs {fmt_seconds(b['longest_gap'][0])}"
+             for label, b in f["buckets"].items()]
+    return (f"PD under {f['policy']}: " + "; ".join(parts)
+            + "; within 5 % reads as the same (our threshold)")
+
+
 UNKNOWN = {"mix": "no requests to read", "waits": "not run under both policies",
-           "headroom": "not run under early"}
+           "headroom": "not run under early", "today": "PD or today's engine not run on these requests"}
 
 
 def behind(check: Check) -> str:
@@ -111,7 +122,7 @@ def behind(check: Check) -> str:
         return _settings(check)
     if not check.facts:
         return UNKNOWN[check.key]
-    return {"mix": _mix, "waits": _waits, "headroom": _headroom}[check.key](check.facts)
+    return {"mix": _mix, "waits": _waits, "headroom": _headroom, "today": _today}[check.key](check.facts)
 
 
 def rows(checks: list[Check]) -> list[list[str]]:
@@ -136,10 +147,12 @@ def requests_mix(run, long_threshold: int):
     return mix_of(frame["prompt_len"], frame["output_len"], frame["arrival_at"], long_threshold)
 
 
-def of_runs(pd_scenario, early, late, same=None) -> list[Check]:
-    """The checklist of a PD case: the mix of its requests (long from the first prompt-length bucket edge),
-    both policies' runs (None where a policy could not run; `same`: another run of the same requests, for
-    the mix when neither ran), the scenario's settings and SGLang's refusal of its attention TP."""
-    any_run = next((run for run in (early, late, same) if run is not None), None)
-    mix = requests_mix(any_run, pd_scenario.metrics.bucket_edges[0]) if any_run is not None else None
-    return scenario_checklist(pd_scenario, mix, early and early.summary, late and late.summary)
+def of_runs(pd_scenario, early, late, same=None, today=None) -> list[Check]:
+    """The checklist of a PD case: the mix of its requests (long from the top prompt-length bucket's edge,
+    the buckets (b) and (e) read), both policies' runs (None where a policy could not run; `same`: another
+    run of the same requests, for the mix when neither ran), the scenario's settings, SGLang's refusal of
+    its attention TP, and today's engine(s) on the same GPUs (`today`, for (e))."""
+    any_run = next((run for run in (early, late, same, today) if run is not None), None)
+    mix = requests_mix(any_run, pd_scenario.metrics.bucket_edges[-1]) if any_run is not None else None
+    return scenario_checklist(pd_scenario, mix, early and early.summary, late and late.summary,
+                              today and today.summary)

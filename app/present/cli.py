@@ -4,7 +4,12 @@ draws and so lives here, in the presentation layer (`python -m app.present figur
     who-waits figure forty_replies --set engine.enable_mixed_chunk=true --out forty.html
     who-waits figure forty_replies --vary mixed,chunk --slides deck/
     who-waits figure upstream_pd_replica --out pd.html
+    who-waits figure ten_oclock_rush_pd --set model=llama-3.1-70b --set tp=8 --set pworkers=2 --out pd.html
+    who-waits figure ten_oclock_rush --slides deck/ --set model.name=llama-3.1-70b --set hardware.tp_size=8
     who-waits figure forty_replies --epub forty.epub
+
+The slides and the PD figure run what the page runs: their `--set` takes the page's controls (as its URL
+writes them, or the scenario keys they write), and the PD figure also the PD section's layout.
 """
 
 from __future__ import annotations
@@ -13,7 +18,16 @@ import argparse
 import sys
 from pathlib import Path
 
-from app.present import FIGURES, figure_epub, figure_page, story_of, story_slides, write_slides
+from app.present import (
+    FIGURES,
+    figure_epub,
+    figure_page,
+    page_values,
+    pd_options,
+    story_of,
+    story_slides,
+    write_slides,
+)
 from app.present.layout import PRINT, SCREEN
 from app.present.pd import KEYS as PD_KEYS
 from app.present.slides import FORMATS
@@ -38,8 +52,11 @@ def parser() -> argparse.ArgumentParser:
                         "narration goes to the notes, to be set as the figure's caption")
     p.add_argument("--set", action="append", default=[], metavar="key=value",
                    help="where the page opens and what every run holds: a control as the app's URL writes it "
-                        "(mixed=1, chunk=2048) or a scenario key (engine.enable_mixed_chunk=true, "
-                        "hardware.gpu=h200); repeat it for more")
+                        "(mixed=1, chunk=2048, model=llama-3.1-70b, tp=8) or a scenario key "
+                        "(engine.enable_mixed_chunk=true, hardware.gpu=h200); repeat it for more. The slides "
+                        "keep the deployment it sets (GPU, model, TP, precision, seed), as the app's tour "
+                        "does. The PD figures also take the PD section's layout (pworkers=2, dworkers=1, "
+                        "wtp=4, cap=163840, base=one, preset=upstream)")
     p.add_argument("--vary", metavar="a,b",
                    help="the controls a reader flips (e.g. mixed,chunk); default: the story's own choice")
     p.add_argument("--bare", action="store_true",
@@ -60,16 +77,17 @@ def figure(argv: list[str]) -> int:
     if args.for_print and not args.slides:
         raise InputError("--print", "sizes the slides for print; give --slides DIR too")
     vary = tuple(v.strip() for v in args.vary.split(",") if v.strip()) if args.vary else None
-    if args.story in PD_KEYS and (args.set or vary):
-        raise InputError("--set" if args.set else "--vary",
-                         "the PD figure has its own settings (workload and deployment); it takes neither "
-                         "--set nor --vary")
-    options = {} if args.story in PD_KEYS else {"vary": vary, "sets": tuple(args.set)}
+    if args.story in PD_KEYS and vary:
+        raise InputError("--vary", "the PD figure switches between its workloads and deployments; it takes "
+                                   "no --vary (--set sets the deployment and the PD layout)")
+    sets = tuple(args.set)
+    options = pd_options(sets) if args.story in PD_KEYS else {"vary": vary, "sets": sets}
     flag = "--slides"
     try:
         if args.slides:
             preset = PRINT if args.for_print else SCREEN
-            paths = write_slides(story_slides(args.story), Path(args.slides), formats, preset)
+            values = options["values"] if args.story in PD_KEYS else page_values(args.story, sets)
+            paths = write_slides(story_slides(args.story, values=values), Path(args.slides), formats, preset)
             size = "6 x 3.375 in" if args.for_print else "1920x1080"
             print(f"wrote {len(paths)} files to {args.slides}: one {size} slide per tour step "
                   f"({', '.join(formats)}) and its speaker notes (.md)")

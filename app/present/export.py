@@ -22,9 +22,11 @@ EXPORT_WIDTH = 960
 LINE_CHARS = 150  # a subtitle line's characters at 12 px: about an export's width
 
 
-def scenario_toml(scenario: Scenario) -> str:
-    """The scenario as TOML (None values dropped; TOML has no null)."""
-    return tomli_w.dumps(_drop_none(scenario.model_dump(mode="json")))
+def scenario_toml(scenario: Scenario, about: str = "") -> str:
+    """The scenario as TOML (None values dropped; TOML has no null), `about` on top as comment lines (what
+    runs, in words, and how to run it)."""
+    head = "".join(f"# {line}\n" for line in about.splitlines())
+    return head + ("\n" if head else "") + tomli_w.dumps(_drop_none(scenario.model_dump(mode="json")))
 
 
 def _drop_none(value):
@@ -98,6 +100,42 @@ def stacked_spec(parts: list[tuple[dict, str]], title: str, lines: tuple[str, ..
     image's title and lines."""
     out = joined(parts, EXPORT_WIDTH, how="vconcat")
     return {**out, "title": title_block(title, lines), "background": "white", "padding": 16}
+
+
+# -- tables as an image -------------------------------------------------------------------------------
+ROW_PX, CHAR_PX, COLUMN_GAP_PX = 20, 6.8, 18  # a table row, a character at 12 px, the room between columns
+
+
+Block = tuple[str, list[str], list[list[str]]]  # a table's heading, its head and its rows
+
+
+def tables_spec(title: str, lines: tuple[str, ...], blocks: list[Block]) -> dict:
+    """Tables as one image, titled as an exported chart is (`title_block`): each block (heading, head,
+    rows) a grid of text, its head bold over a rule, each column as wide as its longest text."""
+    views = [_table_view(*block) for block in blocks]
+    return {"vconcat": views, "spacing": 24, "title": title_block(title, lines), "background": "white",
+            "padding": 16,
+            "config": {"view": {"stroke": None}, "text": {"fontSize": 12}}}
+
+
+def _table_view(heading: str, head: list[str], rows: list[list[str]]) -> dict:
+    widths = [round(max(len(str(r[i])) for r in [head, *rows]) * CHAR_PX) + COLUMN_GAP_PX
+              for i in range(len(head))]
+    lefts = [sum(widths[:i]) for i in range(len(widths))]
+    cells = [{"x": lefts[c], "y": r * ROW_PX + (4 if r else 0), "text": str(v), "head": r == 0}
+             for r, row in enumerate([head, *rows]) for c, v in enumerate(row)]
+    at = {"x": {"field": "x", "type": "quantitative", "scale": None, "axis": None},
+          "y": {"field": "y", "type": "quantitative", "scale": None, "axis": None},
+          "text": {"field": "text"}}
+    mark = {"type": "text", "align": "left", "baseline": "top", "color": "#222222"}
+    return {"title": {"text": heading, "anchor": "start", "fontSize": 13}, "data": {"values": cells},
+            "width": sum(widths), "height": ROW_PX * (len(rows) + 1) + 4,
+            "layer": [{"transform": [{"filter": "datum.head"}], "mark": {**mark, "fontWeight": "bold"},
+                       "encoding": at},
+                      {"transform": [{"filter": "!datum.head"}], "mark": mark, "encoding": at},
+                      {"data": {"values": [{"y": ROW_PX - 2}]},
+                       "mark": {"type": "rule", "color": "#999999"},
+                       "encoding": {"y": at["y"], "x": {"value": 0}, "x2": {"value": sum(widths)}}}]}
 
 
 def joined(parts: list[tuple[dict, str]], width: int, how: str = "hconcat") -> dict:

@@ -5,6 +5,11 @@ settings — plus speaker notes in Markdown.
 A slide is one Vega-Lite spec (a column of views: text, the app's chart, text), so the chart is the app's and
 text never overlaps it; it is rendered by vl-convert as SVG (text stays text), PNG and PDF. A PD step shows
 the two deployments the step compares, side by side.
+
+The slides keep the page's deployment as the app's tour does (app.story.tour._apply_step): a step sets its
+own settings and puts SGLang's flags and the story's workload back to their defaults, and keeps the GPU,
+model, TP, precision, seed and any edited figure the page has. Every settings line names the model on its
+GPUs; a step on the upstream replica names the replica's own deployment, and only that.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from pypdf import PdfReader, PdfWriter
 from app.charts import views
 from app.charts.frames import RunFrames
 from app.pd import tables
+from app.pd.narration import step_words
 from app.pd.presets import pd_scenario
 from app.present.export import export_spec, joined, small_png
 from app.present.fmt import fmt_seconds
@@ -37,8 +43,8 @@ from app.present.layout import (
     with_lanes,
 )
 from app.present.numbers import card, fmt_rate, headline_rows, narrate
-from app.present.settings import settings_words
-from engine_model import STORIES, Story, TourStep, num_gpus
+from app.present.settings import model_words, run_settings
+from engine_model import STORIES, InputError, Story, TourStep, num_gpus
 
 FOCUS = {"passes": "passes", "kv": "kv", "queue": "queue"}  # a step's focus -> the chart it shows
 
@@ -52,6 +58,7 @@ class Slide:
     settings: str
     chart: dict  # the chart's Vega-Lite spec, datasets included
     chart_title: str
+    compared: str = "SGLang's defaults → this step"  # what the numbers set side by side
 
     def spec(self, preset: Preset = SCREEN, slack: tuple[int, int] = (0, 0)) -> dict:
         """The whole slide as one Vega-Lite spec, every text wrapped to the slide, the chart in the room the
@@ -74,7 +81,7 @@ class Slide:
 
     def notes(self) -> str:
         """Speaker notes: what to say, the numbers, what the chart shows, the settings."""
-        return (f"# {self.title}\n\n{self.caption}\n\n**Numbers** (SGLang's defaults → this step): "
+        return (f"# {self.title}\n\n{self.caption}\n\n**Numbers** ({self.compared}): "
                 f"{self.numbers}\n\n**On screen:** {self.chart_title}.\n\n{self.settings}\n")
 
 
@@ -83,26 +90,36 @@ class Slide:
 Runs = Callable[[object], RunFrames]  # a scenario -> its run (a cache in the app, a dict in the CLI)
 
 
-def step_values(story: Story, step: TourStep) -> dict:
-    """The controls as the app sets them for a step: its settings, every other control at its default."""
-    return {**story.defaults, **step.settings}
+def step_values(story: Story, step: TourStep, values: dict | None = None) -> dict:
+    """The controls as the app's tour sets them for a step (app.story.tour._apply_step): the step's settings,
+    every flag and every control of the story's own row at its default, and the rest — GPU, model, TP,
+    precision, seed, the GPU's and model's figures, the cost figures — as on the page (`values`; None: the
+    story's defaults)."""
+    page = {**story.defaults, **(values or {})}
+    return {c.key: step.settings.get(c.key, c.default)
+            if c.is_flag or c.key in step.settings or c.where == "main" else page[c.key]
+            for c in story.controls}
 
 
-def tour_slides(story: Story, runs: Runs) -> list[Slide]:
-    return [step_slide(story, i, step, runs) for i, step in enumerate(story.tour, 1)]
+def tour_slides(story: Story, runs: Runs, values: dict | None = None) -> list[Slide]:
+    return [step_slide(story, i, step, runs, values) for i, step in enumerate(story.tour, 1)]
 
 
-def step_slide(story: Story, i: int, step: TourStep, runs: Runs) -> Slide:
-    values = step_values(story, step)
+def step_slide(story: Story, i: int, step: TourStep, runs: Runs, page: dict | None = None) -> Slide:
+    values = step_values(story, step, page)
     now = runs(story.scenario(values))
     base = runs(story.scenario(story.baseline_values(values)))
     caption = narrate(step.say, story, base, now)
-    settings = "Settings: " + settings_words(list(story.controls), values,
-                                             now.summary.config["resolved"]["chunked_prefill_size"]) + "."
+    settings = "Settings: " + " · ".join(run_settings(story, values, now.summary.config)) + "."
     name = f"{story.key}-{i:02d}"
     if step.focus == "pd":
-        chart, chart_title, numbers, where = pd_pair(values, step.section.get("preset", "rush"), runs)
-        return Slide(name, f"{i}. {step.title}", numbers, caption, f"{settings} {where}", chart, chart_title)
+        preset = step.section.get("preset", "rush")
+        caption = f"{caption} {step_words(preset, values, runs)}".strip()  # as the app's tour says it
+        chart, chart_title, numbers, where = pd_pair(values, preset, runs)
+        if preset != "rush":  # another deployment: its own words, not the page's
+            settings = ""
+        return Slide(name, f"{i}. {step.title}", numbers, caption, f"{settings} {where}".strip(), chart,
+                     chart_title, "left → right")
     rows = headline_rows(story, now, base)[:2]
     numbers = "   ·   ".join(f"{h.label}: {h.card}" for h in rows)
     view = _view(story, step, now)
@@ -117,19 +134,33 @@ def _view(story: Story, step: TourStep, run: RunFrames) -> views.View:
     return views.story_view(run, FOCUS.get(step.focus, "tokens"))
 
 
+# The PD section as a tour step sets it (the tour puts it back to app.pd.params.DEFAULTS): the preset's decode
+# KV cap, one prefill and one decode worker, the workers splitting the story's GPUs.
+PD_LAYOUT = (0, 1, 1)
+
+
 def pd_pair(values: dict, preset: str, runs: Runs) -> tuple[dict, str, str, str]:
-    """The two deployments a PD step compares: on the ten o'clock workload, one engine vs PD (`early`, as
-    SGLang defaults); on the upstream replica, `early` vs `prefill_complete`. (chart, its title, the numbers
-    left -> right, the deployments in words)."""
-    pd = pd_scenario(preset, values, "early", 0, 1, 1)
-    early, on = runs(pd), f"{num_gpus(pd)} GPUs"
+    """The two deployments a PD step compares: on the ten o'clock workload (the page's deployment), one
+    engine vs PD (`early`, as SGLang defaults); on the upstream replica (its own deployment), `early` vs
+    `prefill_complete`. (chart, its title, the numbers left -> right, the deployments in words)."""
     if preset == "rush":
         one = STORIES["ten_oclock_rush"].scenario(values)
-        left, right = runs(one), early
-        names = (f"one engine ({num_gpus(one)} GPU{'s' if num_gpus(one) > 1 else ''})", f"PD, early ({on})")
+        try:
+            pd = pd_scenario(preset, values, "early", *PD_LAYOUT)
+        except InputError as err:  # PD cannot run on this deployment: the one engine, and why
+            return _refused_pd(one, runs(one), err)
+        left, right = runs(one), runs(pd)
+        names = (f"one engine ({_gpus(one)})", f"PD, early ({_gpus(pd)})")
+        where = (f"Left: {tables.deployment(one)}; right: PD, early, {tables.deployment(pd)} (the ten "
+                 f"o'clock workload on {model_words(one)}, same requests and seed).")
     else:
-        left, right = early, runs(pd_scenario(preset, values, "prefill_complete", 0, 1, 1))
-        names = (f"PD, early ({on})", f"PD, prefill_complete ({on})")
+        pd = pd_scenario(preset, values, "early", *PD_LAYOUT)
+        left, right = runs(pd), runs(pd_scenario(preset, values, "prefill_complete", *PD_LAYOUT))
+        names = (f"PD, early ({_gpus(pd)})", f"PD, prefill_complete ({_gpus(pd)})")
+        cap = pd.pd.decode_kv_cap_per_rank
+        where = (f"The upstream test replica's own deployment: {model_words(pd)}, {tables.deployment(pd)}"
+                 + (f"; decode KV capped at {cap:,} tokens per rank" if cap else "")
+                 + ". Left: PD, early; right: PD, prefill_complete (same requests and seed).")
     end = max(left.end_at, right.end_at)
     chart_id = "passes" if preset == "rush" else "kv-decode"
     parts = [(with_lanes(_pd_chart(run, name, end, chart_id), len(run.lanes)), name)
@@ -138,10 +169,22 @@ def pd_pair(values: dict, preset: str, runs: Runs) -> tuple[dict, str, str, str]
     rows = tables.tradeoff(left, right)
     numbers = "   ·   ".join(f"{r['label']}: {_pair(r['early'], r['prefill_complete'], r['unit'])}"
                                for r in rows)
-    workload = "the ten o'clock workload" if preset == "rush" else "the upstream test replica"
-    where = f"Left: {names[0]}; right: {names[1]} ({workload}, same requests and seed)."
     title = "Pass timeline per worker" if chart_id == "passes" else "Decode KV: in use and reserved"
     return chart, title, f"{names[0]} → {names[1]}: {numbers}", where
+
+
+def _gpus(scenario) -> str:
+    n = num_gpus(scenario)
+    return f"{n} GPU{'s' if n > 1 else ''}"
+
+
+def _refused_pd(one, run: RunFrames, err: InputError) -> tuple[dict, str, str, str]:
+    """A PD step where PD cannot run on the page's deployment: the one engine's passes, and why not."""
+    chart = joined([(with_lanes(_pd_chart(run, "one engine", run.end_at, "passes"), len(run.lanes)),
+                     "one engine")], SIZE[0])
+    numbers = f"one engine ({_gpus(one)}); PD cannot run on this deployment: {err.problem}"
+    where = f"{tables.deployment(one).capitalize()}, {model_words(one)}."
+    return chart, "Pass timeline: one engine", numbers, where
 
 
 def _pd_chart(run: RunFrames, name: str, end: float, chart_id: str) -> dict:

@@ -114,12 +114,13 @@ PD_SPLIT = Control("pd", "Split prefill from decode (PD), both allocation polici
                         "for a few thousand requests.")
 PD_PREFILL = Control("pworkers", "Prefill workers", "select", 1, _keeps, WORKERS, is_flag=False)
 PD_DECODE = Control("dworkers", "Decode workers", "select", 1, _keeps, WORKERS, is_flag=False)
-PD_BASE = Control("base", "Without PD, on the same GPUs", "select", "engines", _keeps, tuple(BASELINES),
+PD_BASE = Control("base", "Without PD, on the same GPUs", "select", "today", _keeps, tuple(BASELINES),
                   is_flag=False, fmt=BASELINES.get)
 PD_TP = Control("wtp", "Worker TP", "select", 0, _keeps, WORKER_TPS, is_flag=False,
-                fmt=lambda v: f"TP {v}" if v else "the page's TP",
+                fmt=lambda v: f"TP {v}" if v else "split the page's GPUs",
                 help="Each prefill and decode worker's tensor parallel size: PD uses (prefill + decode "
-                     "workers) × this many GPUs.")
+                     "workers) × this many GPUs. By default the workers split the page's GPUs (TP 8, 1 + 1 "
+                     "workers: TP 4 each), so PD and today run on the same GPUs.")
 PD_CONTROLS = (PD_SPLIT, PD_PREFILL, PD_DECODE, PD_BASE, PD_TP)
 TRACE_OPTIONS = (WINDOW_START, WINDOW_LEN, SPEEDUP, SAMPLE, MAX_REQUESTS, LONG)
 CONTROLS = (VIEW, LOG, METRICS, OUTPUT, TRACE, WINDOW_START, WINDOW_LEN, SPEEDUP, SAMPLE, MAX_REQUESTS, LONG,

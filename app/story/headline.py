@@ -27,7 +27,7 @@ from app.present.numbers import (
 from app.present.settings import changes_words
 from app.ui.cards import Card, cards_ui
 from app.ui.fold import folded
-from engine_model import InputError, Story, attention_note, num_gpus
+from engine_model import InputError, Story, attention_note
 
 GROUP_METRICS = {"ttft_s": "first token (TTFT)", "itl_s": "gap between tokens (ITL)",
                  "max_itl_s": "longest pause per request"}
@@ -125,9 +125,9 @@ def pd_headline_ui(preset: str, values: dict) -> None:
     which the step is not about)."""
     scenarios = [pd_scenario(preset, values, policy, 0, 1, 1) for policy in ("early", "prefill_complete")]
     early, late = (compute.run_scenario(s) for s in scenarios)
-    gpus = num_gpus(scenarios[0])
-    st.markdown(f"#### early → prefill_complete, {PD_PRESETS[preset].lower()} ({gpus} GPUs)")
-    st.caption("This tour step is about the PD section below: these cards are its runs, the same requests "
-               "under each decode allocation policy.")
+    st.markdown(f"#### early → prefill_complete, {PD_PRESETS[preset].lower()}")
+    st.caption(f"On {tables.deployment(scenarios[0])}, {tables.model_words(scenarios[0])}: the preset's own "
+               "deployment, not the settings above. These cards are the PD section's runs below, the same "
+               f"requests under each decode allocation policy, over {early.summary.population}.")
     rows = tables.tradeoff(early, late)
     cards_ui(tradeoff_cards(rows))

@@ -8,6 +8,8 @@ import streamlit as st
 from app import compute, state
 from app.charts.frames import RunFrames
 from app.charts.words import kept_words
+from app.pd import params as pd_params
+from app.pd.section import today_cards_ui
 from app.present.fmt import shown_value
 from app.present.settings import settings_words
 from app.story.cost_panel import cost_panel_ui
@@ -31,7 +33,7 @@ def story_ui(story: Story) -> tuple[dict, RunFrames]:
     cost_panel_ui(story, row if state.is_presenting() else None)
     current, baseline = runs_or_stop(story, values)
     trace_kept_ui(story)
-    narration_ui(story, narration, current, baseline)
+    narration_ui(story, narration, current, baseline, values)
     if state.is_presenting():  # one screen: what runs is one click away, beside the settings
         with row, st.popover("What runs", icon=":material/memory:"):
             resolved_ui(current)
@@ -42,7 +44,7 @@ def story_ui(story: Story) -> tuple[dict, RunFrames]:
     with st.container(key=state.HEADLINE):  # presenter mode's CSS keeps only the cards of it
         if step is not None and step.focus == "pd" and step.section.get("preset", "rush") != "rush":
             pd_headline_ui(step.section["preset"], values)
-        else:
+        elif not (state.EXTRA_PARAMS.get(story.key) == state.PD_PARAMS and today_cards_ui(values, current)):
             headline_ui(story, current, baseline, values)
     remember_note(story, values, current, baseline)
     return values, current
@@ -72,8 +74,19 @@ def _tour_step_from_url(story: Story) -> None:
     if step is not None:
         st.session_state[keys.tour_step] = step
         st.session_state[keys.focus] = story.tour[step].focus
+        _step_section_from_url(story.tour[step])
         if not state.has_cursor_param():
             st.session_state[keys.pending_cursor] = story.tour[step].cursor
+
+
+def _step_section_from_url(step) -> None:
+    """A PD step's section as the step sets it (shown, its preset), where the link does not say otherwise:
+    the narration and the section then describe the same runs."""
+    if step.focus != "pd":
+        return
+    for param, value in {state.PD_ON: True, **step.section}.items():
+        if param not in st.query_params:
+            st.session_state.setdefault(pd_params.widget_key(param), value)
 
 
 CONTROL_WIDTH = {"toggle": 190, "select": 230, "slider": 230}  # px: each label and value whole; rows wrap

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import state
+from app import compute, state
 from app.charts.frames import RunFrames
 from app.pd import params as pd_params
+from app.pd.narration import step_words
 from app.present.numbers import narrate
 from app.ui.chart import look_here
 from app.ui.fold import open_fold
@@ -36,14 +37,20 @@ def tour_ui(story: Story):
         return st.empty()
 
 
-def narration_ui(story: Story, slot, current: RunFrames, base: RunFrames) -> int | None:
-    """The active step's narration, its figures taken from the current run and its baseline. Returns the
-    active step (0-based) or None."""
+def narration_ui(story: Story, slot, current: RunFrames, base: RunFrames, values: dict | None = None
+                 ) -> int | None:
+    """The active step's narration, its figures taken from the current run and its baseline (a PD step's
+    also from the PD section's runs, app.pd.narration). Returns the active step (0-based) or None."""
     active = st.session_state.get(state.keys(story.key).tour_step)
     st.session_state[state.TOUR_WORDS] = None
     if active is not None:
         step = story.tour[active]
         words = narrate(step.say, story, base, current)
+        if step.focus == "pd" and values is not None:
+            section = {param: st.session_state.get(pd_params.widget_key(param), default)
+                       for param, default in pd_params.DEFAULTS.items()}
+            words += " " + step_words(section.get(state.PD_PRESET, "rush"), values, compute.run_scenario,
+                                      section)
         st.session_state[state.TOUR_WORDS] = words
         slot.info(f"**Step {active + 1} of {len(story.tour)} — {step.title}.** {words}",
                   icon=":material/record_voice_over:")

@@ -10,7 +10,9 @@
                 release that has it (upgrade all with early in place, then switch), Mooncake (TCP mode
                 included), the Python bootstrap registry, attention TP/CP/PP of one per rank, no decode
                 radix cache or decode HiCache, no staging buffers, a full-attention or DSA KV pool, both
-                roles on one policy
+                roles on one policy; numbered d1-d8 in that order
+  (e) today     PD (prefill_complete where it can start, else early) against today's engine(s) on the same
+                GPUs: the two waits per prompt-length bucket (engine_model.pd.verdict); ours, not seed 000's
 
 Each check reads pass, fail or unknown with the facts behind it (numbers and settings, never words: the app
 words them, app/present/checklist.py). The constraints are those `_validate_prefill_complete`
@@ -27,6 +29,7 @@ from engine_model.config import Scenario
 from engine_model.hardware import model as model_preset
 from engine_model.pd import attention
 from engine_model.pd.trade import FIGURES
+from engine_model.pd.verdict import verdict
 from engine_model.traces import Mix
 from engine_model.versions import capabilities, first_release
 
@@ -70,8 +73,8 @@ def waits_check(early, late) -> Check:
     if early is None or late is None:
         return Check("waits", "b", "unknown")
     buckets = {}
-    for label, e in early.metrics.buckets.items():
-        lt = late.metrics.buckets.get(label)
+    for label, e in early.measured.buckets.items():  # the benchmark's requests where there is one
+        lt = late.measured.buckets.get(label)
         if lt is None:
             continue
         buckets[label] = {"num_requests": e.num_requests,
@@ -237,18 +240,40 @@ def constraint_checks(settings: Settings, refusal: str | None = None,
               for key in CONSTRAINTS), same_policy(settings)]
 
 
+def today_check(today, early=None, late=None) -> Check:
+    """(e): PD under prefill_complete (under early when prefill_complete did not run) against today's
+    engine(s) on the same GPUs (run summaries of the same requests). Passes when no prompt-length bucket's
+    p95 first token or longest pause is worse than today's (engine_model.pd.verdict: within 5 % is the
+    same); unknown without both runs."""
+    pd, policy = (late, "prefill_complete") if late is not None else (early, "early")
+    if today is None or pd is None:
+        return Check("today", "e", "unknown")
+    found = verdict(policy, today, pd)
+    buckets = {b.label: {"num_requests": (b.pd or b.today).num_requests,
+                         "ttft_p95": (b.today and b.today.ttft_p95, b.pd and b.pd.ttft_p95),
+                         "longest_gap": (b.today and b.today.longest_gap, b.pd and b.pd.longest_gap),
+                         "first_token": b.first_token, "pause": b.pause}
+               for b in found.buckets}
+    facts = {"policy": policy, "buckets": buckets, "throughput": found.throughput}
+    sides = [side for b in buckets.values() for side in (b["first_token"], b["pause"])]
+    if not sides or all(side == "unknown" for side in sides):
+        return Check("today", "e", "unknown", facts)
+    return Check("today", "e", "fail" if "worse" in sides else "pass", facts)
+
+
 def checklist(mix: Mix | None, early=None, late=None, settings: Settings | None = None,
-              refusal: str | None = None, model: str | None = None) -> list[Check]:
-    """Every check, (a) to (d). `early`, `late`: summaries of PD runs under each policy (None: not run);
+              refusal: str | None = None, model: str | None = None, today=None) -> list[Check]:
+    """Every check, (a) to (e). `early`, `late`: summaries of PD runs under each policy (None: not run);
     `refusal`: SGLang's refusal of the attention TP, with its fix (`engine_model.pd.attention.refusal`);
-    `model`: the model's preset key, where known."""
+    `model`: the model's preset key, where known; `today`: the summary of today's engine(s) on the same
+    GPUs and requests (None: not run)."""
     return [mix_check(mix), waits_check(early, late), headroom_check(early),
-            *constraint_checks(settings or {}, refusal, model)]
+            *constraint_checks(settings or {}, refusal, model), today_check(today, early, late)]
 
 
-def of_scenario(scenario: Scenario, mix: Mix | None, early=None, late=None) -> list[Check]:
+def of_scenario(scenario: Scenario, mix: Mix | None, early=None, late=None, today=None) -> list[Check]:
     """The checklist of a PD scenario: its settings, and its attention refusal with the fix."""
     refused = attention.refusal(scenario)
     return checklist(mix, early, late, settings_of(scenario), refused and refused.problem,
-                     scenario.model.name)
+                     scenario.model.name, today)
 

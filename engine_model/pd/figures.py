@@ -6,7 +6,9 @@
   kv_*_token_s          decode: integral over time of KV slots in use, reserved (held for requests still in
                         prefill or transfer: reserved but idle) and free
   transfer_s            last byte handed to the link -> delivered
-  phase_s               mean seconds per request in each phase, by group
+  phase_s               mean seconds per request in each phase, by group; `transfer` counts only what the
+                        transfer adds after the request's last prefill chunk (under early each chunk's KV
+                        leaves as it is computed, so most of the span overlaps prefill)
   clients               metrics.group_metrics per closed-loop client pool (e.g. the benchmark without warm-up)
 """
 
@@ -87,19 +89,27 @@ def phase_figures(requests) -> dict:
     counts: dict[str, int] = defaultdict(int)
     for req in requests:
         counts[req.group] += 1
+        prefilled = max((end for phase, _, end in req.spans if phase == "prefill"), default=None)
         for phase, start, end in req.spans:
+            if phase == "transfer" and prefilled is not None:
+                start = min(max(start, prefilled), end)  # the part after prefill: what it adds
             by_group[req.group][phase] += end - start
     return {g: {p: s / counts[g] for p, s in phases.items()} for g, phases in by_group.items()}
 
 
-def client_figures(result) -> dict[str, GroupMetrics]:
+def client_requests(result) -> dict[str, list]:
+    """Each closed-loop client pool's requests (its groups'), in run order."""
     client_of = {g.name: g.arrival.client for g in result.scenario.workload.groups
                  if isinstance(g.arrival, ClosedArrival)}
     members: dict[str, list] = defaultdict(list)
     for req in result.requests:
         if req.group in client_of:
             members[client_of[req.group]].append(req)
-    return {name: group_metrics(reqs) for name, reqs in members.items()}
+    return dict(members)
+
+
+def client_figures(result) -> dict[str, GroupMetrics]:
+    return {name: group_metrics(reqs) for name, reqs in client_requests(result).items()}
 
 
 def pd_figures(result) -> PDFigures:

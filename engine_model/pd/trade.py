@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 UPSTREAM_SOURCE = ("the maintainers' test behind prefill_complete (sgl-project/sglang #40703; seed 000): "
                    "GLM-5.2-NVFP4 on 12 Rubin GPUs, mean of two runs per policy")
-BENCH_CLIENT = "bench"  # the benchmark run without its warm-up, as bench_serving reports
 
 
 @dataclass(frozen=True)
@@ -88,9 +87,9 @@ class Trade:
 
 
 def metrics_of(summary):
-    """The benchmark client's metrics when the run has one (the upstream replica), else every request's."""
-    clients = summary.pd.clients if summary.pd is not None else {}
-    return clients.get(BENCH_CLIENT, summary.metrics.overall)
+    """The benchmark client's metrics when the run has one (the upstream replica), else every request's
+    (`Summary.measured`: one population for every comparison)."""
+    return summary.measured.overall
 
 
 def mean_policy_trade(early: list, late: list) -> list[Trade]:
@@ -108,11 +107,11 @@ def policy_trade(early, late) -> list[Trade]:
 
 
 def pct(change: float | None) -> str:
-    """A change in whole percent, signed: "+85 %", "±0 %"."""
+    """A change in whole percent, signed with a typographic minus: "+85 %", "−41 %", "±0 %"."""
     if change is None:
         return "not measured"
     whole = round(100 * change)
-    return "±0 %" if whole == 0 else f"{whole:+d} %"
+    return "±0 %" if whole == 0 else f"{'+' if whole > 0 else '−'}{abs(whole)} %"  # the app's fmt_change
 
 
 def trade_statement(trades: list[Trade]) -> list[str]:
