@@ -5,7 +5,6 @@ a sentence follows from the numbers beside it."""
 
 import io
 import re
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -13,6 +12,7 @@ import pytest
 from markup import cards_of
 from story_runs import scenario_run
 from streamlit.testing.v1 import AppTest
+from test_app_deployment import open_page
 
 from app.pd import tables
 from app.pd.narration import step_words
@@ -23,21 +23,14 @@ from app.present.slides import pd_pair
 from app.story.headline import tradeoff_cards
 from engine_model import STORIES, policy_trade, trade_statement
 
-MAIN = str(Path(__file__).resolve().parents[1] / "app" / "main.py")
 RUSH = STORIES["ten_oclock_rush"]
 POLICIES = ("early", "prefill_complete")
 PERCENT = re.compile(r"[+−-]?\d+ %|±0 %")
 
 
 def open_section(params: dict) -> AppTest:
-    at = AppTest.from_file(MAIN, default_timeout=180)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.run()
-    at.switch_page("app_pages/ten_oclock_rush.py")
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    """The ten o'clock page opened by a link with `params` (its PD section's among them)."""
+    return open_page("ten_oclock_rush", params)
 
 
 def sides(card: str) -> tuple[str, str]:

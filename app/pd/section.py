@@ -114,11 +114,16 @@ def worker_tp_ui(col, case_tp: int, split: int, fixed: bool = False, **widget) -
                              format_func=lambda v: f"TP {v}",
                              help="The upstream replica fixes its workers' TP (with attention DP).")
     return col.selectbox("Worker TP", params.WORKER_TPS,
-                         format_func=lambda v: f"TP {v}" if v else f"split the {case_tp} GPUs: TP {split}",
+                         format_func=lambda v: f"TP {v}" if v else split_words(case_tp, split),
                          help="Each prefill and decode worker's tensor parallel size: PD uses (prefill + "
                               "decode workers) × this many GPUs. By default the workers split the story's "
                               "GPUs (TP 8, 1 + 1 workers: TP 4 each), so PD runs on the GPUs you have "
                               "today.", **widget)
+
+
+def split_words(case_tp: int, split: int) -> str:
+    """The default worker TP in words: 'split the 8 GPUs: TP 4', or one GPU that cannot be split."""
+    return f"split the {case_tp} GPUs: TP {split}" if case_tp > 1 else "TP 1 (one GPU: PD takes more)"
 
 
 def base_ui(col, **widget) -> str:
@@ -145,16 +150,17 @@ def today_cards_ui(values: dict, today: RunFrames) -> bool:
     story = STORIES["ten_oclock_rush"]
     data = preset_data("rush", values)
     counts = (section[state.PD_PREFILL_WORKERS], section[state.PD_DECODE_WORKERS])
-    rows, refused, pd = [], [], None
+    rows, refused, shaped, pd = [], {}, {}, None
     for policy in POLICIES:
         try:
-            pd = shape(data, policy, section[state.PD_CAP], *counts, section[state.PD_TP])
+            pd = shaped[policy] = shape(data, policy, section[state.PD_CAP], *counts, section[state.PD_TP])
             check_deployment(pd)
             rows.append((policy, compute.run_scenario(pd)))
-        except InputError:
-            refused.append(policy)
+        except InputError as err:
+            refused[policy] = err
     if pd is None:
         return False
+    fixed = _fixed(story_runner, shaped, refused)
     try:
         same = baseline(data, "today", pd)
         base = today if same.engine.dp_size == 1 else compute.run_scenario(same)
@@ -166,8 +172,13 @@ def today_cards_ui(values: dict, today: RunFrames) -> bool:
     for policy, run in rows:
         cards_ui(headline_cards(story, base, run), f"##### PD, {policy}")
     for policy in refused:
-        st.caption(f"PD under {policy} cannot start on this layout: the section below says why and names "
-                   "the fix.")
+        if policy in fixed:
+            scenario, run = fixed[policy]
+            head = f"##### PD, {policy}: cannot start here; on its fix, {tables.fix_words(scenario)}"
+            cards_ui(headline_cards(story, base, run), head)
+        else:
+            st.caption(f"PD under {policy} cannot start on this layout: the section below says why and names "
+                       "the fix.")
     return True
 
 
@@ -213,7 +224,7 @@ def compare_ui(case: Case, cap: int, num_prefill: int, num_decode: int, base: st
         return
     without = _baseline(case, base, pd)
     frames = {policy: run for policy, (run, _) in runs.items()}
-    fixed = _fixed(case, scenarios, refused) if without is not None else {}
+    fixed = _fixed(case.run, scenarios, refused) if without is not None else {}
     if without is not None:
         verdict_ui(*tables.verdicts(pd, frames, {p: e.problem for p, e in refused.items()}, without, fixed))
     _refused_ui(refused)
@@ -229,7 +240,7 @@ def compare_ui(case: Case, cap: int, num_prefill: int, num_decode: int, base: st
                                    frames.get("prefill_complete"), same, without and without[2]))
 
 
-def _fixed(case: Case, scenarios: dict, refused: dict) -> dict:
+def _fixed(run: Runner, scenarios: dict, refused: dict) -> dict:
     """Each refused policy on its refusal's first fix that keeps the policy and the GPUs (e.g. TP 1 workers on
     the same GPUs for prefill_complete), run: policy -> (scenario, run); a fix that changes either, or cannot
     run, is left out (the verdict compares on the same GPUs)."""
@@ -246,7 +257,7 @@ def _fixed(case: Case, scenarios: dict, refused: dict) -> dict:
         try:
             scenario = fix.apply(shaped)
             check_deployment(scenario)
-            out[policy] = scenario, case.run(scenario)[0]
+            out[policy] = scenario, run(scenario)[0]
         except InputError:
             continue
     return out

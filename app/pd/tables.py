@@ -93,6 +93,12 @@ def baseline_label(kind: str, scenario: Scenario, yours: bool = True) -> str:
     return f"{k} engines, round robin" if k > 1 else f"one engine, TP {scenario.hardware.tp_size}"
 
 
+def fix_words(scenario: Scenario) -> str:
+    """A refusal's fix as it ran: '4 prefill × TP 1 + 4 decode × TP 1, nvfp4 weights, fp8 KV'."""
+    m = scenario.model
+    return f"{layout(scenario)}, {m.weight_dtype} weights, {m.kv_dtype} KV"
+
+
 def verdicts(pd: Scenario, runs: dict[str, RunFrames], refused: dict[str, str], without,
              fixed: dict[str, tuple[Scenario, RunFrames]] | None = None) -> tuple[Against, list[Verdict]]:
     """Each policy against the comparison without PD (`without`: label, scenario, run, as `baseline_label`
@@ -107,9 +113,7 @@ def verdicts(pd: Scenario, runs: dict[str, RunFrames], refused: dict[str, str], 
             found.append(refused_verdict(p, refused[p]))
             if p in (fixed or {}):
                 scenario, run = fixed[p]
-                m = scenario.model
-                words = f"{layout(scenario)}, {m.weight_dtype} weights, {m.kv_dtype} KV"
-                found.append(replace(verdict_of(p, today_run, run), fixed=words))
+                found.append(replace(verdict_of(p, today_run, run), fixed=fix_words(scenario)))
     n_pd, n_today = num_gpus(pd), num_gpus(today)
     note = ""
     if label.endswith("copies of your engine, round robin"):

@@ -15,6 +15,7 @@ from app.pd import params as pd_params
 from app.present.export import csv_bytes, scenario_toml
 from app.present.pd import LAYOUT, pd_toml, section_scenarios
 from app.present.settings import deployment_line, story_note
+from app.story.measured import export_test_ui, results_ui, settings_of
 from app.ui.exports import set_export_note, standalone_page, standalone_pd_page, tour_slides
 from app.ui.fold import folded
 from engine_model import InputError, Story
@@ -30,6 +31,11 @@ def export_ui(story: Story, run: RunFrames, values: dict | None = None) -> None:
         if is_open:
             outside_ui(story, values)
             run_files_ui(story, run, scenario, values)
+            if scenario is not None:  # the test on your own server: the page's workload, and its results back
+                settings = settings_of(story, scenario, values or story.defaults,
+                                       pd_layout() if story.key == PD_STORY and pd_shown() else None)
+                export_test_ui(st, story, settings)
+                results_ui(story, settings)
 
 
 def pd_layout() -> dict:
