@@ -7,6 +7,7 @@ This file is the public face: the app, notebooks and users import from here and 
     summary(result).metrics.groups["streams"].max_itl_s.max
 """
 
+from engine_model.benchtest import bench_export, zip_export
 from engine_model.config import MAX_REQUESTS, Scenario
 from engine_model.core import Iteration, PassKind, Request, RequestState, Retraction, Row
 from engine_model.cost import PassShape
@@ -18,6 +19,8 @@ from engine_model.feasibility import fixes as deployment_fixes
 from engine_model.hardware import GPUS, LINKS, MODELS
 from engine_model.logs import Diagnosis, ParsedLog, Timeline, build_timeline, diagnose, parse_log
 from engine_model.logs import settings as log_settings
+from engine_model.logs.bench_results import compare as compare_measured
+from engine_model.logs.bench_results import read_bench_results
 from engine_model.logs.check import Aligned, ServerCheck, check_server
 from engine_model.logs.deployment import LogDeployment, deployment_from_log, match_model
 from engine_model.logs.diagnose import longest_chunk_run, longest_run
@@ -75,6 +78,8 @@ __all__ = [
     "GPUS", "LINKS", "MODELS", "gpus_words", "pool_words", "tp_sizes",
     # a scenario's deployment resolved once: each role's GPUs, TP, weights as SGLang runs them, KV pools
     "Deployment", "deployment_of",
+    # the test on your own server: the view's workload to run there, its results read back beside the model
+    "bench_export", "compare_measured", "read_bench_results", "zip_export",
     # a run and what it recorded
     "Iteration", "PassKind", "Request", "RequestState", "Result", "Retraction", "Row", "Run", "simulate",
     # its summary (the CLI's JSON is Summary.to_json())

@@ -590,8 +590,8 @@ RUSH = Story(
                  "each request still has to prefill, so a question goes before a contract, and caps a "
                  "contract's running chunk so the waiting questions join its pass (the step-through names "
                  "the cap). The questions' p95 first token: {before:questions.ttft_s.p95} → "
-                 "{now:questions.ttft_s.p95}. The contracts pay ({before:contracts.ttft_s.p95} → "
-                 "{now:contracts.ttft_s.p95}), and replies already streaming still pause for every chunk "
+                 "{now:questions.ttft_s.p95}; the contracts': {before:contracts.ttft_s.p95} → "
+                 "{now:contracts.ttft_s.p95}; and replies already streaming still pause for every chunk "
                  "(up to {now:questions.max_itl_s.max}). It needs the radix cache, which SGLang has on by "
                  "default.", {"policy": "shortest-prefill-first"}, ("first_after", 12.0), "headline"),
     ),

@@ -105,7 +105,7 @@ def test_a_buyer_log_replays_as_the_chunked_prefill_stall_it_shows_over_about_it
     assert diagnosis.verdict(model, run.stall_threshold_s) == "This run shows the chunked-prefill stall."
     span = timeline.samples[-1].at - timeline.samples[0].at
     assert 0.5 * span < run.end_at < 2 * span  # was 275 s for this 22 s log
-    assert run.summary.metrics.overall.max_itl_s.max > 10
+    assert run.summary.metrics.overall.max_itl_s.max > 5  # 6.4 s since issue 37's Hopper attention
     assert any("40 requests already streaming" in note for note in notes)
 
 
@@ -135,7 +135,8 @@ def test_the_page_replays_a_pasted_log_under_the_switches():
     table = at.table[0].value
     assert "chunked-prefill" in table.loc["which stall", "the model"]
     pause = [m.value.replace("\xa0", " ") for m in cards_of(at) if m.label == "Longest pause, any reply"]
-    was, now = (float(text.split(" ")[0]) for text in pause[1].split(" → "))
+    was, now = (float(text.split(" ")[0]) / (1000 if text.endswith(" ms") else 1)
+                for text in pause[1].split(" → "))
     # mixed chunk: the stall shrinks
     assert len(pause) == 2 and pause[0] == pause[1].split(" → ")[0] and was > 5 * now
     assert at.query_params.get("rmixed") in ("on", ["on"])

@@ -68,8 +68,10 @@ def test_shortest_prefill_first_lowers_the_questions_p95_first_token(gpu):
                      for extra in ({}, step.settings))
         p95 = [r.summary.metrics.value("questions", "ttft_s", "p95") for r in (fcfs, spf)]
         assert p95[1] < p95[0] / 10, (gpu, seed, p95)
+        # The contracts' p95 moves either way: on the H200 they pay (49 -> 52 s); on the H100, since issue 37
+        # priced Hopper attention on FlashAttention-3, fcfs's contract tail is the longer one (67 -> 18 s)
         contracts = [r.summary.metrics.value("contracts", "ttft_s", "p95") for r in (fcfs, spf)]
-        assert contracts[1] > contracts[0]  # "the contracts pay"
+        assert (contracts[1] > contracts[0]) == (gpu == "h200"), (gpu, seed, contracts)
 
 
 def test_the_forty_replies_numbers():

@@ -123,7 +123,7 @@ def worker_tp_ui(col, case_tp: int, split: int, fixed: bool = False, **widget) -
 
 def split_words(case_tp: int, split: int) -> str:
     """The default worker TP in words: 'split the 8 GPUs: TP 4', or one GPU that cannot be split."""
-    return f"split the {case_tp} GPUs: TP {split}" if case_tp > 1 else "TP 1 (one GPU: PD takes more)"
+    return f"split the {case_tp} GPUs: TP {split}" if case_tp > 1 else "TP 1 (one GPU: 2)"
 
 
 def base_ui(col, **widget) -> str:

@@ -26,8 +26,9 @@ PD_STORY = "ten_oclock_rush"  # the page with a PD section (state.EXTRA_PARAMS)
 def export_ui(story: Story, run: RunFrames, values: dict | None = None) -> None:
     scenario = st.session_state.get(state.keys(story.key).scenario)
     # folded like the rest of the foot: its download buttons are nine widgets a first view need not draw
-    with folded("Export: this run as CSV and TOML, the story as a standalone page or slides", "exports.open",
-                icon=":material/download:") as is_open:
+    title = ("Export: this run as CSV and TOML, the story as a standalone page or slides, the test for your "
+             "server and its results back")
+    with folded(title, "exports.open", icon=":material/download:") as is_open:
         if is_open:
             outside_ui(story, values)
             run_files_ui(story, run, scenario, values)

@@ -16,9 +16,17 @@ from app import state
 from app.pd.presets import baseline
 from app.present.fmt import fmt_seconds, signed_seconds
 from app.present.pd import section_scenarios
-from engine_model import InputError, Scenario, Story, simulate, validate
-from engine_model.benchtest import bench_export, zip_export
-from engine_model.logs.bench_results import compare, read_bench_results
+from engine_model import (
+    InputError,
+    Scenario,
+    Story,
+    bench_export,
+    compare_measured,
+    read_bench_results,
+    simulate,
+    validate,
+    zip_export,
+)
 
 MAX_BYTES = 256 * 1024 * 1024  # bench_results' own cap; the uploader is told the same
 
@@ -83,7 +91,7 @@ def results_ui(story: Story, settings: dict[str, Scenario]) -> None:
         for run in runs:
             setting = settings.get(run.tag or "", next(iter(settings.values())))
             requests = model_requests(setting.model_dump_json())
-            found = compare(run, requests, setting.metrics.bucket_edges)
+            found = compare_measured(run, requests, setting.metrics.bucket_edges)
             st.markdown(f"**{found.run}**" + ("" if run.tag in settings else
                                               " (no setting of this name: compared with today's)"))
             st.dataframe(comparison_frame(found), hide_index=True, width="stretch")

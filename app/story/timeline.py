@@ -47,6 +47,8 @@ def _settle_cursor(story: Story, run: RunFrames, this_run: str) -> None:
             t, note = state.cursor_param(run.end_at)
             if note is not None:
                 st.warning(note, icon=":material/link:")
+            if t is not None:  # the URL keeps milliseconds: a pass starting within half of one is meant
+                t += 0.5e-3
         pos = cursor.at_time(its, t) if t is not None else cursor.resolve(its, story.default_cursor)
     else:
         pos = st.session_state.get(keys.position, 0)

@@ -66,7 +66,8 @@ class WorkerCost:
 
     @cached_property
     def attention_units(self) -> tuple[float, float]:
-        """Seconds per causal query-key pair, and per KV token read or written, on one rank."""
+        """Seconds per causal query-key pair (each query adds gpu.attention_ramp_keys pairs' worth), and
+        per KV token read or written, on one rank."""
         per_pair = self.rank.breakdown(PassShape(0, 0, 0, 0, 1))["attention_s"]
         per_kv = self.rank.breakdown(PassShape(0, 0, 0, 1, 0))["attention_s"]
         return per_pair, per_kv
@@ -75,7 +76,8 @@ class WorkerCost:
         if self.rank.model.is_dsa:
             return self.rank.attention_seconds(shape)
         per_pair, per_kv = self.attention_units
-        return max(per_pair * shape.attn_pairs, per_kv * (shape.past_kv_sum + 2 * shape.new_tokens))
+        work = shape.attn_pairs + self.rank.gpu.attention_ramp_keys * shape.new_tokens  # as attention_time
+        return max(per_pair * work, per_kv * (shape.past_kv_sum + 2 * shape.new_tokens))
 
     def seconds(self, shapes: list[PassShape], held_host_s: float = 0.0) -> float:
         """The lockstep pass. held_host_s: host time a rank could not overlap with the forward before
