@@ -17,7 +17,6 @@ compare the GEMMs and attention first; the element-wise figure is an upper bound
 
 import argparse
 import csv
-import statistics
 import sys
 from pathlib import Path
 
@@ -87,17 +86,10 @@ class Layer:
 
 
 def median_ms(torch, run, warmup: int, repeat: int) -> float:
-    for _ in range(warmup):
-        run()
-    times = []
-    for _ in range(repeat):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        run()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+    """CUDA-event timing, as bench/gpu_calibrate.py times its kernels (one timer for both scripts)."""
+    from gpu_calibrate import median_ms as timed
+
+    return timed(torch, run, warmup, repeat, cuda=True)
 
 
 def measure(torch, layers, shape, tokens: int, warmup: int, repeat: int) -> dict:
