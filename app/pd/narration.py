@@ -10,9 +10,9 @@ from collections.abc import Callable
 from app.pd import names as state
 from app.pd import tables
 from app.pd.params import DEFAULTS
-from app.pd.presets import baseline, preset_data, shape
+from app.pd.presets import baseline, policy_runs, preset_data
 from app.present.verdict import summary_words
-from engine_model import InputError, check_deployment, policy_trade
+from engine_model import policy_trade
 
 Runs = Callable[[object], object]  # a scenario -> its RunFrames
 
@@ -28,14 +28,8 @@ def step_words(preset: str, values: dict, runs: Runs, section: dict | None = Non
     """The sentence a PD step adds: its deployment named, and what the runs show."""
     data = preset_data(preset, values)
     cap, num_prefill, num_decode, tp = layout_values(section) if preset == "rush" else (0, 1, 1, 0)
-    done, refused, pd = {}, {}, None
-    for policy in tables.POLICIES:
-        try:
-            pd = shape(data, policy, cap, num_prefill, num_decode, tp)
-            check_deployment(pd)
-            done[policy] = runs(pd)
-        except InputError as err:
-            refused[policy] = err
+    shaped, done, refused = policy_runs(data, cap, num_prefill, num_decode, tp, runs)
+    pd = shaped.get("early", shaped.get("prefill_complete"))
     if pd is None:
         return ""
     where = f"{tables.deployment(pd)}, {tables.model_words(pd)}"

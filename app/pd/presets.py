@@ -6,8 +6,19 @@ from __future__ import annotations
 
 import copy
 
-from engine_model import MODELS, STORIES, Scenario, check_deployment, num_gpus, read_toml, tp_sizes, validate
+from engine_model import (
+    MODELS,
+    STORIES,
+    InputError,
+    Scenario,
+    check_deployment,
+    num_gpus,
+    read_toml,
+    tp_sizes,
+    validate,
+)
 
+POLICIES = ("early", "prefill_complete")
 BASELINES = {"today": "your engine, as today", "engines": "one engine per PD worker",
              "one": "one engine, TP = every GPU", "none": "none"}
 
@@ -47,6 +58,21 @@ def shape(data: dict, policy: str, cap, num_prefill: int, num_decode: int, worke
     if cap:
         data["pd"]["decode_kv_cap_per_rank"] = cap
     return validate(data)
+
+
+def policy_runs(data: dict, cap, num_prefill: int, num_decode: int, worker_tp: int, run
+                ) -> tuple[dict[str, Scenario], dict, dict[str, InputError]]:
+    """The case under each decode allocation policy: every scenario `shape` built (refused or not), `run`'s
+    result for each that passes the check, and the refusal of each that does not."""
+    scenarios, runs, refused = {}, {}, {}
+    for policy in POLICIES:
+        try:
+            scenarios[policy] = shape(data, policy, cap, num_prefill, num_decode, worker_tp)
+            check_deployment(scenarios[policy])
+            runs[policy] = run(scenarios[policy])
+        except InputError as err:
+            refused[policy] = err
+    return scenarios, runs, refused
 
 
 def split(data: dict, policy: str, cap, num_prefill: int, num_decode: int, worker_tp: int = 0) -> Scenario:

@@ -21,8 +21,7 @@ from app.charts.frames import RunFrames
 from app.charts.timelines import shared_y_max
 from app.charts.words import never_got_a_token
 from app.pd import params, tables
-from app.pd.presets import BASELINES, baseline, preset_data, shape, split_tp
-from app.pd.tables import POLICIES
+from app.pd.presets import BASELINES, baseline, policy_runs, preset_data, split_tp
 from app.present import checklist
 from app.present import verdict as verdict_words
 from app.story.headline import headline_cards, tradeoff_cards
@@ -150,16 +149,12 @@ def today_cards_ui(values: dict, today: RunFrames) -> bool:
     story = STORIES["ten_oclock_rush"]
     data = preset_data("rush", values)
     counts = (section[state.PD_PREFILL_WORKERS], section[state.PD_DECODE_WORKERS])
-    rows, refused, shaped, pd = [], {}, {}, None
-    for policy in POLICIES:
-        try:
-            pd = shaped[policy] = shape(data, policy, section[state.PD_CAP], *counts, section[state.PD_TP])
-            check_deployment(pd)
-            rows.append((policy, compute.run_scenario(pd)))
-        except InputError as err:
-            refused[policy] = err
+    shaped, runs, refused = policy_runs(data, section[state.PD_CAP], *counts, section[state.PD_TP],
+                                        compute.run_scenario)
+    pd = shaped.get("early", shaped.get("prefill_complete"))
     if pd is None:
         return False
+    rows = list(runs.items())
     fixed = _fixed(story_runner, shaped, refused)
     try:
         same = baseline(data, "today", pd)
@@ -208,16 +203,8 @@ def compare_ui(case: Case, cap: int, num_prefill: int, num_decode: int, base: st
     """PD under both policies beside the same requests without PD on the same GPUs: the verdict against
     today, what runs, the trade, the table, the charts, the phases and the checklist. A policy that cannot
     run says why and hides nothing that can: the engines on the same GPUs and the other policy stay."""
-    scenarios, runs, refused = {}, {}, {}
-    for policy in POLICIES:
-        try:
-            scenarios[policy] = shape(case.data, policy, cap, num_prefill, num_decode, worker_tp)
-            check_deployment(scenarios[policy])
-            runs[policy] = case.run(scenarios[policy])
-        except InputError as err:
-            refused[policy] = err
-        except Exception as err:  # the PD model is new; never let it take the page down
-            refused[policy] = InputError(type(err).__name__, str(err))
+    scenarios, runs, refused = policy_runs(case.data, cap, num_prefill, num_decode, worker_tp,
+                                           _guarded(case.run))
     pd = scenarios.get("early", scenarios.get("prefill_complete"))
     if pd is None:
         _refused_ui(refused)
@@ -238,6 +225,18 @@ def compare_ui(case: Case, cap: int, num_prefill: int, num_decode: int, base: st
     same = next(iter(frames.values()), without[2] if without else case.story and case.story[1])
     checklist_ui(checklist.of_runs(scenarios.get("prefill_complete", pd), frames.get("early"),
                                    frames.get("prefill_complete"), same, without and without[2]))
+
+
+def _guarded(run: Runner) -> Runner:
+    """`run`, with any other failure as a refusal: the PD model is new; never let it take the page down."""
+    def guarded(scenario: Scenario):
+        try:
+            return run(scenario)
+        except InputError:
+            raise
+        except Exception as err:
+            raise InputError(type(err).__name__, str(err)) from err
+    return guarded
 
 
 def _fixed(run: Runner, scenarios: dict, refused: dict) -> dict:

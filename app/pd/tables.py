@@ -10,6 +10,7 @@ import pandas as pd
 from app.charts.frames import RunFrames
 from app.charts.words import NO_TOKEN, bucket_words
 from app.pd.charts import SPAN_LABELS
+from app.pd.presets import POLICIES
 from app.present.fmt import fmt_seconds, seconds_cell
 from app.present.verdict import Against
 from engine_model import (
@@ -26,7 +27,6 @@ from engine_model import (
     verdict,
 )
 
-POLICIES = ("early", "prefill_complete")
 PHASE_ORDER = ("waiting", "waiting_for_decode_kv", "prefill", "transfer", "decode")
 PHASE_HEADS = {"transfer": "KV transfer after prefill"}  # engine_model.pd.figures: the part it adds
 SAME_TTFT = 0.05  # p95 first tokens within 5 % of each other: the policies barely differ
@@ -71,11 +71,15 @@ def deployment(scenario: Scenario) -> str:
     return f"{layout(scenario)} on {gpus(scenario)}"
 
 
+def model_name(scenario: Scenario) -> str:
+    """'Llama-3.1-70B': the preset's name, or the model as the scenario names it."""
+    return MODELS[scenario.model.name].name if scenario.model.name in MODELS else scenario.model.name
+
+
 def model_words(scenario: Scenario) -> str:
     """'Llama-3.1-70B, bf16 weights, bf16 KV'."""
     m = scenario.model
-    name = MODELS[m.name].name if m.name in MODELS else m.name
-    return f"{name}, {m.weight_dtype} weights, {m.kv_dtype} KV"
+    return f"{model_name(scenario)}, {m.weight_dtype} weights, {m.kv_dtype} KV"
 
 
 def verdict_of(policy: str, today: RunFrames, pd: RunFrames) -> Verdict:
@@ -152,8 +156,7 @@ def what_runs(scenario: Scenario, run: RunFrames | None) -> str:
 def precision_words(scenario: Scenario) -> str:
     """'Llama-3.1-70B (bf16 weights, bf16 KV)'; a quantized checkpoint names the path SGLang runs it on:
     'Llama-3.1-70B (nvfp4 weights via Marlin W4A16 (4-bit weights, bf16 compute; …), fp8 KV)'."""
-    m = scenario.model
-    name = MODELS[m.name].name if m.name in MODELS else m.name
+    m, name = scenario.model, model_name(scenario)
     try:
         path = deployment_of(scenario).roles[0].weights
     except InputError:

@@ -28,7 +28,7 @@ from app.present.fmt import fmt_change, fmt_seconds, pair
 from app.present.grid import _run
 from app.present.numbers import FINER, fmt_rate
 from app.present.page import Figure, Shown, build_figure
-from app.present.settings import model_name, model_words, pd_note
+from app.present.settings import model_words, pd_note
 from engine_model import STORIES, InputError, Scenario, check_deployment, num_gpus, validate
 
 WORKLOADS = {"rush": "the ten o'clock rush", "upstream": "the upstream test replica"}
@@ -376,7 +376,7 @@ def pd_toml(scenario: Scenario) -> str:
     cap = scenario.pd.decode_kv_cap_per_rank
     what += f", decode KV capped at {cap:,} tokens per rank" if cap else ""
     title = f"{_upper(WORKLOADS[workload])} on PD ({policy})"
-    on = f"{model_name(scenario)} on {num_gpus(scenario)} × {tables.gpu_name(scenario.hardware.gpu)}"
+    on = f"{tables.model_name(scenario)} on {num_gpus(scenario)} × {tables.gpu_name(scenario.hardware.gpu)}"
     named = validate({**scenario.model_dump(mode="json", exclude_none=True), "title": title,
                       "about": f"{title}: {on}"[:120], "description": f"{_upper(WORKLOADS[workload])} on "
                                                                      f"{what}. Exported from the ten o'clock "
@@ -405,5 +405,5 @@ def section_spec(arms: dict[str, tuple[Scenario, RunFrames | None]], runs: dict[
         blocks.append((f"Per prompt length, over {counted}", list(frame.columns),
                        frame.astype(str).values.tolist()))
     pd = next((s for label, (s, _) in arms.items() if label.startswith("PD")), None)
-    on = "" if pd is None else f": {model_name(pd)} on {num_gpus(pd)} × {tables.gpu_name(pd.hardware.gpu)}"
+    on = "" if pd is None else f": {tables.model_name(pd)} on {tables.gpus(pd)}"
     return tables_spec(f"Split prefill from decode{on}", pd_note(arms, runs), blocks)

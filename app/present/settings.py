@@ -9,7 +9,7 @@ from app.charts.frames import RunFrames
 from app.pd import tables
 from app.present.fmt import fmt_seconds, shown_value
 from app.present.numbers import card, fmt_rate, headline_fmt, headline_label, headline_value
-from engine_model import MODELS, Control, Scenario, Story, gpus_words, pool_words, resolve
+from engine_model import Control, Scenario, Story, gpus_words, pool_words, resolve
 
 DEPLOYMENT = ("gpu", "tp", "model", "wdtype", "kvdtype")  # the controls `deployment_words` says in one phrase
 
@@ -56,14 +56,10 @@ def config_of(scenario: Scenario) -> dict:
             "hardware": scenario.hardware.model_dump(), "model": scenario.model.model_dump()}
 
 
-def model_name(scenario: Scenario) -> str:
-    """'Llama-3.1-70B'."""
-    return MODELS[scenario.model.name].name if scenario.model.name in MODELS else scenario.model.name
-
-
 def model_words(scenario: Scenario) -> str:
     """'Llama-3.1-70B (bf16 weights, bf16 KV)': the model a scenario runs, with its precision."""
-    return f"{model_name(scenario)} ({scenario.model.weight_dtype} weights, {scenario.model.kv_dtype} KV)"
+    m = scenario.model
+    return f"{tables.model_name(scenario)} ({m.weight_dtype} weights, {m.kv_dtype} KV)"
 
 
 def deployment_line(scenario: Scenario) -> str:
