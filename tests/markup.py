@@ -22,6 +22,7 @@ class Shown:
     arrow: str = ""  # "↓" | "↑"
     tone: str = ""  # "good" | "bad" | "" (no change)
     help: str = ""
+    band: str = ""  # "range 5.8–9.8 s"
 
 
 class _Reader(HTMLParser):
@@ -34,7 +35,7 @@ class _Reader(HTMLParser):
         classes = dict(attrs).get("class", "").split()
         if "ww-card" in classes:
             self.cards.append(Shown())
-        for part in ("label", "value", "delta"):
+        for part in ("label", "value", "delta", "band"):
             if f"ww-card-{part}" in classes:
                 self.part = part
                 if part == "delta":
@@ -50,7 +51,7 @@ class _Reader(HTMLParser):
             self.part = None
 
     def handle_data(self, data):
-        if self.part in ("label", "value", "delta"):
+        if self.part in ("label", "value", "delta", "band"):
             card = self.cards[-1]
             setattr(card, self.part, getattr(card, self.part) + data)
 

@@ -26,6 +26,7 @@ from engine_model import (
     resolve,
     simulate,
 )
+from engine_model.band import Ranged, ranged
 
 MAX_RUNS = 48  # settings a page may carry: each is a run (plus its baseline) and a share of the file
 CHUNK_SWEEP = (512, 1024, 2048, 4096, 8192, 16384)  # as Compare's sweep
@@ -58,6 +59,7 @@ class Cell:
     values: dict
     run: RunFrames
     base: RunFrames
+    ranges: Ranged | None = None  # the run across its GPU's attention evidence (engine_model.band)
 
     @property
     def key(self) -> str:
@@ -216,9 +218,10 @@ def run_grid(story: Story, vary: tuple[str, ...] | None = None, start: dict | No
     cells = []
     for index in itertools.product(*(range(len(a.values)) for a in axes)):
         here = {**values, **{a.control.key: a.values[i] for a, i in zip(axes, index, strict=True)}}
-        run = runs(story.scenario(here, held))
+        scenario = story.scenario(here, held)
+        run = runs(scenario)
         base = runs(story.scenario(story.baseline_values(here), held))
-        cells.append(Cell(index, here, run, base))
+        cells.append(Cell(index, here, run, base, ranged(scenario)))
     start_index = tuple(a.values.index(values[a.control.key]) for a in axes)
     return Grid(story, axes, cells, start_index, held)
 

@@ -13,6 +13,7 @@ from app.charts.frames import RunFrames
 from app.charts.words import NO_TOKEN
 from app.present.fmt import fmt_count, fmt_seconds, pair, seconds_finer
 from engine_model import Headline, Story
+from engine_model.band import Ranged
 
 TRAP_RATIO = 10  # the longest pause at least this many times p99: p99 hides the stall
 FIGURE = re.compile(r"\{(before|now):([\w-]+)\.(\w+)(?:\.(\w+))?\}")
@@ -63,17 +64,43 @@ class HeadlineRow:
     now: str
     card: str
     delta: str | None
+    band: str = ""  # "5.8–9.8 s": this setting across its GPU's attention evidence (engine_model.band), or ""
+
+    @property
+    def now_banded(self) -> str:
+        """This setting's number with its band, as a table or a sentence shows it."""
+        return f"{self.now} (range {self.band})" if self.band else self.now
 
 
-def headline_rows(story: Story, current: RunFrames, base: RunFrames) -> list[HeadlineRow]:
+def headline_rows(story: Story, current: RunFrames, base: RunFrames,
+                  ranges: Ranged | None = None) -> list[HeadlineRow]:
+    """Each headline as every surface shows it; with `ranges` (engine_model.band.ranged of the current
+    setting's scenario), each number that moves across the attention evidence carries its band."""
     same = current.summary.config == base.summary.config
     rows = []
     for h in story.headlines:
         fmt, now, before = headline_fmt(h), headline_value(current, h), headline_value(base, h)
         value, delta = card(before, now, fmt, same, h.unit == "count")
         rows.append(HeadlineRow(headline_label(h, current), _shown(fmt, before), _shown(fmt, now), value,
-                                delta))
+                                delta, band_text(ranges, h, now)))
     return rows
+
+
+def band_text(ranges: Ranged | None, headline: Headline, now) -> str:
+    """'5.8–9.8 s' (the unit once), or "" where the number does not move across the band."""
+    if ranges is None:
+        return ""
+    found = ranges.range_of(now, lambda s: s.metrics.value(headline.group, headline.metric, headline.stat))
+    if found is None:
+        return ""
+    fmt = headline_fmt(headline)
+    lo, hi = fmt(found[0]), fmt(found[1])
+    if lo == hi:
+        return ""
+    unit_lo, unit_hi = lo.rpartition(" ")[2], hi.rpartition(" ")[2]
+    if unit_lo == unit_hi and " " in lo:
+        lo = lo.rpartition(" ")[0]
+    return f"{lo}–{hi}"
 
 
 def _shown(fmt, value) -> str:

@@ -144,9 +144,9 @@ def story_figure(grid: Grid, setup: str) -> Figure:
     story = grid.story
     shown = []
     for cell in grid.cells:
-        rows = headline_rows(story, cell.run, cell.base)
+        rows = headline_rows(story, cell.run, cell.base, cell.ranges)
         table = {"head": ["number", "SGLang defaults", "this setting"], "bold": 2,
-                 "rows": [[h.label, h.before, h.now] for h in rows]}
+                 "rows": [[h.label, h.before, h.now_banded] for h in rows]}
         shown.append(Shown(cell.key, cell.run, [table], summary_text(rows, cell.run)))
     uid = "ww-" + hashlib.sha1(f"{story.key}|{grid.first.key}|{grid.sets}".encode()).hexdigest()[:8]
     axes = [{"name": a.control.key, "label": a.control.label, "labels": [a.label(v) for v in a.values],
@@ -154,6 +154,9 @@ def story_figure(grid: Grid, setup: str) -> Figure:
     note = (f"Every setting above was simulated in advance ({setup}); the buttons switch between the runs. "
             "Numbers beside SGLang's defaults use the same requests and seed. The charts are the Who Waits "
             "app's.")
+    banded = next((c.ranges for c in grid.cells if c.ranges is not None), None)
+    if banded is not None:
+        note = f"{note} {banded.band.words()}"
     charts = CHARTS.get(story.key, ("tokens", "wait", "passes"))
     return build_figure(uid, story.title, story.teaser, note, axes, shown,
                         lambda run: [views.story_view(run, c) for c in charts],
@@ -168,16 +171,16 @@ def contrast(grid: Grid) -> str:
     parts = []
     for cell in grid.cells:
         if cell.index[1:] == grid.start[1:] and cell.index[0] != grid.start[0]:
-            row = headline_rows(story, cell.run, cell.base)[0]
+            row = headline_rows(story, cell.run, cell.base, cell.ranges)[0]
             parts.append(f"with {axis.control.label.lower()} {axis.label(cell.values[axis.control.key])}: "
-                         f"{row.label[:1].lower()}{row.label[1:]}: {row.now}")
+                         f"{row.label[:1].lower()}{row.label[1:]}: {row.now_banded}")
     said = "; ".join(parts)
     return f"{said[:1].upper()}{said[1:]}." if said else ""
 
 
 def summary_text(rows, run) -> str:
     """The headline in a sentence, for the alt text and the text under the chart."""
-    parts = [f"{h.label}: {h.now}" + ("" if h.now == h.before else f" (SGLang's defaults: {h.before})")
+    parts = [f"{h.label}: {h.now_banded}" + ("" if h.now == h.before else f" (SGLang's defaults: {h.before})")
              for h in rows]
     yardstick = views.timelines.chunk_pass_words(run.chunk_pass_s)
     return "; ".join(parts) + "." + (f" For scale, {yardstick}." if yardstick else "")

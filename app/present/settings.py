@@ -8,8 +8,9 @@ from __future__ import annotations
 from app.charts.frames import RunFrames
 from app.pd import tables
 from app.present.fmt import fmt_seconds, shown_value
-from app.present.numbers import card, fmt_rate, headline_fmt, headline_label, headline_value
-from engine_model import Control, Scenario, Story, gpus_words, pool_words, resolve
+from app.present.numbers import card, fmt_rate, headline_rows
+from engine_model import Control, InputError, Scenario, Story, gpus_words, pool_words, resolve
+from engine_model.band import ranged
 
 DEPLOYMENT = ("gpu", "tp", "model", "wdtype", "kvdtype")  # the controls `deployment_words` says in one phrase
 
@@ -94,20 +95,25 @@ def headline_words(story: Story, values: dict, current: RunFrames, base: RunFram
     """The story's first headline number that moved, against SGLang's defaults on the same requests. On
     SGLang's defaults: the first headline, said so. A change that moves none of them: the first headline,
     the same either way, and the change named."""
-    shown = []
-    for head in story.headlines:
-        fmt = headline_fmt(head)
-        shown.append((headline_label(head, current), fmt(headline_value(current, head)),
-                      fmt(headline_value(base, head))))
-    label, now, _ = shown[0]
+    try:
+        ranges = ranged(story.scenario(values))
+    except InputError:
+        ranges = None
+    rows = headline_rows(story, current, base, ranges)
+    first = rows[0]
     if current.summary.config == base.summary.config:
-        return f"{label}: {now} (SGLang's defaults)"
-    for moved, value, before in shown:
-        if value != before:
-            return f"{moved}: {value} (SGLang's defaults, same requests: {before})"
+        return f"{first.label}: {first.now} (SGLang's defaults{_band(first)})"
+    for row in rows:
+        if row.now != row.before:
+            return f"{row.label}: {row.now} (SGLang's defaults, same requests: {row.before}{_band(row)})"
     changed = "; ".join(f"{c.label} {shown_value(c, was)} → {shown_value(c, to)}"
                         for c, was, to in story.changes(values)) or "this setting"
-    return f"{label}: {now}, as at SGLang's defaults ({changed} moves none of the story's headline numbers)"
+    return (f"{first.label}: {first.now}, as at SGLang's defaults ({changed} moves none of the story's "
+            f"headline numbers{_band(first)})")
+
+
+def _band(row) -> str:
+    return f"; range {row.band}" if row.band else ""
 
 
 def pd_note(arms: dict[str, tuple[Scenario, RunFrames | None]],

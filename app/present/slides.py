@@ -45,6 +45,7 @@ from app.present.layout import (
 from app.present.numbers import card, fmt_rate, headline_rows, narrate
 from app.present.settings import model_words, run_settings
 from engine_model import STORIES, InputError, Story, TourStep, num_gpus
+from engine_model.band import ranged
 
 FOCUS = {"passes": "passes", "kv": "kv", "queue": "queue"}  # a step's focus -> the chart it shows
 
@@ -107,7 +108,8 @@ def tour_slides(story: Story, runs: Runs, values: dict | None = None) -> list[Sl
 
 def step_slide(story: Story, i: int, step: TourStep, runs: Runs, page: dict | None = None) -> Slide:
     values = step_values(story, step, page)
-    now = runs(story.scenario(values))
+    scenario = story.scenario(values)
+    now = runs(scenario)
     base = runs(story.scenario(story.baseline_values(values)))
     caption = narrate(step.say, story, base, now)
     settings = "Settings: " + " · ".join(run_settings(story, values, now.summary.config)) + "."
@@ -120,8 +122,11 @@ def step_slide(story: Story, i: int, step: TourStep, runs: Runs, page: dict | No
             settings = ""
         return Slide(name, f"{i}. {step.title}", numbers, caption, f"{settings} {where}".strip(), chart,
                      chart_title, "left → right")
-    rows = headline_rows(story, now, base)[:2]
-    numbers = "   ·   ".join(f"{h.label}: {h.card}" for h in rows)
+    ranges = ranged(scenario)
+    rows = headline_rows(story, now, base, ranges)[:2]
+    numbers = "   ·   ".join(f"{h.label}: {h.card}" + (f" (range {h.band})" if h.band else "") for h in rows)
+    if ranges is not None and any(h.band for h in rows):
+        settings = f"{settings} {ranges.band.words()}"
     view = _view(story, step, now)
     chart = with_lanes(export_spec(view.build().to_dict(validate=False), view.title, (), SIZE[0]),
                    len(now.request_order) if view.chart_id == "tokens" else len(now.lanes))

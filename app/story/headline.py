@@ -16,6 +16,7 @@ from app.pd.presets import pd_scenario
 from app.present.fmt import fmt_seconds, seconds_cell, signed_seconds
 from app.present.numbers import (
     Price,
+    band_text,
     card,
     fmt_rate,
     headline_fmt,
@@ -28,13 +29,25 @@ from app.present.settings import changes_words
 from app.ui.cards import Card, cards_ui
 from app.ui.fold import folded
 from engine_model import InputError, Story, attention_note
+from engine_model.band import Ranged, ranged
 
 GROUP_METRICS = {"ttft_s": "first token (TTFT)", "itl_s": "gap between tokens (ITL)",
                  "max_itl_s": "longest pause per request"}
 
 
-def _attention_note(story: Story, values: dict | None) -> str:
-    """Whether the GPU's prefill attention figure is an assumption (engine_model.attention_note)."""
+def ranges_of(story: Story, values: dict | None) -> Ranged | None:
+    """The current setting across its GPU's attention evidence (engine_model.band), or None."""
+    try:
+        return ranged(story.scenario(values)) if values is not None else None
+    except InputError:
+        return None
+
+
+def _attention_note(story: Story, values: dict | None, ranges: Ranged | None) -> str:
+    """The band's sentence, else whether the GPU's prefill attention figure is an assumption
+    (engine_model.attention_note)."""
+    if ranges is not None:
+        return ranges.band.words()
     try:
         return attention_note(story.scenario(values)) if values is not None else ""
     except InputError:
@@ -46,15 +59,16 @@ def headline_ui(story: Story, current: RunFrames, base: RunFrames, values: dict 
     In presenter mode the gains and their price share one row, so the token streams fit the first screen."""
     same = current.summary.config == base.summary.config
     presenting = state.is_presenting()
+    ranges = ranges_of(story, values)
     if not presenting:  # the presenter says it; the room sees "before → after" on the cards
         st.markdown("#### Before → after")
         st.caption("Before: the story as it opened (SGLang's defaults for ⚑ flags, the story's own "
                    f"workload), on the deployment and seed you chose. {changes_words(story, values)}")
-        note = _attention_note(story, values)
+        note = _attention_note(story, values, ranges)
         if note:
             st.caption(note)
     items = price_cards(prices(story, base, current), same)
-    row = headline_cards(story, base, current, same)
+    row = headline_cards(story, base, current, same, ranges=ranges)
     shown = [{"label": c.label, "before": headline_value(base, h), "after": headline_value(current, h)}
              for c, h in zip(row, story.headlines, strict=True)]
     cards_ui(row + items if presenting else row)
@@ -78,9 +92,10 @@ def price_ui(story: Story, before: RunFrames, after: RunFrames, same: bool = Fal
 
 
 def headline_cards(story: Story, before: RunFrames, after: RunFrames, same: bool = False,
-                   both: bool = False) -> list[Card]:
+                   both: bool = False, ranges: Ranged | None = None) -> list[Card]:
     """The story's headline numbers as cards, 'before → after', a lower number the better. `both`: a card
-    whose two numbers print alike still shows both (Compare's A → B names each side)."""
+    whose two numbers print alike still shows both (Compare's A → B names each side). `ranges`: the
+    after-number's band (app.present.numbers.band_text), on the card and in its note."""
     out = []
     for headline in story.headlines:
         was, now = headline_value(before, headline), headline_value(after, headline)
@@ -88,7 +103,9 @@ def headline_cards(story: Story, before: RunFrames, after: RunFrames, same: bool
         value, delta = card(was, now, fmt, same, headline.unit == "count")
         if both and delta is None and was is not None:
             value = f"{fmt(was)} → {fmt(now)}"
-        out.append(Card(headline_label(headline, after), value, delta, "lower", headline.help or ""))
+        band = band_text(ranges, headline, now)
+        note = " ".join(p for p in (headline.help or "", ranges.band.words() if band else "") if p)
+        out.append(Card(headline_label(headline, after), value, delta, "lower", note, band))
     return out
 
 

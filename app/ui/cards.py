@@ -27,6 +27,7 @@ class Card:
     delta: str | None = None  # "+1.3 s (+6645%)": its sign picks the arrow
     better: str = "lower"  # which way the change is good: "lower" | "higher" (its colour)
     help: str = ""
+    band: str = ""  # "5.8–9.8 s": the value's range where the evidence is thin (engine_model.band)
 
 
 def card_html(card: Card) -> str:
@@ -39,6 +40,8 @@ def card_html(card: Card) -> str:
         good = down == (card.better == "lower")
         out += (f'<div class="ww-card-delta ww-{"good" if good else "bad"}">'
                 f'<span aria-hidden="true">{"↓" if down else "↑"}</span> {text(card.delta)}</div>')
+    if card.band:
+        out += f'<div class="ww-card-band">range {text(card.band)}</div>'
     return out + "</div>"
 
 
@@ -61,6 +64,7 @@ CSS = """
 .ww-card-label { font-size: 0.875rem; line-height: 1.4; margin-bottom: 0.25rem; }
 .ww-card-value { font-size: 2.25rem; line-height: 1.25; overflow-wrap: normal; }
 .ww-card-delta { font-size: 0.875rem; margin-top: 0.25rem; }
+.ww-card-band { font-size: 0.875rem; margin-top: 0.125rem; color: #8a5a00; }
 .ww-card-delta.ww-good { color: #177233; }
 .ww-card-delta.ww-bad { color: #bd1f2d; }
 .ww-help { position: relative; display: inline-block; width: 1rem; height: 1rem; margin-left: 0.35rem;
