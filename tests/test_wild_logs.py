@@ -36,6 +36,9 @@ HELD_OUT = {
 }
 REQUIRED_ACCURACY = 0.85
 MIN_EXCERPTS = 40
+# An excerpt whose thread's cause happens after the quoted lines (a crash or hang the paste stops short of) is
+# kept for its format but not scored; it says why, and such excerpts stay a small minority of the corpus.
+MAX_UNSCORED_SHARE = 0.10
 # A line SGLang's scheduler prints about its batches, in any release: the 0.1.x "new fill batch", the
 # Prefill / Decode batch lines, and both wordings of a retraction.
 SCHEDULER_LINE = re.compile(
@@ -52,6 +55,10 @@ def entries() -> list[dict]:
 def causes_of(entry: dict) -> set[str]:
     cause = entry["cause"]
     return {cause} if isinstance(cause, str) else set(cause)
+
+
+def scored(entry: dict) -> bool:
+    return entry.get("scored", True)
 
 
 def text_of(entry: dict) -> str:
@@ -88,6 +95,12 @@ def test_every_entry_names_its_thread_a_known_cause_and_a_quote(entry):
     assert causes_of(entry) <= CAUSES and causes_of(entry)
     assert entry["quote"].strip() and entry["release"].strip()
     assert isinstance(entry["features"], list)
+    assert scored(entry) or entry["why_unscored"].strip()
+
+
+def test_unscored_excerpts_stay_a_small_minority():
+    unscored = [e["file"] for e in ENTRIES if not scored(e)]
+    assert len(unscored) <= MAX_UNSCORED_SHARE * len(ENTRIES), unscored
 
 
 def test_every_file_is_the_one_source_md_lists():
@@ -117,7 +130,7 @@ def test_each_excerpt_is_read_without_crashing_and_not_refused_when_it_has_sched
 
 
 def test_the_verdicts_match_the_threads_causes():
-    rows = [(e["file"], verdict_of(text_of(e)), sorted(causes_of(e))) for e in ENTRIES]
+    rows = [(e["file"], verdict_of(text_of(e)), sorted(causes_of(e))) for e in ENTRIES if scored(e)]
     wrong = [(f, got, want) for f, got, want in rows if got not in want]
     accuracy = 1 - len(wrong) / len(rows)
     listing = "\n".join(f"  {f}: verdict {got!r}, thread says {' or '.join(want)}" for f, got, want in wrong)
