@@ -71,3 +71,14 @@ def test_the_cards_show_the_band_the_tables_show():
     shown = read(html)
     assert shown[0].band == f"range {rows[0].band}" and rows[0].band, shown
     assert "Where the evidence is thin" in cards[0].help
+
+
+def test_a_pd_layout_carries_the_band_of_its_gpus():
+    """The ten o'clock rush's today → PD cards: PD's own runs at each end (its workers price attention with
+    the same figure, cost.roofline reaching every role)."""
+    from app.pd.presets import policy_runs, preset_data
+
+    shaped, runs, _ = policy_runs(preset_data("rush", {}), None, 1, 1, 0, lambda s: summary(simulate(s)))
+    ends = ranged(shaped["early"])
+    first = [s.metrics.value("questions", "ttft_s", "p95") for s in (ends.slow, runs["early"], ends.fast)]
+    assert first[0] > first[1] > first[2]  # a slower attention kernel, a later first token, on PD as well

@@ -41,6 +41,7 @@ from engine_model import (
     read_toml,
     trade_statement,
 )
+from engine_model.band import ranged
 
 Runner = Callable[[Scenario], tuple[RunFrames, str]]  # a run and the key its charts are cached under
 
@@ -162,15 +163,17 @@ def today_cards_ui(values: dict, today: RunFrames) -> bool:
     except InputError:
         return False
     st.markdown(f"#### Today → PD on the same GPUs ({tables.deployment(pd)})")
+    banded = ranged(pd)
     st.caption("The PD section below is on: these cards read your engine today "
-               f"({tables.layout(same)}) → PD on the same requests; the section says why each moves.")
+               f"({tables.layout(same)}) → PD on the same requests; the section says why each moves."
+               + (f" {banded.band.words()}" if banded else ""))
     for policy, run in rows:
-        cards_ui(headline_cards(story, base, run), f"##### PD, {policy}")
+        cards_ui(headline_cards(story, base, run, ranges=ranged(shaped[policy])), f"##### PD, {policy}")
     for policy in refused:
         if policy in fixed:
             scenario, run = fixed[policy]
             head = f"##### PD, {policy}: cannot start here; on its fix, {tables.fix_words(scenario)}"
-            cards_ui(headline_cards(story, base, run), head)
+            cards_ui(headline_cards(story, base, run, ranges=ranged(scenario)), head)
         else:
             st.caption(f"PD under {policy} cannot start on this layout: the section below says why and names "
                        "the fix.")
