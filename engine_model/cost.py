@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 from pydantic import ValidationError
 
+from engine_model.backend import priced_gpu
 from engine_model.errors import InputError
 from engine_model.hardware import (
     EFFICIENCY_FIELDS,
@@ -34,6 +35,7 @@ from engine_model.kernels import (
 )
 from engine_model.precision import weight_path
 from engine_model.resolve import (
+    attention_for,
     chunk_of,
     decode_graph_bs_of,
     default_chunked_prefill_size,
@@ -42,7 +44,7 @@ from engine_model.resolve import (
     gpu_of,
     model_of,
     prefill_graph_sizes,
-    prefill_graph_tokens_of,
+    prefill_graphs_run,
 )
 
 __all__ = ["LinearCost", "PassShape", "RooflineCost", "attn_pairs", "cost_of", "experts_touched",
@@ -337,6 +339,8 @@ def roofline_cost(scenario, gpu: GPU, model: Model) -> RooflineCost:
     if unknown:
         raise InputError(f"cost.roofline.{unknown[0]}",
                          f"unknown figure; allowed: {', '.join(EFFICIENCY_FIELDS)}, allreduce_latency_s")
+    attention = attention_for(scenario, gpu, model)  # attention priced for the backend that runs
+    gpu = priced_gpu(gpu, attention, set(scenario.hardware.gpu_overrides))
     try:
         gpu = GPU.model_validate({**gpu.model_dump(), **figures})
     except ValidationError as err:
@@ -347,6 +351,6 @@ def roofline_cost(scenario, gpu: GPU, model: Model) -> RooflineCost:
     chunk, _ = chunk_of(scenario, gpu)
     return RooflineCost(
         gpu=gpu, model=model, tp_size=scenario.hardware.tp_size, weight_dtype=scenario.model.weight_dtype,
-        kv_dtype=scenario.model.kv_dtype, cuda_graph_max_bs_decode=decode_graph_bs_of(scenario, gpu),
-        cuda_graph_max_bs_prefill=prefill_graph_tokens_of(scenario, model, chunk),
+        kv_dtype=attention.kv_dtype, cuda_graph_max_bs_decode=decode_graph_bs_of(scenario, gpu),
+        cuda_graph_max_bs_prefill=prefill_graphs_run(scenario, gpu, model, chunk),
         overlap=not engine.disable_overlap_schedule, **cpu, **extra)
