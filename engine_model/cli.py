@@ -61,7 +61,7 @@ def deployment_line(config: dict) -> str:
     said = f"{res['model_name']}, {model['weight_dtype']} weights, {res['kv_dtype']} KV"
     if config.get("pd"):  # PD workers: the roles' own GPUs (docs/pd.md)
         return f"{said}, on prefill and decode workers (each role's GPUs: --json, pd.roles)"
-    return f"{gpus_words(config)} · {said} · {res['attention_words']} · {pool_words(config)}"
+    return f"{gpus_words(config)} · {said} · {pool_words(config)} · {res['attention_words']}"
 
 
 def print_unfinished(result, cut_off: str | None) -> None:

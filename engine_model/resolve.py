@@ -82,14 +82,12 @@ class Resolved:
 
     @property
     def attention_words(self) -> str:
-        """'attention fa3, page 1, bf16 KV (auto)', 'attention dsa (prefill flashmla_sparse, decode fa3), page
-        64, bf16 KV (auto)'."""
+        """'attention fa3, page 1', 'attention trtllm_mla, page 64, prefill CUDA graphs off', 'attention dsa
+        (prefill flashmla_sparse, decode fa3), page 64': the backend SGLang runs and what it forces."""
         split = (f" (prefill {self.attention_prefill}, decode {self.attention_decode})"
                  if self.attention_prefill != self.attention_decode else "")
         graphs = "" if self.prefill_graphs else ", prefill CUDA graphs off"
-        auto = " (auto)" if self.kv_dtype_source.startswith("auto") else ""
-        return (f"attention {self.attention_backend}{split}, page {self.page_size}{graphs}, "
-                f"{self.kv_dtype} KV{auto}")
+        return f"attention {self.attention_backend}{split}, page {self.page_size}{graphs}"
 
     @property
     def kv_pool_gib_per_gpu(self) -> float:
