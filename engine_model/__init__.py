@@ -40,7 +40,7 @@ from engine_model.pd.verdict import refused as refused_verdict
 from engine_model.precision import WeightPath, weight_path
 from engine_model.replicas import num_gpus
 from engine_model.report import Summary, summary
-from engine_model.resolve import resolve
+from engine_model.resolve import kv_dtype_of, resolve
 from engine_model.rules import Rule, rules_of
 from engine_model.scenario_io import (
     apply_sets,
@@ -70,7 +70,7 @@ from engine_model.workload import workload_trace
 __all__ = [
     # scenarios
     "InputError", "MAX_REQUESTS", "Scenario", "apply_sets", "check_deployment", "load_scenario",
-    "parse_value", "read_toml", "resolve",
+    "parse_value", "read_toml", "resolve", "kv_dtype_of",
     "scenario_names", "validate",
     # a refused deployment and its fixes (each passes check_deployment); how SGLang runs a weight precision
     "Fix", "Refused", "WeightPath", "deployment_fixes", "weight_path",
