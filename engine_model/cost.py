@@ -162,6 +162,7 @@ class RooflineCost:
     frontend_s: float = FRONTEND_S
     tokenize_s: float = TOKENIZE_S
     allreduce_latency_s: float = ALLREDUCE_LATENCY_S
+    attention_backend: str = ""  # the backend whose kernel figures `gpu` carries (engine_model/backend.py)
     num_kernels: int = field(default=0, init=False, compare=False)
     num_breakable_launches: int = field(default=0, init=False, compare=False)  # per breakable-graph pass
     prefill_graph_sizes: tuple[int, ...] = field(default=(), init=False, compare=False)
@@ -252,13 +253,17 @@ class RooflineCost:
         """Time a client sees outside the scheduler before its first token: HTTP, tokenizer, detokenizer."""
         return self.frontend_s + self.tokenize_s * prompt_len
 
+    @property
+    def _backend(self) -> str:
+        return f" ({self.attention_backend})" if self.attention_backend else ""
+
     def describe(self) -> str:
         gpu = self.gpu
         path = weight_path(gpu, self.weight_dtype, moe=self.model.is_moe)
         backend = f" ({path.backend}, {path.compute_dtype} compute)" if path.runs else ""
         return (f"roofline: {self.model.name} on {gpu.name} x{self.tp_size}, weights {self.weight_dtype}"
                 f"{backend}, KV {self.kv_dtype}; GEMM mfu {gpu.gemm_mfu} mbu {gpu.gemm_mbu}, "
-                f"element-wise mbu {gpu.elementwise_mbu}, attention mfu {gpu.attention_mfu} "
+                f"element-wise mbu {gpu.elementwise_mbu}, attention{self._backend} mfu {gpu.attention_mfu} "
                 f"mbu {gpu.attention_mbu}; "
                 f"CPU {self.per_pass_s * 1e3:g} ms + {self.per_request_s * 1e6:g} us/request, "
                 f"overlap {'on' if self.overlap else 'off'}, CUDA graphs: decode batches up to "
@@ -353,4 +358,4 @@ def roofline_cost(scenario, gpu: GPU, model: Model) -> RooflineCost:
         gpu=gpu, model=model, tp_size=scenario.hardware.tp_size, weight_dtype=scenario.model.weight_dtype,
         kv_dtype=attention.kv_dtype, cuda_graph_max_bs_decode=decode_graph_bs_of(scenario, gpu),
         cuda_graph_max_bs_prefill=prefill_graphs_run(scenario, gpu, model, chunk),
-        overlap=not engine.disable_overlap_schedule, **cpu, **extra)
+        overlap=not engine.disable_overlap_schedule, attention_backend=attention.backend, **cpu, **extra)

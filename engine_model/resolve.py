@@ -272,26 +272,36 @@ def mem_fraction_of(scenario: Scenario, gpu, model, chunk: int | None) -> tuple[
 def pool_of(scenario: Scenario, gpu, model, chunk: int | None) -> tuple[int, str]:
     """The KV pool in tokens per GPU, and where it came from: what fits in GPU memory after the weights, or
     max_total_tokens when set, capped at what fits (`_apply_token_constraints`: SGLang warns and uses the
-    profiled value when the flag asks for more). A set pool on memory the model cannot size (weights that do
-    not fit, a derived fraction below 0) is taken as set: engine_model.feasibility.check refuses such a
-    deployment at every entry point, and the reference replays and property tests run such pools."""
+    profiled value when the flag asks for more); either rounded down to whole pages
+    (model_executor/pool_configurator.py `calculate_pool_sizes`, `calculate_pool_sizes_from_max_tokens`:
+    tokens // page_size * page_size, in 0.5.20-0.5.23). A set pool on memory the model cannot size (weights
+    that do not fit, a derived fraction below 0) is taken as set: engine_model.feasibility.check refuses such
+    a deployment at every entry point, and the reference replays and property tests run such pools."""
     fraction, fraction_source = mem_fraction_of(scenario, gpu, model, chunk)
     tp_size = scenario.hardware.tp_size
+    attention = attention_for(scenario, gpu, model)
+    page = attention.page_size
     wanted = scenario.engine.max_total_tokens
+    if wanted is not None:
+        if wanted < page:
+            raise InputError("engine.max_total_tokens", f"{wanted} is less than one page ({page} tokens, "
+                             f"{attention.page_source}); SGLang rounds the pool down to whole pages")
+        wanted = wanted // page * page
     try:
         capacity = hardware.kv_capacity_tokens(gpu, model, tp_size, scenario.model.weight_dtype,
-                                               attention_for(scenario, gpu, model).kv_dtype,
-                                               mem_fraction_static=fraction)
+                                               attention.kv_dtype, mem_fraction_static=fraction)
     except InputError as err:
         if wanted is not None:
             return wanted, "set (max_total_tokens)"
         if err.where == "deployment":  # the weights do not fit: the words every entry point shows
             raise
         raise InputError(f"hardware ({err.where})", err.problem) from None
+    capacity = capacity // page * page
     if wanted is not None and wanted <= capacity:
         return wanted, "set (max_total_tokens)"
+    pages = f", in whole pages of {page}" if page > 1 else ""
     source = (f"from GPU memory: {gpu.name} x TP{tp_size}, {model.name}, mem_fraction_static {fraction:g} "
-              f"({fraction_source})")
+              f"({fraction_source}){pages}")
     if wanted is not None:
         source = (f"max_total_tokens {wanted:,} is more than fits, so SGLang uses what fits, {source}")
     return capacity, source
