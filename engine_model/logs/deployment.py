@@ -178,7 +178,7 @@ def read_kv_dtype(found: LogDeployment, kv) -> None:
     if kv == "auto":
         found.kv_dtype = "auto"
         found.matched.append("kv_cache_dtype='auto' → auto: bf16, or fp8 for a DSA model on SM100+ "
-                             "(engine_model/backend.py)")
+                             "(as SGLang resolves it)")
     elif kv in ("bfloat16", "bf16", "float16", "half"):
         found.kv_dtype = "bf16"
         found.matched.append(f"kv_cache_dtype={kv!r} → bf16 KV cache")
