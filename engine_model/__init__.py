@@ -7,6 +7,7 @@ This file is the public face: the app, notebooks and users import from here and 
     summary(result).metrics.groups["streams"].max_itl_s.max
 """
 
+from engine_model.backend import Attention, attention_of
 from engine_model.benchtest import bench_export, zip_export
 from engine_model.config import MAX_REQUESTS, Scenario
 from engine_model.core import Iteration, PassKind, Request, RequestState, Retraction, Row
@@ -74,6 +75,8 @@ __all__ = [
     "scenario_names", "validate",
     # a refused deployment and its fixes (each passes check_deployment); how SGLang runs a weight precision
     "Fix", "Refused", "WeightPath", "deployment_fixes", "weight_path",
+    # SGLang's attention backend per GPU and model: the page size, prefill graphs and auto KV dtype it decides
+    "Attention", "attention_of",
     # presets, and a deployment in words
     "GPUS", "LINKS", "MODELS", "gpus_words", "pool_words", "tp_sizes",
     # a scenario's deployment resolved once: each role's GPUs, TP, weights as SGLang runs them, KV pools
