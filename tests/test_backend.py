@@ -236,3 +236,17 @@ def test_a_persons_attention_figures_win_over_the_backends():
     set_in_cost = Scenario.model_validate({"engine": {"attention_backend": "triton"},
                                            "cost": {"roofline": {"attention_mfu": 0.45}}})
     assert cost_of(set_in_cost).gpu.attention_mfu == 0.45
+
+
+def test_the_resolved_settings_line_names_the_backend_and_page_size():
+    from engine_model.cli import deployment_line
+
+    s = scenario("b200", "deepseek-v3", tp=8, weights="fp8")
+    config = {"resolved": resolve(s).to_dict(), "engine": s.engine.model_dump(),
+              "model": s.model.model_dump()}
+    line = deployment_line(config)
+    assert line.endswith("· attention trtllm_mla, page 64, prefill CUDA graphs off")
+    assert "fp8 weights, bf16 KV" in line
+    glm = scenario("b200", "glm-5", tp=8, weights="fp8")
+    words = resolve(glm).to_dict()["attention_words"]
+    assert words == "attention dsa, page 64" and resolve(glm).kv_dtype_source.startswith("auto: fp8_e4m3")
