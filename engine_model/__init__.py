@@ -7,6 +7,7 @@ This file is the public face: the app, notebooks and users import from here and 
     summary(result).metrics.groups["streams"].max_itl_s.max
 """
 
+from engine_model.backend import Attention, attention_of
 from engine_model.benchtest import bench_export, zip_export
 from engine_model.config import MAX_REQUESTS, Scenario
 from engine_model.core import Iteration, PassKind, Request, RequestState, Retraction, Row
@@ -40,7 +41,7 @@ from engine_model.pd.verdict import refused as refused_verdict
 from engine_model.precision import WeightPath, weight_path
 from engine_model.replicas import num_gpus
 from engine_model.report import Summary, summary
-from engine_model.resolve import resolve
+from engine_model.resolve import kv_dtype_of, resolve
 from engine_model.rules import Rule, rules_of
 from engine_model.scenario_io import (
     apply_sets,
@@ -70,10 +71,12 @@ from engine_model.workload import workload_trace
 __all__ = [
     # scenarios
     "InputError", "MAX_REQUESTS", "Scenario", "apply_sets", "check_deployment", "load_scenario",
-    "parse_value", "read_toml", "resolve",
+    "parse_value", "read_toml", "resolve", "kv_dtype_of",
     "scenario_names", "validate",
     # a refused deployment and its fixes (each passes check_deployment); how SGLang runs a weight precision
     "Fix", "Refused", "WeightPath", "deployment_fixes", "weight_path",
+    # SGLang's attention backend per GPU and model: the page size, prefill graphs and auto KV dtype it decides
+    "Attention", "attention_of",
     # presets, and a deployment in words
     "GPUS", "LINKS", "MODELS", "gpus_words", "pool_words", "tp_sizes",
     # a scenario's deployment resolved once: each role's GPUs, TP, weights as SGLang runs them, KV pools

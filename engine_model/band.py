@@ -75,8 +75,8 @@ def band_of(scenario: Scenario) -> Band | None:
     if isinstance(model, LinearCost) or model.gpu.vendor != "nvidia":
         return None
     bounds = bounds_of(model.gpu.sm)
-    if bounds is None:
-        return None
+    if bounds is None or not bounds[0].mfu < model.gpu.attention_mfu < bounds[1].mfu:
+        return None  # another backend's figures (engine_model/backend.py priced_gpu): not this evidence
     slow, fast = (_with_attention(scenario, b.mfu) for b in bounds)
     return Band(slow, fast, model.gpu.name, model.gpu.attention_mfu, bounds)
 

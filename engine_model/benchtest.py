@@ -66,8 +66,10 @@ def _engine_flags(scenario: Scenario, role: Role) -> list[str]:
         flags += ["--dp-size", str(role.dp_size), "--enable-dp-attention"]
     if role.page_size != 1:
         flags += ["--page-size", str(role.page_size)]
-    if scenario.model.kv_dtype == "fp8":
-        flags += ["--kv-cache-dtype", "fp8_e4m3"]
+    if scenario.model.kv_dtype != "auto":  # auto: SGLang resolves it as engine_model/backend.py does
+        flags += ["--kv-cache-dtype", {"fp8": "fp8_e4m3", "bf16": "bfloat16"}[scenario.model.kv_dtype]]
+    if eng.attention_backend is not None:
+        flags += ["--attention-backend", eng.attention_backend]
     if role.weights.flag.startswith("--"):
         flags += role.weights.flag.split()
     flags += ["--enable-mixed-chunk"] if eng.enable_mixed_chunk else []

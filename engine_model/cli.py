@@ -58,10 +58,10 @@ def deployment_line(config: dict) -> str:
     from engine_model.deployment import gpus_words, pool_words
 
     res, model = config["resolved"], config["model"]
-    said = f"{res['model_name']}, {model['weight_dtype']} weights, {model['kv_dtype']} KV"
+    said = f"{res['model_name']}, {model['weight_dtype']} weights, {res['kv_dtype']} KV"
     if config.get("pd"):  # PD workers: the roles' own GPUs (docs/pd.md)
         return f"{said}, on prefill and decode workers (each role's GPUs: --json, pd.roles)"
-    return f"{gpus_words(config)} · {said} · {pool_words(config)}"
+    return f"{gpus_words(config)} · {said} · {pool_words(config)} · {res['attention_words']}"
 
 
 def print_unfinished(result, cut_off: str | None) -> None:

@@ -11,6 +11,7 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from engine_model.backend import ATTENTION_BACKENDS
 from engine_model.pd.config import PDConfig
 
 Version = Literal["0.5.20", "0.5.21", "0.5.22", "0.5.23"]
@@ -41,7 +42,11 @@ class EngineConfig(Frozen):
     chunked_prefill_size: Annotated[int, Field(ge=-1, le=MAX_TOKENS)] | Literal["auto"] = "auto"
     enable_mixed_chunk: bool = False
     max_prefill_tokens: int = Field(16384, ge=1, le=MAX_TOKENS)
-    page_size: int = Field(1, ge=1, le=256)
+    # --page-size: None takes SGLang's default for the attention backend (engine_model/backend.py: 1, or what
+    # the backend forces: 64 for trtllm_mha on SM100, trtllm_mla and DSA models, 128 for fa4)
+    page_size: int | None = Field(None, ge=1, le=256)
+    # --attention-backend: None takes SGLang's default for the GPU and model (engine_model/backend.py)
+    attention_backend: Literal[ATTENTION_BACKENDS] | None = None
     max_running_requests: int | None = Field(None, ge=1, le=MAX_REQUESTS)
     max_total_tokens: int | None = Field(None, ge=16, le=MAX_POOL_TOKENS)  # KV pool in tokens; None: from GPU
     # shortest-prefill-first: SGLang 0.5.21+; it needs the radix cache, which the model always has on
@@ -80,7 +85,9 @@ class HardwareConfig(Frozen):
 class ModelConfig(Frozen):
     name: str = "llama-3.1-8b"
     weight_dtype: Literal["bf16", "fp8", "nvfp4"] = "bf16"
-    kv_dtype: Literal["bf16", "fp8"] = "bf16"
+    # --kv-cache-dtype: "auto" is SGLang's default, the model's dtype (bf16), or fp8 for a DSA model on SM100+
+    # (engine_model/backend.py)
+    kv_dtype: Literal["auto", "bf16", "fp8"] = "auto"
     overrides: dict[str, float | int | str] = Field(default_factory=dict)
 
 

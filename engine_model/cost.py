@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 from pydantic import ValidationError
 
+from engine_model.backend import priced_gpu
 from engine_model.errors import InputError
 from engine_model.hardware import (
     EFFICIENCY_FIELDS,
@@ -34,6 +35,7 @@ from engine_model.kernels import (
 )
 from engine_model.precision import weight_path
 from engine_model.resolve import (
+    attention_for,
     chunk_of,
     decode_graph_bs_of,
     default_chunked_prefill_size,
@@ -42,7 +44,7 @@ from engine_model.resolve import (
     gpu_of,
     model_of,
     prefill_graph_sizes,
-    prefill_graph_tokens_of,
+    prefill_graphs_run,
 )
 
 __all__ = ["LinearCost", "PassShape", "RooflineCost", "attn_pairs", "cost_of", "experts_touched",
@@ -160,6 +162,7 @@ class RooflineCost:
     frontend_s: float = FRONTEND_S
     tokenize_s: float = TOKENIZE_S
     allreduce_latency_s: float = ALLREDUCE_LATENCY_S
+    attention_backend: str = ""  # the backend whose kernel figures `gpu` carries (engine_model/backend.py)
     num_kernels: int = field(default=0, init=False, compare=False)
     num_breakable_launches: int = field(default=0, init=False, compare=False)  # per breakable-graph pass
     prefill_graph_sizes: tuple[int, ...] = field(default=(), init=False, compare=False)
@@ -250,13 +253,17 @@ class RooflineCost:
         """Time a client sees outside the scheduler before its first token: HTTP, tokenizer, detokenizer."""
         return self.frontend_s + self.tokenize_s * prompt_len
 
+    @property
+    def _backend(self) -> str:
+        return f" ({self.attention_backend})" if self.attention_backend else ""
+
     def describe(self) -> str:
         gpu = self.gpu
         path = weight_path(gpu, self.weight_dtype, moe=self.model.is_moe)
         backend = f" ({path.backend}, {path.compute_dtype} compute)" if path.runs else ""
         return (f"roofline: {self.model.name} on {gpu.name} x{self.tp_size}, weights {self.weight_dtype}"
                 f"{backend}, KV {self.kv_dtype}; GEMM mfu {gpu.gemm_mfu} mbu {gpu.gemm_mbu}, "
-                f"element-wise mbu {gpu.elementwise_mbu}, attention mfu {gpu.attention_mfu} "
+                f"element-wise mbu {gpu.elementwise_mbu}, attention{self._backend} mfu {gpu.attention_mfu} "
                 f"mbu {gpu.attention_mbu}; "
                 f"CPU {self.per_pass_s * 1e3:g} ms + {self.per_request_s * 1e6:g} us/request, "
                 f"overlap {'on' if self.overlap else 'off'}, CUDA graphs: decode batches up to "
@@ -337,6 +344,8 @@ def roofline_cost(scenario, gpu: GPU, model: Model) -> RooflineCost:
     if unknown:
         raise InputError(f"cost.roofline.{unknown[0]}",
                          f"unknown figure; allowed: {', '.join(EFFICIENCY_FIELDS)}, allreduce_latency_s")
+    attention = attention_for(scenario, gpu, model)  # attention priced for the backend that runs
+    gpu = priced_gpu(gpu, attention, set(scenario.hardware.gpu_overrides))
     try:
         gpu = GPU.model_validate({**gpu.model_dump(), **figures})
     except ValidationError as err:
@@ -347,6 +356,6 @@ def roofline_cost(scenario, gpu: GPU, model: Model) -> RooflineCost:
     chunk, _ = chunk_of(scenario, gpu)
     return RooflineCost(
         gpu=gpu, model=model, tp_size=scenario.hardware.tp_size, weight_dtype=scenario.model.weight_dtype,
-        kv_dtype=scenario.model.kv_dtype, cuda_graph_max_bs_decode=decode_graph_bs_of(scenario, gpu),
-        cuda_graph_max_bs_prefill=prefill_graph_tokens_of(scenario, model, chunk),
-        overlap=not engine.disable_overlap_schedule, **cpu, **extra)
+        kv_dtype=attention.kv_dtype, cuda_graph_max_bs_decode=decode_graph_bs_of(scenario, gpu),
+        cuda_graph_max_bs_prefill=prefill_graphs_run(scenario, gpu, model, chunk),
+        overlap=not engine.disable_overlap_schedule, attention_backend=attention.backend, **cpu, **extra)

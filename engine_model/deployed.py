@@ -33,6 +33,7 @@ class Role:
     page_size: int
     kv_per_rank: int  # KV pool of one rank, tokens
     chunk_per_rank: int | None  # None: chunking off
+    attention: str = ""  # the attention backend and what it forces, in words (Resolved.attention_words)
 
     @property
     def attn_tp_size(self) -> int:
@@ -108,15 +109,15 @@ def deployment_of(scenario: Scenario) -> Deployment:
 
         roles = tuple(_role(n, scenario, r.num_workers, r.tp_size, r.dp_size, r.rank)
                       for n in ("prefill", "decode") for r in (resolve_role(scenario, n),))
-    return Deployment(name, scenario.model.weight_dtype, scenario.model.kv_dtype, roles)
+    return Deployment(name, scenario.model.weight_dtype, roles[0].kv_dtype, roles)
 
 
 def _role(name: str, scenario: Scenario, num_workers: int, tp: int, dp: int, rank) -> Role:
     cfg = getattr(scenario.pd, name) if scenario.pd is not None else None
     gpu = gpu_of(scenario) if cfg is None or not cfg.gpu else gpu_of(_on(scenario, cfg.gpu))
     path = weight_path(gpu, scenario.model.weight_dtype, scenario.engine.version, model_of(scenario).is_moe)
-    return Role(name, gpu.name, num_workers, tp, dp, path, scenario.model.kv_dtype, rank.page_size,
-                rank.max_total_tokens, rank.chunked_prefill_size)
+    return Role(name, gpu.name, num_workers, tp, dp, path, rank.kv_dtype, rank.page_size,
+                rank.max_total_tokens, rank.chunked_prefill_size, rank.attention_words)
 
 
 def _on(scenario: Scenario, gpu: str) -> Scenario:

@@ -43,7 +43,7 @@ from engine_model.core import Request
 from engine_model.errors import InputError
 from engine_model.hardware import GPU, Model
 from engine_model.precision import weight_path
-from engine_model.resolve import chunk_of, gpu_of, mem_fraction_of, model_of, resolve
+from engine_model.resolve import chunk_of, gpu_of, kv_dtype_of, mem_fraction_of, model_of, resolve
 from engine_model.workload import build, trace_requests
 
 TP_SIZES = (1, 2, 4, 8, 16, 32, 64)  # what a scenario may ask for (the app offers one 8-GPU node: 1-8)
@@ -119,7 +119,7 @@ def pool_problem(scenario: Scenario, requests: list[Request]) -> str | None:
         return None
     where = ("as set: engine.max_total_tokens" if res.max_total_tokens_source.startswith("set") else
              f"what fits on {res.tp_size} × {res.gpu_name} at TP {res.tp_size} beside {res.model_name}'s "
-             f"{scenario.model.weight_dtype} weights, {scenario.model.kv_dtype} KV")
+             f"{scenario.model.weight_dtype} weights, {res.kv_dtype} KV")
     return (f"the KV pool holds {res.max_total_tokens:,} tokens ({where}), and the longest prompt, "
             f"{longest.rid}'s {longest.prompt_len:,} tokens, needs more: SGLang refuses a prompt of "
             f"max_req_input_len ({res.max_req_input_len:,}) tokens or more")
@@ -261,14 +261,14 @@ def precision_fix(scenario: Scenario, gpu: GPU, weights: str, kv: str) -> Fix:
         path = weight_path(gpu, weights, scenario.engine.version, model_of(scenario).is_moe)
         settings.append(("model.weight_dtype", weights))
         words.append(f"{path.words[:-1]}; model.weight_dtype={weights})")
-    if kv != model.kv_dtype:
+    if kv != kv_dtype_of(scenario):
         settings.append(("model.kv_dtype", kv))
         words.append(f"{kv} KV cache (model.kv_dtype={kv})")
     return Fix(tuple(settings), " and ".join(words))
 
 
 def precision_group(scenario: Scenario, gpu: GPU, pairs: list[tuple[str, str]]) -> list[Fix]:
-    now = (scenario.model.weight_dtype, scenario.model.kv_dtype)
+    now = (scenario.model.weight_dtype, kv_dtype_of(scenario))
     return [precision_fix(scenario, gpu, w, kv) for w, kv in pairs if (w, kv) != now]
 
 
@@ -300,9 +300,9 @@ def fix_tiers(scenario: Scenario, problem: Problem, gpu: GPU, tp: int, tps: list
     another precision, or on another GPU."""
     model, larger = scenario.model, problem.kind != "precision"
     if larger:
-        by_dtype = [precision_group(scenario, gpu, precisions(model.weight_dtype, model.kv_dtype))]
+        by_dtype = [precision_group(scenario, gpu, precisions(model.weight_dtype, kv_dtype_of(scenario)))]
     else:  # each other weight dtype, at this KV dtype or a smaller one
-        by_dtype = [precision_group(scenario, gpu, precisions(w, model.kv_dtype, (w,)))
+        by_dtype = [precision_group(scenario, gpu, precisions(w, kv_dtype_of(scenario), (w,)))
                     for w in WEIGHT_DTYPES if w != model.weight_dtype]
     other = [fix for group in by_dtype for fix in group]
     on_gpus = [Fix(t.settings + g.settings, f"{g.words[:-1]}; {settings_words(t.settings)})")

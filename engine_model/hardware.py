@@ -212,9 +212,6 @@ def kv_heads_per_rank(model: Model, tp_size: int) -> int:
 # values and keep the rope part in bf16; every indexer layer adds its FP8 index key with one fp32 scale.
 DSA_QUANT_BLOCK = 128
 FP32_BYTES = 4
-# model_overrides/deepseek_v2.py: a DSA model always runs with pages of 64 x index_kpool tokens on CUDA
-# (GLM-5's config has no index_kpool, so 1)
-DSA_PAGE_SIZE = 64
 
 
 def dsa_latent_bytes(model: Model, kv_dtype: str) -> float:
@@ -245,11 +242,6 @@ def kv_bytes_per_token(model: Model, kv_dtype: str = "bf16", tp_size: int = 1) -
     if model.attention == "mla":
         return model.num_layers * (model.kv_lora_rank + model.qk_rope_head_dim) * size
     return 2 * model.num_layers * kv_heads_per_rank(model, tp_size) * model.head_dim * size
-
-
-def page_size_of(model: Model, page_size: int) -> int:
-    """The page size SGLang runs with: a DSA model's is forced to DSA_PAGE_SIZE, whatever was set."""
-    return DSA_PAGE_SIZE if model.is_dsa else page_size
 
 
 def weight_bytes(model: Model, weight_dtype: str = "bf16") -> float:
@@ -343,6 +335,8 @@ _NO_ATTENTION = ("; attention: assumption, the A100's figures (no public measure
 # and busy decode live (prefill chunks of 512+ tokens with past KV, decode batches of 32+; within 35 %);
 # the floor is the shortest measured kernel (15-18 us: a 64-token chunk, one decode request).
 _ATTENTION = dict(attention_mfu=0.25, attention_mbu=0.65, attention_floor_s=15e-6)
+# The prefill figures of the FlashAttention-2 class (FlashInfer, Triton, aiter; engine_model/backend.py)
+ATTENTION_FA2 = dict(attention_mfu=_ATTENTION["attention_mfu"], attention_ramp_keys=0.0)
 # Hopper and Blackwell have no measured attention profile here; their prefill attention is fitted on published
 # kernel throughput (bench/attention_fit.py on tests/data/published/attention_kernels.csv; docs/cost-model.md,
 # "Long prompts against published measurements"): time = FLOPs x (1 + attention_ramp_keys / keys per query)

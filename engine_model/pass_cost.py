@@ -149,6 +149,7 @@ def attention_note(scenario: Scenario) -> str:
     source = gpu_preset(scenario.hardware.gpu).efficiency_source
     if "attention: assumption" not in source and not source.startswith("assumption"):
         return ""
-    return (f"Prefill attention on the {model.gpu.name} is priced at {model.gpu.attention_mfu:g} of its BF16 "
+    return (f"Prefill attention ({model.attention_backend}) on the {model.gpu.name} is priced at "
+            f"{model.gpu.attention_mfu:g} of its BF16 "
             "peak at long sequences: an assumption (published kernel benchmarks, no measured serving profile "
             "for this GPU); a long prompt's stall scales with it. The cost model edits it.")

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from pydantic import ValidationError
 
 from engine_model import hardware
+from engine_model.backend import Attention, attention_of
 from engine_model.config import Scenario
 from engine_model.errors import InputError
 from engine_model.versions import Capabilities, capabilities, first_release
@@ -67,13 +68,34 @@ class Resolved:
     model_name: str = ""
     kv_bytes_per_token: float = 0.0  # on each GPU (TP splits a token's KV heads over the GPUs)
     kv_heads_per_gpu: int = 0  # GQA: KV heads each GPU holds (copied when TP exceeds them); 0 for MLA
+    # The attention backend and what it forces (engine_model/backend.py); each *_source names the SGLang rule
+    page_size_source: str = ""
+    attention_backend: str = ""
+    attention_prefill: str = ""  # the prefill kernels (DSA: dsa_prefill_backend), else the backend
+    attention_decode: str = ""
+    attention_source: str = ""
+    attention_kernels: str = ""  # the kernel figures that price attention: "fa3", "sm100", "fa2"
+    prefill_graphs: bool = True  # False: the backend turns prefill CUDA graphs off
+    prefill_graphs_source: str = ""
+    kv_dtype: str = "bf16"  # "bf16" or "fp8", after --kv-cache-dtype auto
+    kv_dtype_source: str = ""
+
+    @property
+    def attention_words(self) -> str:
+        """'attention fa3, page 1', 'attention trtllm_mla, page 64, prefill CUDA graphs off', 'attention dsa
+        (prefill flashmla_sparse, decode fa3), page 64': the backend SGLang runs and what it forces."""
+        split = (f" (prefill {self.attention_prefill}, decode {self.attention_decode})"
+                 if self.attention_prefill != self.attention_decode else "")
+        graphs = "" if self.prefill_graphs else ", prefill CUDA graphs off"
+        return f"attention {self.attention_backend}{split}, page {self.page_size}{graphs}"
 
     @property
     def kv_pool_gib_per_gpu(self) -> float:
         return self.max_total_tokens * self.kv_bytes_per_token / hardware.GIB
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "kv_pool_gib_per_gpu": self.kv_pool_gib_per_gpu}
+        return {**asdict(self), "kv_pool_gib_per_gpu": self.kv_pool_gib_per_gpu,
+                "attention_words": self.attention_words}
 
 
 def default_chunked_prefill_size(gpu_memory_gib: float) -> int:
@@ -102,14 +124,22 @@ def prefill_graph_sizes(max_tokens: int) -> tuple[int, ...]:
     return tuple(n for n in sizes if n <= max_tokens)
 
 
+MLA_PREFILL_GRAPH_CAP = 8192  # 0.5.23: min(8192, chunked_prefill_size)
+MLA_PREFILL_GRAPH_TOKENS_OLD = 2048  # 0.5.20-0.5.22: 2048, whatever the chunk
+
+
 def default_prefill_graph_tokens(chunk: int | None, model_name: str, is_mla: bool,
-                                 max_total_tokens: int | None) -> int:
-    """`handle_gpu_memory_settings`: the prefill graph's max "batch" (tokens) is chunked_prefill_size (MLA
-    at most 8,192), at most max_total_tokens when that is set, at most 4,096 for Llama-2; 0 without
-    chunking (no size is captured)."""
-    if chunk is None:
+                                 max_total_tokens: int | None, version: str = "0.5.23") -> int:
+    """`handle_gpu_memory_settings` (arg_groups/memory_hook.py): the prefill graph's max "batch" (tokens) is
+    chunked_prefill_size, for MLA min(8192, chunk) in 0.5.23 and 2,048 in 0.5.20-0.5.22
+    (versions.py `mla_prefill_graph_follows_chunk`); at most max_total_tokens when that is set, at most 4,096
+    for Llama-2; 0 without chunking (no size is captured; MLA before 0.5.23 still captures up to 2,048)."""
+    if is_mla and not capabilities(version).mla_prefill_graph_follows_chunk:
+        tokens = MLA_PREFILL_GRAPH_TOKENS_OLD
+    elif chunk is None:
         return 0
-    tokens = min(chunk, 8192) if is_mla else chunk
+    else:
+        tokens = min(chunk, MLA_PREFILL_GRAPH_CAP) if is_mla else chunk
     if max_total_tokens is not None:
         tokens = min(tokens, max_total_tokens)
     if "llama-2" in model_name.lower():
@@ -194,12 +224,36 @@ def decode_graph_bs_of(scenario: Scenario, gpu) -> int:
 
 
 def prefill_graph_tokens_of(scenario: Scenario, model, chunk: int | None) -> int:
-    """The largest prefill or mixed pass (tokens) a breakable CUDA graph replays: the flag, else SGLang's
-    default; 0: no prefill graphs."""
+    """The largest prefill or mixed pass (tokens) a breakable CUDA graph is captured for: the flag, else
+    SGLang's default; 0: no prefill graphs. What `handle_gpu_memory_settings` reserves memory for; whether the
+    backend then turns them off is `prefill_graphs_run`."""
     engine = scenario.engine
     if engine.cuda_graph_max_bs_prefill is not None:
         return engine.cuda_graph_max_bs_prefill
-    return default_prefill_graph_tokens(chunk, model.name, model.attention == "mla", engine.max_total_tokens)
+    return default_prefill_graph_tokens(chunk, model.name, model.attention == "mla", engine.max_total_tokens,
+                                        engine.version)
+
+
+def attention_for(scenario: Scenario, gpu, model) -> Attention:
+    """The scenario's attention backend, page size, prefill graphs and KV dtype (engine_model/backend.py)."""
+    engine = scenario.engine
+    return attention_of(gpu, model, scenario.hardware.tp_size, engine.version, engine.attention_backend,
+                        engine.page_size, scenario.model.kv_dtype)
+
+
+def kv_dtype_of(scenario: Scenario) -> str:
+    """The KV cache's dtype, "bf16" or "fp8": model.kv_dtype, with "auto" as SGLang resolves it."""
+    gpu, model = gpu_of(scenario), model_of(scenario)
+    return attention_for(scenario, gpu, model).kv_dtype
+
+
+def prefill_graphs_run(scenario: Scenario, gpu, model, chunk: int | None) -> int:
+    """The largest pass a prefill graph replays once SGLang has resolved the backend: 0 when the backend
+    turns prefill graphs off (`disable_prefill_cuda_graph_for_deepseek_trtllm_mla`, after the memory is
+    reserved)."""
+    if not attention_for(scenario, gpu, model).prefill_graphs:
+        return 0
+    return prefill_graph_tokens_of(scenario, model, chunk)
 
 
 def mem_fraction_of(scenario: Scenario, gpu, model, chunk: int | None) -> tuple[float, str]:
@@ -218,25 +272,36 @@ def mem_fraction_of(scenario: Scenario, gpu, model, chunk: int | None) -> tuple[
 def pool_of(scenario: Scenario, gpu, model, chunk: int | None) -> tuple[int, str]:
     """The KV pool in tokens per GPU, and where it came from: what fits in GPU memory after the weights, or
     max_total_tokens when set, capped at what fits (`_apply_token_constraints`: SGLang warns and uses the
-    profiled value when the flag asks for more). A set pool on memory the model cannot size (weights that do
-    not fit, a derived fraction below 0) is taken as set: engine_model.feasibility.check refuses such a
-    deployment at every entry point, and the reference replays and property tests run such pools."""
+    profiled value when the flag asks for more); either rounded down to whole pages
+    (model_executor/pool_configurator.py `calculate_pool_sizes`, `calculate_pool_sizes_from_max_tokens`:
+    tokens // page_size * page_size, in 0.5.20-0.5.23). A set pool on memory the model cannot size (weights
+    that do not fit, a derived fraction below 0) is taken as set: engine_model.feasibility.check refuses such
+    a deployment at every entry point, and the reference replays and property tests run such pools."""
     fraction, fraction_source = mem_fraction_of(scenario, gpu, model, chunk)
     tp_size = scenario.hardware.tp_size
+    attention = attention_for(scenario, gpu, model)
+    page = attention.page_size
     wanted = scenario.engine.max_total_tokens
+    if wanted is not None:
+        if wanted < page:
+            raise InputError("engine.max_total_tokens", f"{wanted} is less than one page ({page} tokens, "
+                             f"{attention.page_source}); SGLang rounds the pool down to whole pages")
+        wanted = wanted // page * page
     try:
         capacity = hardware.kv_capacity_tokens(gpu, model, tp_size, scenario.model.weight_dtype,
-                                               scenario.model.kv_dtype, mem_fraction_static=fraction)
+                                               attention.kv_dtype, mem_fraction_static=fraction)
     except InputError as err:
         if wanted is not None:
             return wanted, "set (max_total_tokens)"
         if err.where == "deployment":  # the weights do not fit: the words every entry point shows
             raise
         raise InputError(f"hardware ({err.where})", err.problem) from None
+    capacity = capacity // page * page
     if wanted is not None and wanted <= capacity:
         return wanted, "set (max_total_tokens)"
+    pages = f", in whole pages of {page}" if page > 1 else ""
     source = (f"from GPU memory: {gpu.name} x TP{tp_size}, {model.name}, mem_fraction_static {fraction:g} "
-              f"({fraction_source})")
+              f"({fraction_source}){pages}")
     if wanted is not None:
         source = (f"max_total_tokens {wanted:,} is more than fits, so SGLang uses what fits, {source}")
     return capacity, source
@@ -246,7 +311,8 @@ def resolve(scenario: Scenario) -> Resolved:
     engine = scenario.engine
     gpu, model = gpu_of(scenario), model_of(scenario)
     tp_size = scenario.hardware.tp_size
-    page_size = hardware.page_size_of(model, engine.page_size)  # DSA models: 64 (hardware.DSA_PAGE_SIZE)
+    attention = attention_for(scenario, gpu, model)  # the backend, and the page size and KV dtype it forces
+    page_size = attention.page_size
 
     chunk, chunk_source = chunk_of(scenario, gpu)
     if chunk is not None and chunk % page_size:
@@ -286,7 +352,17 @@ def resolve(scenario: Scenario) -> Resolved:
         tp_size=tp_size,
         gpu_name=gpu.name,
         model_name=model.name,
-        kv_bytes_per_token=hardware.kv_bytes_per_token(model, scenario.model.kv_dtype, tp_size),
+        kv_bytes_per_token=hardware.kv_bytes_per_token(model, attention.kv_dtype, tp_size),
         kv_heads_per_gpu=(0 if model.attention == "mla" else hardware.kv_heads_per_rank(model, tp_size)),
         overlap_schedule=not engine.disable_overlap_schedule,
+        page_size_source=attention.page_source,
+        attention_backend=attention.backend,
+        attention_prefill=attention.prefill,
+        attention_decode=attention.decode,
+        attention_source=attention.source,
+        attention_kernels=attention.kernels,
+        prefill_graphs=attention.prefill_graphs,
+        prefill_graphs_source=attention.graphs_source,
+        kv_dtype=attention.kv_dtype,
+        kv_dtype_source=attention.kv_source,
     )

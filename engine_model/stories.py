@@ -190,16 +190,16 @@ def deployment_controls() -> tuple[Control, ...]:
                 help="The checkpoint's precision (SGLang's --dtype, or an FP8 / FP4 checkpoint or "
                      "--quantization): bytes per weight, so memory left for the KV pool, and the GEMMs' "
                      "rate."),
-        Control("kvdtype", "KV cache", "select", "bf16", setter("model", "kv_dtype"), KV_DTYPES,
+        Control("kvdtype", "KV cache", "select", "auto", setter("model", "kv_dtype"), KV_DTYPES,
                 is_flag=False, where="more", fmt=KV_LABELS.__getitem__,
                 help="--kv-cache-dtype: fp8 halves the bytes per token, so the same memory holds twice the "
-                     "tokens."),
+                     "tokens. auto (SGLang's default) is bf16, or fp8 for a DSA model (GLM-5) on SM100+."),
     )
 
 
-WEIGHT_DTYPES, KV_DTYPES = ("bf16", "fp8", "nvfp4"), ("bf16", "fp8")
+WEIGHT_DTYPES, KV_DTYPES = ("bf16", "fp8", "nvfp4"), ("auto", "bf16", "fp8")
 WEIGHT_LABELS = {"bf16": "bf16 (16-bit)", "fp8": "fp8", "nvfp4": "nvfp4 (4-bit)"}
-KV_LABELS = {"bf16": "bf16 (auto)", "fp8": "fp8 (fp8_e4m3)"}
+KV_LABELS = {"auto": "auto (SGLang's default)", "bf16": "bf16 (bfloat16)", "fp8": "fp8 (fp8_e4m3)"}
 # A figure control's key is "<gpu|model>.<field>"; empty (None) keeps the preset's figure.
 GPU_FIGURES = (("memory_gib", "Memory (GiB)", (1.0, 4096.0, 0.01)),
                ("bf16_tflops", "BF16 TFLOPS, dense", (1.0, 100_000.0, 0.1)),

@@ -51,6 +51,9 @@ CHANGES = (
            "the admission loop adds back the request row the continuing chunked request already holds"),
     Change("defer_has_min_bs", "0.5.23",
            "prefill_decode_interval_min_bs: below that running batch, the prefill deferral is cancelled"),
+    Change("mla_prefill_graph_follows_chunk", "0.5.23",
+           "the MLA prefill CUDA graph's default max tokens is min(8192, chunked_prefill_size) "
+           "(arg_groups/memory_hook.py handle_gpu_memory_settings); 0.5.20-0.5.22 capture up to 2048"),
     Change("prebuilt_copies_async", "0.5.23",
            "PD decode: prepare_for_prebuilt copies with async_h2d; 0.5.22's blocking copies held the host "
            "until the in-flight forward ended, so a pass that merged transferred requests lost its overlap"),
@@ -72,6 +75,7 @@ class Capabilities:
     stops_on_spent_budget: bool
     chunk_holds_row: bool
     defer_has_min_bs: bool
+    mla_prefill_graph_follows_chunk: bool
     prebuilt_copies_async: bool
 
 

@@ -95,7 +95,7 @@ def test_every_setting_has_its_numbers_from_its_own_run(forty):
         low, high = min(ends[0], pause), max(ends[1], pause)
         lo, hi = fmt_seconds(low), fmt_seconds(high)
         same_unit = lo.rpartition(" ")[2] == hi.rpartition(" ")[2]
-        assert band == f"{lo.rpartition(' ')[0] if same_unit else lo}–{hi})"
+        assert band == f"range {lo.rpartition(' ')[0] if same_unit else lo}–{hi})"
     off, on = figure.cells["0|4|0"]["tables"][0], figure.cells["1|4|0"]["tables"][0]
     assert off["rows"][0][1] == off["rows"][0][2].partition(" (")[0] == on["rows"][0][1]  # the defaults
     assert on["rows"][0][2] != off["rows"][0][2]  # mixed chunk moves the longest pause

@@ -43,4 +43,5 @@ def test_capabilities_grow_release_by_release():
     assert not any(vars(old).values()) and all(vars(new).values())
     assert {k for k, v in vars(first).items() if v} == {"has_shortest_prefill_first"}
     assert {k for k, v in vars(mid).items() if not v} == {"chunk_holds_row", "defer_has_min_bs",
-                                                          "stops_on_spent_budget", "prebuilt_copies_async"}
+                                                          "stops_on_spent_budget", "prebuilt_copies_async",
+                                                          "mla_prefill_graph_follows_chunk"}

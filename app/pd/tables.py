@@ -21,6 +21,7 @@ from engine_model import (
     Trade,
     Verdict,
     deployment_of,
+    kv_dtype_of,
     num_gpus,
     policy_trade,
     refused_verdict,
@@ -79,7 +80,7 @@ def model_name(scenario: Scenario) -> str:
 def model_words(scenario: Scenario) -> str:
     """'Llama-3.1-70B, bf16 weights, bf16 KV'."""
     m = scenario.model
-    return f"{model_name(scenario)}, {m.weight_dtype} weights, {m.kv_dtype} KV"
+    return f"{model_name(scenario)}, {m.weight_dtype} weights, {kv_dtype_of(scenario)} KV"
 
 
 def verdict_of(policy: str, today: RunFrames, pd: RunFrames) -> Verdict:
@@ -100,7 +101,7 @@ def baseline_label(kind: str, scenario: Scenario, yours: bool = True) -> str:
 def fix_words(scenario: Scenario) -> str:
     """A refusal's fix as it ran: '4 prefill × TP 1 + 4 decode × TP 1, nvfp4 weights, fp8 KV'."""
     m = scenario.model
-    return f"{layout(scenario)}, {m.weight_dtype} weights, {m.kv_dtype} KV"
+    return f"{layout(scenario)}, {m.weight_dtype} weights, {kv_dtype_of(scenario)} KV"
 
 
 def verdicts(pd: Scenario, runs: dict[str, RunFrames], refused: dict[str, str], without,
@@ -163,7 +164,7 @@ def precision_words(scenario: Scenario) -> str:
         path = None
     weights = path.words if path is not None and path.runs and path.weight_dtype != "bf16" \
         else f"{m.weight_dtype} weights"
-    return f"{name} ({weights}, {m.kv_dtype} KV)"
+    return f"{name} ({weights}, {kv_dtype_of(scenario)} KV)"
 
 
 def policy_table(arms: dict[str, tuple[Scenario, RunFrames]]) -> pd.DataFrame:

@@ -9,7 +9,7 @@ from app.charts.frames import RunFrames
 from app.pd import tables
 from app.present.fmt import fmt_seconds, shown_value
 from app.present.numbers import card, fmt_rate, headline_rows
-from engine_model import Control, InputError, Scenario, Story, gpus_words, pool_words, resolve
+from engine_model import Control, InputError, Scenario, Story, gpus_words, kv_dtype_of, pool_words, resolve
 from engine_model.band import ranged
 
 DEPLOYMENT = ("gpu", "tp", "model", "wdtype", "kvdtype")  # the controls `deployment_words` says in one phrase
@@ -47,7 +47,7 @@ def deployment_words(config: dict) -> str:
     """'Llama-3.1-70B, bf16 weights, bf16 KV, on 8 × H100 SXM 80GB, TP 8': the model and its GPUs, from a
     run's config (`Summary.config`) or `config_of(scenario)`."""
     res, model = config["resolved"], config["model"]
-    return (f"{res['model_name']}, {model['weight_dtype']} weights, {model['kv_dtype']} KV, "
+    return (f"{res['model_name']}, {model['weight_dtype']} weights, {res['kv_dtype']} KV, "
             f"on {gpus_words(config)}")
 
 
@@ -60,7 +60,7 @@ def config_of(scenario: Scenario) -> dict:
 def model_words(scenario: Scenario) -> str:
     """'Llama-3.1-70B (bf16 weights, bf16 KV)': the model a scenario runs, with its precision."""
     m = scenario.model
-    return f"{tables.model_name(scenario)} ({m.weight_dtype} weights, {m.kv_dtype} KV)"
+    return f"{tables.model_name(scenario)} ({m.weight_dtype} weights, {kv_dtype_of(scenario)} KV)"
 
 
 def deployment_line(scenario: Scenario) -> str:

@@ -9,7 +9,7 @@ import streamlit as st
 
 from app import state
 from app.ui.controls import control_ui
-from engine_model import GPUS, MODELS, Control
+from engine_model import GPUS, MODELS, Control, attention_of
 
 DEPLOYMENT_WHERE = ("more", "figure")  # the controls drawn here (engine_model.stories.Control.where)
 EDIT = "figures.edit"  # the toggle that shows the figures (a widget name under the page's keys)
@@ -27,8 +27,9 @@ def deployment_title(controls, values: dict) -> str:
 def deployment_words(values: dict) -> str:
     """'8 × H100 SXM 80GB, TP 8 · Llama-3.1-70B, bf16 weights, bf16 KV' from a page's control values."""
     tp = values.get("tp", 1)
-    return (f"{tp} × {GPUS[values['gpu']].name}, TP {tp} · {MODELS[values['model']].name}, "
-            f"{values.get('wdtype', 'bf16')} weights, {values.get('kvdtype', 'bf16')} KV")
+    gpu, model = GPUS[values["gpu"]], MODELS[values["model"]]
+    kv = attention_of(gpu, model, kv_dtype=values.get("kvdtype", "auto")).kv_dtype  # auto as SGLang has it
+    return (f"{tp} × {gpu.name}, TP {tp} · {model.name}, {values.get('wdtype', 'bf16')} weights, {kv} KV")
 
 
 def deployment_ui(page: str, controls: tuple[Control, ...] | list[Control], values: dict) -> None:

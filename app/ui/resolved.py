@@ -19,7 +19,8 @@ def resolved_parts(run: RunFrames) -> list[str]:
     chunk_text = "off" if chunk is None else f"{chunk:,}"
     return [f"**{gpus_words(config)}**{edited_words(config)}",
             f"**{res['model_name']}** ({config['model']['weight_dtype']} weights, "
-            f"{config['model']['kv_dtype']} KV)",
+            f"{res['kv_dtype']} KV)",
+            res["attention_words"],
             f"SGLang {res['version']} emulated",
             f"chunk size **{chunk_text}** ({res['chunked_prefill_size_source']})",
             f"mixed chunk **{'on' if res['is_mixed_chunk'] else 'off'}**",

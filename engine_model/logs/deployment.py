@@ -175,7 +175,11 @@ def read_weight_dtype(found: LogDeployment, args: dict, path: str) -> None:
 def read_kv_dtype(found: LogDeployment, kv) -> None:
     if kv is None:
         return
-    if kv in ("auto", "bfloat16", "bf16", "float16", "half"):
+    if kv == "auto":
+        found.kv_dtype = "auto"
+        found.matched.append("kv_cache_dtype='auto' → auto: bf16, or fp8 for a DSA model on SM100+ "
+                             "(as SGLang resolves it)")
+    elif kv in ("bfloat16", "bf16", "float16", "half"):
         found.kv_dtype = "bf16"
         found.matched.append(f"kv_cache_dtype={kv!r} → bf16 KV cache")
     elif isinstance(kv, str) and kv.startswith("fp8"):

@@ -28,7 +28,7 @@ from engine_model.deployment import Fix, Refused, precision_fix, precisions, req
 from engine_model.errors import InputError
 from engine_model.pd.fit import lone_rank, pd_problem
 from engine_model.pd.shape import ROLES, role_scenario, role_shape
-from engine_model.resolve import gpu_of
+from engine_model.resolve import gpu_of, kv_dtype_of
 
 SGLANG_WORDS = ("--disaggregation-decode-allocation-policy prefill_complete does not yet support attention "
                 "tensor parallelism greater than one")  # the ValueError of _validate_prefill_complete
@@ -129,7 +129,7 @@ def tp1_workers(scenario: Scenario) -> list[Fix]:
                f"{counts['decode']} decode ({keys})")
     gpu, model = gpu_of(role_scenario(scenario, "prefill")), scenario.model
     candidates = []
-    for weights, kv in precisions(model.weight_dtype, model.kv_dtype):
+    for weights, kv in precisions(model.weight_dtype, kv_dtype_of(role_scenario(scenario, "prefill"))):
         change = precision_fix(scenario, gpu, weights, kv)
         said = (f"{workers}, with {change.words}: then one GPU holds the model and the longest prompt"
                 if change.settings else workers)

@@ -85,7 +85,7 @@ class Cluster:
         self.network = Network(link)
         model = with_overrides(hardware.model(scenario.model.name), scenario.model.overrides,
                                "model.overrides")
-        self.kv_bytes_per_token = hardware.kv_bytes_per_token(model, scenario.model.kv_dtype,
+        self.kv_bytes_per_token = hardware.kv_bytes_per_token(model, self.roles["prefill"].rank.kv_dtype,
                                                               self.roles["prefill"].attn_tp_size)
         self.now = 0.0
         self.events: list[Event] = []

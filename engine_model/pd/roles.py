@@ -120,7 +120,7 @@ def _per_rank(scenario: Scenario, base: Resolved, tp: int, dp: int, cap: int | N
     if scenario.engine.max_total_tokens is None and dp > 1:
         model = with_overrides(hardware.model(scenario.model.name), scenario.model.overrides,
                                "model.overrides")
-        kv = scenario.model.kv_dtype
+        kv = base.kv_dtype
         pool = int(pool * hardware.kv_bytes_per_token(model, kv, tp)
                    / hardware.kv_bytes_per_token(model, kv, tp // dp))
     if cap is not None:
