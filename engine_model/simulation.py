@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from engine_model.config import Scenario
 from engine_model.core import Iteration, PassKind, Request, Retraction
+from engine_model.frontend import OUTPUT_ROW_S, TOKENIZE_S_PER_TOKEN, Block, deliver
 from engine_model.pd.cluster import Cluster, PDRecord
 from engine_model.replicas import Replicas
 from engine_model.resolve import Resolved
@@ -46,6 +47,7 @@ class Result:
     cut_off: str | None  # which limit stopped the run early, if any
     wall_s: float
     pd: PDRecord | None = None  # a PD run's ranks, roles and transfers
+    front_end: list[Block] = field(default_factory=list)  # where tokenizing held replies back (frontend.py)
     iterations: list[Iteration] = field(init=False)  # every lane's, by start time
 
     def __post_init__(self) -> None:
@@ -202,8 +204,10 @@ class Run:
                 break
         else:
             cut_off = self._stuck()
-        return Result(scenario=self.scenario, requests=self.requests, lanes=self.topology.lanes,
-                      cut_off=cut_off, wall_s=time.perf_counter() - started, **self.topology.record())
+        lanes = self.topology.lanes
+        return Result(scenario=self.scenario, requests=self.requests, lanes=lanes, cut_off=cut_off,
+                      front_end=front_end(self.scenario, self.requests, lanes),
+                      wall_s=time.perf_counter() - started, **self.topology.record())
 
     def _stuck(self) -> str | None:
         """Nothing left to run and no arrival left, yet requests remain: say which, never hang."""
@@ -212,6 +216,17 @@ class Run:
             return None
         return (f"stuck: {len(left)} request(s) can make no progress (first: {left[0]}) "
                 f"at t={self.topology.now:.3f}s")
+
+
+def front_end(scenario: Scenario, requests: list[Request], lanes: dict) -> list[Block]:
+    """The client's view of every token through the server's front end (roofline runs, unless
+    cost.front_end is false; the linear predictor of the reference traces times the scheduler only)."""
+    cost = scenario.cost
+    if cost.kind != "roofline" or not cost.front_end:
+        return []
+    tokenize_s = TOKENIZE_S_PER_TOKEN if cost.tokenize_s is None else cost.tokenize_s
+    row_s = OUTPUT_ROW_S if cost.output_row_s is None else cost.output_row_s
+    return deliver(requests, lanes, tokenize_s, row_s)
 
 
 def topology(scenario: Scenario, rng: random.Random) -> Server | Replicas | Cluster:
