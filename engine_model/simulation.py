@@ -71,7 +71,10 @@ class Run:
         self.workload: Workload = build(scenario.workload, self.rng,
                                         max_requests=scenario.limits.max_requests, trace_requests=traced)
         self.topology = topology(scenario, self.rng)
-        self.arrivals: list[tuple[float, int, Request]] = []
+        self.arrivals: list[tuple[float, int, Request]] = []  # when each request reaches the scheduler
+        self.sent: list[tuple[float, int, Request]] = []  # sent, waiting for the front end's tokenizer
+        self.tokenize_s = front_figures(scenario)[0] if front_figures(scenario) else None
+        self.tokenizer_free = 0.0  # when the server's event loop has tokenized every prompt it was sent
         self.num_pushed = 0
         self.pool_of: dict[str, ClientPool] = {r.rid: p for p in self.workload.pools for r in p.queue}
         self.requests = list(self.workload.open_loop) + [r for p in self.workload.pools for r in p.queue]
@@ -85,10 +88,21 @@ class Run:
     # -- arrivals and closed-loop clients ---------------------------------------------------------------
     def _push(self, req: Request) -> None:
         """A client sends `req` at its arrival_at; the scheduler sees it after the front end's time
-        (HTTP and tokenizer: `cost.frontend_s`). A reply already streaming needs no front end."""
-        delay = 0.0 if req.is_mid_reply else self.topology.frontend_s(req)
-        heapq.heappush(self.arrivals, (req.arrival_at + delay, self.num_pushed, req))
+        (HTTP and tokenizer: `cost.frontend_s`). A reply already streaming needs no front end. With the
+        front-end loop modelled, prompts are tokenized one at a time (`_tokenize`)."""
+        if self.tokenize_s is not None and not req.is_mid_reply:
+            heapq.heappush(self.sent, (req.arrival_at, self.num_pushed, req))
+        else:
+            delay = 0.0 if req.is_mid_reply else self.topology.frontend_s(req)
+            heapq.heappush(self.arrivals, (req.arrival_at + delay, self.num_pushed, req))
         self.num_pushed += 1
+
+    def _tokenize(self, at: float, num: int, req: Request) -> None:
+        """`TokenizerManager._tokenize_texts` runs inline on the server's one event loop: a prompt waits
+        for those sent before it (frontend.py; one queue for the server that streams the replies)."""
+        start = max(at, self.tokenizer_free)
+        self.tokenizer_free = start + self.tokenize_s * req.prompt_len
+        heapq.heappush(self.arrivals, (start + self.topology.frontend_s(req), num, req))
 
     def _start_pools(self) -> None:
         done = {p.name for p in self.workload.pools if p.is_done}
@@ -140,6 +154,12 @@ class Run:
     # -- the loop -------------------------------------------------------------------------------------
     def next_at(self) -> float | None:
         at = self.topology.next_at()
+        while self.sent:  # tokenize, in the order sent, every prompt sent before anything else happens
+            bound = min((t for t in (at, self.arrivals[0][0] if self.arrivals else None) if t is not None),
+                        default=None)
+            if bound is not None and self.sent[0][0] > bound:
+                break
+            self._tokenize(*heapq.heappop(self.sent))
         if not self.arrivals:
             return at
         first = self.arrivals[0][0]
@@ -168,8 +188,9 @@ class Run:
         if fast_forward is None:
             return []
         horizon = math.nextafter(until, math.inf)  # a pass may start at `until`, not after it
-        if self.arrivals:
-            horizon = min(horizon, self.arrivals[0][0])
+        for queue in (self.arrivals, self.sent):
+            if queue:
+                horizon = min(horizon, queue[0][0])
         return fast_forward(horizon, max_passes)
 
     def run(self, until: float | None = None) -> Result:
@@ -218,15 +239,21 @@ class Run:
                 f"at t={self.topology.now:.3f}s")
 
 
-def front_end(scenario: Scenario, requests: list[Request], lanes: dict) -> list[Block]:
-    """The client's view of every token through the server's front end (roofline runs, unless
-    cost.front_end is false; the linear predictor of the reference traces times the scheduler only)."""
+def front_figures(scenario: Scenario) -> tuple[float, float] | None:
+    """(seconds per prompt token, seconds per stream per output batch) of the front-end loop; None where
+    it is not modelled: cost.front_end false, or the linear predictor of the reference traces, which
+    times the scheduler only."""
     cost = scenario.cost
     if cost.kind != "roofline" or not cost.front_end:
-        return []
-    tokenize_s = TOKENIZE_S_PER_TOKEN if cost.tokenize_s is None else cost.tokenize_s
-    row_s = OUTPUT_ROW_S if cost.output_row_s is None else cost.output_row_s
-    return deliver(requests, lanes, tokenize_s, row_s)
+        return None
+    return (TOKENIZE_S_PER_TOKEN if cost.tokenize_s is None else cost.tokenize_s,
+            OUTPUT_ROW_S if cost.output_row_s is None else cost.output_row_s)
+
+
+def front_end(scenario: Scenario, requests: list[Request], lanes: dict) -> list[Block]:
+    """The client's view of every token through the server's front end."""
+    figures = front_figures(scenario)
+    return deliver(requests, lanes, *figures) if figures else []
 
 
 def topology(scenario: Scenario, rng: random.Random) -> Server | Replicas | Cluster:
