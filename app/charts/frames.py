@@ -61,6 +61,7 @@ class RunFrames:
     stall_threshold_s: float = STALL_MIN_S
     end_at: float = 0.0
     chunk_pass_s: tuple[float, float] | None = None  # a full chunk's pass, shortest and longest
+    front_end: tuple = ()  # engine_model.frontend.Block: where tokenizing held replies back
 
 
 def build(result: Result) -> RunFrames:
@@ -88,6 +89,7 @@ def build(result: Result) -> RunFrames:
         stall_threshold_s=threshold,
         end_at=result.end_at,
         chunk_pass_s=chunk_pass(its, result.resolved.chunked_prefill_size),
+        front_end=tuple(result.front_end),
     )
 
 
