@@ -116,3 +116,24 @@ def test_same_scenario_and_seed_give_the_same_client_times():
     runs = [simulate(load_scenario("ten_oclock_rush_pd", ["seed=3"])) for _ in range(2)]
     assert runs[0].front_end == runs[1].front_end and runs[0].front_end
     assert ([r.client_times for r in runs[0].requests] == [r.client_times for r in runs[1].requests])
+
+
+def test_the_stalls_table_and_the_step_through_name_the_block_from_the_run():
+    from app.charts.frames import build
+    from app.story import diagnosis
+    from app.story.timeline import front_end_note
+
+    result = simulate(load_scenario("forty_replies"))
+    run = build(result)
+    found = diagnosis.diagnose(run)
+    block = found["front_end_longest"]
+    assert block == max(result.front_end, key=lambda b: b.seconds)
+    table = diagnosis.apart_table(found).set_index("look at")
+    words = table.loc["Front end (the server's event loop)", "this run"]
+    assert f"tokenizing a {block.prompt_len:,}-token prompt" in words
+    assert f"for {block.seconds * 1e3:.0f} ms; {block.num_streams} stream(s) got nothing" in words
+    note = front_end_note(block)
+    assert f"from t = {block.start_at:.3f} s to {block.end_at:.3f} s" in note
+    off = diagnosis.diagnose(build(simulate(load_scenario("forty_replies", ["cost.front_end=false"]))))
+    assert off["front_end_longest"] is None
+    assert "no prompt's tokenizing held a reply back" in diagnosis.front_end_words(off)
