@@ -11,7 +11,7 @@ For request r with arrival a_r, first token f_r, token times t_r,1 < ... < t_r,n
   throughput = sum of tokens produced / (last finish - first arrival)   (output_throughput_tok_s)
 Where the run models the server's front end (engine_model/frontend.py), the times are the client's: a
 token's receive time, a finish when the last token is received, and each gap as bench_serving's default
-backend counts it (a chunk of k tokens after a gap g: k gaps of g / k).
+backend counts it (a chunk of k tokens after a gap g: k gaps of g / k); max ITL_r stays the whole g.
 """
 
 from __future__ import annotations
@@ -112,6 +112,15 @@ def gaps(req: Request) -> np.ndarray:
     return np.diff(np.asarray(times, dtype=float)) if len(times) > 1 else np.empty(0)
 
 
+def pauses(req: Request) -> np.ndarray:
+    """Each token's wait since the token before it, as a reader sees it: tokens that arrive in one chunk
+    wait 0 after the first (the chunk's gap is the first one's). A mid-reply stream counts from a_r."""
+    times = seen(req)
+    if req.is_mid_reply and times:
+        times = [req.arrival_at, *times]
+    return np.diff(np.asarray(times, dtype=float)) if len(times) > 1 else np.empty(0)
+
+
 def ttft(req: Request) -> float | None:
     if req.is_mid_reply or not req.token_times:
         return None
@@ -119,7 +128,8 @@ def ttft(req: Request) -> float | None:
 
 
 def max_itl(req: Request) -> float | None:
-    g = gaps(req)
+    """The longest pause a reader sees (a whole chunk's gap, not spread over its tokens)."""
+    g = pauses(req)
     return float(g.max()) if g.size else None
 
 

@@ -34,6 +34,7 @@ from app.charts.request_frames import (
 )
 from app.pd.frames import spans_frame
 from engine_model import Result, Summary, pass_shape, summary
+from engine_model.metrics import seen
 
 
 @dataclass
@@ -100,7 +101,7 @@ def replies_of(result: Result) -> dict[str, np.ndarray]:
     kept, count = {}, {}
     for req in result.requests:
         if count.get(req.group, 0) < REPLIES and req.token_times:
-            kept[req.rid] = np.asarray(req.token_times, dtype=float)
+            kept[req.rid] = np.asarray(seen(req), dtype=float)
             count[req.group] = count.get(req.group, 0) + 1
     return kept
 
