@@ -137,3 +137,13 @@ def test_the_stalls_table_and_the_step_through_name_the_block_from_the_run():
     off = diagnosis.diagnose(build(simulate(load_scenario("forty_replies", ["cost.front_end=false"]))))
     assert off["front_end_longest"] is None
     assert "no prompt's tokenizing held a reply back" in diagnosis.front_end_words(off)
+
+
+@pytest.mark.parametrize("story", ["ten_oclock_rush", "ten_oclock_rush_pd"])
+def test_the_client_never_sees_a_token_before_it_is_made_and_sees_them_in_order(story):
+    result = simulate(load_scenario(story))
+    assert result.front_end
+    for r in result.requests:
+        assert len(r.client_times) == len(r.token_times)
+        assert all(c >= t for c, t in zip(r.client_times, r.token_times, strict=True)), r.rid
+        assert r.client_times == sorted(r.client_times), r.rid
