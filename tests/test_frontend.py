@@ -1,5 +1,10 @@
 """The server's front end (engine_model/frontend.py), rule by rule, against SGLang 0.5.23's
-srt/managers/tokenizer_manager.py and benchmark/serving.py."""
+srt/managers/tokenizer_manager.py (TM) and benchmark/serving.py (BS), as unpacked from the 0.5.23 wheel:
+TM:651-660 the dynamic batch tokenizer only when enabled (off by default); TM:1068 `self.tokenizer(...)`
+called inline in `_tokenize_texts`; TM:2465 `handle_loop` -> TM:2480 `_handle_batch_output`; TM:1979
+`_stream_one_response` drains `state.out_list`; TM:1854-1868 `_coalesce_streaming_chunks` and its warning at
+20 chunks; BS:795-797 the sglang backend's `adjust_itl = chunk_gap / num_new_tokens`; BS:381 the OpenAI
+completions backend's one gap per chunk."""
 
 import pytest
 
