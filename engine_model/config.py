@@ -107,6 +107,8 @@ class CostConfig(Frozen):
     graph_replay_s: float | None = Field(None, ge=0, le=1.0)  # CPU per CUDA-graph replay
     frontend_s: float | None = Field(None, ge=0, le=60.0)  # HTTP, tokenizer and detokenizer hops, per request
     tokenize_s: float | None = Field(None, ge=0, le=1.0)  # tokenizing one prompt token
+    output_row_s: float | None = Field(None, ge=0, le=1.0)  # front-end loop time per stream per output batch
+    front_end: bool = True  # the server's event loop between scheduler and client (engine_model/frontend.py)
 
 
 class LengthDist(Frozen):

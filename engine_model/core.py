@@ -53,6 +53,7 @@ class Request:
     state: RequestState = RequestState.PENDING
     kv_len: int = 0  # tokens of this request held in KV now
     token_times: list[float] = field(default_factory=list)  # one timestamp per token produced in the run
+    client_times: list[float] | None = None  # when the client receives each token (engine_model/frontend.py)
     num_retractions: int = 0
     queued_at: float | None = None  # when it last entered the waiting queue
     first_scheduled_at: float | None = None

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from engine_model.backend import priced_gpu
 from engine_model.errors import InputError
+from engine_model.frontend import OUTPUT_ROW_S, TOKENIZE_S_PER_TOKEN
 from engine_model.hardware import (
     EFFICIENCY_FIELDS,
     GPU,
@@ -62,13 +63,14 @@ PER_REQUEST_S = 43e-6
 KERNEL_LAUNCH_S = 20e-6
 GRAPH_REPLAY_S = 30e-6  # assumption: CPU time to replay one captured CUDA graph
 FRONTEND_S = 2e-3  # assumption: HTTP in and out, tokenizer and detokenizer hops, for the first token
-TOKENIZE_S = 0.5e-6  # assumption: tokenizing one prompt token (a fast tokenizer, ~2M tokens/s)
+TOKENIZE_S = TOKENIZE_S_PER_TOKEN  # measured on this CPU (engine_model/frontend.py, bench/bench_tokenize.py)
 ALLREDUCE_LATENCY_S = 20e-6  # assumption: per all-reduce call on NVLink (Vidur DGX profile: 10-40 us)
 # A prefill graph replays only where padding to its captured size at most doubles the tokens
 # (_MAX_PREFILL_CUDA_GRAPH_PADDING_FACTOR, prefill_cuda_graph_runner.py)
 PREFILL_GRAPH_PADDING = 2
 KERNELS_PER_PASS = 4  # assumption: embedding, logits, sampling and the KV-index kernels outside the layers
-CPU_FIGURES = ("per_pass_s", "per_request_s", "kernel_launch_s", "graph_replay_s", "frontend_s", "tokenize_s")
+CPU_FIGURES = ("per_pass_s", "per_request_s", "kernel_launch_s", "graph_replay_s", "frontend_s", "tokenize_s",
+               "output_row_s")
 
 
 class PassShape(NamedTuple):
@@ -161,6 +163,7 @@ class RooflineCost:
     overlap: bool = True  # SGLang's overlap schedule: engine.disable_overlap_schedule = False
     frontend_s: float = FRONTEND_S
     tokenize_s: float = TOKENIZE_S
+    output_row_s: float = OUTPUT_ROW_S  # the front-end loop per stream per output batch (frontend.py)
     allreduce_latency_s: float = ALLREDUCE_LATENCY_S
     attention_backend: str = ""  # the backend whose kernel figures `gpu` carries (engine_model/backend.py)
     num_kernels: int = field(default=0, init=False, compare=False)

@@ -9,6 +9,9 @@ For request r with arrival a_r, first token f_r, token times t_r,1 < ... < t_r,n
   E2E_r     = e_r - a_r                         (e2e_s)
   queue_r   = first scheduled - a_r             (queue_s)
   throughput = sum of tokens produced / (last finish - first arrival)   (output_throughput_tok_s)
+Where the run models the server's front end (engine_model/frontend.py), the times are the client's: a
+token's receive time, a finish when the last token is received, and each gap as bench_serving's default
+backend counts it (a chunk of k tokens after a gap g: k gaps of g / k); max ITL_r stays the whole g.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from engine_model.core import Request, RequestState
+from engine_model.frontend import itls
 
 STATS = ("mean", "p50", "p90", "p95", "p99", "max")
 QUANTILES = {"p50": 50, "p90": 90, "p95": 95, "p99": 99}
@@ -81,8 +85,37 @@ def summarize(values) -> Stats:
     return Stats(mean=float(arr.mean()), **quantiles, max=float(arr.max()))
 
 
+def seen(req: Request) -> list[float]:
+    """Token times as the client sees them: after the server's front end (engine_model/frontend.py)
+    where the run modelled it, else as the scheduler produced them."""
+    return req.token_times if req.client_times is None else req.client_times
+
+
+def finish(req: Request) -> float | None:
+    """When the client has the whole reply (bench_serving's latency): its last token, as seen."""
+    if req.state is not RequestState.FINISHED:
+        return None
+    if not req.client_times:
+        return req.finished_at
+    return max(req.finished_at, req.client_times[-1])
+
+
 def gaps(req: Request) -> np.ndarray:
+    """Inter-token latencies as bench_serving's default (`sglang`) backend counts them: a chunk's gap
+    spread over its tokens. Without a front end every chunk is one token: the scheduler's gaps."""
+    start = req.arrival_at if req.is_mid_reply else None
+    if req.client_times is not None:
+        return itls(req.client_times, start)
     times = req.token_times
+    if start is not None and times:
+        times = [start, *times]
+    return np.diff(np.asarray(times, dtype=float)) if len(times) > 1 else np.empty(0)
+
+
+def pauses(req: Request) -> np.ndarray:
+    """Each token's wait since the token before it, as a reader sees it: tokens that arrive in one chunk
+    wait 0 after the first (the chunk's gap is the first one's). A mid-reply stream counts from a_r."""
+    times = seen(req)
     if req.is_mid_reply and times:
         times = [req.arrival_at, *times]
     return np.diff(np.asarray(times, dtype=float)) if len(times) > 1 else np.empty(0)
@@ -91,22 +124,23 @@ def gaps(req: Request) -> np.ndarray:
 def ttft(req: Request) -> float | None:
     if req.is_mid_reply or not req.token_times:
         return None
-    return req.token_times[0] - req.arrival_at
+    return seen(req)[0] - req.arrival_at
 
 
 def max_itl(req: Request) -> float | None:
-    g = gaps(req)
+    """The longest pause a reader sees (a whole chunk's gap, not spread over its tokens)."""
+    g = pauses(req)
     return float(g.max()) if g.size else None
 
 
 def tpot(req: Request) -> float | None:
     if req.state is not RequestState.FINISHED or len(req.token_times) < 2:
         return None
-    return (req.finished_at - req.token_times[0]) / (len(req.token_times) - 1)
+    return (finish(req) - seen(req)[0]) / (len(req.token_times) - 1)
 
 
 def e2e(req: Request) -> float | None:
-    return req.finished_at - req.arrival_at if req.state is RequestState.FINISHED else None
+    return finish(req) - req.arrival_at if req.state is RequestState.FINISHED else None
 
 
 def queue(req: Request) -> float | None:
@@ -120,7 +154,7 @@ def group_metrics(reqs: list[Request]) -> GroupMetrics:
     all_gaps = [g for r in reqs if (g := gaps(r)).size]
     finished = [r for r in reqs if r.state is RequestState.FINISHED]
     num_tokens = sum(len(r.token_times) for r in reqs)
-    ends = [r.finished_at for r in finished]
+    ends = [finish(r) for r in finished]
     span = (max(ends) - min(r.arrival_at for r in reqs)) if ends else 0.0
     return GroupMetrics(
         num_requests=len(reqs),

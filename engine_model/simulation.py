@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from engine_model.config import Scenario
 from engine_model.core import Iteration, PassKind, Request, Retraction
+from engine_model.frontend import OUTPUT_ROW_S, TOKENIZE_S_PER_TOKEN, Block, deliver
 from engine_model.pd.cluster import Cluster, PDRecord
 from engine_model.replicas import Replicas
 from engine_model.resolve import Resolved
@@ -46,6 +47,7 @@ class Result:
     cut_off: str | None  # which limit stopped the run early, if any
     wall_s: float
     pd: PDRecord | None = None  # a PD run's ranks, roles and transfers
+    front_end: list[Block] = field(default_factory=list)  # where tokenizing held replies back (frontend.py)
     iterations: list[Iteration] = field(init=False)  # every lane's, by start time
 
     def __post_init__(self) -> None:
@@ -69,7 +71,10 @@ class Run:
         self.workload: Workload = build(scenario.workload, self.rng,
                                         max_requests=scenario.limits.max_requests, trace_requests=traced)
         self.topology = topology(scenario, self.rng)
-        self.arrivals: list[tuple[float, int, Request]] = []
+        self.arrivals: list[tuple[float, int, Request]] = []  # when each request reaches the scheduler
+        self.sent: list[tuple[float, int, Request]] = []  # sent, waiting for the front end's tokenizer
+        self.tokenize_s = front_figures(scenario)[0] if front_figures(scenario) else None
+        self.tokenizer_free = 0.0  # when the server's event loop has tokenized every prompt it was sent
         self.num_pushed = 0
         self.pool_of: dict[str, ClientPool] = {r.rid: p for p in self.workload.pools for r in p.queue}
         self.requests = list(self.workload.open_loop) + [r for p in self.workload.pools for r in p.queue]
@@ -83,10 +88,21 @@ class Run:
     # -- arrivals and closed-loop clients ---------------------------------------------------------------
     def _push(self, req: Request) -> None:
         """A client sends `req` at its arrival_at; the scheduler sees it after the front end's time
-        (HTTP and tokenizer: `cost.frontend_s`). A reply already streaming needs no front end."""
-        delay = 0.0 if req.is_mid_reply else self.topology.frontend_s(req)
-        heapq.heappush(self.arrivals, (req.arrival_at + delay, self.num_pushed, req))
+        (HTTP and tokenizer: `cost.frontend_s`). A reply already streaming needs no front end. With the
+        front-end loop modelled, prompts are tokenized one at a time (`_tokenize`)."""
+        if self.tokenize_s is not None and not req.is_mid_reply:
+            heapq.heappush(self.sent, (req.arrival_at, self.num_pushed, req))
+        else:
+            delay = 0.0 if req.is_mid_reply else self.topology.frontend_s(req)
+            heapq.heappush(self.arrivals, (req.arrival_at + delay, self.num_pushed, req))
         self.num_pushed += 1
+
+    def _tokenize(self, at: float, num: int, req: Request) -> None:
+        """`TokenizerManager._tokenize_texts` runs inline on the server's one event loop: a prompt waits
+        for those sent before it (frontend.py; one queue for the server that streams the replies)."""
+        start = max(at, self.tokenizer_free)
+        self.tokenizer_free = start + self.tokenize_s * req.prompt_len
+        heapq.heappush(self.arrivals, (start + self.topology.frontend_s(req), num, req))
 
     def _start_pools(self) -> None:
         done = {p.name for p in self.workload.pools if p.is_done}
@@ -138,6 +154,12 @@ class Run:
     # -- the loop -------------------------------------------------------------------------------------
     def next_at(self) -> float | None:
         at = self.topology.next_at()
+        while self.sent:  # tokenize, in the order sent, every prompt sent before anything else happens
+            bound = min((t for t in (at, self.arrivals[0][0] if self.arrivals else None) if t is not None),
+                        default=None)
+            if bound is not None and self.sent[0][0] > bound:
+                break
+            self._tokenize(*heapq.heappop(self.sent))
         if not self.arrivals:
             return at
         first = self.arrivals[0][0]
@@ -166,8 +188,9 @@ class Run:
         if fast_forward is None:
             return []
         horizon = math.nextafter(until, math.inf)  # a pass may start at `until`, not after it
-        if self.arrivals:
-            horizon = min(horizon, self.arrivals[0][0])
+        for queue in (self.arrivals, self.sent):
+            if queue:
+                horizon = min(horizon, queue[0][0])
         return fast_forward(horizon, max_passes)
 
     def run(self, until: float | None = None) -> Result:
@@ -202,8 +225,10 @@ class Run:
                 break
         else:
             cut_off = self._stuck()
-        return Result(scenario=self.scenario, requests=self.requests, lanes=self.topology.lanes,
-                      cut_off=cut_off, wall_s=time.perf_counter() - started, **self.topology.record())
+        lanes = self.topology.lanes
+        return Result(scenario=self.scenario, requests=self.requests, lanes=lanes, cut_off=cut_off,
+                      front_end=front_end(self.scenario, self.requests, lanes),
+                      wall_s=time.perf_counter() - started, **self.topology.record())
 
     def _stuck(self) -> str | None:
         """Nothing left to run and no arrival left, yet requests remain: say which, never hang."""
@@ -212,6 +237,23 @@ class Run:
             return None
         return (f"stuck: {len(left)} request(s) can make no progress (first: {left[0]}) "
                 f"at t={self.topology.now:.3f}s")
+
+
+def front_figures(scenario: Scenario) -> tuple[float, float] | None:
+    """(seconds per prompt token, seconds per stream per output batch) of the front-end loop; None where
+    it is not modelled: cost.front_end false, or the linear predictor of the reference traces, which
+    times the scheduler only."""
+    cost = scenario.cost
+    if cost.kind != "roofline" or not cost.front_end:
+        return None
+    return (TOKENIZE_S_PER_TOKEN if cost.tokenize_s is None else cost.tokenize_s,
+            OUTPUT_ROW_S if cost.output_row_s is None else cost.output_row_s)
+
+
+def front_end(scenario: Scenario, requests: list[Request], lanes: dict) -> list[Block]:
+    """The client's view of every token through the server's front end."""
+    figures = front_figures(scenario)
+    return deliver(requests, lanes, *figures) if figures else []
 
 
 def topology(scenario: Scenario, rng: random.Random) -> Server | Replicas | Cluster:

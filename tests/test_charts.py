@@ -155,9 +155,9 @@ def test_aggregation_never_hides_a_stall(run):
         inside = lane[(lane["index"] >= bar.first_index) & (lane["index"] <= bar.last_index)]
         assert abs(inside["duration_s"].sum() - (bar.end_at - bar.start_at)) < 1e-6
     # every gap at or over the threshold is drawn, and both tokens around it are marked
-    from engine_model.metrics import gaps
+    from engine_model.metrics import pauses  # the pauses a reader sees, a coalesced chunk's whole gap
 
-    num_long = sum(int((gaps(r) >= f.stall_threshold_s).sum()) for r in result.requests)
+    num_long = sum(int((pauses(r) >= f.stall_threshold_s).sum()) for r in result.requests)
     assert len(f.stalls) == num_long
     marks = set(zip(f.tokens["rid"], f.tokens["at"].round(9), strict=True))
     for stall in f.stalls.itertuples():
@@ -203,8 +203,10 @@ def test_every_token_is_in_one_mark_and_close_tokens_share_a_bar(run):
     result, f = run
     join = request_frames.join_gap(result.end_at, f.stall_threshold_s)
     assert 0 < join <= f.stall_threshold_s
+    from engine_model.metrics import seen
+
     for req in result.requests:
-        times = np.asarray(req.token_times)
+        times = np.asarray(seen(req))  # as the client receives them
         lane = f.tokens[f.tokens["rid"] == req.rid].sort_values("at")
         assert int(lane["count"].sum()) == times.size, req.rid
         for mark in lane.itertuples():
@@ -233,9 +235,10 @@ def test_a_thinned_lane_never_looks_empty_where_tokens_kept_coming():
 
 
 def test_the_wait_for_the_next_token_is_a_ramp_for_a_freeze_and_teeth_for_a_trickle():
-    """Mixed chunk off: each stream waits once, as long as its longest pause. On: many short teeth."""
+    """Mixed chunk off: each stream waits once, as long as its longest pause. On: many short teeth. (The
+    scheduler's waits: the front end, which adds the wait while the long prompt is tokenized, is off.)"""
     for mixed, teeth in ((False, 1), (True, 10)):
-        sets = [f"engine.enable_mixed_chunk={str(mixed).lower()}"]
+        sets = [f"engine.enable_mixed_chunk={str(mixed).lower()}", "cost.front_end=false"]
         f = frames.build(simulate(load_scenario("forty_replies", sets)))
         stream = f.pauses[f.pauses["rid"] == "streams-00"]
         peaks = stream[stream["wait_s"] > 0]
@@ -334,11 +337,23 @@ def test_a_stall_adjacent_lanes_share_exactly_is_one_block_and_every_stretch_is_
 
 
 def test_forty_streams_frozen_together_are_one_block():
+    """Scheduler only: one freeze, the prefill's. With the front end the client sees two, each one block of
+    forty lanes: the server's event loop tokenizing the 100,000-token prompt (engine_model/frontend.py),
+    then the prefill."""
     story = STORIES["forty_replies"]
-    f = frames.build(simulate(story.scenario(story.defaults)))
-    blocks = timelines.stall_blocks(f.stalls, f.request_order)
-    streams = blocks[blocks["group"] == "streams"]
-    assert len(f.stalls[f.stalls["group"] == "streams"]) == 40 and streams["lanes"].tolist() == [40]
+    for front, freezes in ((False, 1), (True, 2)):
+        result = simulate(story.scenario(story.defaults).model_copy(
+            update={"cost": story.scenario(story.defaults).cost.model_copy(update={"front_end": front})}))
+        f = frames.build(result)
+        blocks = timelines.stall_blocks(f.stalls, f.request_order)
+        streams = blocks[blocks["group"] == "streams"]
+        assert len(f.stalls[f.stalls["group"] == "streams"]) == 40 * freezes
+        assert streams["lanes"].tolist() == [40] * freezes
+        if front:
+            (tokenizing,) = [b for b in result.front_end if b.prompt_len == 100_000]
+            first_end = f.stalls[f.stalls["group"] == "streams"]["end_at"].min()
+            # then the loop hands over the outputs that queued (output_row_s per stream per pass)
+            assert tokenizing.end_at < first_end < tokenizing.end_at + 0.05
 
 
 def test_chunks_of_one_pass_in_adjacent_lanes_are_one_block_and_every_chunk_is_in_one(run):

@@ -20,6 +20,7 @@ from app.charts import views
 from app.present import page_values, pd_figure_of, pd_options, story_slides
 from app.present.cli import main
 from app.present.export import export_spec, render, scenario_toml
+from app.present.fmt import fmt_change
 from app.present.numbers import headline_rows
 from app.present.page import figure_html
 from app.present.pd import LAYOUT, PARSERS, arms, change, pd_toml, printed, section_scenarios, section_spec
@@ -167,6 +168,11 @@ def test_the_figure_command_takes_set_and_names_the_deployment(figure, tmp_path,
     assert "Llama-3.1-8B" not in text
 
 
+def percent(words: str) -> int:
+    """'+57 %' -> 57, '−44 %' -> -44, '±0 %' -> 0."""
+    return 0 if words.startswith("±") else int(words.replace("−", "-").replace("+", "").replace(" %", ""))
+
+
 def test_the_figures_numbers_count_the_cards_requests_and_its_words_its_own_numbers(figure):
     from app.pd import tables
 
@@ -181,9 +187,13 @@ def test_the_figures_numbers_count_the_cards_requests_and_its_words_its_own_numb
     for row, c in zip(trade, cards, strict=True):
         assert printed(row[3]) == pytest.approx(c["early"], rel=0.01, abs=0.0005)
         assert printed(row[4]) == pytest.approx(c["prefill_complete"], rel=0.01, abs=0.0005)
-        assert f"{row[0]} {change(row[3], row[4])}" in upstream["summary"]  # its words, from its cells
-    first = trade[0]  # output throughput: its change as the figure words it, from the cells it prints
-    assert f"Output throughput, tokens/s {change(first[3], first[4])}" in upstream["summary"]
+        # its words: the cards' change (exact), within a percent of the one its rounded cells give
+        exact = fmt_change(c["prefill_complete"] / c["early"] - 1)
+        assert f"{row[0]} {exact}" in upstream["summary"]
+        assert abs(percent(exact) - percent(change(row[3], row[4]))) <= 1
+    card = cards[0]  # output throughput: its change as the cards state it
+    exact = fmt_change(card["prefill_complete"] / card["early"] - 1)
+    assert f"Output throughput, tokens/s {exact}" in upstream["summary"]
 
 
 def test_the_pd_figure_takes_the_sections_layout():

@@ -34,6 +34,7 @@ from app.charts.request_frames import (
 )
 from app.pd.frames import spans_frame
 from engine_model import Result, Summary, pass_shape, summary
+from engine_model.metrics import seen
 
 
 @dataclass
@@ -61,6 +62,7 @@ class RunFrames:
     stall_threshold_s: float = STALL_MIN_S
     end_at: float = 0.0
     chunk_pass_s: tuple[float, float] | None = None  # a full chunk's pass, shortest and longest
+    front_end: tuple = ()  # engine_model.frontend.Block: where tokenizing held replies back
 
 
 def build(result: Result) -> RunFrames:
@@ -88,6 +90,7 @@ def build(result: Result) -> RunFrames:
         stall_threshold_s=threshold,
         end_at=result.end_at,
         chunk_pass_s=chunk_pass(its, result.resolved.chunked_prefill_size),
+        front_end=tuple(result.front_end),
     )
 
 
@@ -98,7 +101,7 @@ def replies_of(result: Result) -> dict[str, np.ndarray]:
     kept, count = {}, {}
     for req in result.requests:
         if count.get(req.group, 0) < REPLIES and req.token_times:
-            kept[req.rid] = np.asarray(req.token_times, dtype=float)
+            kept[req.rid] = np.asarray(seen(req), dtype=float)
             count[req.group] = count.get(req.group, 0) + 1
     return kept
 

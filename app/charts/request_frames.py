@@ -13,6 +13,7 @@ import pandas as pd
 
 from app.charts.phases import MAX_CHART_ROWS, PHASE_OF
 from engine_model import PassKind, Result, e2e, gaps, max_itl, queue, tpot, ttft
+from engine_model.metrics import seen
 
 MAX_TOKEN_MARKS = 2_500  # token marks: enough to read a stream, light enough to redraw fast
 JOIN_PX, DRAW_PX = 2, 1_000  # tokens under 2 px apart on a 1,000-px-wide chart of the run draw as one bar
@@ -65,7 +66,7 @@ def token_frames(result: Result, max_rows: int = MAX_TOKEN_MARKS) -> tuple[pd.Da
     join_s = join_gap(result.end_at, threshold)
     stalls, marks, near = [], [], []
     for req in result.requests:
-        times = np.asarray(req.token_times, dtype=float)
+        times = np.asarray(seen(req), dtype=float)  # as the client receives them (engine_model/frontend.py)
         starts = (np.concatenate([[req.arrival_at], times[:-1]]) if req.is_mid_reply
                   else np.concatenate([[np.nan], times[:-1]]))
         gaps = times - starts

@@ -29,7 +29,7 @@ from app.present.grid import _run
 from app.present.numbers import FINER, fmt_rate
 from app.present.page import Figure, Shown, build_figure
 from app.present.settings import model_words, pd_note
-from engine_model import STORIES, InputError, Scenario, check_deployment, num_gpus, validate
+from engine_model import STORIES, InputError, Scenario, check_deployment, num_gpus, policy_trade, validate
 
 WORKLOADS = {"rush": "the ten o'clock rush", "upstream": "the upstream test replica"}
 POLICIES = ("early", "prefill_complete")
@@ -221,14 +221,15 @@ def change(before: str, now: str) -> str:
 
 
 def tradeoff_words(table: dict, found: list[Arm]) -> str:
-    """early -> prefill_complete on the numbers upstream measured, each change computed from the two numbers
-    the table prints (so the sentence and its table always agree)."""
+    """early -> prefill_complete on the numbers upstream measured, each change the one the section's cards
+    and sentences state (`policy_trade` on the two runs' exact figures; the table's rounded numbers can
+    give a change one percent apart at a rounding edge)."""
     early, late = (next(a for a in found if a.name == name) for name in PDS)
     if early.run is None or late.run is None:
         who = " and ".join(a.name for a in (early, late) if a.run is None)
         return f"{who} cannot run on this deployment (choose it above for SGLang's reason and the fix)."
-    at = [1 + found.index(early), 1 + found.index(late)]
-    parts = [f"{row[0]} {change(row[at[0]], row[at[1]])}" for row in table["rows"][TRADE_ROWS]]
+    trades = policy_trade(early.run.summary, late.run.summary)
+    parts = [f"{row[0]} {t.words[0]}" for row, t in zip(table["rows"][TRADE_ROWS], trades, strict=True)]
     return f"early → prefill_complete in the model, over {table['head'][0]}: " + ", ".join(parts) + "."
 
 
@@ -394,7 +395,9 @@ def section_spec(arms: dict[str, tuple[Scenario, RunFrames | None]], runs: dict[
         for row in tables.tradeoff(runs["early"], runs["prefill_complete"]):
             fmt = fmt_rate if row["unit"] == "tok/s" else fmt_seconds
             a, b, _ = pair(row["early"], row["prefill_complete"], fmt, FINER[fmt])  # as the cards print them
-            rows.append([row["label"], a, b, change(a, b)])
+            exact = (fmt_change(row["prefill_complete"] / row["early"] - 1)
+                     if row["early"] and row["prefill_complete"] is not None else "—")
+            rows.append([row["label"], a, b, exact])  # the cards' change (policy_trade), not the rounded one
         counted = runs["early"].summary.population
         blocks.append((f"early → prefill_complete, over {counted} (the cards)",
                        ["figure", "early", "prefill_complete", "change"], rows))

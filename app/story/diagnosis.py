@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from app.charts.frames import RunFrames
+from engine_model.frontend import longest
 
 
 def longest_prefill_streak(its: pd.DataFrame) -> tuple[float, int, float]:
@@ -58,6 +59,8 @@ def diagnose(run: RunFrames) -> dict:
         "longest_pause_s": float(run.requests["max_itl_s"].max()) if run.requests["max_itl_s"].notna().any()
         else 0.0,
         "mixed_passes": int((run.iterations["kind"] == "mixed").sum()) if len(run.iterations) else 0,
+        "front_end_blocks": len(run.front_end),
+        "front_end_longest": longest(run.front_end),
     }
 
 
@@ -86,6 +89,15 @@ def verdict(d: dict, stall_threshold_s: float) -> str:
         return (f"Neither stall in this run, but replies pause up to {longest:.1f} s (see the pass timeline "
                 "for what ran meanwhile).")
     return "Neither stall is large in this run: no reply pauses for more than a few decode passes."
+
+
+def front_end_words(d: dict) -> str:
+    """The longest wait the front end added: the scheduler produced tokens the client did not get yet."""
+    block = d.get("front_end_longest")
+    if block is None:
+        return "no prompt's tokenizing held a reply back (or the front end is not modelled in this run)"
+    return (f"{d['front_end_blocks']} time(s) a prompt's tokenizing held replies back; the longest at "
+            f"t = {block.start_at:.2f} s: {block.words()}, then each got its queued tokens as one chunk")
 
 
 def apart_table(d: dict) -> pd.DataFrame:
@@ -117,6 +129,10 @@ def apart_table(d: dict) -> pd.DataFrame:
          "KV stall (retraction)": "`KV cache pool is full. Retract requests. #retracted_reqs: …` (WARNING); "
                                   "`sglang:num_retracted_requests_total` rises.",
          "this run": "the model's iterations carry these decisions; see the Why panel"},
+        {"look at": "Front end (the server's event loop)",
+         "chunked-prefill stall": "Not the cause: passes go on.",
+         "KV stall (retraction)": "Not the cause: passes go on.",
+         "this run": front_end_words(d)},
         {"look at": "The fix",
          "chunked-prefill stall": "--enable-mixed-chunk, then chunk size as the latency knob; or "
                                   "--prefill-decode-interval; or PD disaggregation.",

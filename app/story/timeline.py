@@ -22,6 +22,7 @@ from app.story.top import run_key
 from app.ui.chart import chart_ui
 from app.ui.fold import folded, open_fold
 from engine_model import Story
+from engine_model.frontend import longest
 
 TICK_S = 1.2
 
@@ -83,6 +84,9 @@ def _timeline(story: Story, run: RunFrames) -> None:
         if is_open:
             stepper_ui(story, run)
             decision_ui(row, st.session_state.get(keys.scenario))
+            block = longest(run.front_end, float(row["start_at"]), float(row["end_at"]))
+            if block is not None:
+                st.caption(front_end_note(block))
             _chart(story, run, charts["passes"], key)
     with folded("How long each reply waited for its next token", tour.WAIT,
                 icon=":material/show_chart:") as is_open:
@@ -98,6 +102,13 @@ def _timeline(story: Story, run: RunFrames) -> None:
 def _chart(story: Story, run: RunFrames, chart, key) -> None:
     pick = (lambda point: _pick(story, run, point)) if chart.chart_id == "passes" else None
     chart_ui(story.key, *chart, tour.pointer(story, chart.chart_id), key, on_pick=pick)
+
+
+def front_end_note(block) -> str:
+    """The front end during this pass, in words from the run (engine_model/frontend.py)."""
+    return (f"Meanwhile, outside the scheduler: {block.words()} from t = {block.start_at:.3f} s to "
+            f"{block.end_at:.3f} s (`TokenizerManager._tokenize_texts` runs on the event loop that streams "
+            "every reply); the tokens made meanwhile reach each client as one chunk.")
 
 
 def _where(row) -> str:

@@ -42,14 +42,16 @@ NOT_MODELLED = {
                   "output is not identified, so not modelled",
     "ttft": "the model's prefill and decode waits differ from the real test's; the cause is not identified",
     "tpot": "the model's decode pass changes with its batch only through the kernels and CPU time it prices",
-    "itl": "in this model a token gap is one decode pass, and what SGLang's decode loop adds under "
-           "prefill_complete costs little here: a pass that merges transferred requests cannot hide its "
-           "scheduling time in 0.5.22 (`_get_new_prebuilt_batch`; about a millisecond, modelled) and "
-           "polling the requests still in prefill costs microseconds. What nearly doubles SGLang's p99 gap "
-           "is not modelled; candidates, none measured: the decode server's TokenizerManager tokenizing "
-           "each 131,072-token prompt on the loop that streams every reply, then coalescing the queued "
-           "chunks (`_coalesce_streaming_chunks`, which warns that this may inflate P99 ITL), KV landing by "
-           "RDMA in decode memory during decode steps, decode host backup and restore",
+    "itl": "in this model a token gap is one decode pass plus what the server's front end adds "
+           "(engine_model/frontend.py): the decode server's event loop tokenizes every arriving prompt "
+           "inline (`_tokenize_texts`; a 131,072-token prompt holds it for about half a second on the CPU "
+           "the cost was measured on), and the replies that queued meanwhile reach the client as one chunk "
+           "(`_coalesce_streaming_chunks`), whose gap bench_serving's default backend spreads over its "
+           "tokens. Both policies tokenize the same prompts, so this raises the p99 gap under both; the "
+           "decode loop's own additions under prefill_complete cost little (about a millisecond per merged "
+           "prebuilt batch on 0.5.22, microseconds of polling). What else nearly doubles SGLang's p99 gap "
+           "is not modelled: KV landing by RDMA in decode memory during decode steps, decode host backup "
+           "and restore, the real server's CPU and tokenizer",
 }
 
 
