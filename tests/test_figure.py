@@ -95,6 +95,9 @@ def test_every_setting_has_its_numbers_from_its_own_run(forty):
         low, high = min(ends[0], pause), max(ends[1], pause)
         lo, hi = fmt_seconds(low), fmt_seconds(high)
         same_unit = lo.rpartition(" ")[2] == hi.rpartition(" ")[2]
+        if high - low < 0.05 * pause:  # a pause that is not attention (the front end tokenizing) has none
+            assert band == ""
+            continue
         assert band == f"range {lo.rpartition(' ')[0] if same_unit else lo}–{hi})"
     off, on = figure.cells["0|4|0"]["tables"][0], figure.cells["1|4|0"]["tables"][0]
     assert off["rows"][0][1] == off["rows"][0][2].partition(" (")[0] == on["rows"][0][1]  # the defaults
@@ -309,7 +312,9 @@ def test_the_pd_figure_carries_the_checklist_of_each_workload(pd_fig):
         assert tables == [expected] * 4 and len(expected["rows"]) == len(checklist.QUESTIONS)
         assert {row[1] for row in expected["rows"]} <= set(checklist.MARKS.values())
     reads = [row[1] for row in figure.cells["1|0"]["tables"][3]["rows"]]
-    assert reads[:3] == ["✓ pass"] * 3  # the upstream replica: the case the policy targets
+    # the upstream replica, the case the policy targets: long prompts, scarce decode KV; its gaps rise with the
+    # front end (the decode server tokenizes each prompt inline), as PR #40703 reports they did (p99 ITL +93 %)
+    assert reads[:3] == ["✓ pass", "✗ fail", "✓ pass"]
 
 
 # -- the command line --------------------------------------------------------------------------------
