@@ -52,8 +52,9 @@ CHANGES = (
     Change("defer_has_min_bs", "0.5.23",
            "prefill_decode_interval_min_bs: below that running batch, the prefill deferral is cancelled"),
     Change("prebuilt_copies_async", "0.5.23",
-           "PD decode: prepare_for_prebuilt copies with async_h2d; 0.5.22's blocking copies held the host "
-           "until the in-flight forward ended, so a pass that merged transferred requests lost its overlap"),
+           "PD decode: prepare_for_prebuilt copies with async_h2d; before, its blocking copies (made before "
+           "_get_new_prebuilt_batch's wait_stream) waited at the barrier of the forward in flight "
+           "(_apply_war_barrier): its end when it ran eagerly, so that merge lost its overlap"),
 )
 
 
