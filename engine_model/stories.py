@@ -168,6 +168,22 @@ def tp_label(value: int) -> str:
     return f"TP {value} ({value} GPU{'s' if value > 1 else ''})"
 
 
+def tp_help(model) -> str:
+    """The tensor-parallel control's help for this model: what each GPU holds of a token's KV depends on
+    its attention (engine_model.hardware.kv_bytes_per_token): GQA splits the KV heads over the GPUs (one
+    head each at least, then copied), MLA keeps the whole compressed latent of every token on every GPU."""
+    if model.attention == "mla":
+        kv = ("every GPU holds the whole compressed KV latent of every token (MLA's latent is not split "
+              "by TP), so more GPUs add room for tokens only through the memory the weights free")
+    else:
+        kv = (f"1/TP of every token's KV heads ({model.num_kv_heads} in all; past TP {model.num_kv_heads} "
+              "each GPU keeps one head, copied)")
+    return ("--tp-size: how many GPUs one engine splits the model over (one 8-GPU node). SGLang needs it to "
+            f"split the attention heads. Each GPU holds 1/TP of the weights; for {model.name}, {kv}. The "
+            "passes pay an all-reduce per layer. One engine has no data-parallel attention in this model "
+            "(PD workers do).")
+
+
 def deployment_controls() -> tuple[Control, ...]:
     """Where the story runs: a GPU and model preset (or your own: "custom"), tensor parallel, precision.
     Every combination passes engine_model.feasibility.check before it runs."""
@@ -178,10 +194,7 @@ def deployment_controls() -> tuple[Control, ...]:
                      "below the deployment (Custom GPU: start from the H100's and type yours)."),
         Control("tp", "Tensor parallel", "select", 1, setter("hardware", "tp_size"), TP_OPTIONS,
                 is_flag=False, where="more", fmt=tp_label,
-                help="--tp-size: how many GPUs one engine splits the model over (one 8-GPU node). SGLang "
-                     "needs it to split the attention heads. Each GPU holds 1/TP of the weights and of every "
-                     "token's KV heads, and the passes pay an all-reduce per layer. One engine has no "
-                     "data-parallel attention in this model (PD workers do)."),
+                help=tp_help(MODELS["llama-3.1-8b"])),
         Control("model", "Model", "select", "llama-3.1-8b", setter("model", "name"), tuple(MODELS),
                 is_flag=False, where="more", fmt=lambda k: MODELS[k].name,
                 help="Shapes from the model's config.json; every shape is editable below the deployment."),
