@@ -44,9 +44,8 @@ NOT_MODELLED = {
     "tpot": "the model's decode pass changes with its batch only through the kernels and CPU time it prices",
     "itl": "in this model a token gap is one decode pass, and what SGLang's decode loop adds under "
            "prefill_complete costs little here: a pass that merges transferred requests cannot hide its "
-           "scheduling time in 0.5.22 when the decode forward before it ran eagerly "
-           "(`prepare_for_prebuilt`'s blocking copies; the model's CPU time, about a millisecond, an "
-           "assumption, not a measurement) and "
+           "scheduling time in 0.5.22 only when the decode forward before it ran eagerly "
+           "(`prepare_for_prebuilt`'s blocking copies; here the decode forwards replay CUDA graphs) and "
            "polling the requests still in prefill costs microseconds. What nearly doubles SGLang's p99 gap "
            "is not modelled; candidates, none measured: the decode server's TokenizerManager tokenizing "
            "each 131,072-token prompt on the loop that streams every reply, then coalescing the queued "
