@@ -67,6 +67,7 @@ class Resolved:
     model_name: str = ""
     kv_bytes_per_token: float = 0.0  # on each GPU (TP splits a token's KV heads over the GPUs)
     kv_heads_per_gpu: int = 0  # GQA: KV heads each GPU holds (copied when TP exceeds them); 0 for MLA
+    decode_extra_slots: int = 0  # PD decode: request rows beyond max_running_requests (DecodeReqToTokenPool)
 
     @property
     def kv_pool_gib_per_gpu(self) -> float:

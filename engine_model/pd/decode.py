@@ -77,6 +77,19 @@ class DecodeRank(Scheduler):
                    if not r.token_times)
 
     @property
+    def num_rows(self) -> int:
+        """`DecodeReqToTokenPool`: max_running_requests rows plus the extra rows for requests in transfer
+        (`pre_alloc_size`, pd.decode_extra_slots); the prebuilt merge still caps the running batch at
+        max_running_requests."""
+        return self.cfg.max_running_requests + self.cfg.decode_extra_slots
+
+    @property
+    def num_rows_words(self) -> str:
+        extra = self.cfg.decode_extra_slots
+        return (f"{self.cfg.max_running_requests} + {extra} extra for requests in transfer" if extra
+                else str(self.cfg.max_running_requests))
+
+    @property
     def num_holding(self) -> int:
         return (len(self.prealloc) + len(self.transfer) + len(self.joining) + len(self.retracted_queue)
                 + len(self.running))
@@ -114,8 +127,8 @@ class DecodeRank(Scheduler):
             if req.rid not in self.ready:
                 continue
             num_rows = len(self.running) + len(self.transfer) + len(self.joining)
-            if num_rows >= self.cfg.max_running_requests:
-                self.stop_reason = f"no free req_to_token row ({self.cfg.max_running_requests})"
+            if num_rows >= self.num_rows:
+                self.stop_reason = f"no free req_to_token row ({self.num_rows_words})"
                 return
             need, room = self.admission_tokens(req), self.allocatable()
             if need > room:
