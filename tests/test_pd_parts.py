@@ -153,3 +153,33 @@ def test_decode_preallocates_into_the_extra_request_rows(max_running, dp, extra_
 
 def test_decode_has_no_extra_rows_when_max_running_requests_is_left_to_the_pool():
     assert resolve_role(Scenario.model_validate(llama_pd()), "decode").rank.decode_extra_slots == 0
+
+
+@pytest.mark.parametrize(("version", "admitted"), [("0.5.20", 1), ("0.5.22", 1), ("0.5.23", 2)])
+def test_prefill_admits_only_into_request_rows_its_unsent_requests_leave(version, admitted):
+    """A prefilled request keeps its request row until its transfer succeeds (`release_kv_cache` in
+    `process_disagg_prefill_inflight_queue`), as the continuing chunk keeps its own. With 8 rows, 5 in
+    transfer and a chunk continuing, 2 rows are free: 0.5.20-0.5.22 stop once the admitted list (the chunk
+    counted) reaches them (`len(can_run_list) >= req_to_token_pool.available_size()`), 0.5.23 adds the
+    chunk's row back (`num_held_rows`)."""
+    from engine_model.core import Request
+    from engine_model.pd.prefill import PrefillRank, prefill_copy
+    sc = Scenario.model_validate({**llama_pd(), "engine": {"version": version, "max_running_requests": 8,
+                                                            "chunked_prefill_size": 1024}})
+    role = resolve_role(sc, "prefill")
+    rank = PrefillRank("p", role.rank, role.cost, random.Random(0))
+
+    def req(rid: str, prompt: int) -> Request:
+        return prefill_copy(Request(rid=rid, group="g", arrival_at=0.0, prompt_len=prompt, output_len=5,
+                                    max_new_tokens=5))
+    for i in range(5):
+        sent = req(f"s{i}", 100)
+        rank.kv_used += 100
+        rank.inflight.append(sent)
+    for rid, prompt in (("long", 1500), *((f"w{i}", 50) for i in range(6))):
+        rank.add(req(rid, prompt), 0.0, bootstrapped=True)
+    first = rank.schedule()
+    assert [r.rid for r, _ in first.prefill] == ["long"] and rank.chunked is not None
+    rank.apply(first, 0.01)
+    second = rank.schedule()
+    assert [r.rid for r, _ in second.prefill] == ["long"] + [f"w{i}" for i in range(admitted)]
