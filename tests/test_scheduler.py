@@ -337,3 +337,22 @@ def test_beside_a_chunk_that_stays_cut_a_request_that_needs_cutting_is_not_admit
         adder.rem_chunk, adder.no_second_chunk = 1000, no_second_chunk
         verdict = adder.add_one(request("c2", 20000, 4))
         assert (verdict, [(r.rid, e) for r, e in adder.admitted]) == expected
+
+
+@pytest.mark.parametrize("version", ["0.5.20", "0.5.21", "0.5.22", "0.5.23"])
+def test_the_kv_check_counts_the_matched_prefix_as_locked_on_every_release(version):
+    """`PrefillAdder.add_one_req`: 0.5.20 checks `total_tokens >= rem_total_tokens` before `_lock_node` and
+    again first thing inside it (`_select_prefill_admission`); 0.5.21+ only inside (`_check_prefill_budget`).
+    Locking only takes the matched prefix out of the evictable room, so 0.5.20's first check never refuses
+    what the second admits: every release refuses a request that fits only while its cached prefix still
+    counts as evictable, and admits one that fits with it locked."""
+    from engine_model.policy import PrefillAdder, Verdict
+    sched = scheduler(version=version)
+    prompt, cached = 3000, 2000
+    total = prompt - cached + 10 + sched.cfg.page_size  # extend + max_new + a page
+    for room, admitted in ((total + cached, False), (total + cached + 1, True)):
+        adder = PrefillAdder(sched.cfg, pool=room, running=[], ratio=0.7, num_mixed=0)
+        req = request("r", prompt, 10)
+        req.kv_len = cached
+        verdict = adder.add_one(req, locked=cached)
+        assert (verdict is not Verdict.NO_TOKEN) == admitted, (room, verdict)
