@@ -1,4 +1,4 @@
-"""early -> prefill_complete on the four figures the maintainers measured, the model's beside upstream's.
+"""early -> prefill_complete on the four figures PR #40703 reports, the model's beside upstream's.
 
 Upstream (seed 000; sgl-project/sglang #40703, GLM-5.2-NVFP4 on 12 Rubin GPUs, 2 prefill + 1 decode
 TP4/DP4/EP4, decode KV capped at 163,840 tokens per rank): the arithmetic mean of two runs per policy,
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-UPSTREAM_SOURCE = ("the maintainers' test behind prefill_complete (sgl-project/sglang #40703; seed 000): "
+UPSTREAM_SOURCE = ("the test behind prefill_complete, as sgl-project/sglang PR #40703 reports it (seed 000): "
                    "GLM-5.2-NVFP4 on 12 Rubin GPUs, mean of two runs per policy")
 
 
