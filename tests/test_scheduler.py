@@ -356,3 +356,40 @@ def test_the_kv_check_counts_the_matched_prefix_as_locked_on_every_release(versi
         req.kv_len = cached
         verdict = adder.add_one(req, locked=cached)
         assert (verdict is not Verdict.NO_TOKEN) == admitted, (room, verdict)
+
+
+def chat_group(max_new_tokens) -> dict:
+    return {"engine": {"max_total_tokens": 60000, "chunked_prefill_size": 8192, "max_running_requests": 64},
+            "workload": {"groups": [{"name": "chats", "count": 3, "prompt_len": 1500, "output_len": 1600,
+                                     "max_new_tokens": max_new_tokens}]}}
+
+
+@pytest.mark.parametrize(("asked", "expect"), [("reply", "reply"), (None, "reply"), (2000, 2000),
+                                               ("none", "server")])
+def test_the_clients_max_tokens_is_what_admission_reserves_against(asked, expect):
+    """A client that sends max_tokens = its reply's length, or a number, or none: SGLang's
+    `init_req_max_new_tokens` takes 1 << 30 for none, then clips it to max_req_len - prompt - 1 and to an
+    empty pool; `PrefillAdder` reserves min(that, 4096) x new_token_ratio for it while it runs
+    (`_get_running_request_total_token_offset`)."""
+    import random
+
+    from engine_model import resolve, validate
+    from engine_model.policy import PrefillAdder
+    from engine_model.scheduler import intake
+    from engine_model.workload import group_requests
+    sc = validate(chat_group(asked))
+    cfg = resolve(sc)
+    [req, *_] = group_requests(sc.workload.groups[0], 0, random.Random(0))
+    assert intake(req, cfg) == ""
+    server = min(cfg.max_req_len - 1500 - 1, cfg.max_total_tokens - 1500 - cfg.page_size - 1)
+    assert req.max_new_tokens == {"reply": 1600, 2000: 2000, "server": server}[expect]
+    assert req.output_len == 1600  # the reply still ends where it ends (EOS)
+    adder = PrefillAdder(cfg, pool=60000, running=[req], ratio=0.5, num_mixed=0)
+    assert adder.total_offset == min(req.max_new_tokens, 4096) * 0.5
+
+
+def test_a_client_setting_that_is_neither_a_number_nor_reply_nor_none_is_refused_by_name():
+    from engine_model import InputError, validate
+    with pytest.raises(InputError) as error:
+        validate(chat_group("sometimes"))
+    assert "max_new_tokens" in str(error.value)
