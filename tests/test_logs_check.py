@@ -34,6 +34,19 @@ def test_the_metrics_confirm_the_logs_chunked_prefill_stall_beside_its_lines(che
     assert "ITL p99 is only 0.177 s" in checked.sentence and "so p99 hides it" in checked.sentence
 
 
+def test_a_stall_no_scrape_interval_is_silent_for_is_told_by_its_long_gaps_alone():
+    """Without the 14:00:10 scrape no interval is silent: the sentence gives the long gaps, with no empty
+    "then" clause."""
+    parts = PROM.read_text().split("# scraped_at ")[1:]
+    scrapes = read_scrapes([("cut", "".join("# scraped_at " + p for i, p in enumerate(parts) if i != 2))])
+    found = check_server(parse_log_file(LOG), scrapes, read_server_info_file(INFO))
+    assert found.metrics_say == "confirms"
+    assert found.sentence.startswith("The metrics agree: 18 gaps longer than 0.4 s were recorded by 14:00:20 "
+                                     "(the longest in the 6–8 s bucket), beside the back-to-back Prefill "
+                                     "lines 53-70: the chunked-prefill stall."), found.sentence
+    assert "then ," not in found.sentence
+
+
 def test_each_scrape_interval_stands_beside_the_prefill_lines_of_the_same_seconds(checked):
     rows = [(r.start_s, r.end_s, r.num_full_chunks, r.lines) for r in checked.aligned]
     assert rows == [(0.0, 5.0, 0, (4, 32)), (5.0, 10.0, 4, (33, 56)), (10.0, 15.0, 8, (57, 64)),
