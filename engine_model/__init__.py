@@ -63,6 +63,7 @@ from engine_model.stories import (
     cost_controls,
     interval_control,
     mixed_control,
+    tp_help,
 )
 from engine_model.traces import Mix, Trace, load_trace, mix_of, request_mix
 from engine_model.versions import CHANGES
@@ -102,7 +103,7 @@ __all__ = [
     # the stories as data: settings, headline numbers, guided tours
     "STORIES", "Control", "Headline", "Story", "TourStep", "chunk_control", "common_controls",
     "cost_controls", "interval_control",
-    "mixed_control",
+    "mixed_control", "tp_help",
     # server logs
     "ASSUMED_OUTPUT_LEN", "Diagnosis", "ParsedLog", "Timeline", "build_timeline", "diagnose", "log_settings",
     "longest_chunk_run", "longest_run", "parse_log", "scenario_from_log",

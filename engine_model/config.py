@@ -165,7 +165,10 @@ class GroupConfig(Frozen):
     count: int = Field(1, ge=1, le=100_000)
     prompt_len: Length
     output_len: Length
-    max_new_tokens: int | None = Field(None, ge=1, le=MAX_TOKENS)  # default: the output length
+    # The client's max_tokens (SGLang's max_new_tokens): "reply" (or left out) asks for exactly the reply's
+    # length, as a benchmark client does; "none" sends none, as an OpenAI-style chat client may, and SGLang
+    # fills in its own bound (workload.NO_MAX_NEW_TOKENS, clipped at intake); or a number of tokens.
+    max_new_tokens: Annotated[int, Field(ge=1, le=MAX_TOKENS)] | Literal["reply", "none"] | None = None
     num_return_logprob: int = Field(0, ge=0)  # the first N requests of the group ask for logprobs
     ignore_eos: bool = False
     already_generated: int = Field(0, ge=0, le=MAX_TOKENS)  # > 0: the request starts mid-reply

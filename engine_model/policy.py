@@ -141,7 +141,9 @@ class PrefillAdder:
         """`add_one_req`: the whole remaining prompt and its clipped budget must fit, even if it will be
         chunked.
 
-        `locked`: cached prefix tokens this request's match takes out of the evictable pool (`_lock_node`)."""
+        `locked`: cached prefix tokens this request's match takes out of the evictable pool (`_lock_node`).
+        The KV check is made with the prefix locked, as in every release: 0.5.20 also checks once before
+        locking, which refuses nothing the locked check admits."""
         if self.cfg.prefill_max_requests is not None and len(self.admitted) >= self.cfg.prefill_max_requests:
             return Verdict.OTHER
         extend = req.num_uncomputed

@@ -88,6 +88,7 @@ class Resolved:
                  if self.attention_prefill != self.attention_decode else "")
         graphs = "" if self.prefill_graphs else ", prefill CUDA graphs off"
         return f"attention {self.attention_backend}{split}, page {self.page_size}{graphs}"
+    decode_extra_slots: int = 0  # PD decode: request rows beyond max_running_requests (DecodeReqToTokenPool)
 
     @property
     def kv_pool_gib_per_gpu(self) -> float:

@@ -164,8 +164,41 @@ def common_controls() -> tuple[Control, ...]:
 TP_OPTIONS = (1, 2, 4, 8)  # one 8-GPU node; a scenario may set up to 64 (engine_model.deployment)
 
 
+CLIENT_LABELS = {"reply": "the reply's length", "none": "none (the server's default)"}
+
+
+def client_control(group_name: str) -> Control:
+    """What the group's clients send as max_tokens (workload.groups.N.max_new_tokens): the reply's length,
+    or nothing, as an OpenAI-style client may (workload.client_max_new)."""
+    return Control("client", "Client's max_tokens", "select", "reply",
+                   group_setter(group_name, "max_new_tokens"), tuple(CLIENT_LABELS), is_flag=False,
+                   fmt=CLIENT_LABELS.__getitem__,
+                   help="What each client sends as max_tokens (max_new_tokens). The reply's length: the "
+                        "story's assumption, as a benchmark client sends; admission reserves it × "
+                        "new_token_ratio. None: as an OpenAI-style client that leaves it out; SGLang fills "
+                        "in max_req_len − prompt − 1 (init_req_max_new_tokens) and admission reserves "
+                        "min(that, 4,096) × new_token_ratio, more than most replies need: fewer admitted, "
+                        "fewer retracted, longer queues.")
+
+
 def tp_label(value: int) -> str:
     return f"TP {value} ({value} GPU{'s' if value > 1 else ''})"
+
+
+def tp_help(model) -> str:
+    """The tensor-parallel control's help for this model: what each GPU holds of a token's KV depends on
+    its attention (engine_model.hardware.kv_bytes_per_token): GQA splits the KV heads over the GPUs (one
+    head each at least, then copied), MLA keeps the whole compressed latent of every token on every GPU."""
+    if model.attention == "mla":
+        kv = ("every GPU holds the whole compressed KV latent of every token (MLA's latent is not split "
+              "by TP), so more GPUs add room for tokens only through the memory the weights free")
+    else:
+        kv = (f"1/TP of every token's KV heads ({model.num_kv_heads} in all; past TP {model.num_kv_heads} "
+              "each GPU keeps one head, copied)")
+    return ("--tp-size: how many GPUs one engine splits the model over (one 8-GPU node). SGLang needs it to "
+            f"split the attention heads. Each GPU holds 1/TP of the weights; for {model.name}, {kv}. The "
+            "passes pay an all-reduce per layer. One engine has no data-parallel attention in this model "
+            "(PD workers do).")
 
 
 def deployment_controls() -> tuple[Control, ...]:
@@ -178,10 +211,7 @@ def deployment_controls() -> tuple[Control, ...]:
                      "below the deployment (Custom GPU: start from the H100's and type yours)."),
         Control("tp", "Tensor parallel", "select", 1, setter("hardware", "tp_size"), TP_OPTIONS,
                 is_flag=False, where="more", fmt=tp_label,
-                help="--tp-size: how many GPUs one engine splits the model over (one 8-GPU node). SGLang "
-                     "needs it to split the attention heads. Each GPU holds 1/TP of the weights and of every "
-                     "token's KV heads, and the passes pay an all-reduce per layer. One engine has no "
-                     "data-parallel attention in this model (PD workers do)."),
+                help=tp_help(MODELS["llama-3.1-8b"])),
         Control("model", "Model", "select", "llama-3.1-8b", setter("model", "name"), tuple(MODELS),
                 is_flag=False, where="more", fmt=lambda k: MODELS[k].name,
                 help="Shapes from the model's config.json; every shape is editable below the deployment."),
@@ -447,7 +477,8 @@ OTHER_STALL = Story(
     title="The other stall",
     icon=":material/memory:",
     teaser="The KV cache fills, the scheduler retracts running replies to the back of the queue, and they "
-           "re-prefill later. Same symptom, different fix.",
+           "re-prefill later. Same symptom, different fix. Each client here asks for exactly its reply's "
+           "length as max_tokens; *Client's max_tokens* offers one that sends none.",
     controls=(
         mixed_control(),
         chunk_control(),
@@ -465,6 +496,7 @@ OTHER_STALL = Story(
                 (4.0, 8.0, 12.0, 16.0, 24.0, 32.0), is_flag=False),
         Control("chats", "Chat requests", "slider", 64, group_setter("chats", "count"), (8, 160, 8),
                 is_flag=False),
+        client_control("chats"),
         *common_controls(),
         *cost_controls(),
     ),
@@ -477,9 +509,10 @@ OTHER_STALL = Story(
     ),
     tour=(
         TourStep("Replies arrive faster than they finish",
-                 "Sixteen chat requests a second on a small KV pool. The scheduler admits each one against a "
-                 "guess of how much it will still write (new_token_ratio), and that guess shrinks every "
-                 "decode step.",
+                 "Sixteen chat requests a second on a small KV pool. Each client asks for exactly its "
+                 "reply's length as max_tokens (the story's assumption; the last step tries a client that "
+                 "sends none). The scheduler admits each one against a guess of how much it will still write "
+                 "(new_token_ratio), and that guess shrinks every decode step.",
                  {}, ("at", 2.0), "queue"),
         TourStep("The pool fills",
                  "KV used (blue) climbs to the pool size. No prefill is to blame — the running replies are "
@@ -513,6 +546,13 @@ OTHER_STALL = Story(
                  "{now:chats.max_itl_s.max}. The guess still decays every decode step, so the pool can "
                  "fill again: reserving more only delays it.", {"conservativeness": 1.5},
                  ("retraction", 0), "headline"),
+        TourStep("A client that sends no max_tokens",
+                 "An OpenAI-style client may leave max_tokens out. SGLang then fills in max_req_len − prompt "
+                 "− 1 (init_req_max_new_tokens), and admission reserves min(that, 4,096) × new_token_ratio "
+                 "for each request instead of its reply's length. Fewer fit, so fewer are pushed back "
+                 "({before:all.num_retracted} → {now:all.num_retracted}) and more wait in the queue: the "
+                 "chats' p95 first token goes from {before:chats.ttft_s.p95} to {now:chats.ttft_s.p95}.",
+                 {"client": "none"}, ("at", 10.0), "queue"),
     ),
     stream_group="chats",
     long_group="chats",

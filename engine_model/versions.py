@@ -3,7 +3,10 @@
 Scheduling code asks `cfg.caps.<name>`, never which release it is. Each change below says in one line
 what changed upstream, checked in the PyPI wheels' source (sglang-scheduler-facts.md marks most "0.5.22+"
 or "0.5.23 only"; it does not cover 0.5.21, which schedules as 0.5.20 does but adds
-shortest-prefill-first).
+shortest-prefill-first). One difference in the code changes no decision: 0.5.20's `add_one_req` checks
+`total_tokens >= rem_total_tokens` before `_lock_node` and again inside it (`_select_prefill_admission`),
+0.5.21+ only inside (`_check_prefill_budget`); locking only shrinks the evictable room, so the first check
+never refuses what the second admits (tests/test_scheduler.py).
 """
 
 from __future__ import annotations
@@ -55,8 +58,9 @@ CHANGES = (
            "the MLA prefill CUDA graph's default max tokens is min(8192, chunked_prefill_size) "
            "(arg_groups/memory_hook.py handle_gpu_memory_settings); 0.5.20-0.5.22 capture up to 2048"),
     Change("prebuilt_copies_async", "0.5.23",
-           "PD decode: prepare_for_prebuilt copies with async_h2d; 0.5.22's blocking copies held the host "
-           "until the in-flight forward ended, so a pass that merged transferred requests lost its overlap"),
+           "PD decode: prepare_for_prebuilt copies with async_h2d; before, its blocking copies (made before "
+           "_get_new_prebuilt_batch's wait_stream) waited at the barrier of the forward in flight "
+           "(_apply_war_barrier): its end when it ran eagerly, so that merge lost its overlap"),
 )
 
 

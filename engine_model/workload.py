@@ -68,6 +68,22 @@ def draw_dist(dist: LengthDist, rng: random.Random, where: str) -> int:
                             f"[{dist.low}, {dist.high}]")
 
 
+# `Scheduler.init_req_max_new_tokens`: a request that carries no max_new_tokens gets 1 << 30, then the clip
+# to max_req_len - prompt - 1 and to an empty pool (engine_model.scheduler.intake), which leaves it the
+# whole context; admission then reserves min(that, 4096) x new_token_ratio for it (policy.PrefillAdder).
+NO_MAX_NEW_TOKENS = 1 << 30
+
+
+def client_max_new(asked: int | str | None, output_len: int) -> int:
+    """The max_new_tokens a request carries: the reply's length ("reply", the default), SGLang's own bound
+    when the client sends none ("none"), or the number the client sends."""
+    if asked is None or asked == "reply":
+        return output_len
+    if asked == "none":
+        return NO_MAX_NEW_TOKENS
+    return asked
+
+
 def group_requests(group: GroupConfig, index: int, rng: random.Random) -> list[Request]:
     where = f"workload.groups[{index}]"
     if group.num_return_logprob > group.count:
@@ -80,7 +96,7 @@ def group_requests(group: GroupConfig, index: int, rng: random.Random) -> list[R
         if group.already_generated >= output_len:
             raise InputError(f"{where}.already_generated",
                              f"must be below output_len ({output_len}) so tokens remain")
-        max_new = group.max_new_tokens or output_len
+        max_new = client_max_new(group.max_new_tokens, output_len)
         if max_new < output_len:
             raise InputError(f"{where}.max_new_tokens", f"{max_new} is below output_len {output_len}")
         reqs.append(Request(

@@ -2,6 +2,8 @@
 
 import gzip
 import hashlib
+import json
+import os
 import re
 from pathlib import Path
 
@@ -42,3 +44,29 @@ def test_every_vendored_file_is_listed_and_has_a_licence_beside_it(name):
 
 def test_the_vendored_data_stays_under_15_mb():
     assert sum(p.stat().st_size for p in DATA.rglob("*") if p.is_file()) < 15_000_000
+
+
+def test_the_written_server_files_are_what_their_script_writes_from_the_model_now(tmp_path):
+    """tests/data/sglang_metrics (and its copy among the app's samples) is make_data.py's output for the
+    model as it is: the pool SGLang would derive today (not the old fixed 0.88 fraction), the run's CUDA
+    graphs on each Prefill and Decode line, the scrapes of the same run."""
+    import subprocess
+    import sys
+
+    from engine_model import resolve, validate
+    folder = DATA / "sglang_metrics"
+    root = Path(__file__).resolve().parents[1]
+    # its own process: the script turns prometheus_client's _created series off for good
+    subprocess.run([sys.executable, str(folder / "make_data.py"), str(tmp_path)], check=True, cwd=root,
+                   env={**os.environ, "PYTHONPATH": str(root)}, timeout=300)
+    scenario = json.loads(subprocess.run(
+        [sys.executable, "-c", "import json, sys; sys.path[:0] = [sys.argv[1]]; import make_data; "
+         "print(json.dumps(make_data.SCENARIO))", str(folder)],
+        check=True, cwd=root, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(root)}).stdout)
+    for name in ("chat_long_prompt.log", "chat_long_prompt.prom", "server_info.json"):
+        assert (tmp_path / name).read_bytes() == (folder / name).read_bytes(), name
+    pool = resolve(validate(scenario)).max_total_tokens
+    log = (folder / "chat_long_prompt.log").read_text()
+    assert f"max_total_num_tokens={pool}," in log and f'"max_total_num_tokens": {pool},' in (
+        folder / "server_info.json").read_text()

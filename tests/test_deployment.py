@@ -6,11 +6,12 @@ import sys
 
 import pytest
 
-from engine_model import STORIES, InputError, check_deployment, load_scenario, resolve
+from engine_model import STORIES, InputError, check_deployment, load_scenario, resolve, tp_help
 from engine_model.deployment import tp_problem, tp_sizes
-from engine_model.hardware import model
+from engine_model.hardware import MODELS, kv_bytes_per_token, model
 from engine_model.logs.parse import parse_log
 from engine_model.logs.replay import scenario_from_log
+from engine_model.stories import deployment_controls
 
 from conftest import DATA
 
@@ -141,3 +142,25 @@ def test_figure_set_threads_the_deployment_and_any_figure_into_the_page_it_opens
         8, "llama-3.1-70b", 96.0, "fp8")
     with pytest.raises(InputError, match=r"^--set hardware.gpu_overrides.memory_gib: expected a number"):
         plan(story, ("mixed",), sets=("hardware.gpu_overrides.memory_gib=0",))
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_the_tp_help_says_what_each_gpu_holds_of_a_tokens_kv_as_the_engine_counts_it(name):
+    """The help claims TP splits every token's KV only where the engine's byte count shrinks with TP: GQA
+    presets (down to one KV head per GPU), not MLA ones (the whole latent on every GPU)."""
+    preset = MODELS[name]
+    text = tp_help(preset)
+    split = kv_bytes_per_token(preset, "bf16", 2) < kv_bytes_per_token(preset, "bf16", 1)
+    assert ("1/TP of every token's KV heads" in text) == split, text
+    assert ("whole compressed KV latent of every token" in text) == (preset.attention == "mla"), text
+    assert preset.name in text
+
+
+def test_the_page_draws_the_tp_help_of_the_model_chosen():
+    """app.ui.deployment.model_help: the same control, its help for the model in the URL."""
+    from app.ui.deployment import model_help
+    controls = [c for c in deployment_controls() if c.where == "more"]
+    for name in ("llama-3.1-70b", "deepseek-v3"):
+        tp = next(c for c in model_help(controls, name) if c.key == "tp")
+        assert tp.help == tp_help(MODELS[name])
+        assert tp.options == next(c for c in controls if c.key == "tp").options

@@ -312,8 +312,8 @@ def test_the_pd_figure_carries_the_checklist_of_each_workload(pd_fig):
         assert tables == [expected] * 4 and len(expected["rows"]) == len(checklist.QUESTIONS)
         assert {row[1] for row in expected["rows"]} <= set(checklist.MARKS.values())
     reads = [row[1] for row in figure.cells["1|0"]["tables"][3]["rows"]]
-    # the upstream replica, the case the policy targets: long prompts, scarce decode KV; its gaps rise with the
-    # front end (the decode server tokenizes each prompt inline), as PR #40703 reports they did (p99 ITL +93 %)
+    # the upstream replica, the case the policy targets: long prompts, scarce decode KV; its gaps rise with
+    # the front end (the decode server tokenizes each prompt inline), as PR #40703 reports (p99 ITL +93 %)
     assert reads[:3] == ["✓ pass", "✗ fail", "✓ pass"]
 
 

@@ -28,25 +28,38 @@ def test_the_metrics_confirm_the_logs_chunked_prefill_stall_beside_its_lines(che
     assert (checked.verdict, checked.metrics_say) == ("chunked_prefill_stall", "confirms")
     assert checked.alignment == ""
     assert checked.sentence.startswith(
-        "The metrics agree: from 14:00:15 to 14:00:25 no inter-token gap was recorded while 10 replies were "
-        "running; then 41 gaps longer than 0.4 s were recorded by 14:00:30 (the longest in the 8 s and up "
-        "bucket), beside the back-to-back Prefill lines 72-92: the chunked-prefill stall.")
-    assert "ITL p99 is only 0.118 s" in checked.sentence and "so p99 hides it" in checked.sentence
+        "The metrics agree: from 14:00:10 to 14:00:15 no inter-token gap was recorded while 5 replies were "
+        "running; then 18 gaps longer than 0.4 s were recorded by 14:00:20 (the longest in the 6–8 s "
+        "bucket), beside the back-to-back Prefill lines 53-70: the chunked-prefill stall.")
+    assert "ITL p99 is only 0.177 s" in checked.sentence and "so p99 hides it" in checked.sentence
+
+
+def test_a_stall_no_scrape_interval_is_silent_for_is_told_by_its_long_gaps_alone():
+    """Without the 14:00:10 scrape no interval is silent: the sentence gives the long gaps, with no empty
+    "then" clause."""
+    parts = PROM.read_text().split("# scraped_at ")[1:]
+    scrapes = read_scrapes([("cut", "".join("# scraped_at " + p for i, p in enumerate(parts) if i != 2))])
+    found = check_server(parse_log_file(LOG), scrapes, read_server_info_file(INFO))
+    assert found.metrics_say == "confirms"
+    assert found.sentence.startswith("The metrics agree: 18 gaps longer than 0.4 s were recorded by 14:00:20 "
+                                     "(the longest in the 6–8 s bucket), beside the back-to-back Prefill "
+                                     "lines 53-70: the chunked-prefill stall."), found.sentence
+    assert "then ," not in found.sentence
 
 
 def test_each_scrape_interval_stands_beside_the_prefill_lines_of_the_same_seconds(checked):
     rows = [(r.start_s, r.end_s, r.num_full_chunks, r.lines) for r in checked.aligned]
-    assert rows == [(0.0, 5.0, 0, (4, 32)), (5.0, 10.0, 0, (33, 58)), (10.0, 15.0, 6, (60, 77)),
-                    (15.0, 20.0, 4, (78, 81)), (20.0, 25.0, 3, (82, 84)), (25.0, 30.0, 7, (85, 103)),
-                    (30.0, 35.0, 0, None)]
-    assert [r.itl is None for r in checked.aligned] == [False, False, False, True, True, False, False]
+    assert rows == [(0.0, 5.0, 0, (4, 32)), (5.0, 10.0, 4, (33, 56)), (10.0, 15.0, 8, (57, 64)),
+                    (15.0, 20.0, 5, (65, 86)), (20.0, 25.0, 0, (87, 108)), (25.0, 30.0, 0, (113, 133)),
+                    (30.0, 35.0, 0, (135, 136))]
+    assert [r.itl is None for r in checked.aligned] == [False, False, True, False, False, False, False]
 
 
 def test_server_info_gives_the_resolved_settings_and_agrees_with_the_log(checked):
     assert checked.info.version == "0.5.23" and checked.mismatches == []
     assert {k: checked.info.settings[k] for k in ("chunked_prefill_size", "max_total_tokens",
                                                   "max_running_requests", "stream_interval")} == {
-        "chunked_prefill_size": 8192, "max_total_tokens": 443473, "max_running_requests": 2048,
+        "chunked_prefill_size": 8192, "max_total_tokens": 410849, "max_running_requests": 2048,
         "stream_interval": 1}
     assert checked.understates == []
 
@@ -138,24 +151,24 @@ def run(capsys, *argv) -> tuple[int, dict | str, str]:
 def test_diagnose_with_metrics_reports_the_itl_p99_from_the_histogram_and_keeps_the_verdict(capsys):
     status, doc, _ = run(capsys, str(LOG), "--metrics", str(PROM), "--json")
     assert (status, doc["verdict"]) == (0, "chunked_prefill_stall")
-    assert doc["metrics"]["itl_s"]["p99"] == pytest.approx(0.0606, abs=1e-4)
+    assert doc["metrics"]["itl_s"]["p99"] == pytest.approx(0.0723, abs=1e-4)
     assert doc["metrics"]["itl_s"]["p99_bucket"] == [0.06, 0.08]
     assert doc["metrics_check"]["says"] == "confirms" and len(doc["metrics"]["intervals"]) == 7
-    assert doc["metrics"]["intervals"][3]["log"]["lines"] == [78, 81]
+    assert doc["metrics"]["intervals"][2]["log"]["lines"] == [57, 64]
 
 
 def test_two_scrape_files_give_what_happened_between_them(tmp_path, capsys):
     text = PROM.read_text()
     parts = text.split("# scraped_at ")[1:]
     first, second = tmp_path / "a.prom", tmp_path / "b.prom"
-    first.write_text("# scraped_at " + parts[5])
-    second.write_text("# scraped_at " + parts[6])
+    first.write_text("# scraped_at " + parts[3])
+    second.write_text("# scraped_at " + parts[4])
     status, doc, _ = run(capsys, "--metrics", str(first), "--metrics", str(second), "--json")
     assert (status, doc["metrics"]["num_scrapes"]) == (0, 2)
     assert doc["metrics"]["sources"] == [str(first), str(second)]
-    interval = doc["metrics"]["intervals"][0]  # 14:00:25 to 14:00:30: the stalled replies' long gaps
-    assert interval["itl_s"]["count"] == doc["metrics"]["itl_s"]["count"] == 8498
-    assert interval["itl_s"]["num_above_long_bound"] == 41
+    interval = doc["metrics"]["intervals"][0]  # 14:00:15 to 14:00:20: the stalled replies' long gaps
+    assert interval["itl_s"]["count"] == doc["metrics"]["itl_s"]["count"] == 5982
+    assert interval["itl_s"]["num_above_long_bound"] == 18
 
 
 def test_server_info_on_the_command_line_sets_the_settings_and_reports_mismatches(tmp_path, capsys):
@@ -172,9 +185,9 @@ def test_server_info_on_the_command_line_sets_the_settings_and_reports_mismatche
 def test_the_text_output_sets_each_interval_beside_its_log_lines(capsys):
     status, out, _ = run(capsys, str(LOG), "--metrics", str(PROM))
     assert status == 0 and "metrics check (confirms): The metrics agree" in out
-    assert ("14:00:15-14:00:20  no ITL recorded, running 10.0, queued 19.0 | log: 4 Prefill lines, 4 full"
+    assert ("14:00:10-14:00:15  no ITL recorded, running 5.0, queued 16.0 | log: 8 Prefill lines, 8 full"
             in out)
-    assert "itl_s: p50 0.0113 s in (0.01, 0.015]" in out
+    assert "itl_s: p50 0.00963 s in (0.008, 0.01]" in out
 
 
 @pytest.mark.parametrize(("argv", "says"), [

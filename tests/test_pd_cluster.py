@@ -220,10 +220,11 @@ def test_prefill_dp_rank_follows_the_bootstrap_room_and_decode_takes_turns():
 
 
 
-def joining_passes(version: str):
-    """Two requests on one prefill and one decode worker; b joins while a decodes."""
-    sc = validate({"engine": {"version": version}, "hardware": {"gpu": "h100-sxm"},
-                   "model": {"name": "llama-3.1-8b"},
+def joining_passes(version: str, graph_bs: int | None = None):
+    """Two requests on one prefill and one decode worker; b joins while a decodes. graph_bs: the decode
+    CUDA graphs' max batch (engine.cuda_graph_max_bs_decode; 0: none, every decode forward eager)."""
+    sc = validate({"engine": {"version": version, "cuda_graph_max_bs_decode": graph_bs},
+                   "hardware": {"gpu": "h100-sxm"}, "model": {"name": "llama-3.1-8b"},
                    "workload": {"requests": [{"rid": "a", "prompt_len": 2000, "output_len": 200},
                                              {"rid": "b", "arrival_at": 0.3, "prompt_len": 2000,
                                               "output_len": 20}]},
@@ -233,21 +234,24 @@ def joining_passes(version: str):
     return result, joins, resolve_role(sc, "decode").cost
 
 
-@pytest.mark.parametrize("version", ["0.5.22", "0.5.23"])
-def test_a_pass_that_merges_transferred_requests_hides_its_scheduling_only_from_0_5_23(version):
-    """`_get_new_prebuilt_batch` waits for the forward in flight; 0.5.22's blocking copies in
-    `prepare_for_prebuilt` then hold the host, so that pass costs its CPU time plus its GPU time; 0.5.23
-    copies asynchronously and keeps the overlap."""
-    result, joins, cost = joining_passes(version)
+@pytest.mark.parametrize(("version", "graph_bs", "held"), [("0.5.22", 0, True), ("0.5.22", None, False),
+                                                            ("0.5.20", 0, True), ("0.5.23", 0, False)])
+def test_a_merge_behind_an_eager_forward_cannot_hide_its_scheduling_before_0_5_23(version, graph_bs, held):
+    """Before 0.5.23 `prepare_for_prebuilt` copies with blocking H2D copies, before
+    `_get_new_prebuilt_batch`'s own `wait_stream`; they wait at the barrier `_apply_war_barrier` set when
+    the forward in flight was launched: the whole forward when it ran eagerly (graphs off here), only its
+    in-graph read-done event when it replayed a decode graph (the default for one row). 0.5.23 copies
+    asynchronously (`async_h2d`)."""
+    result, joins, cost = joining_passes(version, graph_bs)
     late = next(it for it in joins if it.decode_rids == ("a", "b"))  # b joins a running decode
     parts = cost.whole.breakdown(pass_shape(late))
-    held = cost.whole.per_pass_s + cost.whole.per_request_s * (2 + 1)  # two rows, one joiner
-    if version == "0.5.22":
-        assert late.duration_s == pytest.approx(held + max(parts["gpu_s"], parts["launch_s"]))
-        assert "so this pass's 0.92 ms of scheduling is not hidden" in late.reason
+    cpu = cost.whole.per_pass_s + cost.whole.per_request_s * (2 + 1)  # two rows, one joiner
+    if held:
+        assert late.duration_s == pytest.approx(cpu + max(parts["gpu_s"], parts["launch_s"]))
+        assert f"so this pass's {cpu * 1e3:.2f} ms of scheduling is not hidden" in late.reason
         assert "_get_new_prebuilt_batch" in late.mirrors
     else:
         assert late.duration_s == pytest.approx(parts["total_s"])
         assert "not hidden" not in late.reason
     steady = [it for it in result.lanes["decode-0"] if it.decode_rids == ("a", "b") and it not in joins]
-    assert steady and all(it.duration_s < late.duration_s for it in steady) == (version == "0.5.22")
+    assert steady and all(it.duration_s < late.duration_s for it in steady) == held

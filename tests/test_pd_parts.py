@@ -114,3 +114,72 @@ def test_lockstep_attention_is_the_roofline_attention_of_one_rank():
     slowest = cost.seconds([shape, idle, idle, idle])
     assert slowest == pytest.approx(cost.whole.seconds(shape) - cost.whole.breakdown(shape)["attention_s"]
                                     + cost.rank.breakdown(shape)["attention_s"])
+
+
+def llama_pd(**pd) -> dict:
+    return {"hardware": {"gpu": "h100-sxm"}, "model": {"name": "llama-3.1-8b"}, "pd": pd}
+
+
+@pytest.mark.parametrize(("max_running", "dp", "extra_slots", "rows"), [
+    (8, 1, None, 8 + 16),   # 8 per rank <= 32: twice that many extra rows
+    (32, 1, None, 32 + 64),
+    (33, 1, None, 33),      # over 32 per rank: none
+    (64, 2, None, 32 + 64),  # 32 per DP rank: the server's cap and the rule are per rank
+    (8, 1, 3, 8 + 3),       # --disaggregation-decode-extra-slots given
+])
+def test_decode_preallocates_into_the_extra_request_rows(max_running, dp, extra_slots, rows):
+    """`handle_pd_disaggregation`: a decode server with --max-running-requests at most 32 per DP rank gets
+    twice that many extra request rows (`DecodeReqToTokenPool`'s pre_alloc_size), so `pop_preallocated`
+    reserves KV for more requests than may run; the prebuilt merge still caps the running batch."""
+    from engine_model.core import Request
+    from engine_model.pd.decode import DecodeRank
+    sc = Scenario.model_validate({**llama_pd(decode_extra_slots=extra_slots, decode={"dp_size": dp}),
+                                  "hardware": {"gpu": "h100-sxm", "tp_size": dp},
+                                  "engine": {"max_running_requests": max_running}})
+    role = resolve_role(sc, "decode")
+    rank = DecodeRank("d", role.rank, role.cost, random.Random(0), 512)
+    num_rows = rows
+    reqs = [Request(rid=f"r{i}", group="g", arrival_at=0.0, prompt_len=100, output_len=10, max_new_tokens=10)
+            for i in range(num_rows + 5)]
+    rank.prealloc, rank.ready = list(reqs), {r.rid for r in reqs}
+    rank.poll()
+    assert len(rank.transfer) == num_rows
+    assert "no free req_to_token row" in rank.stop_reason
+    rank.delivered = {r.rid for r in rank.transfer}
+    rank.poll()
+    rank.schedule()
+    assert len(rank.running) == role.rank.max_running_requests == max(1, max_running // dp)
+
+
+def test_decode_has_no_extra_rows_when_max_running_requests_is_left_to_the_pool():
+    assert resolve_role(Scenario.model_validate(llama_pd()), "decode").rank.decode_extra_slots == 0
+
+
+@pytest.mark.parametrize(("version", "admitted"), [("0.5.20", 1), ("0.5.22", 1), ("0.5.23", 2)])
+def test_prefill_admits_only_into_request_rows_its_unsent_requests_leave(version, admitted):
+    """A prefilled request keeps its request row until its transfer succeeds (`release_kv_cache` in
+    `process_disagg_prefill_inflight_queue`), as the continuing chunk keeps its own. With 8 rows, 5 in
+    transfer and a chunk continuing, 2 rows are free: 0.5.20-0.5.22 stop once the admitted list (the chunk
+    counted) reaches them (`len(can_run_list) >= req_to_token_pool.available_size()`), 0.5.23 adds the
+    chunk's row back (`num_held_rows`)."""
+    from engine_model.core import Request
+    from engine_model.pd.prefill import PrefillRank, prefill_copy
+    sc = Scenario.model_validate({**llama_pd(), "engine": {"version": version, "max_running_requests": 8,
+                                                            "chunked_prefill_size": 1024}})
+    role = resolve_role(sc, "prefill")
+    rank = PrefillRank("p", role.rank, role.cost, random.Random(0))
+
+    def req(rid: str, prompt: int) -> Request:
+        return prefill_copy(Request(rid=rid, group="g", arrival_at=0.0, prompt_len=prompt, output_len=5,
+                                    max_new_tokens=5))
+    for i in range(5):
+        sent = req(f"s{i}", 100)
+        rank.kv_used += 100
+        rank.inflight.append(sent)
+    for rid, prompt in (("long", 1500), *((f"w{i}", 50) for i in range(6))):
+        rank.add(req(rid, prompt), 0.0, bootstrapped=True)
+    first = rank.schedule()
+    assert [r.rid for r, _ in first.prefill] == ["long"] and rank.chunked is not None
+    rank.apply(first, 0.01)
+    second = rank.schedule()
+    assert [r.rid for r, _ in second.prefill] == ["long"] + [f"w{i}" for i in range(admitted)]

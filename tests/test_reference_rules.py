@@ -117,3 +117,24 @@ def test_shortest_prefill_first_without_the_radix_cache_is_refused_as_sglang_ref
                                     "requests": [{"rid": "a", "prompt_len": 10, "output_len": 2}]}))
     with pytest.raises(InputError, match="requires prefix caching"):
         scenario_from_workload(workload)
+
+
+def test_a_client_that_sends_no_max_tokens_is_reserved_more_and_retracted_less():
+    """The same 32 chats twice (make_workloads_37.py). Asking for exactly each reply's length, SGLang
+    retracts; sending what SGLang fills in for a request without max_tokens, PrefillAdder reserves
+    min(that, 4096) x new_token_ratio for each, admits fewer at once, retracts none and finishes later. The
+    model's "none" client (workload.NO_MAX_NEW_TOKENS, clipped at intake as `init_req_max_new_tokens`
+    clips it) gives each request exactly the max_new_tokens the recorded one carried."""
+    from engine_model.core import Request
+    from engine_model.scheduler import intake
+    from engine_model.workload import NO_MAX_NEW_TOKENS
+    runs = {c: read_jsonl(EXTRA / f"client_{c}" / "request.jsonl") for c in ("reply", "none")}
+    retracted = {c: sum(r["num_retractions"] for r in reqs) for c, reqs in runs.items()}
+    assert retracted["reply"] > 0 == retracted["none"]
+    assert max(r["finish_s"] for r in runs["none"]) > max(r["finish_s"] for r in runs["reply"])
+    workload = EXTRA / "client_none" / "workload.json"
+    cfg = resolve(scenario_from_workload(workload))
+    for sent in scenario_from_workload(workload).workload.requests:
+        req = Request(rid=sent.rid, group="g", arrival_at=0.0, prompt_len=sent.prompt_len,
+                      output_len=sent.output_len, max_new_tokens=NO_MAX_NEW_TOKENS)
+        assert intake(req, cfg) == "" and req.max_new_tokens == sent.max_new_tokens

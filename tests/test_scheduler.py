@@ -337,3 +337,59 @@ def test_beside_a_chunk_that_stays_cut_a_request_that_needs_cutting_is_not_admit
         adder.rem_chunk, adder.no_second_chunk = 1000, no_second_chunk
         verdict = adder.add_one(request("c2", 20000, 4))
         assert (verdict, [(r.rid, e) for r, e in adder.admitted]) == expected
+
+
+@pytest.mark.parametrize("version", ["0.5.20", "0.5.21", "0.5.22", "0.5.23"])
+def test_the_kv_check_counts_the_matched_prefix_as_locked_on_every_release(version):
+    """`PrefillAdder.add_one_req`: 0.5.20 checks `total_tokens >= rem_total_tokens` before `_lock_node` and
+    again first thing inside it (`_select_prefill_admission`); 0.5.21+ only inside (`_check_prefill_budget`).
+    Locking only takes the matched prefix out of the evictable room, so 0.5.20's first check never refuses
+    what the second admits: every release refuses a request that fits only while its cached prefix still
+    counts as evictable, and admits one that fits with it locked."""
+    from engine_model.policy import PrefillAdder, Verdict
+    sched = scheduler(version=version)
+    prompt, cached = 3000, 2000
+    total = prompt - cached + 10 + sched.cfg.page_size  # extend + max_new + a page
+    for room, admitted in ((total + cached, False), (total + cached + 1, True)):
+        adder = PrefillAdder(sched.cfg, pool=room, running=[], ratio=0.7, num_mixed=0)
+        req = request("r", prompt, 10)
+        req.kv_len = cached
+        verdict = adder.add_one(req, locked=cached)
+        assert (verdict is not Verdict.NO_TOKEN) == admitted, (room, verdict)
+
+
+def chat_group(max_new_tokens) -> dict:
+    return {"engine": {"max_total_tokens": 60000, "chunked_prefill_size": 8192, "max_running_requests": 64},
+            "workload": {"groups": [{"name": "chats", "count": 3, "prompt_len": 1500, "output_len": 1600,
+                                     "max_new_tokens": max_new_tokens}]}}
+
+
+@pytest.mark.parametrize(("asked", "expect"), [("reply", "reply"), (None, "reply"), (2000, 2000),
+                                               ("none", "server")])
+def test_the_clients_max_tokens_is_what_admission_reserves_against(asked, expect):
+    """A client that sends max_tokens = its reply's length, or a number, or none: SGLang's
+    `init_req_max_new_tokens` takes 1 << 30 for none, then clips it to max_req_len - prompt - 1 and to an
+    empty pool; `PrefillAdder` reserves min(that, 4096) x new_token_ratio for it while it runs
+    (`_get_running_request_total_token_offset`)."""
+    import random
+
+    from engine_model import resolve, validate
+    from engine_model.policy import PrefillAdder
+    from engine_model.scheduler import intake
+    from engine_model.workload import group_requests
+    sc = validate(chat_group(asked))
+    cfg = resolve(sc)
+    [req, *_] = group_requests(sc.workload.groups[0], 0, random.Random(0))
+    assert intake(req, cfg) == ""
+    server = min(cfg.max_req_len - 1500 - 1, cfg.max_total_tokens - 1500 - cfg.page_size - 1)
+    assert req.max_new_tokens == {"reply": 1600, 2000: 2000, "server": server}[expect]
+    assert req.output_len == 1600  # the reply still ends where it ends (EOS)
+    adder = PrefillAdder(cfg, pool=60000, running=[req], ratio=0.5, num_mixed=0)
+    assert adder.total_offset == min(req.max_new_tokens, 4096) * 0.5
+
+
+def test_a_client_setting_that_is_neither_a_number_nor_reply_nor_none_is_refused_by_name():
+    from engine_model import InputError, validate
+    with pytest.raises(InputError) as error:
+        validate(chat_group("sometimes"))
+    assert "max_new_tokens" in str(error.value)

@@ -151,7 +151,7 @@ def test_the_price_of_mixed_chunk_is_throughput_run_length_and_reply_time_per_gr
 # GPU and seed only); it goes in a {now:...} or {before:...} figure.
 WRITTEN_OUT = {
     "forty_replies": {"0.5", "100,000", "2,048"},
-    "other_stall": {"120,000", "0.7", "1", "1.43", "1.5", "3"},
+    "other_stall": {"120,000", "0.7", "1", "1.43", "1.5", "3", "4,096"},
     "ten_oclock_rush": {"120,000", "163,840", "64", "131,072", "4,096", "27", "49", "93", "0.5.21", "40703"},
     "real_traffic": {"120", "8,192", "32", "330", "2,048"},
 }
@@ -165,3 +165,15 @@ def test_a_tour_writes_out_no_number_of_a_run(story_key):
         text = re.sub(r"\bp(50|95|99)\b", "", text)  # a percentile's name
         said |= {n.rstrip(".,") for n in re.findall(r"\d[\d,.]*", text)}
     assert said <= WRITTEN_OUT[story_key], said - WRITTEN_OUT[story_key]
+
+
+def test_a_client_that_sends_no_max_tokens_is_pushed_back_less_and_waits_longer():
+    """The other stall's last step: with no max_tokens SGLang reserves min(max_req_len - prompt - 1, 4096)
+    x new_token_ratio per request, more than the replies need, so fewer are admitted at once."""
+    story, step, before, now = step_runs("other_stall", len(STORIES["other_stall"].tour) - 1)
+    assert step.settings == {"client": "none"}
+    was, got = (r.summary.metrics for r in (before, now))
+    assert got.value(None, "num_retracted") < was.value(None, "num_retracted")
+    assert got.value("chats", "ttft_s", "p95") > was.value("chats", "ttft_s", "p95")
+    text = narrate(step.say, story, before, now)
+    assert f"({was.value(None, 'num_retracted')} → {got.value(None, 'num_retracted')})" in text

@@ -320,7 +320,7 @@ def _what_runs_ui(case: Case, pd: Scenario, run: RunFrames | None, without) -> N
 
 
 def _tradeoff_ui(runs: dict, case: Case, deployment: str) -> None:
-    """early -> prefill_complete on the four numbers the maintainers measured, on the PD deployment named;
+    """early -> prefill_complete on the four numbers PR #40703 reports, on the PD deployment named;
     on the upstream replica, the model's changes beside theirs and what the model leaves out; why a preset
     shows little."""
     rows = tables.tradeoff(runs["early"], runs["prefill_complete"])
@@ -328,18 +328,18 @@ def _tradeoff_ui(runs: dict, case: Case, deployment: str) -> None:
     if case.preset == "upstream":
         _upstream_ui(runs)
     else:
-        st.caption("Both sides of each card run the same PD deployment (above). The maintainers' figures "
-                   "come from another test, the upstream replica's shape (choose that preset on the ten "
-                   "o'clock page to see them beside the model's).")
+        st.caption("Both sides of each card run the same PD deployment (above). The figures PR #40703 "
+                   "reports come from another test, the upstream replica's shape (choose that preset on the "
+                   "ten o'clock page to see them beside the model's).")
     why = tables.little_difference(runs["early"], runs["prefill_complete"], case.group, case.who)
     if why:
         st.info(why, icon=":material/info:")
 
 
 def _upstream_ui(runs: dict) -> None:
-    """The model's four changes beside the maintainers', and in words which it does not reproduce."""
+    """The model's four changes beside those PR #40703 reports, and in words which it does not reproduce."""
     trades = policy_trade(runs["early"].summary, runs["prefill_complete"].summary)
-    st.markdown("##### This model beside the maintainers' measurement")
+    st.markdown("##### This model beside what PR #40703 reports")
     st.dataframe(tables.upstream_table(trades), hide_index=True, width="stretch")
     sentences = trade_statement(trades)
     shown = st.warning if any(not t.matches for t in trades) else st.info

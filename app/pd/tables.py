@@ -201,7 +201,7 @@ def phase_table(runs: dict[str, RunFrames]) -> pd.DataFrame:
 
 
 def tradeoff(early: RunFrames, late: RunFrames) -> list[dict]:
-    """The four figures the maintainers measured, early -> prefill_complete (the benchmark client's requests
+    """The four figures PR #40703 reports, early -> prefill_complete (the benchmark client's requests
     where the preset has one, as bench_serving reports; else every request)."""
     return [{"label": t.figure.label + (", tokens/s" if t.figure.stat is None else ""), "key": t.figure.key,
              "early": t.early, "prefill_complete": t.prefill_complete,
@@ -211,7 +211,7 @@ def tradeoff(early: RunFrames, late: RunFrames) -> list[dict]:
 
 
 def upstream_table(trades: list[Trade]) -> pd.DataFrame:
-    """The model's change beside the maintainers', figure by figure."""
+    """The model's change beside what PR #40703 reports, figure by figure."""
     return pd.DataFrame([{"figure": t.figure.label, "this model": t.words[0], "upstream": t.words[1],
                           "within 2× of upstream": "yes" if t.matches else "no"} for t in trades])
 

@@ -5,11 +5,13 @@ engine_model.feasibility.check before it runs, and the page says why when it can
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import streamlit as st
 
 from app import state
 from app.ui.controls import control_ui
-from engine_model import GPUS, MODELS, Control, attention_of
+from engine_model import GPUS, MODELS, Control, attention_of, tp_help
 
 DEPLOYMENT_WHERE = ("more", "figure")  # the controls drawn here (engine_model.stories.Control.where)
 EDIT = "figures.edit"  # the toggle that shows the figures (a widget name under the page's keys)
@@ -35,8 +37,13 @@ def deployment_words(values: dict) -> str:
 def deployment_ui(page: str, controls: tuple[Control, ...] | list[Control], values: dict) -> None:
     """The deployment row, then the GPU's figures and the model's shapes behind a toggle (open while any is
     edited, so an edit never hides)."""
-    _row(page, [c for c in controls if c.where == "more"])
+    _row(page, model_help([c for c in controls if c.where == "more"], values["model"]))
     figures_ui(page, [c for c in controls if c.where == "figure"], values, values["gpu"], values["model"])
+
+
+def model_help(controls: list[Control], model: str) -> list[Control]:
+    """The controls whose help depends on the model chosen (tensor parallel: what a GPU holds of the KV)."""
+    return [replace(c, help=tp_help(MODELS[model])) if c.key == "tp" else c for c in controls]
 
 
 def figures_ui(page: str, figures: list[Control], values: dict, gpu: str, model: str) -> None:

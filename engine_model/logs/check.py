@@ -191,7 +191,7 @@ def metrics_sentence(diagnosis: Diagnosis | None, rows: list[Aligned], metrics: 
         return "does_not_show", (f"The metrics do not show it: beside {run}, no inter-token gap reached "
                                  f"half a second{longest}. The notes below say why the tail can understate "
                                  "a stall.")
-    parts = []
+    parts, p99 = [], ""
     if silent:
         parts.append(f"from {clock(silent[0].start_at)} to {clock(silent[-1].end_at)} no inter-token gap was "
                      f"recorded while {max(r.num_running or 0 for r in silent):.0f} replies were running")
@@ -200,9 +200,9 @@ def metrics_sentence(diagnosis: Diagnosis | None, rows: list[Aligned], metrics: 
         parts.append(f"{sum(r.itl.num_long for r in gaps):,.0f} gaps longer than {worst.itl.long_bound:g} s "
                      f"were recorded by {clock(gaps[-1].end_at)} (the longest in the "
                      f"{bucket_words(worst.itl.top)} bucket)")
-        parts.append(p99_words(worst))
-    return "confirms", (f"The metrics agree: {'; then '.join(p for p in parts[:2])}, beside {run}: {name}."
-                        + (f" {parts[2]}" if len(parts) > 2 and parts[2] else ""))
+        p99 = p99_words(worst)
+    return "confirms", (f"The metrics agree: {'; then '.join(parts)}, beside {run}: {name}."
+                        + (f" {p99}" if p99 else ""))
 
 
 def p99_words(row: Aligned) -> str:

@@ -46,6 +46,9 @@ class PDConfig(_Frozen):
     router: Literal["round_robin", "random", "least_loaded", "power_of_two"] = "round_robin"
     decode_kv_cap_per_rank: int | None = Field(None, ge=16)  # caps each decode rank's KV pool (tokens)
     num_reserved_decode_tokens: int = Field(512, ge=0)  # --num-reserved-decode-tokens
+    # --disaggregation-decode-extra-slots: request rows each decode rank adds for requests still in transfer;
+    # None: SGLang's default (roles.default_decode_extra_slots)
+    decode_extra_slots: int | None = Field(None, ge=0, le=65536)
 
     def policy(self, role: str) -> str:
         """The allocation policy a role runs with."""

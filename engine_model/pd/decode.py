@@ -5,16 +5,20 @@ retracted queue (KV backed up to host), the transfer queue (KV reserved, bytes i
 joiners (transfer done). Joiners enter the running batch without a memory check and decode in the
 same iteration; then the single engine's `update_running_batch` runs: check memory, retract, decode.
 
-A pass that merges joiners (a prebuilt batch) can cost its host time: SGLang's overlap loop first makes
-the schedule stream wait for the forward in flight (`_get_new_prebuilt_batch`), and 0.5.22's
-`prepare_for_prebuilt` then copies with blocking H2D copies, which hold the host until that forward
-ends: the scheduler's CPU time of that pass is not hidden behind the GPU (`held_host_s`).
+A pass that merges joiners (a prebuilt batch) can cost its host time. Before 0.5.23 `prepare_for_prebuilt`
+builds three index tensors with blocking host-to-device copies on the schedule stream; it runs before
+`_get_new_prebuilt_batch`'s own `schedule_stream.wait_stream(forward_stream)`, so what the copies wait for
+is the write-after-read barrier set when the forward now in flight was launched (`_apply_war_barrier`):
+the event a decode CUDA-graph replay records inside the graph once its metadata is read (early in that
+forward), else, for an eager forward, the whole forward stream. Only behind an eager forward does the
+host wait until that forward ends, and the scheduler's CPU time of that pass is then not hidden behind
+the GPU (`held_host_s`).
 """
 
 from __future__ import annotations
 
 from engine_model.core import PassKind, Request, RequestState
-from engine_model.cost import RooflineCost
+from engine_model.cost import PassShape, RooflineCost
 from engine_model.pd.messages import ALLOCATED, FINISHED, JOINED, REJECTED, RESUMED, RETRACTED, Message
 from engine_model.policy import CLIP_MAX_NEW_TOKENS, ceil_page
 from engine_model.rules import mirrors
@@ -37,6 +41,7 @@ class DecodeRank(Scheduler):
         self.outbox: list[Message] = []
         self.stop_reason = ""
         self.num_joined = 0  # requests merged as a prebuilt batch in this iteration
+        self.forward_in_flight: PassShape | None = None  # the decode forward launched last iteration, if any
 
     # -- budgets ------------------------------------------------------------------------------------
     def allocatable(self, *, count_retracted: bool = True) -> int:
@@ -70,6 +75,19 @@ class DecodeRank(Scheduler):
         """Slots reserved for requests still in prefill or transfer."""
         return sum(ceil_page(r.kv_len, self.cfg.page_size) for r in self.transfer + self.joining
                    if not r.token_times)
+
+    @property
+    def num_rows(self) -> int:
+        """`DecodeReqToTokenPool`: max_running_requests rows plus the extra rows for requests in transfer
+        (`pre_alloc_size`, pd.decode_extra_slots); the prebuilt merge still caps the running batch at
+        max_running_requests."""
+        return self.cfg.max_running_requests + self.cfg.decode_extra_slots
+
+    @property
+    def num_rows_words(self) -> str:
+        extra = self.cfg.decode_extra_slots
+        return (f"{self.cfg.max_running_requests} + {extra} extra for requests in transfer" if extra
+                else str(self.cfg.max_running_requests))
 
     @property
     def num_holding(self) -> int:
@@ -109,8 +127,8 @@ class DecodeRank(Scheduler):
             if req.rid not in self.ready:
                 continue
             num_rows = len(self.running) + len(self.transfer) + len(self.joining)
-            if num_rows >= self.cfg.max_running_requests:
-                self.stop_reason = f"no free req_to_token row ({self.cfg.max_running_requests})"
+            if num_rows >= self.num_rows:
+                self.stop_reason = f"no free req_to_token row ({self.num_rows_words})"
                 return
             need, room = self.admission_tokens(req), self.allocatable()
             if need > room:
@@ -153,23 +171,34 @@ class DecodeRank(Scheduler):
         note = f"{self.num_joined} request(s) joined after their transfer (a prebuilt batch merged)"
         held = self.held_host_s(plan)
         if held:
-            return (note + f"; SGLang {self.cfg.version} copies it with blocking H2D copies after waiting "
-                    f"for the forward in flight, so this pass's {held * 1e3:.2f} ms of scheduling is not "
+            return (note + f"; SGLang {self.cfg.version} copies it with blocking H2D copies that wait for "
+                    f"the eager forward in flight, so this pass's {held * 1e3:.2f} ms of scheduling is not "
                     "hidden")
         return note
 
-    @mirrors("_get_new_prebuilt_batch", "prepare_for_prebuilt")
+    @mirrors("_get_new_prebuilt_batch", "prepare_for_prebuilt", "_apply_war_barrier")
     def held_host_s(self, plan: Plan) -> float:
-        """Host time this pass cannot hide: with joiners, before 0.5.23 (blocking copies in
-        `prepare_for_prebuilt` after `schedule_stream.wait_stream(forward_stream)`), the rank's scheduling
-        CPU time (cost.per_pass_s + cost.per_request_s x rows, joiners counted twice, an assumption: their
-        prebuilt batch is built and processed, then decoded); 0 otherwise, or on the linear predictor."""
+        """Host time this pass cannot hide: with joiners, before 0.5.23, when the decode forward in flight
+        ran eagerly (more rows than cuda_graph_max_bs_decode, or graphs off). `prepare_for_prebuilt`'s
+        blocking copies then wait at `_apply_war_barrier`'s `wait_stream(forward_stream)` until it ends; a
+        graph replay releases them at its in-graph read-done event (`_publish_read_done`), early in the
+        forward, which we count as nothing held. What is held is the rank's scheduling CPU time
+        (cost.per_pass_s + cost.per_request_s x rows, joiners counted twice, an assumption: their prebuilt
+        batch is built and processed, then decoded; both figures editable). 0 otherwise, or on the linear
+        predictor."""
         cost = self.cost.whole
         if not self.num_joined or self.cfg.caps.prebuilt_copies_async or not isinstance(cost, RooflineCost):
             return 0.0
         if not cost.overlap:
             return 0.0  # without the overlap schedule every pass already pays its CPU time
+        if self.forward_in_flight is None or cost.graph_of(self.forward_in_flight):
+            return 0.0
         return cost.per_pass_s + cost.per_request_s * (len(plan.decode) + self.num_joined)
+
+    def apply(self, plan: Plan, end: float) -> None:
+        """The forward just run is the one in flight when the next iteration schedules (overlap loop)."""
+        super().apply(plan, end)
+        self.forward_in_flight = plan.shape() if plan.kind is PassKind.DECODE else None
 
     def _join(self, req: Request) -> None:
         """`process_batch_result_prebuilt`: a transferred request commits the first token prefill made."""

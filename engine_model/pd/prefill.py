@@ -71,6 +71,17 @@ class PrefillRank(Scheduler):
         plan.mirrors = plan.mirrors.replace("Scheduler.get_next_batch_to_run", MIRRORS)
         return plan
 
+    @mirrors("get_num_allocatable_reqs")
+    def _num_allocatable(self) -> int:
+        """`get_num_allocatable_reqs` on a prefill rank: its running batch stays empty, so the free request
+        rows bound it, and a prefilled request keeps its row until its transfer succeeds
+        (`process_disagg_prefill_inflight_queue` -> `release_kv_cache`), as the continuing chunk keeps its
+        own. 0.5.20-0.5.22 also set batch_is_full once the admitted list reaches the free rows
+        (`len(can_run_list) >= req_to_token_pool.available_size()` in `_get_new_batch_prefill_raw`, removed in
+        0.5.23): the same bound as `get_num_allocatable_reqs` there, since neither adds back the continuing
+        chunk's row; 0.5.23 adds it back (capability `chunk_holds_row`)."""
+        return self.cfg.max_running_requests - len(self.inflight) - (self.chunked is not None)
+
     def apply(self, plan: Plan, end: float) -> None:
         """`process_batch_result_disagg_prefill`: every chunk's KV can go to decode once it is computed."""
         super().apply(plan, end)

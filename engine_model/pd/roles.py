@@ -109,9 +109,34 @@ def resolve_role(scenario: Scenario, name: str) -> Role:
     whole = role_scenario(scenario, name)
     base = resolve(whole)
     rank = _per_rank(scenario, base, tp, cfg.dp_size, pd.decode_kv_cap_per_rank if name == "decode" else None)
+    if name == "decode":
+        extra = pd.decode_extra_slots
+        if extra is None:
+            extra = default_decode_extra_slots(scenario.engine.max_running_requests, cfg.dp_size)
+        rank = replace(rank, decode_extra_slots=extra)
     rank_cost = cost_of(role_scenario(scenario, name, tp // cfg.dp_size)) if cfg.dp_size > 1 else None
     return Role(name=name, num_workers=cfg.num_workers, tp_size=tp, dp_size=cfg.dp_size, ep_size=cfg.ep_size,
                 policy=pd.policy(name), rank=rank, cost=WorkerCost(cost_of(whole), rank_cost))
+
+
+def per_rank_running(max_running_requests: int | None, dp: int, pool: int, context_len: int) -> int:
+    """`resolve_max_num_reqs` (mem_cache/kv_cache_configurator.py, 0.5.20-0.5.23): a --max-running-requests
+    given is the server's, split over its attention DP ranks (at least one per rank; 0.5.20-0.5.22 write
+    it without the max(1, ...)); unset, each rank's default comes from its own pool."""
+    if max_running_requests is None:
+        return default_max_running_requests(pool, context_len)
+    return max(1, max_running_requests // dp)
+
+
+def default_decode_extra_slots(max_running_requests: int | None, dp: int) -> int:
+    """`handle_pd_disaggregation` (arg_groups/pd_disaggregation_hook.py, the same in 0.5.20-0.5.23): when
+    --disaggregation-decode-extra-slots is unset, a decode server whose --max-running-requests is set and
+    at most 32 per DP rank reserves twice that many extra request rows for requests in transfer
+    (`DecodeReqToTokenPool`: size + pre_alloc_size rows); otherwise none."""
+    if max_running_requests is None:
+        return 0
+    per_worker = max(1, max_running_requests // dp)
+    return 2 * per_worker if per_worker <= 32 else 0
 
 
 def _per_rank(scenario: Scenario, base: Resolved, tp: int, dp: int, cap: int | None) -> Resolved:
@@ -135,8 +160,8 @@ def _per_rank(scenario: Scenario, base: Resolved, tp: int, dp: int, cap: int | N
         base, max_total_tokens=pool, max_req_len=max_req_len, max_req_input_len=max_req_len - 5,
         max_total_tokens_source=base.max_total_tokens_source + (f"; per DP rank of {dp}" if dp > 1 else "")
         + (f"; capped at {cap} (pd.decode_kv_cap_per_rank)" if cap is not None else ""),
-        max_running_requests=(scenario.engine.max_running_requests
-                              or default_max_running_requests(pool, base.context_len)),
+        max_running_requests=per_rank_running(scenario.engine.max_running_requests, dp, pool,
+                                              base.context_len),
         chunked_prefill_size=chunk,
         chunked_prefill_size_source=base.chunked_prefill_size_source
         + (f"; / {dp} DP ranks" if dp > 1 and chunk else ""),

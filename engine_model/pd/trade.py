@@ -1,4 +1,4 @@
-"""early -> prefill_complete on the four figures the maintainers measured, the model's beside upstream's.
+"""early -> prefill_complete on the four figures PR #40703 reports, the model's beside upstream's.
 
 Upstream (seed 000; sgl-project/sglang #40703, GLM-5.2-NVFP4 on 12 Rubin GPUs, 2 prefill + 1 decode
 TP4/DP4/EP4, decode KV capped at 163,840 tokens per rank): the arithmetic mean of two runs per policy,
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-UPSTREAM_SOURCE = ("the maintainers' test behind prefill_complete (sgl-project/sglang #40703; seed 000): "
+UPSTREAM_SOURCE = ("the test behind prefill_complete, as sgl-project/sglang PR #40703 reports it (seed 000): "
                    "GLM-5.2-NVFP4 on 12 Rubin GPUs, mean of two runs per policy")
 
 
@@ -48,10 +48,11 @@ NOT_MODELLED = {
            "the cost was measured on), and the replies that queued meanwhile reach the client as one chunk "
            "(`_coalesce_streaming_chunks`), whose gap bench_serving's default backend spreads over its "
            "tokens. Both policies tokenize the same prompts, so this raises the p99 gap under both; the "
-           "decode loop's own additions under prefill_complete cost little (about a millisecond per merged "
-           "prebuilt batch on 0.5.22, microseconds of polling). What else nearly doubles SGLang's p99 gap "
-           "is not modelled: KV landing by RDMA in decode memory during decode steps, decode host backup "
-           "and restore, the real server's CPU and tokenizer",
+           "decode loop's own additions under prefill_complete cost little (a merged prebuilt batch holds "
+           "the host in 0.5.22 only after an eager decode forward, `prepare_for_prebuilt`'s blocking "
+           "copies; polling costs microseconds). What else nearly doubles SGLang's p99 gap is not modelled: "
+           "KV landing by RDMA in decode memory during decode steps, decode host backup and restore, the "
+           "real server's CPU and tokenizer",
 }
 
 

@@ -3,7 +3,7 @@
     .venv/bin/python tests/data/sglang_metrics/make_data.py tests/data/sglang_metrics
 
 A chat service on one H100 (Llama-3.1-8B, SGLang defaults: chunk 8,192, mixed chunk off): replies stream
-in at 3 a second; at 12 s someone pastes a 100,000-token prompt. The model runs it; this script writes
+in at 3 a second; at 9 s someone pastes a 100,000-token prompt. The model runs it; this script writes
 what SGLang 0.5.23 would have printed and exported for that run:
 
 - `chat_long_prompt.log`: a `server_args={...}` line, the scheduler's startup line, a `Prefill batch` line
@@ -29,7 +29,9 @@ from pathlib import Path
 import prometheus_client
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from engine_model import PassKind, simulate, validate
+from engine_model import PassKind, pass_shape, simulate, validate
+from engine_model.cost import cost_of
+from engine_model.resolve import gpu_of, mem_fraction_of, model_of
 
 START = datetime(2026, 3, 2, 14, 0, 0, tzinfo=UTC)
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
@@ -52,7 +54,7 @@ SCENARIO = {
          "output_len": {"dist": "uniform", "low": 150, "high": 400}, "arrival": {"kind": "poisson",
                                                                                    "rate_per_s": 3.0}},
         {"name": "paste", "count": 1, "prompt_len": 100_000, "output_len": 200,
-         "arrival": {"kind": "at", "start_at": 12.0}}]},
+         "arrival": {"kind": "at", "start_at": 9.0}}]},
 }
 
 
@@ -99,7 +101,10 @@ def request_events(result) -> list[tuple[float, str, tuple]]:
 
 
 def log_lines_and_gauges(result, pool: int) -> tuple[list[str], list[tuple[float, str, tuple]]]:
-    """The scheduler's log lines and, at each, the gauges SGLang sets when it logs."""
+    """The scheduler's log lines and, at each, the gauges SGLang sets when it logs. "cuda graph" is whether
+    that pass replayed a CUDA graph in the run (`RooflineCost.graph_of`: decode graphs, and the breakable
+    prefill graphs 0.5.23 runs by default for chunks up to their captured sizes)."""
+    cost = cost_of(result.scenario)
     lines, events, decodes, last = [], [], 0, (0.0, 0)
     generated, last_prefill_at = 0, 0.0
     prompts, done = {r.rid: r.prompt_len for r in result.requests}, {}
@@ -107,6 +112,7 @@ def log_lines_and_gauges(result, pool: int) -> tuple[list[str], list[tuple[float
         if it.kind is PassKind.IDLE:
             continue
         running, queued, usage = it.num_running, it.num_waiting, it.kv_used / pool
+        graph = bool(cost.graph_of(pass_shape(it)))
         if it.kind is PassKind.PREFILL:
             tokens = sum(row.extend for row in it.prefill_rows)
             for row in it.prefill_rows:
@@ -117,7 +123,7 @@ def log_lines_and_gauges(result, pool: int) -> tuple[list[str], list[tuple[float
             lines.append(f"{stamp(it.end_at)} Prefill batch, #new-seq: {len(it.prefill_rows)}, "
                          f"#new-token: {tokens}, #cached-token: 0, token usage: {usage:.2f}, "
                          f"#running-req: {running}, #queue-req: {queued}, #pending-token: {pending}, "
-                         f"cuda graph: False, input throughput (token/s): {throughput:.2f}")
+                         f"cuda graph: {graph}, input throughput (token/s): {throughput:.2f}")
         else:
             decodes += 1
             generated += len(it.decode_rids)
@@ -127,7 +133,7 @@ def log_lines_and_gauges(result, pool: int) -> tuple[list[str], list[tuple[float
             last = (it.end_at, generated)
             running = len(it.decode_rids)
             lines.append(f"{stamp(it.end_at)} Decode batch, #running-req: {running}, #token: {it.kv_used}, "
-                         f"token usage: {usage:.2f}, cuda graph: True, gen throughput (token/s): "
+                         f"token usage: {usage:.2f}, cuda graph: {graph}, gen throughput (token/s): "
                          f"{throughput:.2f}, #queue-req: {queued}")
             events.append((it.end_at, "gen_throughput", (throughput,)))
         events += [(it.end_at, name, (value,)) for name, value in (
@@ -191,8 +197,17 @@ def server_info(resolved: dict, pool: int) -> dict:
 INFO_ONLY = ("status", "max_total_num_tokens", "max_req_input_len", "internal_states", "version", "frontend")
 
 
+def available_gib(scenario, chunk: int | None) -> float:
+    """The startup line's available_gpu_mem: what mem_fraction_static leaves of the GPU (an estimate: the
+    real figure is measured after the CUDA graphs are captured)."""
+    gpu = gpu_of(scenario)
+    fraction, _ = mem_fraction_of(scenario, gpu, model_of(scenario), chunk)
+    return gpu.memory_gib * (1 - fraction)
+
+
 def main(folder: Path) -> None:
-    result = simulate(validate(SCENARIO))
+    scenario = validate(SCENARIO)
+    result = simulate(scenario)
     resolved = result.resolved.to_dict()
     pool = resolved["max_total_tokens"]
     args = {k: v for k, v in server_info(resolved, pool).items() if k not in INFO_ONLY}
@@ -200,7 +215,8 @@ def main(folder: Path) -> None:
             f"{stamp(0)} max_total_num_tokens={pool}, "
             f"chunked_prefill_size={resolved['chunked_prefill_size']}, max_prefill_tokens=16384, "
             f"max_running_requests={resolved['max_running_requests']}, "
-            "context_len=131072, available_gpu_mem=11.26 GB"]
+            f"context_len=131072, "
+            f"available_gpu_mem={available_gib(scenario, resolved['chunked_prefill_size']):.2f} GB"]
     lines, gauge_events = log_lines_and_gauges(result, pool)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "chat_long_prompt.log").write_text("\n".join(head + lines) + "\n")
