@@ -15,6 +15,7 @@ from app import state
 from app.charts import views
 from app.charts.frames import RunFrames
 from app.present.fmt import fmt_count, fmt_share
+from app.room import ui as room
 from app.story import cursor, tour
 from app.story.decision import decision_ui
 from app.story.stepper import stepper_ui
@@ -73,6 +74,7 @@ def _timeline(story: Story, run: RunFrames) -> None:
     row = its.iloc[pos]
     st.session_state[keys.cursor_t] = float(row["start_at"])
     state.set_cursor_param(float(row["start_at"]))
+    room.publish_view()  # the cursor moves inside this fragment: the room follows it too
 
     key = (run_key(story.key), pos)
     index = int(row["index"]) if len(run.lanes) == 1 else None

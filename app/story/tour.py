@@ -31,7 +31,7 @@ def tour_ui(story: Story):
         row = st.container(horizontal=True, vertical_alignment="center", gap="small", key=state.TOUR_ROW)
         row.markdown("**Guided tour**  \nclick a step", width=100)
         for i, step in enumerate(story.tour):
-            row.button(f"{i + 1}. {step.title}", key=keys.tour_button(i), on_click=_apply_step,
+            row.button(f"{i + 1}. {step.title}", key=keys.tour_button(i), on_click=apply_step,
                        args=(story, i), width="stretch", wrap=True,
                        type="primary" if st.session_state.get(keys.tour_step) == i else "secondary")
         return st.empty()
@@ -63,24 +63,40 @@ def active_step(story: Story):
     return None if active is None else story.tour[active]
 
 
-def _apply_step(story: Story, i: int) -> None:
+def step_values(story: Story, i: int) -> dict:
+    """What step `i` sets the controls to: its own settings, and every flag and every control of the main
+    row back to its default (the settings the step's narration describes)."""
+    step = story.tour[i]
+    return {c.key: step.settings.get(c.key, c.default) for c in story.controls
+            if c.is_flag or c.key in step.settings or c.where == "main"}
+
+
+def apply_step(story: Story, i: int, link: bool = False) -> None:
+    """Make step `i` the active one: its settings, its section (PD), its folds open, its cursor and pointer.
+    `link`: the page opened on a link's `step=N` (app.story.top), whose own parameters win over the step's."""
     step, keys = story.tour[i], state.keys(story.key)
-    for control in story.controls:
-        if control.is_flag or control.key in step.settings or control.where == "main":
-            value = step.settings.get(control.key, control.default)
-            st.session_state[keys.widget(control.key)] = value
+    given = set(st.query_params.keys()) if link else set()
+    for key, value in step_values(story, i).items():
+        if key not in given:
+            st.session_state[keys.widget(key)] = value
     if any(s.section for s in story.tour):  # the page's section (PD) back to its defaults, then this step's
-        for param, default in pd_params.DEFAULTS.items():
-            st.session_state[pd_params.widget_key(param)] = step.section.get(param, default)
+        shown = {state.PD_ON: True} if step.focus == "pd" else {}  # a PD step shows the section
+        section = {**pd_params.DEFAULTS, **shown, **step.section}
+        for param, value in section.items():
+            if param not in given:
+                st.session_state[pd_params.widget_key(param)] = value
     for key in OPENS.get(step.focus, ()):  # what the step points at is built and in view
         open_fold(key)
     _, folded = switch_and_rest(story)
-    if any(step.settings.get(c.key, c.default) != c.default for c in folded):  # the setting it changed
+    shown = {c.key: st.session_state.get(keys.widget(c.key), c.default) for c in folded}
+    if any(shown[c.key] != c.default for c in folded):  # the setting it changed (or the link did)
         open_fold(settings_fold(story.key))
     st.session_state[keys.tour_step] = i
-    st.session_state[keys.pending_cursor] = step.cursor
+    if not (link and state.has_cursor_param()):
+        st.session_state[keys.pending_cursor] = step.cursor
     st.session_state[keys.focus] = step.focus
     st.session_state[keys.playing] = False
+    st.session_state.pop(state.SCROLLED_TO, None)  # the page scrolls to the step's pointer, even the same one
 
 
 def switch_and_rest(story: Story) -> tuple:
