@@ -1,52 +1,19 @@
 """The room's store (app/room/store.py), the same tests on both backends: SQLite (a file two processes
 share) and a real Debian redis-server that the fixture starts on a free port and stops. Without
-/usr/bin/redis-server the Redis cases skip, and fail under CI=true (.ci/run installs it)."""
+/usr/bin/redis-server the Redis cases skip, and fail under CI=true (tests/redis_server.py)."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
 import subprocess
 import sys
 import time
 
 import pytest
+from redis_server import redis_url  # noqa: F401 - the fixture
 
 from app.room import store as room_store
 
-REDIS = shutil.which("redis-server")
 VIEW = {"page": "forty_replies", "params": {"step": "4"}}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def redis_url(tmp_path_factory):
-    if REDIS is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("redis-server is missing (apt-get install redis-server)")
-        pytest.skip("no redis-server")
-    port = free_port()
-    proc = subprocess.Popen([REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no", "--dir", str(tmp_path_factory.mktemp("redis"))],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"redis://127.0.0.1:{port}/0"
-    import redis
-
-    for _ in range(100):
-        try:
-            redis.Redis.from_url(url).ping()
-            break
-        except redis.ConnectionError:
-            time.sleep(0.05)
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
 
 
 @pytest.fixture(params=["sqlite", "redis"])

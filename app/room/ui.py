@@ -51,7 +51,7 @@ def presenter_room_ui() -> None:
         st.markdown(f"Join at **{link}** or scan — or enter the code **{room_store.shown_code(code)}** "
                     "in the sidebar's *Join a room*. Followers see this page, its tour step, settings and "
                     "cursor within a second.")
-        st.html(f'<div data-testid="wwRoomQr">{qr_svg(link)}</div>')
+        st.html(f'<img data-testid="wwRoomQr" alt="QR code of {link}" src="{qr_data_uri(link)}">')
         copy_link_ui()  # this view's own link, presenter mode in it
 
 
@@ -74,9 +74,10 @@ def join_link(code: str) -> str:
     return f"{origin}/?{state.ROOM}={room_store.shown_code(code)}"
 
 
-def qr_svg(link: str) -> str:
-    """The join link as a QR code, an inline SVG drawn here (segno: no network)."""
-    return segno.make(link, error="m").svg_inline(scale=7, border=2, dark="#111")
+def qr_data_uri(link: str) -> str:
+    """The join link as a QR code: an SVG drawn here (segno: no network), as a data URI (Streamlit's HTML
+    element drops inline SVG)."""
+    return segno.make(link, error="m").svg_data_uri(scale=7, border=2, dark="#111")
 
 
 def publish_view() -> None:
