@@ -78,7 +78,8 @@ def _timeline(story: Story, run: RunFrames) -> None:
 
     key = (run_key(story.key), pos)
     index = int(row["index"]) if len(run.lanes) == 1 else None
-    charts = {chart.chart_id: chart for chart in views.story_views(run, float(row["start_at"]), index)}
+    views_now = views.story_views(run, float(row["start_at"]), index, marked_lanes(run, row))
+    charts = {chart.chart_id: chart for chart in views_now}
     _chart(story, run, charts["tokens"], key)  # the lesson, right under the headline cards
     with folded(f"Step through the scheduler's decisions — {_where(row)}", tour.STEPS,
                 expanded=state.is_presenting(), icon=":material/footprint:") as is_open:
@@ -95,6 +96,15 @@ def _timeline(story: Story, run: RunFrames) -> None:
         if is_open:
             _chart(story, run, charts["kv"], key)
             _chart(story, run, charts["queue"], key)
+
+
+def marked_lanes(run: RunFrames, row):
+    """The lanes the pass under the cursor touched (app.story.cursor.touched), labelled where few: the
+    retracted request and the prompt prefilled by name, the replies left without a token by a diamond alone.
+    With several engines (lanes), a pass of one says nothing of the others' replies: those are left out."""
+    marked = cursor.touched(run.tokens, row, no_token=len(run.lanes) == 1)
+    return marked.assign(label=[f"{rid}: {how}" if how != cursor.NO_TOKEN else ""
+                                for rid, how in zip(marked["rid"], marked["how"], strict=True)])
 
 
 def _chart(story: Story, run: RunFrames, chart, key) -> None:

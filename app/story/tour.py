@@ -22,6 +22,37 @@ OPENS = {"passes": (STEPS,), "wait": (WAIT,), "kv": (MEMORY,), "queue": (MEMORY,
          "why": (STALLS,), "pd": (pd_params.widget_key(state.PD_ON), PD_CHARTS)}
 
 
+# Keyboard and presentation clicker (they send PageDown / PageUp, some the arrows): the next or previous tour
+# step, Home the first. Streamlit has no key events, so a script in the page (st.html runs it in the app's
+# own document, not an iframe) listens on the document and clicks the tour's buttons: the same click a
+# person makes, so the step applies the same way. Not while focus is in a field, a list, a slider or a
+# chart (their own keys); a focused button is left first, so Space does not also press it. Installed once.
+KEYS_JS = """<script>
+(() => {
+  if (window.wwTourKeys) return;
+  window.wwTourKeys = true;
+  const MOVES = {ArrowRight: 1, PageDown: 1, " ": 1, ArrowLeft: -1, PageUp: -1, Home: 0};
+  const OWN_KEYS = 'input, textarea, select, [contenteditable=""], [contenteditable="true"], '
+    + '[role="slider"], [role="listbox"], [role="combobox"], [role="textbox"], [role="spinbutton"], '
+    + '.vega-embed';
+  document.addEventListener("keydown", (event) => {
+    if (!(event.key in MOVES) || event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
+    const focus = document.activeElement;
+    if (focus && focus !== document.body && focus.closest(OWN_KEYS)) return;
+    const steps = [...document.querySelectorAll(".st-key-{row} button")];
+    if (!steps.length) return;
+    const active = steps.findIndex((b) => (b.getAttribute("kind") || "").startsWith("primary"));
+    const move = MOVES[event.key];
+    const next = move === 0 ? 0 : active < 0 ? (move > 0 ? 0 : -1) : active + move;
+    if (next < 0 || next >= steps.length || next === active) return;  // past the ends: the key's own use
+    event.preventDefault();  // no page scroll: the step scrolls to what it points at
+    if (focus && focus.blur) focus.blur();
+    steps[next].click();
+  });
+})();
+</script>"""
+
+
 def tour_ui(story: Story):
     """Numbered step buttons; a click sets the controls and the cursor. Returns the place for the active
     step's narration (`narration_ui` fills it once the runs are known)."""
@@ -34,6 +65,7 @@ def tour_ui(story: Story):
             row.button(f"{i + 1}. {step.title}", key=keys.tour_button(i), on_click=apply_step,
                        args=(story, i), width="stretch", wrap=True,
                        type="primary" if st.session_state.get(keys.tour_step) == i else "secondary")
+        st.html(KEYS_JS.replace("{row}", state.TOUR_ROW), unsafe_allow_javascript=True)
         return st.empty()
 
 
