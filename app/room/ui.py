@@ -103,7 +103,7 @@ def join_ui() -> None:
     asked = st.query_params.get(state.ROOM)
     if asked and room_store.clean_code(asked) != st.session_state.get(state.ROOM_CODE):
         _join(asked)
-    with st.sidebar.form("room.join_form", border=False, clear_on_submit=True):
+    with st.sidebar.form(state.ROOM_FORM, border=False, clear_on_submit=True):
         st.text_input("Join a room", key=state.ROOM_JOIN, placeholder="ABCDE-FGHJK",
                       help="The code on the presenter's screen: follow their page, tour step and settings.")
         if st.form_submit_button("Join", icon=":material/groups:"):
@@ -143,18 +143,18 @@ def follower_ui(pages: list) -> None:
 def _follow(pages: list) -> None:
     code = st.session_state[state.ROOM_CODE]
     room, following = _room(code), st.session_state.get(state.ROOM_FOLLOWING, True)
-    with st.container(horizontal=True, vertical_alignment="center", gap="small", key="room_bar"):
+    with st.container(horizontal=True, vertical_alignment="center", gap="small", key=state.ROOM_BAR):
         if room is None:
             st.caption(f":material/groups: Room {room_store.shown_code(code)} has ended.")
             return
         if following:
             st.caption(f":material/groups: Following the presenter · room {room_store.shown_code(code)}")
-            if st.button("Break away to explore", key="room.leave", icon=":material/explore:"):
+            if st.button("Break away to explore", key=state.ROOM_LEAVE, icon=":material/explore:"):
                 st.session_state[state.ROOM_FOLLOWING] = False
                 st.rerun(scope="fragment")
         else:
             st.caption(f":material/explore: Exploring on your own · room {room_store.shown_code(code)}")
-            if st.button("Follow the presenter again", key="room.rejoin", type="primary",
+            if st.button("Follow the presenter again", key=state.ROOM_REJOIN, type="primary",
                          icon=":material/groups:"):
                 st.session_state[state.ROOM_FOLLOWING] = True
                 _open(room, pages)
