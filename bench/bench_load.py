@@ -311,14 +311,14 @@ ROOM_STEPS = [("forty_replies", i) for i in range(6)] + [("other_stall", i) for 
 
 def step_view(key: str, i: int) -> dict:
     """The room's view at tour step i of story `key`: its page and its link's parameters (the step, and the
-    settings it changes from the defaults), as the presenter's address bar has them."""
-    from app.story.tour import step_values
+    settings it changes from the defaults: a step puts every other one back to its default), as the
+    presenter's address bar has them."""
     from engine_model import STORIES
 
     story = STORIES[key]
-    values = step_values(story, i)
-    params = {c.key: c.to_url(values[c.key]) for c in story.controls
-              if c.key in values and values[c.key] != c.default}
+    settings = story.tour[i].settings
+    params = {c.key: c.to_url(settings[c.key]) for c in story.controls
+              if c.key in settings and settings[c.key] != c.default}
     return {"page": key, "params": {**params, "step": str(i + 1)}}
 
 
