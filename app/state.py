@@ -70,6 +70,7 @@ ROOM_PUBLISHED = "room.published"  # the view this presenter last wrote, and whe
 ROOM_PAGE = "room.page"  # the page this session is on (its URL path), for publishing from a fragment
 ROOM_JOIN = "room.join"  # the "join a room" code box
 ROOM_FORM = "room.join_form"  # the form around it
+ROOM_FAILED = "room.failed_at"  # when opening a room last failed (the store unreachable): retried later
 ROOM_BAR = "room_bar"  # a follower's bar (a container's key)
 ROOM_LEAVE, ROOM_REJOIN = "room.leave", "room.rejoin"  # its buttons: break away, follow again
 PD_PAGE, COMPARE_PAGE, SERVER_PAGE = "pd", "compare", "your_server"  # key prefixes of the non-story sections

@@ -78,3 +78,24 @@ def test_the_copy_link_button_comes_before_the_tour():
     copy = next(i for i, e in enumerate(main) if e.type == "html" and "wwCopyLink" in e.proto.body)
     tour_row = next(i for i, e in enumerate(main) if f"-{state.TOUR_ROW}" in str(getattr(e, "proto", "")))
     assert copy < tour_row
+
+
+def test_presenter_mode_goes_on_without_a_room_when_its_store_cannot_be_reached(monkeypatch):
+    from app.room import store as room_store
+    from app.room import ui as room_ui
+
+    monkeypatch.setenv(room_store.ENV, "redis://127.0.0.1:1/0")  # nothing listens there
+    room_ui.store.clear()
+    try:
+        at = AppTest.from_file(MAIN, default_timeout=180)
+        at.query_params.update({"present": "1"})
+        at.run()
+        at.switch_page(PAGES["forty_replies"])
+        at.query_params.update({"present": "1", "step": "2"})
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert any("Step 2 of 6" in i.value for i in at.info)
+        assert any("wwCopyLink" in h.proto.body for h in at.get("html"))  # the link is still at hand
+        assert state.ROOM_TOKEN not in at.session_state
+    finally:
+        room_ui.store.clear()

@@ -22,6 +22,7 @@ from app.room import store as room_store
 from app.ui.link import copy_link_ui
 
 POLL_S = 1.0  # a follower's view lags the presenter's by at most this, plus one page run
+RETRY_S = 60.0  # a store that could not be reached is tried again after this long, not on every run
 REFRESH_S = 600.0  # a presenter whose view stays put still refreshes the room's expiry this often
 NOT_FOLLOWED = (state.PRESENT, state.ROOM)  # the presenter's large type stays the presenter's
 log = logging.getLogger(__name__)
@@ -43,8 +44,9 @@ def current_view() -> dict:
 def presenter_room_ui() -> None:
     """In presenter mode's bar: the room's code; its popover holds the QR code of the join link."""
     code = _presenter_room()
-    if code is None:
-        st.caption("No room: its store cannot be reached.")
+    if code is None:  # the view's link stays at hand
+        with st.popover("No room (its store cannot be reached)", icon=":material/link:"):
+            copy_link_ui()
         return
     link = join_link(code)
     with st.popover(f"Room {room_store.shown_code(code)}", icon=":material/groups:"):
@@ -58,10 +60,14 @@ def presenter_room_ui() -> None:
 def _presenter_room() -> str | None:
     """This session's room, opened on first use; the token stays in this session."""
     if state.ROOM_TOKEN not in st.session_state:
+        failed = st.session_state.get(state.ROOM_FAILED)
+        if failed is not None and time.monotonic() - failed < RETRY_S:
+            return None
         try:
             code, token = store().create(current_view())
         except Exception as err:  # a store that cannot be reached: presenting goes on without a room
             log.warning("room store: %s", err)
+            st.session_state[state.ROOM_FAILED] = time.monotonic()
             return None
         st.session_state[state.ROOM_CODE], st.session_state[state.ROOM_TOKEN] = code, token
     return st.session_state[state.ROOM_CODE]
