@@ -2,7 +2,7 @@
 ports share one room store — the SQLite file, then a real redis-server — a presenter on one and two
 followers (one by the join link on the same replica, one by typing the code on the other). Followers see the
 presenter's step, settings and cursor within about two seconds, break away and re-join with one click, and
-cannot move the room themselves.
+cannot move the room themselves; a page change is followed too.
 
 Needs /usr/bin/chromium (and /usr/bin/redis-server for the Redis case); skipped without, failed under CI=true.
 Run: pytest -m browser tests/test_browser_follow.py
@@ -131,5 +131,12 @@ def test_two_followers_on_two_replicas_follow_break_away_and_rejoin(context, rep
     store = room_store.open_store(store_url)
     assert store.get(room_store.clean_code(code)).view["params"]["step"] == "6"
     assert not presenter.get_by_text("Step 2 of 6").count()
+
+    # the presenter's page: a follower still following goes along, the one exploring stays
+    presenter.locator('[data-testid="stPageLink"]').filter(has_text="The other stall").click()
+    presenter.wait_for_url(re.compile(r"/other_stall\?"), timeout=60_000)
+    presenter.wait_for_function(RUN_OVER, timeout=60_000)
+    by_code.wait_for_url(re.compile(r"/other_stall\?"), timeout=(FOLLOW_S + 30) * 1000)
+    assert "/forty_replies" in by_link.url
     for page in (presenter, by_link, by_code):
         page.close()
