@@ -1,7 +1,8 @@
 """Who Waits: the Streamlit entry point. `streamlit run app/main.py`, or `streamlit run app/serve.py` (what
 scripts/serve.sh runs): the same pages, with the caches warmed at start-up (app/warm.py).
 
-Builds the navigation over app/app_pages/ and applies presenter mode; each page draws itself.
+Builds the navigation over app/app_pages/, applies presenter mode and the room (app/room/ui.py: the
+presenter's view is published after each run, a follower's bar follows it); each page draws itself.
 """
 
 import sys
@@ -13,7 +14,8 @@ if str(REPO) not in sys.path:  # `streamlit run app/main.py` puts app/ on the pa
 
 import streamlit as st  # noqa: E402
 
-from app.state import is_presenting  # noqa: E402
+from app import state  # noqa: E402
+from app.room import ui as room  # noqa: E402
 from app.ui.css import no_cut_ui  # noqa: E402
 from app.ui.presenter import presenter_ui  # noqa: E402
 
@@ -37,6 +39,12 @@ PAGES = [
 ]
 
 no_cut_ui()
-page = st.navigation(PAGES, position="hidden" if is_presenting() else "sidebar")
-presenter_ui(PAGES)
-page.run()
+page = st.navigation(PAGES, position="hidden" if state.is_presenting() else "sidebar")
+st.session_state[state.ROOM_PAGE] = page.url_path
+if not presenter_ui(PAGES):
+    room.join_ui()  # a follower: ?room=CODE or the sidebar's code box
+    room.follower_ui(PAGES)
+try:
+    page.run()
+finally:  # the presenter's view into the room (a page that stops early is still the view on screen)
+    room.publish_view()

@@ -37,11 +37,13 @@ if TYPE_CHECKING:  # app.ui.controls draws widgets under these keys, so it impor
 CURSOR_T = "t"  # the step-through cursor, in seconds
 STEP = "step"  # the guided tour's active step, from 1
 PRESENT = "present"  # presenter mode: ?present=1
+ROOM = "room"  # a follower's room code: ?room=ABCDE-FGHJK (app/room/ui.py)
 STORY = "story"  # Compare: which story
 SWEEP = "sweep"  # Compare: what the sweep varies
 EXTRA_PARAMS = {"ten_oclock_rush": PD_PARAMS}  # page -> URL parameters its sections read beside the controls
-PAGE_PARAMS = (CURSOR_T, STEP, PRESENT)  # every page may carry these
+PAGE_PARAMS = (CURSOR_T, STEP, PRESENT, ROOM)  # every page may carry these
 STREAMLIT_PARAMS = ("embed", "embed_options")  # Streamlit's own; never touched
+KEPT_PARAMS = (*STREAMLIT_PARAMS, ROOM)  # `write_url` leaves these: the room is the follower's, not the view
 
 
 def side_param(side: str, key: str) -> str:
@@ -60,6 +62,17 @@ LOOK_HERE = "look_here"  # the tour's pointer (a container's key: the page scrol
 SCROLLED_TO = "scrolled_to"  # the pointer the page last scrolled to
 TOUR_WORDS = "tour_words"  # the active step's narration, filled: the pointer repeats it beside its chart
 SAVED = "saved"  # {page: {control key: value}}: a page's settings kept across pages
+ROOM_CODE = "room.code"  # the room this session presents or follows
+ROOM_TOKEN = "room.token"  # the presenter's token: only this session moves the room (never in a URL)
+ROOM_FOLLOWING = "room.following"  # a follower follows (False: broken away to explore)
+ROOM_APPLIED = "room.applied"  # the room's version this follower shows
+ROOM_PUBLISHED = "room.published"  # the view this presenter last wrote, and when
+ROOM_PAGE = "room.page"  # the page this session is on (its URL path), for publishing from a fragment
+ROOM_JOIN = "room.join"  # the "join a room" code box
+ROOM_FORM = "room.join_form"  # the form around it
+ROOM_FAILED = "room.failed_at"  # when opening a room last failed (the store unreachable): retried later
+ROOM_BAR = "room_bar"  # a follower's bar (a container's key)
+ROOM_LEAVE, ROOM_REJOIN = "room.leave", "room.rejoin"  # its buttons: break away, follow again
 PD_PAGE, COMPARE_PAGE, SERVER_PAGE = "pd", "compare", "your_server"  # key prefixes of the non-story sections
 
 
@@ -214,12 +227,15 @@ def values(page: str, controls: tuple[Control, ...]) -> dict:
     return out
 
 
-def write_url(controls: tuple[Control, ...], current: dict, extra: dict | None = None) -> None:
-    """Non-default settings (and `extra`, e.g. the cursor) into the query string; everything else out."""
-    wanted = _non_defaults(controls, current, extra)
+def write_url(controls: tuple[Control, ...], current: dict, extra: dict | None = None,
+              step: dict | None = None) -> None:
+    """Non-default settings (and `extra`, e.g. the cursor) into the query string; everything else out.
+    `step`: the active tour step's values (app.story.tour.step_values); a setting that differs from the
+    step's is written too, even at its default (`step=4&mixed=0`), so the link never reads as the step's."""
+    wanted = _non_defaults(controls, current, extra, step)
     params = st.query_params
     for key in list(params.keys()):
-        if key not in wanted and key not in STREAMLIT_PARAMS:
+        if key not in wanted and key not in KEPT_PARAMS:
             del params[key]
     for key, value in wanted.items():
         if params.get_all(key) != [value]:  # a duplicate is rewritten as one
@@ -232,8 +248,11 @@ def url_for(page: str, controls: tuple[Control, ...], current: dict, extra: dict
     return f"/{page}" + (f"?{urlencode(query)}" if query else "")
 
 
-def _non_defaults(controls: tuple[Control, ...], current: dict, extra: dict | None) -> dict[str, str]:
-    wanted = {c.key: c.to_url(current[c.key]) for c in controls if current[c.key] != c.default}
+def _non_defaults(controls: tuple[Control, ...], current: dict, extra: dict | None,
+                  step: dict | None = None) -> dict[str, str]:
+    step = step or {}
+    wanted = {c.key: c.to_url(current[c.key]) for c in controls
+              if current[c.key] != c.default or current[c.key] != step.get(c.key, c.default)}
     wanted.update({k: str(v) for k, v in (extra or {}).items() if v is not None})
     return wanted
 

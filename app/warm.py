@@ -23,6 +23,7 @@ from app.compare.sweep import CHUNK_SWEEP, _summary
 from app.pd import params
 from app.pd.presets import baseline, pd_scenario, preset_data, split
 from app.story import cursor, pass_cost
+from app.story.timeline import marked_lanes
 from app.ui.chart import warm_spec
 from engine_model import STORIES, InputError, Story
 
@@ -105,7 +106,7 @@ def _view_job(story: Story, values: dict, cursor_spec: tuple) -> Callable[[], No
         pos = cursor.resolve(run.iterations, cursor_spec)
         row = run.iterations.iloc[pos]
         index = int(row["index"]) if len(run.lanes) == 1 else None
-        for view in views.story_views(run, float(row["start_at"]), index):
+        for view in views.story_views(run, float(row["start_at"]), index, marked_lanes(run, row)):
             warm_spec(story.key, view.chart_id, view.build, (key, pos))
         for view in views.itl_views(run).values():
             warm_spec(story.key, view.chart_id, view.build, key)

@@ -4,6 +4,7 @@
     .venv/bin/python bench/bench_load.py --replicas 2        # starts 2 replicas behind nginx (deploy/)
     .venv/bin/python bench/bench_load.py --url http://127.0.0.1:8500 --sessions 1 5 10   # a running one
     .venv/bin/python bench/bench_load.py --client websocket --sessions 1 5 10 30   # the server alone
+    .venv/bin/python bench/bench_load.py --replicas 2 --client websocket --room --sessions 25   # a room
 
 Each session is its own browser context (its own cookies, so nginx may put it on its own replica) in one
 headless Chromium (/usr/bin/chromium). It runs the same actions, in order: `/path` opens a page (the first
@@ -24,6 +25,14 @@ the server's CPU seconds per N (user + system, from /proc): the work the room as
 spec included. A flip there is a new view of the page with the flag in its URL (`/forty_replies?mixed=1`),
 a full script run as the browser's flip is. This is what a room asks of the server when every person's
 own laptop draws their page.
+
+`--room` (with `--client websocket`): N followers of one presenter (app/room/). The benchmark opens a room
+in the store the replicas share (WHO_WAITS_ROOM_URL, or the default SQLite file they all open on this
+machine) and moves it, as the presenter's session would, through ten tour steps (ROOM_STEPS: the forty
+replies' six, the other stall's first four); after each move all N followers open `/?room=CODE` at once,
+and each is timed until the server has sent the whole page of the step it followed — the same run a
+follower's bar starts (`st.switch_page` to the room's link). A follower that lands elsewhere (no chart:
+the home page) counts as an error.
 """
 
 from __future__ import annotations
@@ -281,10 +290,13 @@ async def measure(base: str, pids, args, access_log: Path | None = None) -> None
         if args.warmup:
             warm = await crowd(browser, base, args.warmup, args, "warmup", pids)
             print(f"warm-up: {args.warmup} sessions, {warm.wall_s:.0f} s, errors {dict(warm.errors) or 0}")
-        print(f"{base}, {args.client}, actions per session: {', '.join(args.actions)}\n{HEADER}")
+        what = (f"a room: {len(ROOM_STEPS)} tour steps followed" if args.room
+                else f"actions per session: {', '.join(args.actions)}")
+        print(f"{base}, {args.client}, {what}\n{HEADER}")
         sent = []
         for n in args.sessions:
-            tally = await crowd(browser, base, n, args, f"n{n}", pids)
+            tally = (await room_crowd(base, n, args, pids) if args.room
+                     else await crowd(browser, base, n, args, f"n{n}", pids))
             sent += tally.bytes
             print(row(n, tally, pids), flush=True)
         if sent:
@@ -292,6 +304,67 @@ async def measure(base: str, pids, args, access_log: Path | None = None) -> None
     if access_log:
         for tag in ["warmup"] * bool(args.warmup) + [f"n{n}" for n in args.sessions]:
             print(spread(access_log, tag))
+
+
+ROOM_STEPS = [("forty_replies", i) for i in range(6)] + [("other_stall", i) for i in range(4)]
+
+
+def step_view(key: str, i: int) -> dict:
+    """The room's view at tour step i of story `key`: its page and its link's parameters (the step, and the
+    settings it changes from the defaults: a step puts every other one back to its default), as the
+    presenter's address bar has them."""
+    from engine_model import STORIES
+
+    story = STORIES[key]
+    settings = story.tour[i].settings
+    params = {c.key: c.to_url(settings[c.key]) for c in story.controls
+              if c.key in settings and settings[c.key] != c.default}
+    return {"page": key, "params": {**params, "step": str(i + 1)}}
+
+
+async def room_crowd(base: str, n: int, args, pids) -> Tally:
+    """N followers through ROOM_STEPS: the room moves, then all N open it at once (`--stagger` apart)."""
+    from app.room import store as room_store
+
+    tally = Tally(load=os.getloadavg()[0])
+    start, cpu = time.perf_counter(), cpu_seconds(pids)
+    deadline = start + args.max_seconds
+    rooms = room_store.open_store()
+    code, token = rooms.create(step_view(*ROOM_STEPS[0]))
+    join = f"/?room={room_store.shown_code(code)}"
+
+    async def follow(i: int, name: str) -> None:
+        await asyncio.sleep(i * args.stagger)
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            tally.errors["not run (--max-seconds)"] += 1
+            return
+        try:
+            answer = await websocket_session.view(base, join, min(args.timeout, left),
+                                                  agent=f"who-waits-load/{name}")
+        except TimeoutError:
+            tally.errors["timeout"] += 1
+            return
+        except Exception as err:  # a refused or dropped connection is a result to count, not a crash
+            tally.errors[f"exception ({type(err).__name__})"] += 1
+            return
+        tally.seconds["view"].append(answer.seconds)
+        tally.bytes.append(answer.num_bytes)
+        for problem in answer.problems:
+            tally.errors[f"{problem} on the page"] += 1
+        if not answer.num_charts:
+            tally.errors["did not follow (no chart)"] += 1
+        if args.verbose:
+            print(f"  {name}: {answer.seconds:.2f} s, {answer.num_charts} charts", file=sys.stderr)
+
+    for step, (key, i) in enumerate(ROOM_STEPS):
+        if rooms.publish(code, token, step_view(key, i)) is None:
+            tally.errors["the room could not be moved"] += 1
+        await asyncio.gather(*(follow(k, f"n{n}-{k}") for k in range(n)))
+        if args.verbose:
+            print(f"step {step + 1}: {key} {i + 1} done", file=sys.stderr)
+    tally.wall_s, tally.cpu_s = time.perf_counter() - start, cpu_seconds(pids) - cpu
+    return tally
 
 
 def local_url(text: str) -> str:
@@ -316,6 +389,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--max-seconds", type=float, default=300.0, help="wall-clock cap for one N")
     parser.add_argument("--stagger", type=float, default=0.2, help="seconds between session starts")
     parser.add_argument("--verbose", action="store_true", help="print every action's time")
+    parser.add_argument("--room", action="store_true", help="N followers of a room through ten tour steps "
+                        "(with --client websocket)")
     parser.add_argument("--warmup", type=int, help="sessions that run the script once first "
                         "(default: one per replica, at least 2)")
     args = parser.parse_args(argv)
@@ -325,6 +400,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     if any(not 1 <= n <= 50 for n in args.sessions):
         parser.error(f"--sessions {args.sessions}: each N must be 1 to 50")
     args.actions = args.actions or list(ACTIONS if args.client == "browser" else WS_ACTIONS)
+    if args.room and args.client != "websocket":
+        parser.error("--room: with --client websocket")
     if args.client == "websocket" and any(not a.startswith("/") for a in args.actions):
         parser.error("--actions with --client websocket: each one `/path` or `/path?query`")
     if not args.actions[0].startswith("/") or any(not a.startswith(("/", "flip:")) for a in args.actions):

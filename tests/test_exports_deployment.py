@@ -94,7 +94,7 @@ def test_the_slides_numbers_are_the_buyers_runs(deck):
 
 
 def test_step_values_are_the_apps_tour(monkeypatch):
-    """A tour step in the app (app.story.tour._apply_step) and on a slide set the same values: the step's,
+    """A tour step in the app (app.story.tour.apply_step) and on a slide set the same values: the step's,
     SGLang's flags and the story's row at their defaults, the rest of the page as it was."""
     import streamlit as st
 
@@ -106,7 +106,7 @@ def test_step_values_are_the_apps_tour(monkeypatch):
     for i, step in enumerate(RUSH.tour):
         session = {keys.widget(c.key): page[c.key] for c in RUSH.controls}
         monkeypatch.setattr(st, "session_state", session)
-        tour._apply_step(RUSH, i)
+        tour.apply_step(RUSH, i)
         assert {c.key: session[keys.widget(c.key)] for c in RUSH.controls} == step_values(RUSH, step, page)
 
 

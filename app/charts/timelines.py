@@ -119,11 +119,13 @@ def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFra
                   request_order: list[str], cursor_at: float | None = None, end_at: float | None = None,
                   stall_threshold_s: float = 0.25,
                   chunk_pass_s: tuple[float, float] | None = None,
-                  sides: dict[str, str] | None = None) -> alt.Chart:
+                  sides: dict[str, str] | None = None, marked: pd.DataFrame | None = None) -> alt.Chart:
     """One lane per request: a bar for a steady run of tokens, a tick for a token on its own, prefill chunks
     as coloured blocks, stalls shaded by length, and queue waits (first wait, and after a retraction) drawn
     over the stall they cause. `sides` (two runs in one chart, app.compare.charts): each side's first lane
-    -> its name; the axis names the sides instead of the requests, and a rule divides them."""
+    -> its name; the axis names the sides instead of the requests, and a rule divides them. `marked` (rid,
+    how, label): the lanes the pass under the cursor touched (app.story.cursor.touched), a diamond on each at
+    the cursor and, where `label` is set, the request and what happened to it beside it."""
     num = len(request_order)
     show_labels = num <= 60 and not sides
     thinnest = 1 if sides else 2  # px: two runs of hundreds of lanes stay one screen tall
@@ -174,11 +176,31 @@ def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFra
     if sides:  # a rule above each side but the first, on its first lane's top edge
         layers.append(alt.Chart(pd.DataFrame({"rid": list(sides)[1:]})).mark_rule(
             color=DIVIDER_COLOUR, strokeWidth=1.5).encode(y=alt.Y("rid:N", scale=scale, bandPosition=0)))
+    if cursor_at is not None and marked is not None and len(marked):
+        layers += _marked_lanes(marked.assign(at=cursor_at), y, cursor_at, end_at, show_labels)
     cursor = cursor_layer(cursor_at, end_at=end_at)
     if cursor is not None:
         layers.append(cursor)
     chart = alt.layer(*layers).properties(width=WIDTH, height=height)
     return chart.resolve_scale(color="independent") if len(stalls) else chart
+
+
+def _marked_lanes(marked: pd.DataFrame, y: alt.Y, cursor_at: float, end_at: float | None,
+                  show_labels: bool) -> list[alt.Chart]:
+    """A diamond at the cursor on each lane the decision touched, and its label where it has one (the
+    retracted request, the prompt prefilled), reading away from the cursor as the cursor's own label does."""
+    tooltip = [alt.Tooltip("rid:N", title="request"), alt.Tooltip("how:N", title="at the cursor")]
+    points = alt.Chart(marked).mark_point(shape="diamond", filled=True, color=CURSOR_COLOUR, opacity=1,
+                                          size=70 if show_labels else 25).encode(
+        x="at:Q", y=y, tooltip=tooltip)
+    named = marked[marked["label"] != ""]
+    if not len(named):
+        return [points]
+    late = isinstance(end_at, int | float) and cursor_at > 0.6 * end_at
+    text = alt.Chart(named).mark_text(align="right" if late else "left", dx=-9 if late else 9,
+                                      fontWeight="bold", color=CURSOR_COLOUR).encode(
+        x="at:Q", y=y, text="label:N", tooltip=tooltip)
+    return [points, text]
 
 
 def _side_axis(sides: dict[str, str]) -> alt.Axis:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+import pandas as pd
+
 from app.charts import latency, timelines
 from app.charts.frames import RunFrames
 from app.pd.charts import request_phases
@@ -38,10 +40,11 @@ def tokens_caption(stall_s: float, chunk_pass_s: tuple[float, float] | None) -> 
             "again.")
 
 
-def story_views(run: RunFrames, at: float | None = None, index: int | None = None) -> list[View]:
+def story_views(run: RunFrames, at: float | None = None, index: int | None = None,
+                marked: pd.DataFrame | None = None) -> list[View]:
     """The timelines of one run on one time axis: passes, token streams, tokens so far, KV, queue. `at`: the
     cursor's time (None: no cursor, as a standalone page or a slide shows them); `index`: the pass under
-    it."""
+    it; `marked` (rid, how, label): the lanes that pass touched, marked on the token streams."""
     end = run.end_at
     stall_s = run.stall_threshold_s
     return [
@@ -51,9 +54,10 @@ def story_views(run: RunFrames, at: float | None = None, index: int | None = Non
              "running request)." + (" The black outline is the pass under the cursor. Click a bar to move "
                                     "the cursor there." if at is not None else ""),
              lambda: timelines.pass_timeline(run.passes, at, end, index)),
-        View("tokens", TOKENS_TITLE, tokens_caption(stall_s, run.chunk_pass_s),
+        View("tokens", TOKENS_TITLE, tokens_caption(stall_s, run.chunk_pass_s) + marked_words(marked),
              lambda: timelines.token_streams(run.tokens, run.stalls, run.chunks, run.waits,
-                                             run.request_order, at, end, stall_s, run.chunk_pass_s)),
+                                             run.request_order, at, end, stall_s, run.chunk_pass_s,
+                                             marked=marked)),
         View("wait", "Waiting for the next token: a ramp is a freeze, small teeth a trickle",
              "One line per reply: how long it has waited for its next token. It climbs while no token comes "
              f"and drops to 0 when one arrives, so a tall ramp is a freeze and small teeth are a trickle; "
@@ -69,6 +73,15 @@ def story_views(run: RunFrames, at: float | None = None, index: int | None = Non
              "saw them.",
              lambda: timelines.queue_depth(run.queue, at, end)),
     ]
+
+
+def marked_words(marked: pd.DataFrame | None) -> str:
+    """The caption's sentence for the marked lanes: how many of each, from the frame the chart draws."""
+    if marked is None or not len(marked):
+        return ""
+    counts = marked["how"].value_counts(sort=False)
+    said = "; ".join(f"{n} {'request' if n == 1 else 'requests'} {how}" for how, n in counts.items())
+    return f" A diamond at the cursor marks each lane its pass touched: {said}."
 
 
 def story_view(run: RunFrames, chart_id: str) -> View:

@@ -6,7 +6,7 @@ A slide is one Vega-Lite spec (a column of views: text, the app's chart, text), 
 text never overlaps it; it is rendered by vl-convert as SVG (text stays text), PNG and PDF. A PD step shows
 the two deployments the step compares, side by side.
 
-The slides keep the page's deployment as the app's tour does (app.story.tour._apply_step): a step sets its
+The slides keep the page's deployment as the app's tour does (app.story.tour.apply_step): a step sets its
 own settings and puts SGLang's flags and the story's workload back to their defaults, and keeps the GPU,
 model, TP, precision, seed and any edited figure the page has. Every settings line names the model on its
 GPUs; a step on the upstream replica names the replica's own deployment, and only that.
@@ -92,7 +92,7 @@ Runs = Callable[[object], RunFrames]  # a scenario -> its run (a cache in the ap
 
 
 def step_values(story: Story, step: TourStep, values: dict | None = None) -> dict:
-    """The controls as the app's tour sets them for a step (app.story.tour._apply_step): the step's settings,
+    """The controls as the app's tour sets them for a step (app.story.tour.apply_step): the step's settings,
     every flag and every control of the story's own row at its default, and the rest — GPU, model, TP,
     precision, seed, the GPU's and model's figures, the cost figures — as on the page (`values`; None: the
     story's defaults)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import state
-from app.ui.link import copy_link_ui
+from app.story.tour import step_values
 from engine_model import Story
 
 
@@ -20,8 +20,8 @@ def view_params(story: Story, more: dict | None = None) -> dict:
 
 
 def url_state(story: Story, values: dict, more: dict | None = None) -> None:
-    """Put this view into the address bar so a copied link reopens it, and offer the copy-link button."""
-    state.write_url(story.controls, values, view_params(story, more))
-    st.caption(":material/link: Every setting, the cursor and the tour step are in the address bar: "
-               "copy it, or use the button.")
-    copy_link_ui()
+    """Put this view into the address bar so a copied link reopens it (the copy-link button sits at the top
+    of the page: app.story.top.page_header)."""
+    step = st.session_state.get(state.keys(story.key).tour_step)
+    state.write_url(story.controls, values, view_params(story, more),
+                    None if step is None else step_values(story, step))

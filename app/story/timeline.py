@@ -15,6 +15,7 @@ from app import state
 from app.charts import views
 from app.charts.frames import RunFrames
 from app.present.fmt import fmt_count, fmt_share
+from app.room import ui as room
 from app.story import cursor, tour
 from app.story.decision import decision_ui
 from app.story.stepper import stepper_ui
@@ -74,10 +75,12 @@ def _timeline(story: Story, run: RunFrames) -> None:
     row = its.iloc[pos]
     st.session_state[keys.cursor_t] = float(row["start_at"])
     state.set_cursor_param(float(row["start_at"]))
+    room.publish_view()  # the cursor moves inside this fragment: the room follows it too
 
     key = (run_key(story.key), pos)
     index = int(row["index"]) if len(run.lanes) == 1 else None
-    charts = {chart.chart_id: chart for chart in views.story_views(run, float(row["start_at"]), index)}
+    views_now = views.story_views(run, float(row["start_at"]), index, marked_lanes(run, row))
+    charts = {chart.chart_id: chart for chart in views_now}
     _chart(story, run, charts["tokens"], key)  # the lesson, right under the headline cards
     with folded(f"Step through the scheduler's decisions — {_where(row)}", tour.STEPS,
                 expanded=state.is_presenting(), icon=":material/footprint:") as is_open:
@@ -97,6 +100,15 @@ def _timeline(story: Story, run: RunFrames) -> None:
         if is_open:
             _chart(story, run, charts["kv"], key)
             _chart(story, run, charts["queue"], key)
+
+
+def marked_lanes(run: RunFrames, row):
+    """The lanes the pass under the cursor touched (app.story.cursor.touched), labelled where few: the
+    retracted request and the prompt prefilled by name, the replies left without a token by a diamond alone.
+    With several engines (lanes), a pass of one says nothing of the others' replies: those are left out."""
+    marked = cursor.touched(run.tokens, row, no_token=len(run.lanes) == 1)
+    return marked.assign(label=[f"{rid}: {how}" if how != cursor.NO_TOKEN else ""
+                                for rid, how in zip(marked["rid"], marked["how"], strict=True)])
 
 
 def _chart(story: Story, run: RunFrames, chart, key) -> None:

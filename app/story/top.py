@@ -8,7 +8,6 @@ import streamlit as st
 from app import compute, state
 from app.charts.frames import RunFrames
 from app.charts.words import kept_words
-from app.pd import params as pd_params
 from app.pd.section import today_cards_ui
 from app.present.fmt import shown_value
 from app.present.settings import settings_words
@@ -16,10 +15,19 @@ from app.story.cost_panel import cost_panel_ui
 from app.story.exports import remember_note
 from app.story.headline import headline_ui, pd_headline_ui
 from app.story.link import url_state
-from app.story.tour import active_step, focus_marker, narration_ui, settings_fold, switch_and_rest, tour_ui
+from app.story.tour import (
+    active_step,
+    apply_step,
+    focus_marker,
+    narration_ui,
+    settings_fold,
+    switch_and_rest,
+    tour_ui,
+)
 from app.ui.controls import control_ui
 from app.ui.deployment import DEPLOYMENT_WHERE, deployment_title, deployment_ui, deployment_words
 from app.ui.fold import folded
+from app.ui.link import copy_link_ui
 from app.ui.resolved import cut_off_ui, resolved_ui
 from engine_model import InputError, Story
 
@@ -54,16 +62,18 @@ def page_header(story: Story) -> None:
     """Title, teaser and any notes about the link that opened the page (bad or unknown URL parameters)."""
     state.seed_widgets(story.key, story.controls, state.EXTRA_PARAMS.get(story.key, ()))
     _tour_step_from_url(story)
-    if not state.is_presenting():  # presenter mode's bar names the page already
+    if not state.is_presenting():  # presenter mode's bar names the page already (and holds the link)
         st.title(f"{story.icon} {story.title}")
+        copy_link_ui()  # at the top: the address bar carries the view (app.story.link)
     st.markdown(story.teaser)
     for note in state.notes(story.key):
         st.warning(note, icon=":material/link:")
 
 
 def _tour_step_from_url(story: Story) -> None:
-    """A link's `step` makes that tour step the active one (once per session): its text, its pointer and, when
-    the link has no cursor time, its cursor. The controls come from the link itself."""
+    """A link's `step` opens the page as a click on that step would (once per session): the step's settings
+    where the link does not give its own, its section, its folds open, its pointer scrolled to and, when the
+    link has no cursor time, its cursor. A link is the view (`step=4` alone is step 4 with mixed chunk on)."""
     keys = state.keys(story.key)
     if keys.step_seeded in st.session_state:
         return
@@ -72,21 +82,7 @@ def _tour_step_from_url(story: Story) -> None:
     if note is not None:
         st.session_state[keys.notes] = [*state.notes(story.key), note]
     if step is not None:
-        st.session_state[keys.tour_step] = step
-        st.session_state[keys.focus] = story.tour[step].focus
-        _step_section_from_url(story.tour[step])
-        if not state.has_cursor_param():
-            st.session_state[keys.pending_cursor] = story.tour[step].cursor
-
-
-def _step_section_from_url(step) -> None:
-    """A PD step's section as the step sets it (shown, its preset), where the link does not say otherwise:
-    the narration and the section then describe the same runs."""
-    if step.focus != "pd":
-        return
-    for param, value in {state.PD_ON: True, **step.section}.items():
-        if param not in st.query_params:
-            st.session_state.setdefault(pd_params.widget_key(param), value)
+        apply_step(story, step, link=True)
 
 
 CONTROL_WIDTH = {"toggle": 190, "select": 230, "slider": 230}  # px: each label and value whole; rows wrap

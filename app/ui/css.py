@@ -28,6 +28,8 @@ button .stMarkdownEllipsis p, [data-testid="stPageLink"] * {
 }
 .st-key-tour_row .stButton, .st-key-tour_row .stButton button { height: 100%; }
 .st-key-tour_row .stButton * { overflow-wrap: normal !important; word-break: normal !important; }
+/* An element that is only a script (the tour's keys, the scroll to "Look here") takes no place and no gap */
+.stElementContainer:has(> .stHtml > script:only-child) { display: none !important; }
 /* While a rerun has not yet redrawn them, the numbers and the tour's words fade at once and say so: the
    previous step's numbers never pass for the new ones. */
 .stElementContainer[data-stale="true"] .ww-cards,

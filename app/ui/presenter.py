@@ -1,5 +1,6 @@
 """Presenter mode: large type, no sidebar, and a bar on the page to move between stories and to leave.
-Turned on by a sidebar switch or ?present=1.
+Turned on by a sidebar switch or ?present=1. The bar shows the room's code and its QR code
+(app/room/ui.py): followers see what the presenter shows.
 
 It is laid out for one 1080p screen: on a story page the headline cards and the token streams lie within
 the first 1,080 px without scrolling (tests/test_browser_room.py); charts get larger labels too
@@ -11,6 +12,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import state
+from app.room.ui import presenter_room_ui
 
 PRESENTER_CSS = """
 <style>
@@ -39,6 +41,7 @@ def presenter_ui(pages: list) -> bool:
     with st.container(horizontal=True, vertical_alignment="center", gap="small", key=state.PRESENT_BAR):
         for page in pages:
             st.page_link(page, label=page.title, icon=page.icon, query_params={state.PRESENT: "1"})
+        presenter_room_ui()  # the room's code, and its QR code in a popover
         st.button("Leave presenter mode", key=state.LEAVE_PRESENT, on_click=_leave_presenter,
                   icon=":material/close_fullscreen:")
     return True
