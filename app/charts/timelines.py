@@ -140,8 +140,8 @@ def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFra
     state_colour = alt.Color("state:N", title=None, scale=timeline_scale(present),
                              legend=alt.Legend(orient="top", labelLimit=260, columns=1))
     lane_layers = []
-    if len(waits):
-        lane_layers.append(alt.Chart(waits.assign(state=wait_state)).mark_bar(opacity=0.85).encode(
+    if len(waits):  # opaque: the legend's own grey, never the stall's shade showing through it
+        lane_layers.append(alt.Chart(waits.assign(state=wait_state)).mark_bar().encode(
             x=x, x2="end_at:Q", y=y, color=state_colour,
             tooltip=[alt.Tooltip("rid:N", title="request"), alt.Tooltip("why:N", title="state"),
                      alt.Tooltip("wait_s:Q", title="waited (s)", format=".3f")]))
@@ -196,14 +196,14 @@ def _token_marks(tokens: pd.DataFrame, y: alt.Y, x: alt.X, request_order: list[s
     (`token_columns`)."""
     who = alt.Tooltip("rid:N", title="request")
     runs = alt.Chart(tokens[tokens["count"] > 1]).mark_bar(
-        color=colour("token"), height=alt.RelativeBandSize(0.75)).encode(
+        color=colour("decode"), height=alt.RelativeBandSize(0.75)).encode(
         x=x, x2="until:Q", y=y,
         tooltip=[who, alt.Tooltip("count:Q", title="tokens", format=","),
                  alt.Tooltip("at:Q", title="first at (s)", format=".3f"),
                  alt.Tooltip("until:Q", title="last at (s)", format=".3f"),
                  alt.Tooltip("gap_before_s:Q", title="gap before (s)", format=".3f")])
     ticks = alt.Chart(token_columns(tokens, request_order)).mark_rule(
-        color=colour("token"), strokeWidth=1, opacity=0.8).encode(
+        color=colour("decode"), strokeWidth=1, opacity=0.8).encode(
         x=x, **_spanning(y),
         tooltip=[*first_last("requests, one token each"),
                  alt.Tooltip("at:Q", title="token at (s)", format=".3f"),

@@ -30,10 +30,10 @@ TOKENS_TITLE = "Token streams: who got a token, and when"
 
 def tokens_caption(stall_s: float, chunk_pass_s: tuple[float, float] | None) -> str:
     yardstick = timelines.chunk_pass_words(chunk_pass_s)
-    return ("One lane per request: a solid bar while its tokens come steadily, a tick per token in a "
-            f"trickle. Pink to dark purple: no token for {stall_s:g} s or more — a stall, darker the longer "
-            f"it lasts{' (' + yardstick + ')' if yardstick else ''}. Orange/green blocks: a prompt being "
-            "prefilled, chunk by chunk; one block across several lanes when one pass prefilled them "
+    return ("One lane per request: a solid blue bar while its tokens come steadily, a blue tick per token "
+            f"in a trickle. Pink to dark purple: no token for {stall_s:g} s or more — a stall, darker the "
+            f"longer it lasts{' (' + yardstick + ')' if yardstick else ''}. Orange/green blocks: a prompt "
+            "being prefilled, chunk by chunk; one block across several lanes when one pass prefilled them "
             "together. Light grey: waiting in the queue; dark grey: retracted, waiting to be prefilled "
             "again.")
 
