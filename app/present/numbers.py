@@ -50,6 +50,26 @@ def card(before, now, fmt, same: bool = False, is_count: bool = False) -> tuple[
     return f"{shown_before} → {shown_now}", f"{'-' if diff < 0 else '+'}{fmt(abs(diff))}{pct}"
 
 
+def split_stall(headline: Headline, before: RunFrames, after: RunFrames) -> str:
+    """Beside a percentile gap that rose because a stall was split: one long freeze became many short gaps,
+    so more of the gaps are long enough to reach p95/p99 while the longest pause fell. "" otherwise (the
+    card then reads as any other: a rise is worse)."""
+    if headline.metric != "itl_s" or not (headline.stat or "").startswith("p") or headline.group is None:
+        return ""
+    rose = _rose(before, after, headline.group, "itl_s", headline.stat)
+    fell = _rose(after, before, headline.group, "max_itl_s", "max")
+    if not (rose and fell):
+        return ""
+    was, now = (run.summary.metrics.value(headline.group, "max_itl_s", "max") for run in (before, after))
+    return (f"up because the stall was split into short gaps: the longest pause fell, "
+            f"{fmt_seconds(was)} → {fmt_seconds(now)}")
+
+
+def _rose(before: RunFrames, after: RunFrames, group: str, metric: str, stat: str) -> bool:
+    was, now = (run.summary.metrics.value(group, metric, stat) for run in (before, after))
+    return was is not None and now is not None and now > was + 1e-9
+
+
 def whole(text: str) -> str:
     """A number with its unit as one unbreakable word ("18.6\u00a0s")."""
     return text.replace(" ", "\u00a0")
@@ -65,11 +85,14 @@ class HeadlineRow:
     card: str
     delta: str | None
     band: str = ""  # "5.8–9.8 s": this setting across its GPU's attention evidence (engine_model.band), or ""
+    why: str = ""  # beside a percentile that rose because a stall was split (`split_stall`), or ""
 
     @property
     def now_banded(self) -> str:
-        """This setting's number with its band, as a table or a sentence shows it."""
-        return f"{self.now} (range {self.band})" if self.band else self.now
+        """This setting's number with its band and why it rose (a split stall), as a table or a sentence
+        shows it."""
+        said = f"{self.now} (range {self.band})" if self.band else self.now
+        return f"{said} ({self.why})" if self.why else said
 
 
 def headline_rows(story: Story, current: RunFrames, base: RunFrames,
@@ -81,8 +104,9 @@ def headline_rows(story: Story, current: RunFrames, base: RunFrames,
     for h in story.headlines:
         fmt, now, before = headline_fmt(h), headline_value(current, h), headline_value(base, h)
         value, delta = card(before, now, fmt, same, h.unit == "count")
+        why = split_stall(h, base, current) if delta else ""
         rows.append(HeadlineRow(headline_label(h, current), _shown(fmt, before), _shown(fmt, now), value,
-                                delta, band_text(ranges, h, now)))
+                                delta, band_text(ranges, h, now), why))
     return rows
 
 

@@ -24,6 +24,7 @@ from app.present.numbers import (
     headline_value,
     percentile_trap,
     prices,
+    split_stall,
 )
 from app.present.settings import changes_words
 from app.ui.cards import Card, cards_ui
@@ -105,7 +106,8 @@ def headline_cards(story: Story, before: RunFrames, after: RunFrames, same: bool
             value = f"{fmt(was)} → {fmt(now)}"
         band = band_text(ranges, headline, now)
         note = " ".join(p for p in (headline.help or "", ranges.band.words() if band else "") if p)
-        out.append(Card(headline_label(headline, after), value, delta, "lower", note, band))
+        why = split_stall(headline, before, after) if delta else ""
+        out.append(Card(headline_label(headline, after), value, delta, "lower", note, band, why))
     return out
 
 
