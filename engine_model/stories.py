@@ -329,6 +329,9 @@ class TourStep:
     cursor: tuple = ("first", "prefill chunk")  # see app.story.cursor.resolve
     focus: str = "tokens"  # which chart to point at: headline | passes | tokens | kv | queue | itl | why | pd
     section: dict = field(default_factory=dict)  # the page section's settings (PD: URL name -> value)
+    # what the step's cards and its {before:…} figures compare with: these settings on the story as it
+    # opened ({}: the story as it opened), e.g. the step whose point this one undoes
+    versus: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -348,11 +351,29 @@ class Story:
     def defaults(self) -> dict:
         return {c.key: c.default for c in self.controls}
 
-    def baseline_values(self, values: dict) -> dict:
+    def baseline_values(self, values: dict, versus: dict | None = None) -> dict:
         """The story as it opened: every main-row setting (SGLang's flags, the story's workload) at its
-        default; the GPU, model and seed as now, so before and after run the same draws on the same
-        hardware."""
-        return {c.key: (c.default if c.where == "main" else values[c.key]) for c in self.controls}
+        default, then `versus` (a tour step's, TourStep.versus); the GPU, model and seed as now, so before
+        and after run the same draws on the same hardware."""
+        versus = versus or {}
+        return {c.key: (versus.get(c.key, c.default) if c.where == "main" else values[c.key])
+                for c in self.controls}
+
+    def versus_step(self, i: int) -> int | None:
+        """The earlier tour step (0-based) whose settings step `i` compares with (its `versus`), or None when
+        it compares with the story as it opened."""
+        versus = self.tour[i].versus
+        return next((j for j in range(i) if versus and self.tour[j].settings == versus), None)
+
+    def compared_with(self, i: int | None, values: dict) -> dict:
+        """What the page's cards compare with while tour step `i` is on screen: its `versus` while the
+        story's own settings are still the step's, else {} (the story as it opened)."""
+        if i is None or not self.tour[i].versus:
+            return {}
+        step = self.tour[i]
+        on_screen = all(values.get(c.key, c.default) == step.settings.get(c.key, c.default)
+                        for c in self.controls if c.where == "main")
+        return step.versus if on_screen else {}
 
     def changes(self, values: dict) -> list[tuple[Control, object, object]]:
         """The main-row settings that differ from the story's defaults: (control, default, now)."""
@@ -435,8 +456,9 @@ FORTY = Story(
                  {"mixed": True, "chunk": 2048}, ("first", "mixed"), "itl"),
         TourStep("The logprob exception",
                  "One streaming request asks for logprobs. Mixing is skipped for any pass it is in, so the "
-                 "stall is back ({now:streams.max_itl_s.max}) — with the flag still on.",
-                 {"mixed": True, "logprob": True}, ("last", "prefill chunk"), "why"),
+                 "stall is back — with the flag still on: the longest pause goes from "
+                 "{before:streams.max_itl_s.max} (mixed chunk on, no logprobs) to {now:streams.max_itl_s.max}.",
+                 {"mixed": True, "logprob": True}, ("last", "prefill chunk"), "why", versus={"mixed": True}),
     ),
     stream_group="streams",
     long_group="log",

@@ -19,7 +19,7 @@ def step_runs(story_key: str, i: int):
     story = STORIES[story_key]
     step = story.tour[i]
     now = run(story_key, tuple(sorted(step.settings.items())))
-    return story, step, run(story_key), now
+    return story, step, run(story_key, tuple(sorted(step.versus.items()))), now
 
 
 STEPS = [(key, i) for key, story in STORIES.items() for i in range(len(story.tour))]
@@ -165,3 +165,24 @@ def test_a_tour_writes_out_no_number_of_a_run(story_key):
         text = re.sub(r"\bp(50|95|99)\b", "", text)  # a percentile's name
         said |= {n.rstrip(".,") for n in re.findall(r"\d[\d,.]*", text)}
     assert said <= WRITTEN_OUT[story_key], said - WRITTEN_OUT[story_key]
+
+
+def test_each_step_compares_with_the_step_its_words_compare_with():
+    """The logprob step undoes mixed chunk's point: its cards and words compare with mixed chunk on (the
+    longest pause from ~1.8 s back to ~12.6 s), not with the defaults (12.55 s → 12.56 s says nothing)."""
+    for story in STORIES.values():
+        for i, step in enumerate(story.tour):
+            if step.versus:
+                assert story.versus_step(i) is not None, (story.key, step.title)  # an earlier step's settings
+    story = STORIES["forty_replies"]
+    i = next(i for i, s in enumerate(story.tour) if s.settings.get("logprob"))
+    assert story.versus_step(i) == next(j for j, s in enumerate(story.tour) if s.settings == {"mixed": True})
+    _, step, before, now = step_runs("forty_replies", i)
+    text = narrate(step.say, story, before, now)
+    was, is_now = (r.summary.metrics.value("streams", "max_itl_s", "max") for r in (before, now))
+    assert is_now > 3 * was, (was, is_now)  # the stall is back, against mixed chunk on
+    assert f"{fmt_seconds(was)} (mixed chunk on, no logprobs) to {fmt_seconds(is_now)}" in text, text
+    on_screen = {**story.defaults, **step.settings}
+    assert story.compared_with(i, on_screen) == {"mixed": True}
+    assert story.compared_with(i, {**on_screen, "logprob": False}) == {}  # a setting moved: the defaults
+    assert story.compared_with(None, on_screen) == {}

@@ -110,7 +110,7 @@ def step_slide(story: Story, i: int, step: TourStep, runs: Runs, page: dict | No
     values = step_values(story, step, page)
     scenario = story.scenario(values)
     now = runs(scenario)
-    base = runs(story.scenario(story.baseline_values(values)))
+    base = runs(story.scenario(story.baseline_values(values, step.versus)))
     caption = narrate(step.say, story, base, now)
     settings = "Settings: " + " · ".join(run_settings(story, values, now.summary.config)) + "."
     name = f"{story.key}-{i:02d}"

@@ -63,8 +63,7 @@ def headline_ui(story: Story, current: RunFrames, base: RunFrames, values: dict 
     ranges = ranges_of(story, values)
     if not presenting:  # the presenter says it; the room sees "before → after" on the cards
         st.markdown("#### Before → after")
-        st.caption("Before: the story as it opened (SGLang's defaults for ⚑ flags, the story's own "
-                   f"workload), on the deployment and seed you chose. {changes_words(story, values)}")
+        st.caption(f"{before_words(story, values)} {changes_words(story, values)}")
         note = _attention_note(story, values, ranges)
         if note:
             st.caption(note)
@@ -85,6 +84,18 @@ def headline_ui(story: Story, current: RunFrames, base: RunFrames, values: dict 
         for sentence in dict.fromkeys(never_got_a_token(base.requests) + never_got_a_token(current.requests)):
             st.caption(sentence)
     return shown
+
+
+def before_words(story: Story, values: dict | None) -> str:
+    """What "before" is on the cards: the story as it opened, or the tour step this step compares with."""
+    active = st.session_state.get(state.keys(story.key).tour_step)
+    if values is not None and story.compared_with(active, values):
+        j = story.versus_step(active)
+        named = f"step {j + 1}, {story.tour[j].title.lower()}" if j is not None else "the step's own baseline"
+        return (f"Before: {named} — the step these numbers compare with — on the deployment and seed you "
+                "chose.")
+    return ("Before: the story as it opened (SGLang's defaults for ⚑ flags, the story's own workload), on "
+            "the deployment and seed you chose.")
 
 
 def price_ui(story: Story, before: RunFrames, after: RunFrames, same: bool = False, title: str = "") -> None:
