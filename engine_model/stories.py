@@ -324,7 +324,9 @@ class Headline:
 @dataclass(frozen=True)
 class TourStep:
     title: str
-    say: str  # the narration, in plain words
+    # the narration, in plain words; {now:GROUP.METRIC.STAT}, {before:…} and {now:cursor.COLUMN} (the pass
+    # under `cursor`, as the step-through shows it) are figures read from the runs (app.present.numbers)
+    say: str
     settings: dict = field(default_factory=dict)  # control key -> value; others go back to their defaults
     cursor: tuple = ("first", "prefill chunk")  # see app.story.cursor.resolve
     focus: str = "tokens"  # which chart to point at: headline | passes | tokens | kv | queue | itl | why | pd
@@ -431,7 +433,7 @@ FORTY = Story(
     ),
     tour=(
         TourStep("The forty are streaming",
-                 "Forty replies are mid-stream: one decode pass every {now:streams.itl_s.p50} gives each of "
+                 "Forty replies are mid-stream: one decode pass every {now:cursor.duration_s} gives each of "
                  "them a token. Every tick on a lane is a token.", {}, ("at", 0.25), "tokens"),
         TourStep("Now the log arrives",
                  "At 0.5 s a 100,000-token log is pasted. SGLang splits it into chunks — and prefill wins "
@@ -457,7 +459,8 @@ FORTY = Story(
         TourStep("The logprob exception",
                  "One streaming request asks for logprobs. Mixing is skipped for any pass it is in, so the "
                  "stall is back — with the flag still on: the longest pause goes from "
-                 "{before:streams.max_itl_s.max} (mixed chunk on, no logprobs) to {now:streams.max_itl_s.max}.",
+                 "{before:streams.max_itl_s.max} (mixed chunk on, no logprobs) to "
+                 "{now:streams.max_itl_s.max}.",
                  {"mixed": True, "logprob": True}, ("last", "prefill chunk"), "why", versus={"mixed": True}),
     ),
     stream_group="streams",

@@ -10,7 +10,7 @@ from story_runs import run, scenario_run
 from app.pd import tables
 from app.pd.presets import pd_scenario
 from app.present.fmt import fmt_seconds
-from app.present.numbers import FIGURE, narrate, percentile_trap, prices
+from app.present.numbers import FIGURE, NarrationError, narrate, percentile_trap, prices
 from app.story import cursor
 from engine_model import STORIES
 
@@ -28,11 +28,28 @@ STEPS = [(key, i) for key, story in STORIES.items() for i in range(len(story.tou
 @pytest.mark.parametrize(("story_key", "i"), STEPS, ids=lambda v: str(v))
 def test_every_figure_of_every_step_is_filled_from_the_runs(story_key, i):
     story, step, before, now = step_runs(story_key, i)
-    text = narrate(step.say, story, before, now)
+    text = narrate(step.say, story, before, now, step.cursor)
     assert "{" not in text and "}" not in text, text
     for when, group, metric, stat in FIGURE.findall(step.say):
+        if group == "cursor":
+            assert metric in now.iterations, metric
+            continue
         assert (now if when == "now" else before).summary.metrics.value(
             None if group == "all" else group, metric, stat or None) is not None
+
+
+def test_the_first_step_says_the_pass_time_its_panel_reads():
+    """Forty step 1: "one decode pass every N ms" is the pass under the step's cursor (what the step-through's
+    pass-cost panel beside it reads), not the run's median gap, which the slower passes after the log's
+    100,000 tokens raise."""
+    story, step, before, now = step_runs("forty_replies", 0)
+    its = now.iterations
+    shown = its.iloc[cursor.resolve(its, step.cursor)]
+    assert shown["kind"] == "decode" and shown["start_at"] < 0.5  # before the log arrives
+    text = narrate(step.say, story, before, now, step.cursor)
+    assert f"one decode pass every {fmt_seconds(shown['duration_s'])} " in text, text
+    with pytest.raises(NarrationError):  # a cursor figure needs the step's cursor
+        narrate(step.say, story, before, now)
 
 
 def test_more_kv_reads_before_to_after():

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from app.charts.frames import RunFrames
 from app.charts.words import NO_TOKEN
 from app.present.fmt import fmt_count, fmt_seconds, pair, seconds_finer
+from app.story import cursor
 from engine_model import Headline, Story
 from engine_model.band import Ranged
 
@@ -211,7 +212,14 @@ def percentile_trap(group: str, before: RunFrames, after: RunFrames) -> str | No
 
 
 # -- tour narration ----------------------------------------------------------------------------------
-def figure_value(run: RunFrames, group: str, metric: str, stat: str | None):
+CURSOR = "cursor"  # "{now:cursor.duration_s}": the pass under the step's cursor, as the step-through shows it
+
+
+def figure_value(run: RunFrames, group: str, metric: str, stat: str | None, at: tuple | None = None):
+    if group == CURSOR:
+        if at is None or metric not in run.iterations:
+            raise KeyError(f"{group}.{metric}: no cursor, or the pass has no such number")
+        return float(run.iterations.iloc[cursor.resolve(run.iterations, at)][metric])
     try:
         value = run.summary.metrics.value(None if group == "all" else group, metric, stat)
     except AttributeError:
@@ -221,9 +229,9 @@ def figure_value(run: RunFrames, group: str, metric: str, stat: str | None):
     return value
 
 
-def figure(run: RunFrames, group: str, metric: str, stat: str | None) -> str:
+def figure(run: RunFrames, group: str, metric: str, stat: str | None, at: tuple | None = None) -> str:
     """One number of a run as the narration quotes it: seconds for durations, a count otherwise."""
-    value = figure_value(run, group, metric, stat)
+    value = figure_value(run, group, metric, stat, at)
     return fmt_seconds(value) if metric.endswith("_s") else fmt_count(value)
 
 
@@ -248,13 +256,15 @@ class NarrationError(ValueError):
 LEFT_OVER = re.compile(r"\{[^{}]*\}")
 
 
-def narrate(say: str, story: Story, before: RunFrames, now: RunFrames) -> str:
+def narrate(say: str, story: Story, before: RunFrames, now: RunFrames, at: tuple | None = None) -> str:
     """A tour step's narration with its figures filled in from the runs on screen (see
-    engine_model.stories). Raises NarrationError rather than print a placeholder."""
+    engine_model.stories); `at`: the step's cursor (TourStep.cursor), for the figures of the pass under it
+    (`{now:cursor.duration_s}`: what the step-through's panel beside the words reads). Raises NarrationError
+    rather than print a placeholder."""
     runs = {"before": before, "now": now}
     try:
         text = PAIR.sub(lambda m: figure_pair(before, now, m[1], m[2], m[3], m[4]), say)
-        text = FIGURE.sub(lambda m: figure(runs[m[1]], m[2], m[3], m[4]), text)
+        text = FIGURE.sub(lambda m: figure(runs[m[1]], m[2], m[3], m[4], at), text)
     except KeyError as err:
         raise NarrationError(f"{story.key}: {err.args[0]}") from None
     trap = percentile_trap(story.stream_group, before, now) or ""

@@ -111,7 +111,7 @@ def step_slide(story: Story, i: int, step: TourStep, runs: Runs, page: dict | No
     scenario = story.scenario(values)
     now = runs(scenario)
     base = runs(story.scenario(story.baseline_values(values, step.versus)))
-    caption = narrate(step.say, story, base, now)
+    caption = narrate(step.say, story, base, now, step.cursor)
     settings = "Settings: " + " · ".join(run_settings(story, values, now.summary.config)) + "."
     name = f"{story.key}-{i:02d}"
     if step.focus == "pd":
