@@ -443,7 +443,7 @@ FORTY = Story(
                  "The forty get no token until the whole log is prefilled: the dark purple band is the "
                  "pause, {now:streams.max_itl_s.max}. Chunking did not help them — it only caps the memory "
                  "of each pass.",
-                 {}, ("last", "prefill chunk"), "headline"),
+                 {}, ("last", "prefill chunk"), "tokens"),
         TourStep("Flip mixed chunk",
                  "With --enable-mixed-chunk each chunk pass also carries one decode token for every running "
                  "request (green passes). The longest pause shrinks from {before:streams.max_itl_s.max} to "
@@ -461,7 +461,8 @@ FORTY = Story(
                  "stall is back — with the flag still on: the longest pause goes from "
                  "{before:streams.max_itl_s.max} (mixed chunk on, no logprobs) to "
                  "{now:streams.max_itl_s.max}.",
-                 {"mixed": True, "logprob": True}, ("last", "prefill chunk"), "why", versus={"mixed": True}),
+                 {"mixed": True, "logprob": True}, ("last", "prefill chunk"), "tokens",
+                 versus={"mixed": True}),
     ),
     stream_group="streams",
     long_group="log",
@@ -513,8 +514,8 @@ OTHER_STALL = Story(
         TourStep("Retraction",
                  "There is no slot for the next token of every running reply, so SGLang retracts the ones "
                  "with the fewest tokens generated and sends them to the back of the queue. The dark grey "
-                 "rules mark it.",
-                 {}, ("retraction", 0), "why"),
+                 "rules on the KV chart mark it.",
+                 {}, ("retraction", 0), "kv"),
         TourStep("They re-prefill later",
                  "A retracted reply keeps its text but loses its KV: later it is prefilled again — prompt "
                  "plus what it had written — and only then streams again. On its lane: dark grey, retracted "

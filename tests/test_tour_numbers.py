@@ -203,3 +203,19 @@ def test_each_step_compares_with_the_step_its_words_compare_with():
     assert story.compared_with(i, on_screen) == {"mixed": True}
     assert story.compared_with(i, {**on_screen, "logprob": False}) == {}  # a setting moved: the defaults
     assert story.compared_with(None, on_screen) == {}
+
+
+# what a step's words describe -> the chart that draws it (the step's "Look here" must land there)
+DRAWN_IN = {"dark grey rules": "kv", "dark purple band": "tokens", "the stall is back": "tokens",
+            "pink gaps": "tokens", "orange bars": "passes", "kv used (blue)": "kv", "two stalls": "why"}
+
+
+@pytest.mark.parametrize(("story_key", "i"), STEPS, ids=lambda v: str(v))
+def test_look_here_lands_on_the_chart_the_words_describe(story_key, i):
+    step = STORIES[story_key].tour[i]
+    said = step.say.lower()
+    named = {chart for phrase, chart in DRAWN_IN.items() if phrase in said}
+    if named:
+        assert step.focus in named, (story_key, step.title, step.focus, named)
+    if step.focus == "why":  # the two-stalls table, only where the words tell the two stalls apart
+        assert "two stalls" in said, (story_key, step.title)
