@@ -112,8 +112,8 @@ CONSERVATIVENESS_OPTIONS = (0.3, 0.5, 0.7, 1.0, 1.2, 1.5)
 def conservativeness_label(value: float) -> str:
     start = min(INIT_NEW_TOKEN_RATIO * value, 1.0)
     if start >= 1.0:
-        return f"{value:g} or more → ratio 1 (saturated)"
-    return f"{value:g} → ratio {start:.2f}"
+        return f"{value:g} or more (ratio starts at 1: saturated)"
+    return f"{value:g} (ratio starts at {start:.2f})"  # no arrow: "→" means only before → after
 
 
 def chunk_value(value):

@@ -157,7 +157,7 @@ def test_the_percentile_trap_is_said_only_where_p99_and_the_longest_pause_disagr
 def test_the_price_of_mixed_chunk_is_throughput_run_length_and_reply_time_per_group():
     off, on = run("forty_replies"), run("forty_replies", (("mixed", True),))
     found = {p.label: (p.before, p.after) for p in prices(STORIES["forty_replies"], off, on)}
-    assert list(found) == ["Output, tokens/s", "Run length", "Reply time, streams (median)",
+    assert list(found) == ["Output at this load, tokens/s", "Run length", "Reply time, streams (median)",
                            "Reply time, log (median)"]
     assert found["Run length"] == (off.summary.end_at, on.summary.end_at)
     assert found["Reply time, log (median)"][1] == on.summary.metrics.value("log", "e2e_s", "p50")

@@ -289,6 +289,18 @@ def next_token_wait(pauses: pd.DataFrame, cursor_at: float | None = None,
     return with_cursor(lines, cursor_at, end_at).properties(width=WIDTH, height=180)
 
 
+def stacked_ramp(stalls: pd.DataFrame) -> tuple[int, float]:
+    """(how many replies, how long) of the stall most replies share to the millisecond: their ramps in
+    `next_token_wait` lie one on another and read as one line. (0, 0.0) with no stall."""
+    if not len(stalls):
+        return 0, 0.0
+    same = stalls.assign(a=stalls["start_at"].round(3), b=stalls["end_at"].round(3)).groupby(["a", "b"])
+    sizes = same["rid"].nunique()
+    top = sizes.max()
+    longest = max(float(stalls.loc[same.groups[key], "gap_s"].max()) for key in sizes.index[sizes == top])
+    return int(top), longest
+
+
 # -- KV and queue ------------------------------------------------------------------------------------
 ZOOM_BELOW = 0.25  # a lane whose use never reaches this share of its pool gets an axis that fits its use
 

@@ -10,9 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+import pandas as pd
+
 from app.charts import latency, timelines
 from app.charts.frames import RunFrames
 from app.pd.charts import request_phases
+from app.present.fmt import fmt_seconds
 
 
 class View(NamedTuple):
@@ -38,6 +41,16 @@ def tokens_caption(stall_s: float, chunk_pass_s: tuple[float, float] | None) -> 
             "again.")
 
 
+def alike_words(stalls: pd.DataFrame) -> str:
+    """' The 40 ramps of 6.4 s are one line: one pass froze those replies together.' where several replies
+    stalled in the same passes (their lines coincide), else ''."""
+    num, gap_s = timelines.stacked_ramp(stalls)
+    if num < 2:
+        return ""
+    return (f" Replies that froze in the same passes draw one line over another: the ramp to "
+            f"{fmt_seconds(gap_s)} is {num:,} replies' lines at once.")
+
+
 def story_views(run: RunFrames, at: float | None = None, index: int | None = None) -> list[View]:
     """The timelines of one run on one time axis: passes, token streams, tokens so far, KV, queue. `at`: the
     cursor's time (None: no cursor, as a standalone page or a slide shows them); `index`: the pass under
@@ -57,7 +70,7 @@ def story_views(run: RunFrames, at: float | None = None, index: int | None = Non
         View("wait", "Waiting for the next token: a ramp is a freeze, small teeth a trickle",
              "One line per reply: how long it has waited for its next token. It climbs while no token comes "
              f"and drops to 0 when one arrives, so a tall ramp is a freeze and small teeth are a trickle; "
-             f"gaps under {stall_s:g} s stay at 0.",
+             f"gaps under {stall_s:g} s stay at 0.{alike_words(run.stalls)}",
              lambda: timelines.next_token_wait(run.pauses, at, end)),
         View("kv", "KV cache slots",
              "How much of the KV pool holds tokens (blue), is reserved for requests not yet running "

@@ -155,11 +155,16 @@ def rate_finer(value: float | None) -> str:
 FINER = {fmt_seconds: seconds_finer, fmt_rate: rate_finer}  # each formatter's one-more-digit form
 
 
+OUTPUT_LABEL = "Output at this load, tokens/s"  # what the offered load got, never read as the GPU's capacity
+
+
 def prices(story: Story, before: RunFrames, after: RunFrames) -> list[Price]:
     """What a change costs beside what it gains: output throughput, run length, each group's median reply."""
-    out = [Price("Output, tokens/s", before.summary.metrics.overall.output_throughput_tok_s,
+    out = [Price(OUTPUT_LABEL, before.summary.metrics.overall.output_throughput_tok_s,
                  after.summary.metrics.overall.output_throughput_tok_s, fmt_rate, "higher",
-                 "Tokens written per second, from the first arrival to the last reply's end."),
+                 "Tokens written per second for the requests this story sends, from the first arrival to the "
+                 "last reply's end: the throughput of the offered load (a light load gives a low number), "
+                 "not what the GPU could do flat out."),
            Price("Run length", before.summary.end_at, after.summary.end_at, fmt_seconds, "lower",
                  "Until the last request finished.")]
     for group in after.summary.metrics.groups:
