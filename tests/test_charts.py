@@ -363,3 +363,20 @@ def test_questions_prefilled_in_one_pass_are_one_block():
     f = story_runs.run("ten_oclock_rush")
     blocks = timelines.chunk_blocks(f.chunks, f.request_order)
     assert len(blocks) < len(f.chunks) / 2 and blocks["lanes"].max() >= 8
+
+
+def test_a_trickle_reads_as_lines_between_gaps_at_projector_scale():
+    """Mixed chunk on: each chunk pass gives every stream one token. On a 1,920-px screen (a chart about
+    1,400 px wide) those tokens are ticks at least TICK_PX wide with pink gaps wider than them between, not
+    1-px lines that read as one band beside the frozen run's dark one."""
+    run = story_runs.run("forty_replies", (("mixed", True),))
+    spec = timelines.token_streams(run.tokens, run.stalls, run.chunks, run.waits, run.request_order,
+                                   end_at=run.end_at).to_dict()
+    rules = [m for m in re.findall(r'"mark": (\{[^{}]*"type": "rule"[^{}]*\})', json.dumps(spec))]
+    ticks = [json.loads(m) for m in rules if '"strokeWidth"' in m]
+    assert ticks and all(t["strokeWidth"] >= 2.5 and t.get("opacity", 1) >= 0.9 for t in ticks), ticks
+    cols = timelines.token_columns(run.tokens, run.request_order)
+    stream = cols[cols["rid"].str.startswith("streams")]["at"].drop_duplicates().sort_values()
+    during = stream[(stream > 0.5) & (stream < run.summary.metrics.value("log", "ttft_s", "max"))]
+    apart_px = during.diff().dropna() / run.end_at * 1400
+    assert len(during) > 5 and apart_px.min() > 2 * timelines.TICK_PX, apart_px.min()

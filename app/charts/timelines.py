@@ -189,6 +189,11 @@ def _side_axis(sides: dict[str, str]) -> alt.Axis:
                     labelFontWeight="bold", labelBaseline="top", labelPadding=6)
 
 
+# a lone token's tick, px: a trickle's tokens stay visible lines between its pink gaps on a projector (1 px
+# ticks read as one solid band at 1080p); ticks under JOIN_PX apart are one bar already (request_frames)
+TICK_PX = 3
+
+
 def _token_marks(tokens: pd.DataFrame, y: alt.Y, x: alt.X, request_order: list[str]) -> list[alt.Chart]:
     """A run of tokens too close to draw apart as one bar from its first to its last, a token on its own as a
     tick (request_frames.token_frames): a steady stream reads solid, a trickle as spaced ticks. Lone tokens
@@ -203,7 +208,7 @@ def _token_marks(tokens: pd.DataFrame, y: alt.Y, x: alt.X, request_order: list[s
                  alt.Tooltip("until:Q", title="last at (s)", format=".3f"),
                  alt.Tooltip("gap_before_s:Q", title="gap before (s)", format=".3f")])
     ticks = alt.Chart(token_columns(tokens, request_order)).mark_rule(
-        color=colour("decode"), strokeWidth=1, opacity=0.8).encode(
+        color=colour("decode"), strokeWidth=TICK_PX).encode(
         x=x, **_spanning(y),
         tooltip=[*first_last("requests, one token each"),
                  alt.Tooltip("at:Q", title="token at (s)", format=".3f"),
