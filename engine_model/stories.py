@@ -334,6 +334,8 @@ class TourStep:
     # what the step's cards and its {before:…} figures compare with: these settings on the story as it
     # opened ({}: the story as it opened), e.g. the step whose point this one undoes
     versus: dict = field(default_factory=dict)
+    # the token streams past the cursor are veiled (still to come), so a later step can show what happens
+    veiled: bool = False
 
 
 @dataclass(frozen=True)
@@ -434,11 +436,11 @@ FORTY = Story(
     tour=(
         TourStep("The forty are streaming",
                  "Forty replies are mid-stream: one decode pass every {now:cursor.duration_s} gives each of "
-                 "them a token. Every tick on a lane is a token.", {}, ("at", 0.25), "tokens"),
+                 "them a token. Every tick on a lane is a token.", {}, ("at", 0.25), "tokens", veiled=True),
         TourStep("Now the log arrives",
                  "At 0.5 s a 100,000-token log is pasted. SGLang splits it into chunks — and prefill wins "
                  "every iteration while a chunk is pending. Orange bars: chunk after chunk, back to back.",
-                 {}, ("first", "prefill chunk"), "passes"),
+                 {}, ("first", "prefill chunk"), "passes", veiled=True),
         TourStep("Look at the gap",
                  "The forty get no token until the whole log is prefilled: the dark purple band is the "
                  "pause, {now:streams.max_itl_s.max}. Chunking did not help them — it only caps the memory "

@@ -380,3 +380,21 @@ def test_a_trickle_reads_as_lines_between_gaps_at_projector_scale():
     during = stream[(stream > 0.5) & (stream < run.summary.metrics.value("log", "ttft_s", "max"))]
     apart_px = during.diff().dropna() / run.end_at * 1400
     assert len(during) > 5 and apart_px.min() > 2 * timelines.TICK_PX, apart_px.min()
+
+
+def test_the_first_steps_keep_the_stall_for_the_step_that_shows_it():
+    """Forty steps 1 and 2 veil the lanes past their cursor, so the stall step 3 points at is not on screen
+    before it: every stall starts under the veil, which runs to the run's end."""
+    story = STORIES["forty_replies"]
+    run = story_runs.run("forty_replies")
+    reveal = next(i for i, s in enumerate(story.tour) if "{now:streams.max_itl_s.max}" in s.say)
+    assert all(s.veiled for s in story.tour[:reveal]) and not story.tour[reveal].veiled
+    its = run.iterations
+    for step in story.tour[:reveal]:
+        start = float(its.iloc[cursor.resolve(its, step.cursor)]["start_at"])
+        assert (run.stalls["start_at"] >= start - 1e-9).all()
+        spec = timelines.token_streams(run.tokens, run.stalls, run.chunks, run.waits, run.request_order,
+                                       start, run.end_at, veil_from=start).to_dict()
+        veils = [rows[0] for rows in spec["datasets"].values()
+                 if rows and str(rows[0].get("label", "")).startswith("still to come")]
+        assert veils and veils[0]["start_at"] == start and veils[0]["end_at"] == run.end_at

@@ -119,11 +119,13 @@ def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFra
                   request_order: list[str], cursor_at: float | None = None, end_at: float | None = None,
                   stall_threshold_s: float = 0.25,
                   chunk_pass_s: tuple[float, float] | None = None,
-                  sides: dict[str, str] | None = None) -> alt.Chart:
+                  sides: dict[str, str] | None = None, veil_from: float | None = None) -> alt.Chart:
     """One lane per request: a bar for a steady run of tokens, a tick for a token on its own, prefill chunks
     as coloured blocks, stalls shaded by length, and queue waits (first wait, and after a retraction) drawn
     over the stall they cause. `sides` (two runs in one chart, app.compare.charts): each side's first lane
-    -> its name; the axis names the sides instead of the requests, and a rule divides them."""
+    -> its name; the axis names the sides instead of the requests, and a rule divides them. `veil_from`: the
+    lanes from that time to the run's end are veiled, still to come (a tour step that shows what happens
+    before it: TourStep.veiled)."""
     num = len(request_order)
     show_labels = num <= 60 and not sides
     thinnest = 1 if sides else 2  # px: two runs of hundreds of lanes stay one screen tall
@@ -174,11 +176,25 @@ def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFra
     if sides:  # a rule above each side but the first, on its first lane's top edge
         layers.append(alt.Chart(pd.DataFrame({"rid": list(sides)[1:]})).mark_rule(
             color=DIVIDER_COLOUR, strokeWidth=1.5).encode(y=alt.Y("rid:N", scale=scale, bandPosition=0)))
+    if veil_from is not None and end_at is not None and veil_from < end_at:
+        layers.append(veil_layer(veil_from, end_at))
     cursor = cursor_layer(cursor_at, end_at=end_at)
     if cursor is not None:
         layers.append(cursor)
     chart = alt.layer(*layers).properties(width=WIDTH, height=height)
     return chart.resolve_scale(color="independent") if len(stalls) else chart
+
+
+VEIL = "#FFFFFF"  # what is still to come: the page's own white, nearly opaque
+
+
+def veil_layer(start: float, end: float) -> alt.Chart:
+    """A white sheet over the lanes from `start` to `end`, with 'still to come' at its top left."""
+    frame = pd.DataFrame({"start_at": [start], "end_at": [end], "label": ["still to come →"]})
+    sheet = alt.Chart(frame).mark_rect(color=VEIL, opacity=0.96).encode(x="start_at:Q", x2="end_at:Q")
+    text = alt.Chart(frame).mark_text(align="left", baseline="top", dx=8, dy=6, fontStyle="italic",
+                                      color="#555555").encode(x="start_at:Q", y=alt.value(0), text="label:N")
+    return sheet + text
 
 
 def _side_axis(sides: dict[str, str]) -> alt.Axis:

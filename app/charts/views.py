@@ -51,7 +51,8 @@ def alike_words(stalls: pd.DataFrame) -> str:
             f"{fmt_seconds(gap_s)} is {num:,} replies' lines at once.")
 
 
-def story_views(run: RunFrames, at: float | None = None, index: int | None = None) -> list[View]:
+def story_views(run: RunFrames, at: float | None = None, index: int | None = None,
+                veil_from: float | None = None) -> list[View]:
     """The timelines of one run on one time axis: passes, token streams, tokens so far, KV, queue. `at`: the
     cursor's time (None: no cursor, as a standalone page or a slide shows them); `index`: the pass under
     it."""
@@ -66,7 +67,8 @@ def story_views(run: RunFrames, at: float | None = None, index: int | None = Non
              lambda: timelines.pass_timeline(run.passes, at, end, index)),
         View("tokens", TOKENS_TITLE, tokens_caption(stall_s, run.chunk_pass_s),
              lambda: timelines.token_streams(run.tokens, run.stalls, run.chunks, run.waits,
-                                             run.request_order, at, end, stall_s, run.chunk_pass_s)),
+                                             run.request_order, at, end, stall_s, run.chunk_pass_s,
+                                             veil_from=veil_from)),
         View("wait", "Waiting for the next token: a ramp is a freeze, small teeth a trickle",
              "One line per reply: how long it has waited for its next token. It climbs while no token comes "
              f"and drops to 0 when one arrives, so a tall ramp is a freeze and small teeth are a trickle; "
@@ -84,11 +86,11 @@ def story_views(run: RunFrames, at: float | None = None, index: int | None = Non
     ]
 
 
-def story_view(run: RunFrames, chart_id: str) -> View:
+def story_view(run: RunFrames, chart_id: str, veil_from: float | None = None) -> View:
     """One of `story_views` (no cursor), or a group's gaps histogram ('itl-GROUP')."""
     if chart_id.startswith("itl-"):
         return itl_views(run)[chart_id]
-    return next(v for v in story_views(run) if v.chart_id == chart_id)
+    return next(v for v in story_views(run, veil_from=veil_from) if v.chart_id == chart_id)
 
 
 ITL_CAPTION = ("How long readers waited between two tokens. Most gaps are one decode pass; a stall shows up "

@@ -44,6 +44,7 @@ from app.present.layout import (
 )
 from app.present.numbers import card, fmt_rate, headline_rows, narrate
 from app.present.settings import model_words, run_settings
+from app.story import cursor
 from engine_model import STORIES, InputError, Story, TourStep, num_gpus
 from engine_model.band import ranged
 
@@ -136,7 +137,9 @@ def step_slide(story: Story, i: int, step: TourStep, runs: Runs, page: dict | No
 def _view(story: Story, step: TourStep, run: RunFrames) -> views.View:
     if step.focus == "itl":
         return views.story_view(run, f"itl-{story.stream_group}")
-    return views.story_view(run, FOCUS.get(step.focus, "tokens"))
+    veil = (float(run.iterations.iloc[cursor.resolve(run.iterations, step.cursor)]["start_at"])
+            if step.veiled and len(run.iterations) else None)  # what the app's tour veils, as it veils it
+    return views.story_view(run, FOCUS.get(step.focus, "tokens"), veil)
 
 
 # The PD section as a tour step sets it (the tour puts it back to app.pd.params.DEFAULTS): the preset's decode
