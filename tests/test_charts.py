@@ -398,3 +398,17 @@ def test_the_first_steps_keep_the_stall_for_the_step_that_shows_it():
         veils = [rows[0] for rows in spec["datasets"].values()
                  if rows and str(rows[0].get("label", "")).startswith("still to come")]
         assert veils and veils[0]["start_at"] == start and veils[0]["end_at"] == run.end_at
+
+
+def test_every_story_chart_of_lanes_fits_a_1080p_screen_in_presenter_mode():
+    """Ten o'clock's 246 lanes were 6 px each in presenter mode (1,476 px, the time axis off screen): a
+    chart of many lanes keeps its thin lanes, so its lanes and axis fit 1080 px."""
+    from app.present import shown
+
+    for key in STORIES:
+        run = story_runs.run(key)
+        spec = timelines.token_streams(run.tokens, run.stalls, run.chunks, run.waits, run.request_order,
+                                       end_at=run.end_at).to_dict()
+        sent = shown.room_spec(spec, presenting=True)
+        lanes_px = sent["height"]["step"] * len(run.request_order)
+        assert lanes_px <= 720, (key, len(run.request_order), sent["height"])

@@ -57,18 +57,20 @@ def split_stall(headline: Headline, before: RunFrames, after: RunFrames) -> str:
     card then reads as any other: a rise is worse)."""
     if headline.metric != "itl_s" or not (headline.stat or "").startswith("p") or headline.group is None:
         return ""
-    rose = _rose(before, after, headline.group, "itl_s", headline.stat)
+    rose = _rose(before, after, headline.group, "itl_s", headline.stat, by=SPLIT_RISE)
     fell = _rose(after, before, headline.group, "max_itl_s", "max")
     if not (rose and fell):
         return ""
     was, now = (run.summary.metrics.value(headline.group, "max_itl_s", "max") for run in (before, after))
-    return (f"up because the stall was split into short gaps: the longest pause fell, "
-            f"{fmt_seconds(was)} → {fmt_seconds(now)}")
+    return f"a stall split into short gaps (longest pause {fmt_seconds(was)} → {fmt_seconds(now)})"
 
 
-def _rose(before: RunFrames, after: RunFrames, group: str, metric: str, stat: str) -> bool:
+SPLIT_RISE = 1.5  # a percentile at least this many times higher: the split stall moved it, not noise
+
+
+def _rose(before: RunFrames, after: RunFrames, group: str, metric: str, stat: str, by: float = 1.0) -> bool:
     was, now = (run.summary.metrics.value(group, metric, stat) for run in (before, after))
-    return was is not None and now is not None and now > was + 1e-9
+    return was is not None and now is not None and now > was * by + 1e-9
 
 
 def whole(text: str) -> str:

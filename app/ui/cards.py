@@ -83,6 +83,12 @@ CSS = """
   background: #262730; color: #fff; font-size: 0.85rem; line-height: 1.4; text-align: left;
   white-space: normal; }
 .ww-card:last-child .ww-help::after { left: auto; right: 0; }  /* the note stays on the page */
+.ww-card { container-type: inline-size; }  /* a narrow card (eight a row at 1440 px) sizes its text */
+@container (max-width: 13rem) {  /* specific enough to win over presenter mode's larger type */
+  .ww-cards .ww-card .ww-card-value { font-size: max(1.25rem, 15cqi) !important; }
+  .ww-cards .ww-card .ww-card-label { font-size: 0.8rem; line-height: 1.3; }
+  .ww-cards .ww-card .ww-card-delta, .ww-cards .ww-card .ww-card-band { font-size: 0.78rem; }
+}
 @media (max-width: 640px) {  /* a phone: two or three cards a row, not eight slivers */
   .ww-cards { flex-wrap: wrap; } .ww-card { min-width: 9rem; }
 }
