@@ -407,3 +407,17 @@ def test_every_tour_step_points_at_one_place_and_says_its_words_there(key):
         words = at.session_state[state.TOUR_WORDS]
         if step.focus != "headline":
             assert words in [c.value for c in at.caption], (key, step.title)
+
+
+@pytest.mark.parametrize(("page", "paragraph", "fold"), [
+    ("app_pages/compare.py", "A and B run:", "What A and B run"),
+    ("app_pages/your_server.py", "SGLang prints every setting once", "What did your server actually"),
+])
+def test_presenter_mode_keeps_the_dense_paragraphs_in_a_closed_fold(page, paragraph, fold):
+    """Compare and Your server in presenter mode: the grey paragraph of resolved settings waits behind one
+    click (a closed fold, not built), as a story page keeps it behind "What runs"; out of it, it is shown."""
+    presenting = open_page(page, {"present": "1"})
+    assert not [c.value for c in presenting.caption if c.value.startswith(paragraph)]
+    assert any(e.label.startswith(fold) for e in presenting.expander)
+    normal = open_page(page)
+    assert [c.value for c in normal.caption if c.value.startswith(paragraph)]
