@@ -442,15 +442,15 @@ FORTY = Story(
                  "every iteration while a chunk is pending. Orange bars: chunk after chunk, back to back.",
                  {}, ("first", "prefill chunk"), "passes", veiled=True),
         TourStep("Look at the gap",
-                 "The forty get no token until the whole log is prefilled: the dark purple band is the "
+                 "The forty get no token until the whole log is prefilled: the purple band is the "
                  "pause, {now:streams.max_itl_s.max}. Chunking did not help them — it only caps the memory "
                  "of each pass.",
                  {}, ("last", "prefill chunk"), "tokens"),
         TourStep("Flip mixed chunk",
                  "With --enable-mixed-chunk each chunk pass also carries one decode token for every running "
                  "request (green passes). The longest pause shrinks from {before:streams.max_itl_s.max} to "
-                 "{now:streams.max_itl_s.max}, about one chunk pass (the dark band breaks into pink gaps, a "
-                 "token between each); the log's own first token comes a little later "
+                 "{now:streams.max_itl_s.max}, about one chunk pass (the purple band breaks into light pink "
+                 "gaps, a token between each); the log's own first token comes a little later "
                  "({before:log.ttft_s.max} → {now:log.ttft_s.max}). {trap}",
                  {"mixed": True}, ("first", "mixed"), "tokens"),
         TourStep("Chunk size is now the knob",
@@ -663,7 +663,7 @@ REAL = Story(
                  {}, ("at", 60.0), "passes"),
         TourStep("A burst of long prompts", "At about 330 s several long prompts arrive together. Prefill "
                  "wins: all of their chunks run back to back, and the replies already streaming get no token "
-                 "until the last one is done (dark purple) — {now:requests.max_itl_s.max} on the defaults.",
+                 "until the last one is done (purple) — {now:requests.max_itl_s.max} on the defaults.",
                  {}, ("first_after", 331.0), "tokens"),
         TourStep("Flip mixed chunk", "The longest pause drops from {before:requests.max_itl_s.max} to "
                  "{now:requests.max_itl_s.max}, about one chunk pass; the p95 first token barely moves "

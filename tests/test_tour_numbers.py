@@ -206,7 +206,7 @@ def test_each_step_compares_with_the_step_its_words_compare_with():
 
 
 # what a step's words describe -> the chart that draws it (the step's "Look here" must land there)
-DRAWN_IN = {"dark grey rules": "kv", "dark purple band": "tokens", "the stall is back": "tokens",
+DRAWN_IN = {"dark grey rules": "kv", "purple band": "tokens", "the stall is back": "tokens",
             "pink gaps": "tokens", "orange bars": "passes", "kv used (blue)": "kv", "two stalls": "why"}
 
 
@@ -219,3 +219,17 @@ def test_look_here_lands_on_the_chart_the_words_describe(story_key, i):
         assert step.focus in named, (story_key, step.title, step.focus, named)
     if step.focus == "why":  # the two-stalls table, only where the words tell the two stalls apart
         assert "two stalls" in said, (story_key, step.title)
+
+
+def test_the_shade_the_words_name_is_the_shade_drawn():
+    """"The dark purple band" was drawn in the 5–20 s shade (a mid magenta) once calibration shortened the
+    pause: a step names the darkest shade only where its stall is drawn in it."""
+    from app.charts.request_frames import gap_band, gap_bands
+
+    for story_key, i in STEPS:
+        step = STORIES[story_key].tour[i]
+        if "dark purple" not in step.say:
+            continue
+        now = run(story_key, tuple(sorted(step.settings.items())))
+        longest = now.summary.metrics.value(STORIES[story_key].stream_group, "max_itl_s", "max")
+        assert gap_band(longest, now.stall_threshold_s) == gap_bands(now.stall_threshold_s)[-1][2], step.title
