@@ -123,9 +123,13 @@ def sweep_lines(sweep: pd.DataFrame, x_title: str, current: float | None = None,
     if current is not None:
         mark = pd.DataFrame({"setting": [current], "label": ["current setting"]})
         layers.append(alt.Chart(mark).mark_rule(color=CURSOR_COLOUR, strokeDash=[6, 3]).encode(x="setting:Q"))
-        layers.append(alt.Chart(mark).mark_text(align="left", dx=4, dy=4, baseline="top").encode(
+        late = len(sweep) and current > sweep["setting"].median()  # its label reads leftwards, never cut off
+        layers.append(alt.Chart(mark).mark_text(align="right" if late else "left", dx=-4 if late else 4, dy=4,
+                                                baseline="top").encode(
             x="setting:Q", y=alt.value(0), text="label:N"))
-    return alt.layer(*layers).properties(width=WIDTH, height=260)
+    # the page fits the whole chart, legend and axes included, into the height: its three legend lines and
+    # the axis titles take ~150 px of it, so the plot keeps ~240 px for its round ticks
+    return alt.layer(*layers).properties(width=WIDTH, height=390)
 
 
 def tradeoff_curve(curve: pd.DataFrame, x_title: str, y_title: str,
@@ -138,7 +142,7 @@ def tradeoff_curve(curve: pd.DataFrame, x_title: str, y_title: str,
     keeps its tooltip."""
     defaults = defaults if defaults is not None else pd.DataFrame(columns=["x_s", "y_s", "label"])
     ranges = (axis_range(curve["x_s"], defaults["x_s"]), axis_range(curve["y_s"], defaults["y_s"]))
-    titles = [title if lo == 0 else f"{title} — from {_seconds(lo)}, not 0"
+    titles = [title if lo == 0 else [title, f"(the axis starts at {_seconds(lo)}, not 0)"]
               for title, (lo, _) in zip((x_title, y_title), ranges, strict=True)]
     tooltip = [alt.Tooltip("label:N", title="setting"), alt.Tooltip("x_s:Q", title=x_title, format=".3f"),
                alt.Tooltip("y_s:Q", title=y_title, format=".3f")]
