@@ -19,6 +19,12 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 
+def count(num: int, noun: str, plural: str = "") -> str:
+    """`num` and its noun, singular or plural, with thousands separators: count(1, "request") ->
+    '1 request', count(91808, "token") -> '91,808 tokens'. The plural is noun + 's' unless given."""
+    return f"{num:,} {noun if num == 1 else (plural or noun + 's')}"
+
+
 class RequestState(Enum):
     PENDING = "pending"  # not yet at the scheduler
     WAITING = "waiting"  # in the waiting queue (new or retracted)

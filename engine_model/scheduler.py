@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass, field
 from operator import attrgetter
 
-from engine_model.core import Iteration, PassKind, Request, RequestState, Retraction, Row
+from engine_model.core import Iteration, PassKind, Request, RequestState, Retraction, Row, count
 from engine_model.cost import PassShape, attn_pairs
 from engine_model.policy import (
     CLIP_MAX_NEW_TOKENS,
@@ -235,8 +235,8 @@ class Scheduler:
         """`Scheduler.get_next_batch_to_run`."""
         self._merge_last_extend()
         if self.countdown > 0 and self._defer_prefill():
-            plan, why_not = None, (f"prefill_decode_interval: {self.countdown + 1} decode round(s) left "
-                                   "before prefill")
+            rounds = count(self.countdown + 1, "decode round")
+            plan, why_not = None, f"prefill_decode_interval: {rounds} left before prefill"
         else:
             plan, why_not = self._prefill_plan()
         if plan is None:
@@ -278,7 +278,8 @@ class Scheduler:
             if not self.waiting:
                 return None, "the waiting queue is empty"
             if self.batch_is_full:
-                return None, "batch_is_full is latched: nothing new is tried until a running request leaves"
+                return None, ("the batch was marked full (batch_is_full) and stays full until a running "
+                              "request leaves: nothing new is tried")
         num_allocatable = self._num_allocatable()
         if num_allocatable <= 0 and self.chunked is None:
             self.batch_is_full = True
@@ -378,6 +379,7 @@ class Scheduler:
 
     def _build_prefill(self, adder: PrefillAdder, still_chunked: bool, stop: str) -> Plan:
         continuing = self.chunked
+        share = done_share(continuing) if continuing is not None else ""  # before this pass's chunk
         self.chunked = adder.new_chunked or (continuing if still_chunked else None)
         kv_before = self.kv_used
         for req, extend in adder.admitted:  # prepare_for_extend allocates the KV now
@@ -388,7 +390,7 @@ class Scheduler:
         mix_note = self._maybe_mix(plan)
         if self.kv_used > self.cfg.max_total_tokens:
             return self._out_of_memory("Decode", "mix_with_running -> alloc_for_decode", kv_before)
-        plan.reason = self._prefill_reason(adder, continuing, stop, mix_note)
+        plan.reason = self._prefill_reason(adder, continuing, share, stop, mix_note)
         plan.mirrors = "Scheduler.get_next_batch_to_run -> get_new_batch_prefill -> PrefillAdder"
         if plan.kind is PassKind.MIXED:
             plan.mirrors += " -> ScheduleBatch.mix_with_running"
@@ -439,27 +441,32 @@ class Scheduler:
         plan.kind, plan.decode, plan.decode_past_kv = PassKind.MIXED, rows, past
         mixed = set(rows)  # requests hash by identity
         self.running = [r for r in self.running if r not in mixed]  # only in-flight finishes stay behind
-        return f"mixed chunk: the {len(rows)} running requests each decode one token in this pass"
+        return f"mixed chunk: {_the_running(len(rows))} each decode one token in this pass"
 
-    def _prefill_reason(self, adder: PrefillAdder, continuing: Request | None, stop: str,
+    def _prefill_reason(self, adder: PrefillAdder, continuing: Request | None, share: str, stop: str,
                         mix_note: str) -> str:
         parts = []
         if continuing is not None:
-            parts.append(f"prefill wins: {continuing.rid} is half-prefilled, so its next chunk runs first")
+            parts.append(f"prefill wins: {continuing.rid} is part-way through its prompt "
+                         f"({share} prefilled), so its next chunk runs first")
             if self.chunk_cap is not None:
                 parts.append(f"shortest-prefill-first caps that chunk at {self.chunk_cap:,} tokens so "
                              "shorter waiting requests join the pass (shortest_prefill_chunk_limit)")
         else:
-            parts.append(f"prefill wins: {len(adder.admitted)} waiting request(s) fit the budgets")
+            num = len(adder.admitted)
+            fit = "fits" if num == 1 else "fit"
+            parts.append(f"prefill wins: {count(num, 'waiting request')} {fit} the budgets")
         if self.chunked is not None:
             left = self.chunked.num_uncomputed
-            parts.append(f"{self.chunked.rid} is cut at the chunk budget ({left} tokens left)")
+            parts.append(f"{self.chunked.rid} is cut at the chunk budget ({count(left, 'token')} still to "
+                         "prefill)")
         if stop:
             parts.append(f"admission stopped: {stop}")
         if mix_note:
             parts.append(mix_note)
         elif self.running:
-            parts.append(f"the {len(self.running)} running requests get no token this pass")
+            num = len(self.running)
+            parts.append(f"{_the_running(num)} {'gets' if num == 1 else 'get'} no token this pass")
         return "; ".join(parts)
 
     # -- decode -----------------------------------------------------------------------------------
@@ -470,8 +477,9 @@ class Scheduler:
         if not rows:
             why = why_not_prefill or "nothing to run"
             if self.running:
-                why = (f"the {len(self.running)} running request(s) finished in the last pass "
-                       "(their result lands now)")
+                num = len(self.running)
+                why = (f"{count(num, 'running request')} finished in the last pass "
+                       f"({'its result lands' if num == 1 else 'their results land'} now)")
             return Plan(PassKind.IDLE, reason=f"idle: {why}", mirrors="Scheduler.on_idle")
         num_before = len(self.running)
         retraction = None
@@ -480,8 +488,8 @@ class Scheduler:
             if finishing:
                 self.batch_is_full = False
                 return Plan(PassKind.IDLE, mirrors="Scheduler.get_next_batch_to_run -> update_running_batch",
-                            reason=f"decode skipped: KV is short, but {len(finishing)} request(s) finished "
-                                   "by length in the last pass free theirs when its result lands")
+                            reason=f"decode skipped: KV is short, but {count(len(finishing), 'request')} "
+                                   "finished by length in the last pass free theirs when its result lands")
             retraction = self._retract()
         else:
             self.ratio.decay_step()
@@ -503,7 +511,7 @@ class Scheduler:
         if len(rows) < len(self.running) or self.in_flight:
             reason += "; " + self._in_flight_note(rows)
         return Plan(PassKind.DECODE, decode=rows, reason=reason, mirrors=mirrors,
-                    num_running=num_before, retraction=retraction, decode_past_kv=past)
+                    num_running=len(self.running), retraction=retraction, decode_past_kv=past)
 
     def _decode_rows(self) -> list[Request]:
         """The running requests that get a decode row. With the overlap schedule a request finished by the
@@ -526,9 +534,12 @@ class Scheduler:
     def _in_flight_note(self, rows: list[Request]) -> str:
         wasted = len(set(self.in_flight).intersection(rows))
         left = len(self.in_flight) - wasted
-        parts = ([f"{wasted} finished last pass (EOS) still take a row, its token thrown away"]
-                 if wasted else [])
-        parts += [f"{left} finished by length leave the batch (_reqs_finishing_inflight)"] if left else []
+        take = "takes" if wasted == 1 else "take"
+        parts = ([f"{count(wasted, 'request')} that finished last pass (EOS) still {take} a row, "
+                  f"{'its token' if wasted == 1 else 'their tokens'} thrown away"] if wasted else [])
+        leave = "leaves" if left == 1 else "leave"
+        parts += [f"{count(left, 'request')} finished by length {leave} the batch (_reqs_finishing_inflight)"
+                  ] if left else []
         return "overlap schedule: " + ", ".join(parts) if parts else ""
 
     def _allocate_decode(self, reqs: list[Request]) -> int:
@@ -683,3 +694,14 @@ class Scheduler:
         )
         self.iterations.append(it)
         return it
+
+
+def _the_running(num: int) -> str:
+    """'the running request' or 'the 40 running requests'."""
+    return "the running request" if num == 1 else f"the {num:,} running requests"
+
+
+def done_share(req: Request) -> str:
+    """How much of a request's prefill is done, in words: '82 %' (never 100 % while a chunk is left)."""
+    share = min(req.kv_len / req.fill_len, 0.99) if req.fill_len and req.kv_len < req.fill_len else 1.0
+    return f"{share:.0%}".replace("%", " %")

@@ -138,6 +138,8 @@ class Run:
     def deliver(self) -> None:
         """Arrivals up to the topology's clock pass intake's length checks and reach the topology."""
         now = self.topology.now
+        while self.sent and self.sent[0][0] <= now:  # every prompt sent by now is tokenized (or queued) first
+            self._tokenize(*heapq.heappop(self.sent))
         while self.arrivals and self.arrivals[0][0] <= now:
             req = heapq.heappop(self.arrivals)[2]
             reason = intake(req, self.topology.resolved)

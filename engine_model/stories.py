@@ -112,8 +112,8 @@ CONSERVATIVENESS_OPTIONS = (0.3, 0.5, 0.7, 1.0, 1.2, 1.5)
 def conservativeness_label(value: float) -> str:
     start = min(INIT_NEW_TOKEN_RATIO * value, 1.0)
     if start >= 1.0:
-        return f"{value:g} or more → ratio 1 (saturated)"
-    return f"{value:g} → ratio {start:.2f}"
+        return f"{value:g} or more (ratio starts at 1: saturated)"
+    return f"{value:g} (ratio starts at {start:.2f})"  # no arrow: "→" means only before → after
 
 
 def chunk_value(value):
@@ -354,11 +354,18 @@ class Headline:
 @dataclass(frozen=True)
 class TourStep:
     title: str
-    say: str  # the narration, in plain words
+    # the narration, in plain words; {now:GROUP.METRIC.STAT}, {before:…} and {now:cursor.COLUMN} (the pass
+    # under `cursor`, as the step-through shows it) are figures read from the runs (app.present.numbers)
+    say: str
     settings: dict = field(default_factory=dict)  # control key -> value; others go back to their defaults
     cursor: tuple = ("first", "prefill chunk")  # see app.story.cursor.resolve
     focus: str = "tokens"  # which chart to point at: headline | passes | tokens | kv | queue | itl | why | pd
     section: dict = field(default_factory=dict)  # the page section's settings (PD: URL name -> value)
+    # what the step's cards and its {before:…} figures compare with: these settings on the story as it
+    # opened ({}: the story as it opened), e.g. the step whose point this one undoes
+    versus: dict = field(default_factory=dict)
+    # the token streams past the cursor are veiled (still to come), so a later step can show what happens
+    veiled: bool = False
 
 
 @dataclass(frozen=True)
@@ -378,11 +385,29 @@ class Story:
     def defaults(self) -> dict:
         return {c.key: c.default for c in self.controls}
 
-    def baseline_values(self, values: dict) -> dict:
+    def baseline_values(self, values: dict, versus: dict | None = None) -> dict:
         """The story as it opened: every main-row setting (SGLang's flags, the story's workload) at its
-        default; the GPU, model and seed as now, so before and after run the same draws on the same
-        hardware."""
-        return {c.key: (c.default if c.where == "main" else values[c.key]) for c in self.controls}
+        default, then `versus` (a tour step's, TourStep.versus); the GPU, model and seed as now, so before
+        and after run the same draws on the same hardware."""
+        versus = versus or {}
+        return {c.key: (versus.get(c.key, c.default) if c.where == "main" else values[c.key])
+                for c in self.controls}
+
+    def versus_step(self, i: int) -> int | None:
+        """The earlier tour step (0-based) whose settings step `i` compares with (its `versus`), or None when
+        it compares with the story as it opened."""
+        versus = self.tour[i].versus
+        return next((j for j in range(i) if versus and self.tour[j].settings == versus), None)
+
+    def compared_with(self, i: int | None, values: dict) -> dict:
+        """What the page's cards compare with while tour step `i` is on screen: its `versus` while the
+        story's own settings are still the step's, else {} (the story as it opened)."""
+        if i is None or not self.tour[i].versus:
+            return {}
+        step = self.tour[i]
+        on_screen = all(values.get(c.key, c.default) == step.settings.get(c.key, c.default)
+                        for c in self.controls if c.where == "main")
+        return step.versus if on_screen else {}
 
     def changes(self, values: dict) -> list[tuple[Control, object, object]]:
         """The main-row settings that differ from the story's defaults: (control, default, now)."""
@@ -440,22 +465,22 @@ FORTY = Story(
     ),
     tour=(
         TourStep("The forty are streaming",
-                 "Forty replies are mid-stream: one decode pass every {now:streams.itl_s.p50} gives each of "
-                 "them a token. Every tick on a lane is a token.", {}, ("at", 0.25), "tokens"),
+                 "Forty replies are mid-stream: one decode pass every {now:cursor.duration_s} gives each of "
+                 "them a token. Every tick on a lane is a token.", {}, ("at", 0.25), "tokens", veiled=True),
         TourStep("Now the log arrives",
                  "At 0.5 s a 100,000-token log is pasted. SGLang splits it into chunks — and prefill wins "
                  "every iteration while a chunk is pending. Orange bars: chunk after chunk, back to back.",
-                 {}, ("first", "prefill chunk"), "passes"),
+                 {}, ("first", "prefill chunk"), "passes", veiled=True),
         TourStep("Look at the gap",
-                 "The forty get no token until the whole log is prefilled: the dark purple band is the "
+                 "The forty get no token until the whole log is prefilled: the purple band is the "
                  "pause, {now:streams.max_itl_s.max}. Chunking did not help them — it only caps the memory "
                  "of each pass.",
-                 {}, ("last", "prefill chunk"), "headline"),
+                 {}, ("last", "prefill chunk"), "tokens"),
         TourStep("Flip mixed chunk",
                  "With --enable-mixed-chunk each chunk pass also carries one decode token for every running "
                  "request (green passes). The longest pause shrinks from {before:streams.max_itl_s.max} to "
-                 "{now:streams.max_itl_s.max}, about one chunk pass (the dark band breaks into pink gaps, a "
-                 "token between each); the log's own first token comes a little later "
+                 "{now:streams.max_itl_s.max}, about one chunk pass (the purple band breaks into light pink "
+                 "gaps, a token between each); the log's own first token comes a little later "
                  "({before:log.ttft_s.max} → {now:log.ttft_s.max}). {trap}",
                  {"mixed": True}, ("first", "mixed"), "tokens"),
         TourStep("Chunk size is now the knob",
@@ -465,8 +490,11 @@ FORTY = Story(
                  {"mixed": True, "chunk": 2048}, ("first", "mixed"), "itl"),
         TourStep("The logprob exception",
                  "One streaming request asks for logprobs. Mixing is skipped for any pass it is in, so the "
-                 "stall is back ({now:streams.max_itl_s.max}) — with the flag still on.",
-                 {"mixed": True, "logprob": True}, ("last", "prefill chunk"), "why"),
+                 "stall is back — with the flag still on: the longest pause goes from "
+                 "{before:streams.max_itl_s.max} (mixed chunk on, no logprobs) to "
+                 "{now:streams.max_itl_s.max}.",
+                 {"mixed": True, "logprob": True}, ("last", "prefill chunk"), "tokens",
+                 versus={"mixed": True}),
     ),
     stream_group="streams",
     long_group="log",
@@ -521,8 +549,8 @@ OTHER_STALL = Story(
         TourStep("Retraction",
                  "There is no slot for the next token of every running reply, so SGLang retracts the ones "
                  "with the fewest tokens generated and sends them to the back of the queue. The dark grey "
-                 "rules mark it.",
-                 {}, ("retraction", 0), "why"),
+                 "rules on the KV chart mark it.",
+                 {}, ("retraction", 0), "kv"),
         TourStep("They re-prefill later",
                  "A retracted reply keeps its text but loses its KV: later it is prefilled again — prompt "
                  "plus what it had written — and only then streams again. On its lane: dark grey, retracted "
@@ -675,7 +703,7 @@ REAL = Story(
                  {}, ("at", 60.0), "passes"),
         TourStep("A burst of long prompts", "At about 330 s several long prompts arrive together. Prefill "
                  "wins: all of their chunks run back to back, and the replies already streaming get no token "
-                 "until the last one is done (dark purple) — {now:requests.max_itl_s.max} on the defaults.",
+                 "until the last one is done (purple) — {now:requests.max_itl_s.max} on the defaults.",
                  {}, ("first_after", 331.0), "tokens"),
         TourStep("Flip mixed chunk", "The longest pause drops from {before:requests.max_itl_s.max} to "
                  "{now:requests.max_itl_s.max}, about one chunk pass; the p95 first token barely moves "

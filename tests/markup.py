@@ -20,9 +20,10 @@ class Shown:
     value: str = ""
     delta: str = ""  # "-10.8 s (-86%)"
     arrow: str = ""  # "↓" | "↑"
-    tone: str = ""  # "good" | "bad" | "" (no change)
+    tone: str = ""  # "good" | "bad" | "split" (a percentile up because a stall was split) | "" (no change)
     help: str = ""
     band: str = ""  # "range 5.8–9.8 s"
+    why: str = ""  # beside a split stall's change
 
 
 class _Reader(HTMLParser):
@@ -35,11 +36,12 @@ class _Reader(HTMLParser):
         classes = dict(attrs).get("class", "").split()
         if "ww-card" in classes:
             self.cards.append(Shown())
-        for part in ("label", "value", "delta", "band"):
+        for part in ("label", "value", "delta", "band", "why"):
             if f"ww-card-{part}" in classes:
                 self.part = part
                 if part == "delta":
-                    self.cards[-1].tone = "good" if "ww-good" in classes else "bad"
+                    self.cards[-1].tone = next(t for t in ("good", "split", "bad") if f"ww-{t}" in classes
+                                               or t == "bad")
         if "ww-help" in classes:
             self.cards[-1].help = dict(attrs)["data-help"]
             self.part = "help"
@@ -51,7 +53,7 @@ class _Reader(HTMLParser):
             self.part = None
 
     def handle_data(self, data):
-        if self.part in ("label", "value", "delta", "band"):
+        if self.part in ("label", "value", "delta", "band", "why"):
             card = self.cards[-1]
             setattr(card, self.part, getattr(card, self.part) + data)
 

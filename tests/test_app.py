@@ -182,6 +182,21 @@ def test_a_tour_step_that_sets_a_folded_setting_opens_its_fold():
     assert at.selectbox(key="forty_replies.chunk").value == 2048
 
 
+def test_the_logprob_steps_cards_compare_with_mixed_chunk_on():
+    """Forty step 6 (logprobs) compares with step 4 (mixed chunk on), as its words do: the longest pause's
+    card reads 'mixed-on → logprob', and the caption names the step."""
+    from story_runs import longest_pause
+
+    at = open_page("app_pages/forty_replies.py")
+    i = next(i for i, s in enumerate(stories.FORTY.tour) if s.settings.get("logprob"))
+    at.button(key=state.keys("forty_replies").tour_button(i)).click().run()
+    assert not at.exception
+    card = next(c for c in cards_of(at) if c.label.startswith("Longest pause"))
+    was = longest_pause("forty_replies", "streams", (("mixed", True),)).replace(" ", "\u00a0")
+    assert card.value.startswith(f"{was} → "), card.value
+    assert any("Before: step 4" in c.value for c in at.caption), [c.value for c in at.caption]
+
+
 def test_an_impossible_combination_is_a_message_not_a_traceback():
     at = open_page("app_pages/forty_replies.py", opened=True)
     at.selectbox(key="forty_replies.model").set_value("llama-3.1-70b")
@@ -392,3 +407,17 @@ def test_every_tour_step_points_at_one_place_and_says_its_words_there(key):
         words = at.session_state[state.TOUR_WORDS]
         if step.focus != "headline":
             assert words in [c.value for c in at.caption], (key, step.title)
+
+
+@pytest.mark.parametrize(("page", "paragraph", "fold"), [
+    ("app_pages/compare.py", "A and B run:", "What A and B run"),
+    ("app_pages/your_server.py", "SGLang prints every setting once", "What did your server actually"),
+])
+def test_presenter_mode_keeps_the_dense_paragraphs_in_a_closed_fold(page, paragraph, fold):
+    """Compare and Your server in presenter mode: the grey paragraph of resolved settings waits behind one
+    click (a closed fold, not built), as a story page keeps it behind "What runs"; out of it, it is shown."""
+    presenting = open_page(page, {"present": "1"})
+    assert not [c.value for c in presenting.caption if c.value.startswith(paragraph)]
+    assert any(e.label.startswith(fold) for e in presenting.expander)
+    normal = open_page(page)
+    assert [c.value for c in normal.caption if c.value.startswith(paragraph)]

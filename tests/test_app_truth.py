@@ -47,7 +47,7 @@ def test_flipping_mixed_chunk_says_the_percentile_trap_and_shows_the_price():
            f"{fmt_seconds(on.value('streams', 'itl_s', 'p99'))}")
     longest = " → ".join(fmt_seconds(m.value("streams", "max_itl_s", "max")) for m in (off, on))
     assert len(trap) == 1 and p99 in trap[0] and longest in trap[0]
-    for label in ("Output, tokens/s", "Run length", "Reply time, streams (median)",
+    for label in ("Output at this load, tokens/s", "Run length", "Reply time, streams (median)",
                   "Reply time, log (median)"):
         assert "→" in metric(at, label).value
     tables_read_as_words(at)

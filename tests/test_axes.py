@@ -58,3 +58,33 @@ def test_the_tradeoff_curve_starts_at_zero_titles_both_axes_and_names_both_numbe
     lines = re.findall(r"<tspan[^>]*>([^<]+)</tspan>", svg)  # the label's three lines, which axis each reads
     assert ["SGLang defaults:", f"pause {fmt_seconds(pause)}", f"first token {fmt_seconds(first)}"] in [
         lines[i:i + 3] for i in range(len(lines))]
+
+
+def test_the_sweeps_seconds_axis_has_round_ticks_and_ends_on_them():
+    """Never '70 s / 8 s / 900 ms': 1, 2 or 5 times a power of ten, the axis from one to another."""
+    assert compare_charts.round_ticks(0.11, 3.0) == [0.1, 0.2, 0.5, 1.0, 2.0, 5.0]
+    assert compare_charts.round_ticks(0.05, 7.5) == [0.05, 0.1, 1.0, 10.0]  # too many: the decades
+    assert compare_charts.round_ticks(0.9, 70) == [0.5, 1.0, 10.0, 100.0]
+    [y] = [e for e in channels(compare_specs()["sweep"], "y") if e.get("field") == "seconds"]
+    ticks = y["axis"]["values"]
+    assert ticks and y["scale"]["domain"] == [ticks[0], ticks[-1]]
+    assert all(f"{t:.0e}"[0] in "125" for t in ticks), ticks
+
+
+def test_the_sweeps_legend_is_one_entry_a_line():
+    """Three long labels side by side were cut at 1280 px: one a line."""
+    [colour] = channels(compare_specs()["sweep"], "color")
+    assert colour["legend"]["columns"] == 1
+
+
+def test_a_tradeoff_squeezed_high_above_zero_starts_where_it_can_be_read_and_says_so():
+    """12.6–13.6 s on a 0–14 s axis is a flat line: the axis starts at a round number below, titled so."""
+    curve = pd.DataFrame({"label": ["512", "1,024", "2,048"], "x_s": [0.5, 1.0, 2.0],
+                          "y_s": [13.6, 13.1, 12.6], "order": [0, 1, 2], "is_current": [False, True, False]})
+    spec = compare_charts.tradeoff_curve(curve, "longest pause (s)", "first token (s)").to_dict()
+    y = next(e for e in channels(spec, "y") if e.get("title"))
+    lo, hi = y["scale"]["domain"]
+    assert 10 <= lo < 12.6 and hi > 13.6 and (13.6 - 12.6) / (hi - lo) > 0.5 and y["scale"]["zero"] is False
+    assert y["title"] == ["first token (s)", f"(the axis starts at {lo:g} s, not 0)"]
+    x = next(e for e in channels(spec, "x") if e.get("title"))
+    assert x["scale"]["domain"][0] == 0 and x["title"] == "longest pause (s)"  # a wide spread: from 0

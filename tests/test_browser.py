@@ -261,3 +261,18 @@ def test_what_a_reader_sees_plays_the_replies_from_the_cursor(server, page):
     frame.click(".ww-play-toggle")
     page.wait_for_timeout(1200)
     assert float(frame.inner_text(".ww-play-clock").split()[2]) > 3.5
+
+
+def test_presenter_cards_keep_each_value_to_two_lines_at_1440_px(server, page):
+    """Eight cards share a row in presenter mode: at 1440 px a value ("6.4 s → 818 ms") wrapped onto three
+    lines; a narrow card sizes its text so a value takes two lines at most, and the p99 card says why it rose
+    without turning red."""
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.goto(server + "/forty_replies?present=1&mixed=1")
+    settle(page)
+    lines = page.evaluate("""() => [...document.querySelectorAll('.ww-card-value')].map(v => {
+        const style = getComputedStyle(v);
+        return v.getBoundingClientRect().height / parseFloat(style.lineHeight); })""")
+    assert len(lines) >= 8 and max(lines) <= 2.1, lines
+    assert page.locator(".ww-card-delta.ww-split").count() >= 1
+    assert page.locator(".ww-card-why").first.inner_text().startswith("a stall split")

@@ -30,3 +30,30 @@ def test_no_text_is_read_as_html_markdown_latex_or_an_icon_code():
     assert "<b>" not in markup and "$" not in markup and ":material" not in markup
     shown = read(markup)[0]
     assert (shown.label, shown.value, shown.help) == (label, "$1", label)
+
+
+def test_a_percentile_up_because_a_stall_was_split_reads_as_a_fix():
+    """Mixed chunk on the forty replies: one 12 s freeze becomes many ~1 s gaps, so the p99 gap rises while
+    the longest pause falls. The p99 card says why beside its change and is not red; the longest pause's
+    card is green; a p99 that rose with the longest pause is still red."""
+    from story_runs import run
+
+    from app.story.headline import headline_cards
+    from engine_model import STORIES
+
+    story = STORIES["forty_replies"]
+    base, mixed = run("forty_replies"), run("forty_replies", (("mixed", True),))
+    shown = {c.label: c for c in read(row_html(headline_cards(story, base, mixed)))}
+    p99 = shown["Streams' p99 gap between tokens"]
+    longest = next(c for label, c in shown.items() if label.startswith("Longest pause"))
+    assert p99.arrow == "↑" and p99.tone == "split", p99
+    assert "stall split into short gaps" in p99.why
+    assert longest.value.split(" → ")[1].replace("\u00a0", " ") in p99.why
+    assert longest.tone == "good"
+    p95 = shown["Streams' p95 gap between tokens"]  # up 0.3 %: noise, not the split
+    assert not p95.why
+    back = {c.label: c for c in read(row_html(headline_cards(story, mixed, base)))}  # the stall returns
+    p99_back = back["Streams' p99 gap between tokens"]
+    assert p99_back.tone == "good" and not p99_back.why
+    worse = read(row_html([Card("p99", "1 s → 2 s", "+1 s", "lower")]))[0]
+    assert (worse.tone, worse.why) == ("bad", "")

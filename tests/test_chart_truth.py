@@ -95,7 +95,7 @@ def test_stalls_are_shaded_by_length_on_fixed_bands():
     chunk_passes = on.iterations[on.iterations["kind"].isin(["prefill", "mixed"])]["duration_s"]
     assert lo <= hi and lo >= chunk_passes.min() - 1e-9 and hi <= chunk_passes.max() + 1e-9
     assert ["no token for", f"(one chunk pass: {lo:.2g}–{hi:.2g} s)"] in legend_titles
-    # the tour's words: with mixed chunk on the dark band breaks into pink gaps, a token (a tick) between each
+    # the tour's words: with mixed chunk on the purple band breaks into pink gaps, a tick between each
     for rid, gaps in on.stalls[on.stalls["group"] == "streams"].groupby("rid"):
         marks = on.tokens[on.tokens["rid"] == rid]
         assert len(gaps) > 5, rid

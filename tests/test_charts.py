@@ -378,3 +378,52 @@ def test_questions_prefilled_in_one_pass_are_one_block():
     f = story_runs.run("ten_oclock_rush")
     blocks = timelines.chunk_blocks(f.chunks, f.request_order)
     assert len(blocks) < len(f.chunks) / 2 and blocks["lanes"].max() >= 8
+
+
+def test_a_trickle_reads_as_lines_between_gaps_at_projector_scale():
+    """Mixed chunk on: each chunk pass gives every stream one token. On a 1,920-px screen (a chart about
+    1,400 px wide) those tokens are ticks at least TICK_PX wide with pink gaps wider than them between, not
+    1-px lines that read as one band beside the frozen run's dark one."""
+    run = story_runs.run("forty_replies", (("mixed", True),))
+    spec = timelines.token_streams(run.tokens, run.stalls, run.chunks, run.waits, run.request_order,
+                                   end_at=run.end_at).to_dict()
+    rules = [m for m in re.findall(r'"mark": (\{[^{}]*"type": "rule"[^{}]*\})', json.dumps(spec))]
+    ticks = [json.loads(m) for m in rules if '"strokeWidth"' in m]
+    assert ticks and all(t["strokeWidth"] >= 2.5 and t.get("opacity", 1) >= 0.9 for t in ticks), ticks
+    cols = timelines.token_columns(run.tokens, run.request_order)
+    stream = cols[cols["rid"].str.startswith("streams")]["at"].drop_duplicates().sort_values()
+    during = stream[(stream > 0.5) & (stream < run.summary.metrics.value("log", "ttft_s", "max"))]
+    apart_px = during.diff().dropna() / run.end_at * 1400
+    assert len(during) > 5 and apart_px.min() > 2 * timelines.TICK_PX, apart_px.min()
+
+
+def test_the_first_steps_keep_the_stall_for_the_step_that_shows_it():
+    """Forty steps 1 and 2 veil the lanes past their cursor, so the stall step 3 points at is not on screen
+    before it: every stall starts under the veil, which runs to the run's end."""
+    story = STORIES["forty_replies"]
+    run = story_runs.run("forty_replies")
+    reveal = next(i for i, s in enumerate(story.tour) if "{now:streams.max_itl_s.max}" in s.say)
+    assert all(s.veiled for s in story.tour[:reveal]) and not story.tour[reveal].veiled
+    its = run.iterations
+    for step in story.tour[:reveal]:
+        start = float(its.iloc[cursor.resolve(its, step.cursor)]["start_at"])
+        assert (run.stalls["start_at"] >= start - 1e-9).all()
+        spec = timelines.token_streams(run.tokens, run.stalls, run.chunks, run.waits, run.request_order,
+                                       start, run.end_at, veil_from=start).to_dict()
+        veils = [rows[0] for rows in spec["datasets"].values()
+                 if rows and str(rows[0].get("label", "")).startswith("still to come")]
+        assert veils and veils[0]["start_at"] == start and veils[0]["end_at"] == run.end_at
+
+
+def test_every_story_chart_of_lanes_fits_a_1080p_screen_in_presenter_mode():
+    """Ten o'clock's 246 lanes were 6 px each in presenter mode (1,476 px, the time axis off screen): a
+    chart of many lanes keeps its thin lanes, so its lanes and axis fit 1080 px."""
+    from app.present import shown
+
+    for key in STORIES:
+        run = story_runs.run(key)
+        spec = timelines.token_streams(run.tokens, run.stalls, run.chunks, run.waits, run.request_order,
+                                       end_at=run.end_at).to_dict()
+        sent = shown.room_spec(spec, presenting=True)
+        lanes_px = sent["height"]["step"] * len(run.request_order)
+        assert lanes_px <= 720, (key, len(run.request_order), sent["height"])

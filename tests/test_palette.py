@@ -101,3 +101,50 @@ def test_the_palettes_do_not_share_a_colour():
     terms = {c.upper() for c in TERM_COLOURS.values()}
     assert len(meanings) == len(PALETTE)
     assert not meanings & series and not meanings & terms and not STALL_SHADES & (meanings | series | terms)
+
+
+def _rgb(colour: str) -> tuple[float, float, float]:
+    return tuple(int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5))
+
+
+def test_a_streaming_bar_is_never_a_retraction(charts):
+    """A steady run of tokens is one bar: at projector scale it must not read as the retracted swatch (a
+    near-black bar next to dark grey did). Its colour is far from every grey of the lanes' states."""
+    greys = [PALETTE[m][0] for m in ("retracted", "waiting", "unused")]
+    for name, spec in charts.items():
+        if not name.endswith("/tokens"):
+            continue
+        bars = [c for label, c in drawn(spec) if label == "mark:bar"]
+        assert bars, name
+        for bar in bars:
+            hue, light, saturation = colorsys.rgb_to_hls(*_rgb(bar))
+            assert saturation > 0.5, (name, bar)  # a colour, not a grey
+            for grey in greys:
+                assert sum(abs(a - b) for a, b in zip(_rgb(bar), _rgb(grey), strict=True)) > 0.6, (name, bar)
+
+
+def test_lane_states_are_drawn_opaque_in_their_legend_colour(charts):
+    """A queue wait or a retraction is drawn over the stall it causes: see-through, the dark grey showed
+    mauve where the legend says dark grey."""
+    def bars_with_state(node, out):
+        if isinstance(node, dict):
+            colour = node.get("encoding", {}).get("color", {})
+            if isinstance(colour, dict) and colour.get("field") == "state":
+                out.append(node)
+            for key, value in node.items():
+                if key not in ("datasets", "data"):
+                    bars_with_state(value, out)
+        elif isinstance(node, list):
+            for value in node:
+                bars_with_state(value, out)
+        return out
+    seen = 0
+    for name, spec in charts.items():
+        if not name.endswith("/tokens"):
+            continue
+        for layer in bars_with_state(spec, []):
+            mark = layer.get("mark")
+            opacity = mark.get("opacity", 1) if isinstance(mark, dict) else 1
+            assert opacity == 1, (name, mark)
+            seen += 1
+    assert seen

@@ -60,8 +60,8 @@ def test_every_step_is_filled_from_its_runs_on_every_surface(decks):
         for (slide, svg), step in zip(deck, story.tour, strict=True):
             values = step_values(story, step)
             now = scenario_run(story.scenario(values))
-            base = scenario_run(story.scenario(story.baseline_values(values)))
-            page = narrate(step.say, story, base, now)  # what the app's tour prints for this step
+            base = scenario_run(story.scenario(story.baseline_values(values, step.versus)))
+            page = narrate(step.say, story, base, now, step.cursor)  # what the app's tour prints for it
             if step.focus == "pd":  # and a PD step's sentence read from the PD runs (app.pd.narration)
                 page = f"{page} {step_words(step.section.get('preset', 'rush'), values, scenario_run)}"
             assert slide.caption == page, (key, step.title)

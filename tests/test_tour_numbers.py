@@ -10,7 +10,7 @@ from story_runs import run, scenario_run
 from app.pd import tables
 from app.pd.presets import pd_scenario
 from app.present.fmt import fmt_seconds
-from app.present.numbers import FIGURE, narrate, percentile_trap, prices
+from app.present.numbers import FIGURE, NarrationError, narrate, percentile_trap, prices
 from app.story import cursor
 from engine_model import STORIES
 
@@ -19,7 +19,7 @@ def step_runs(story_key: str, i: int):
     story = STORIES[story_key]
     step = story.tour[i]
     now = run(story_key, tuple(sorted(step.settings.items())))
-    return story, step, run(story_key), now
+    return story, step, run(story_key, tuple(sorted(step.versus.items()))), now
 
 
 STEPS = [(key, i) for key, story in STORIES.items() for i in range(len(story.tour))]
@@ -28,11 +28,28 @@ STEPS = [(key, i) for key, story in STORIES.items() for i in range(len(story.tou
 @pytest.mark.parametrize(("story_key", "i"), STEPS, ids=lambda v: str(v))
 def test_every_figure_of_every_step_is_filled_from_the_runs(story_key, i):
     story, step, before, now = step_runs(story_key, i)
-    text = narrate(step.say, story, before, now)
+    text = narrate(step.say, story, before, now, step.cursor)
     assert "{" not in text and "}" not in text, text
     for when, group, metric, stat in FIGURE.findall(step.say):
+        if group == "cursor":
+            assert metric in now.iterations, metric
+            continue
         assert (now if when == "now" else before).summary.metrics.value(
             None if group == "all" else group, metric, stat or None) is not None
+
+
+def test_the_first_step_says_the_pass_time_its_panel_reads():
+    """Forty step 1: "one decode pass every N ms" is the pass under the step's cursor (what the step-through's
+    pass-cost panel beside it reads), not the run's median gap, which the slower passes after the log's
+    100,000 tokens raise."""
+    story, step, before, now = step_runs("forty_replies", 0)
+    its = now.iterations
+    shown = its.iloc[cursor.resolve(its, step.cursor)]
+    assert shown["kind"] == "decode" and shown["start_at"] < 0.5  # before the log arrives
+    text = narrate(step.say, story, before, now, step.cursor)
+    assert f"one decode pass every {fmt_seconds(shown['duration_s'])} " in text, text
+    with pytest.raises(NarrationError):  # a cursor figure needs the step's cursor
+        narrate(step.say, story, before, now)
 
 
 def test_more_kv_reads_before_to_after():
@@ -140,7 +157,7 @@ def test_the_percentile_trap_is_said_only_where_p99_and_the_longest_pause_disagr
 def test_the_price_of_mixed_chunk_is_throughput_run_length_and_reply_time_per_group():
     off, on = run("forty_replies"), run("forty_replies", (("mixed", True),))
     found = {p.label: (p.before, p.after) for p in prices(STORIES["forty_replies"], off, on)}
-    assert list(found) == ["Output, tokens/s", "Run length", "Reply time, streams (median)",
+    assert list(found) == ["Output at this load, tokens/s", "Run length", "Reply time, streams (median)",
                            "Reply time, log (median)"]
     assert found["Run length"] == (off.summary.end_at, on.summary.end_at)
     assert found["Reply time, log (median)"][1] == on.summary.metrics.value("log", "e2e_s", "p50")
@@ -177,3 +194,54 @@ def test_a_client_that_sends_no_max_tokens_is_pushed_back_less_and_waits_longer(
     assert got.value("chats", "ttft_s", "p95") > was.value("chats", "ttft_s", "p95")
     text = narrate(step.say, story, before, now)
     assert f"({was.value(None, 'num_retracted')} → {got.value(None, 'num_retracted')})" in text
+
+
+def test_each_step_compares_with_the_step_its_words_compare_with():
+    """The logprob step undoes mixed chunk's point: its cards and words compare with mixed chunk on (the
+    longest pause from ~1.8 s back to ~12.6 s), not with the defaults (12.55 s → 12.56 s says nothing)."""
+    for story in STORIES.values():
+        for i, step in enumerate(story.tour):
+            if step.versus:
+                assert story.versus_step(i) is not None, (story.key, step.title)  # an earlier step's settings
+    story = STORIES["forty_replies"]
+    i = next(i for i, s in enumerate(story.tour) if s.settings.get("logprob"))
+    assert story.versus_step(i) == next(j for j, s in enumerate(story.tour) if s.settings == {"mixed": True})
+    _, step, before, now = step_runs("forty_replies", i)
+    text = narrate(step.say, story, before, now)
+    was, is_now = (r.summary.metrics.value("streams", "max_itl_s", "max") for r in (before, now))
+    assert is_now > 3 * was, (was, is_now)  # the stall is back, against mixed chunk on
+    assert f"{fmt_seconds(was)} (mixed chunk on, no logprobs) to {fmt_seconds(is_now)}" in text, text
+    on_screen = {**story.defaults, **step.settings}
+    assert story.compared_with(i, on_screen) == {"mixed": True}
+    assert story.compared_with(i, {**on_screen, "logprob": False}) == {}  # a setting moved: the defaults
+    assert story.compared_with(None, on_screen) == {}
+
+
+# what a step's words describe -> the chart that draws it (the step's "Look here" must land there)
+DRAWN_IN = {"dark grey rules": "kv", "purple band": "tokens", "the stall is back": "tokens",
+            "pink gaps": "tokens", "orange bars": "passes", "kv used (blue)": "kv", "two stalls": "why"}
+
+
+@pytest.mark.parametrize(("story_key", "i"), STEPS, ids=lambda v: str(v))
+def test_look_here_lands_on_the_chart_the_words_describe(story_key, i):
+    step = STORIES[story_key].tour[i]
+    said = step.say.lower()
+    named = {chart for phrase, chart in DRAWN_IN.items() if phrase in said}
+    if named:
+        assert step.focus in named, (story_key, step.title, step.focus, named)
+    if step.focus == "why":  # the two-stalls table, only where the words tell the two stalls apart
+        assert "two stalls" in said, (story_key, step.title)
+
+
+def test_the_shade_the_words_name_is_the_shade_drawn():
+    """"The dark purple band" was drawn in the 5–20 s shade (a mid magenta) once calibration shortened the
+    pause: a step names the darkest shade only where its stall is drawn in it."""
+    from app.charts.request_frames import gap_band, gap_bands
+
+    for story_key, i in STEPS:
+        step = STORIES[story_key].tour[i]
+        if "dark purple" not in step.say:
+            continue
+        now = run(story_key, tuple(sorted(step.settings.items())))
+        longest = now.summary.metrics.value(STORIES[story_key].stream_group, "max_itl_s", "max")
+        assert gap_band(longest, now.stall_threshold_s) == gap_bands(now.stall_threshold_s)[-1][2], step.title

@@ -4,8 +4,8 @@ One colour per meaning, on every chart and every surface (docs/app.md, "Colours"
 meaning once with its colour and the labels charts give it, and every constant below is read from it. Pass
 kinds are Okabe-Ito (colour-blind safe): prefill chunk vermillion, decode blue, mixed bluish green; pinks to
 purples mean only "no token" (a stall, darker the longer); greys mean waiting (mid), retracted (dark) and
-unused (light). A cursor (a time in seconds) draws the same dashed rule on every timeline so step-through
-moves them together.
+unused (light); a token is drawn in decode blue, never in a grey. A cursor (a time in seconds) draws the
+same dashed rule on every timeline so step-through moves them together.
 """
 
 from __future__ import annotations
@@ -17,7 +17,10 @@ from app.charts.phases import PHASES
 
 PALETTE = {  # meaning -> (colour, the labels charts give it)
     "prefill": ("#D55E00", ("prefill chunk", "prefill chunks")),
-    "decode": ("#0072B2", ("decode", "decoding", "running", "used")),
+    # a token, a steady run's bar or a lone token's tick: what a decode pass gives a request (never the dark
+    # grey of a retraction, which a near-black bar read as at projector scale)
+    "decode": ("#0072B2", ("decode", "decoding", "running", "used", "token",
+                           "gaps under the stall threshold")),
     "mixed": ("#009E73", ("mixed",)),
     "unused": ("#DDDDDD", ("idle", "free")),
     "waiting": ("#A6A6A6", ("waiting in queue", "waiting", "waiting at prefill")),
@@ -25,7 +28,6 @@ PALETTE = {  # meaning -> (colour, the labels charts give it)
     "reserved": ("#E69F00", ("reserved, not yet used",)),
     "waiting for decode KV": ("#DDAA33", ("waiting for decode KV",)),
     "transfer": ("#56B4E9", ("KV transfer",)),
-    "token": ("#222222", ("token", "gaps under the stall threshold")),
 }
 GAP_SHADES = ("#F2C4DD", "#DB86B8", "#A8437F", "#5E1449")  # "no token": a stall's length, short to long
 SERIES_COLOURS = ("#332288", "#999933", "#44AA99", "#8C510A")  # series that are not a meaning (Tol's muted)

@@ -119,13 +119,16 @@ def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFra
                   request_order: list[str], cursor_at: float | None = None, end_at: float | None = None,
                   stall_threshold_s: float = 0.25,
                   chunk_pass_s: tuple[float, float] | None = None,
-                  sides: dict[str, str] | None = None, marked: pd.DataFrame | None = None) -> alt.Chart:
+                  sides: dict[str, str] | None = None, marked: pd.DataFrame | None = None,
+                  veil_from: float | None = None) -> alt.Chart:
     """One lane per request: a bar for a steady run of tokens, a tick for a token on its own, prefill chunks
     as coloured blocks, stalls shaded by length, and queue waits (first wait, and after a retraction) drawn
     over the stall they cause. `sides` (two runs in one chart, app.compare.charts): each side's first lane
     -> its name; the axis names the sides instead of the requests, and a rule divides them. `marked` (rid,
     how, label): the lanes the pass under the cursor touched (app.story.cursor.touched), a diamond on each at
-    the cursor and, where `label` is set, the request and what happened to it beside it."""
+    the cursor and, where `label` is set, the request and what happened to it beside it. `veil_from`: the
+    lanes from that time to the run's end are veiled, still to come (a tour step that shows what happens
+    before it: TourStep.veiled)."""
     num = len(request_order)
     show_labels = num <= 60 and not sides
     thinnest = 1 if sides else 2  # px: two runs of hundreds of lanes stay one screen tall
@@ -142,8 +145,8 @@ def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFra
     state_colour = alt.Color("state:N", title=None, scale=timeline_scale(present),
                              legend=alt.Legend(orient="top", labelLimit=260, columns=1))
     lane_layers = []
-    if len(waits):
-        lane_layers.append(alt.Chart(waits.assign(state=wait_state)).mark_bar(opacity=0.85).encode(
+    if len(waits):  # opaque: the legend's own grey, never the stall's shade showing through it
+        lane_layers.append(alt.Chart(waits.assign(state=wait_state)).mark_bar().encode(
             x=x, x2="end_at:Q", y=y, color=state_colour,
             tooltip=[alt.Tooltip("rid:N", title="request"), alt.Tooltip("why:N", title="state"),
                      alt.Tooltip("wait_s:Q", title="waited (s)", format=".3f")]))
@@ -176,6 +179,8 @@ def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFra
     if sides:  # a rule above each side but the first, on its first lane's top edge
         layers.append(alt.Chart(pd.DataFrame({"rid": list(sides)[1:]})).mark_rule(
             color=DIVIDER_COLOUR, strokeWidth=1.5).encode(y=alt.Y("rid:N", scale=scale, bandPosition=0)))
+    if veil_from is not None and end_at is not None and veil_from < end_at:
+        layers.append(veil_layer(veil_from, end_at))
     if cursor_at is not None and marked is not None and len(marked):
         layers += _marked_lanes(marked.assign(at=cursor_at), y, cursor_at, end_at, show_labels)
     cursor = cursor_layer(cursor_at, end_at=end_at)
@@ -203,12 +208,29 @@ def _marked_lanes(marked: pd.DataFrame, y: alt.Y, cursor_at: float, end_at: floa
     return [points, text]
 
 
+VEIL = "#FFFFFF"  # what is still to come: the page's own white, nearly opaque
+
+
+def veil_layer(start: float, end: float) -> alt.Chart:
+    """A white sheet over the lanes from `start` to `end`, with 'still to come' at its top left."""
+    frame = pd.DataFrame({"start_at": [start], "end_at": [end], "label": ["still to come →"]})
+    sheet = alt.Chart(frame).mark_rect(color=VEIL, opacity=0.96).encode(x="start_at:Q", x2="end_at:Q")
+    text = alt.Chart(frame).mark_text(align="left", baseline="top", dx=8, dy=6, fontStyle="italic",
+                                      color="#555555").encode(x="start_at:Q", y=alt.value(0), text="label:N")
+    return sheet + text
+
+
 def _side_axis(sides: dict[str, str]) -> alt.Axis:
     """A y axis that names each side at its first lane ("A", "B") and no request."""
     expr = " : ".join(f"datum.value === {json.dumps(lane)} ? {json.dumps(name)}"
                       for lane, name in sides.items())
     return alt.Axis(labels=True, ticks=False, labelExpr=f"{expr} : ''", labelFontSize=14,
                     labelFontWeight="bold", labelBaseline="top", labelPadding=6)
+
+
+# a lone token's tick, px: a trickle's tokens stay visible lines between its pink gaps on a projector (1 px
+# ticks read as one solid band at 1080p); ticks under JOIN_PX apart are one bar already (request_frames)
+TICK_PX = 3
 
 
 def _token_marks(tokens: pd.DataFrame, y: alt.Y, x: alt.X, request_order: list[str]) -> list[alt.Chart]:
@@ -218,14 +240,14 @@ def _token_marks(tokens: pd.DataFrame, y: alt.Y, x: alt.X, request_order: list[s
     (`token_columns`)."""
     who = alt.Tooltip("rid:N", title="request")
     runs = alt.Chart(tokens[tokens["count"] > 1]).mark_bar(
-        color=colour("token"), height=alt.RelativeBandSize(0.75)).encode(
+        color=colour("decode"), height=alt.RelativeBandSize(0.75)).encode(
         x=x, x2="until:Q", y=y,
         tooltip=[who, alt.Tooltip("count:Q", title="tokens", format=","),
                  alt.Tooltip("at:Q", title="first at (s)", format=".3f"),
                  alt.Tooltip("until:Q", title="last at (s)", format=".3f"),
                  alt.Tooltip("gap_before_s:Q", title="gap before (s)", format=".3f")])
     ticks = alt.Chart(token_columns(tokens, request_order)).mark_rule(
-        color=colour("token"), strokeWidth=1, opacity=0.8).encode(
+        color=colour("decode"), strokeWidth=TICK_PX).encode(
         x=x, **_spanning(y),
         tooltip=[*first_last("requests, one token each"),
                  alt.Tooltip("at:Q", title="token at (s)", format=".3f"),
@@ -309,6 +331,18 @@ def next_token_wait(pauses: pd.DataFrame, cursor_at: float | None = None,
                  alt.Tooltip("wait_s:Q", title="waited (s)", format=".3f"),
                  alt.Tooltip("at:Q", title="at (s)", format=".3f")])
     return with_cursor(lines, cursor_at, end_at).properties(width=WIDTH, height=180)
+
+
+def stacked_ramp(stalls: pd.DataFrame) -> tuple[int, float]:
+    """(how many replies, how long) of the stall most replies share to the millisecond: their ramps in
+    `next_token_wait` lie one on another and read as one line. (0, 0.0) with no stall."""
+    if not len(stalls):
+        return 0, 0.0
+    same = stalls.assign(a=stalls["start_at"].round(3), b=stalls["end_at"].round(3)).groupby(["a", "b"])
+    sizes = same["rid"].nunique()
+    top = sizes.max()
+    longest = max(float(stalls.loc[same.groups[key], "gap_s"].max()) for key in sizes.index[sizes == top])
+    return int(top), longest
 
 
 # -- KV and queue ------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import pandas as pd
 from app.charts import latency, timelines
 from app.charts.frames import RunFrames
 from app.pd.charts import request_phases
+from app.present.fmt import fmt_seconds
 
 
 class View(NamedTuple):
@@ -32,16 +33,26 @@ TOKENS_TITLE = "Token streams: who got a token, and when"
 
 def tokens_caption(stall_s: float, chunk_pass_s: tuple[float, float] | None) -> str:
     yardstick = timelines.chunk_pass_words(chunk_pass_s)
-    return ("One lane per request: a solid bar while its tokens come steadily, a tick per token in a "
-            f"trickle. Pink to dark purple: no token for {stall_s:g} s or more — a stall, darker the longer "
-            f"it lasts{' (' + yardstick + ')' if yardstick else ''}. Orange/green blocks: a prompt being "
-            "prefilled, chunk by chunk; one block across several lanes when one pass prefilled them "
+    return ("One lane per request: a solid blue bar while its tokens come steadily, a blue tick per token "
+            f"in a trickle. Pink to dark purple: no token for {stall_s:g} s or more — a stall, darker the "
+            f"longer it lasts{' (' + yardstick + ')' if yardstick else ''}. Orange/green blocks: a prompt "
+            "being prefilled, chunk by chunk; one block across several lanes when one pass prefilled them "
             "together. Light grey: waiting in the queue; dark grey: retracted, waiting to be prefilled "
             "again.")
 
 
+def alike_words(stalls: pd.DataFrame) -> str:
+    """' The 40 ramps of 6.4 s are one line: one pass froze those replies together.' where several replies
+    stalled in the same passes (their lines coincide), else ''."""
+    num, gap_s = timelines.stacked_ramp(stalls)
+    if num < 2:
+        return ""
+    return (f" Replies that froze in the same passes draw one line over another: the ramp to "
+            f"{fmt_seconds(gap_s)} is {num:,} replies' lines at once.")
+
+
 def story_views(run: RunFrames, at: float | None = None, index: int | None = None,
-                marked: pd.DataFrame | None = None) -> list[View]:
+                marked: pd.DataFrame | None = None, veil_from: float | None = None) -> list[View]:
     """The timelines of one run on one time axis: passes, token streams, tokens so far, KV, queue. `at`: the
     cursor's time (None: no cursor, as a standalone page or a slide shows them); `index`: the pass under
     it; `marked` (rid, how, label): the lanes that pass touched, marked on the token streams."""
@@ -57,11 +68,11 @@ def story_views(run: RunFrames, at: float | None = None, index: int | None = Non
         View("tokens", TOKENS_TITLE, tokens_caption(stall_s, run.chunk_pass_s) + marked_words(marked),
              lambda: timelines.token_streams(run.tokens, run.stalls, run.chunks, run.waits,
                                              run.request_order, at, end, stall_s, run.chunk_pass_s,
-                                             marked=marked)),
+                                             marked=marked, veil_from=veil_from)),
         View("wait", "Waiting for the next token: a ramp is a freeze, small teeth a trickle",
              "One line per reply: how long it has waited for its next token. It climbs while no token comes "
              f"and drops to 0 when one arrives, so a tall ramp is a freeze and small teeth are a trickle; "
-             f"gaps under {stall_s:g} s stay at 0.",
+             f"gaps under {stall_s:g} s stay at 0.{alike_words(run.stalls)}",
              lambda: timelines.next_token_wait(run.pauses, at, end)),
         View("kv", "KV cache slots",
              "How much of the KV pool holds tokens (blue), is reserved for requests not yet running "
@@ -84,11 +95,11 @@ def marked_words(marked: pd.DataFrame | None) -> str:
     return f" A diamond at the cursor marks each lane its pass touched: {said}."
 
 
-def story_view(run: RunFrames, chart_id: str) -> View:
+def story_view(run: RunFrames, chart_id: str, veil_from: float | None = None) -> View:
     """One of `story_views` (no cursor), or a group's gaps histogram ('itl-GROUP')."""
     if chart_id.startswith("itl-"):
         return itl_views(run)[chart_id]
-    return next(v for v in story_views(run) if v.chart_id == chart_id)
+    return next(v for v in story_views(run, veil_from=veil_from) if v.chart_id == chart_id)
 
 
 ITL_CAPTION = ("How long readers waited between two tokens. Most gaps are one decode pass; a stall shows up "

@@ -13,6 +13,7 @@ from app.pd.params import DEFAULTS
 from app.pd.presets import baseline, policy_runs, preset_data
 from app.present.verdict import summary_words
 from engine_model import policy_trade
+from engine_model.frontend import longest
 
 Runs = Callable[[object], object]  # a scenario -> its RunFrames
 
@@ -56,6 +57,16 @@ def step_words(preset: str, values: dict, runs: Runs, section: dict | None = Non
             parts.append(f"PD under {policy}: {summary_words(verdict)}")
         elif policy in refused:
             parts.append(f"PD under {policy} cannot start on this layout ({refused[policy].where})")
-    return (f"Against your engine today on the same GPUs ({tables.gpus(pd)}; PD: {tables.layout(pd)}), "
+    said = (f"Against your engine today on the same GPUs ({tables.gpus(pd)}; PD: {tables.layout(pd)}), "
             + "; ".join(parts) + ".")
+    return said + front_end_words(done)
 
+
+def front_end_words(done: dict) -> str:
+    """' Decode never runs a prefill, but ... the decode server was tokenizing ...' where a PD run's longest
+    hold-up is its decode server's event loop (engine_model/frontend.py) for 250 ms or more, else ''."""
+    block = longest([b for run in done.values() for b in getattr(run, "front_end", ())])
+    if block is None or block.seconds < 0.25:
+        return ""
+    return (" Decode never runs a prefill, but its server still tokenizes every prompt on the loop that "
+            f"streams the replies: the longest hold-up, {block.words()}.")

@@ -139,7 +139,7 @@ def sized_text(node, preset: Preset):
 
 
 def opaque(node):
-    """A mark of one colour drawn see-through (the token ticks: near-black at 0.8) as the opaque colour it
+    """A mark of one colour drawn see-through (the token ticks at 0.8) as the opaque colour it
     makes on white: a PDF gives every see-through mark a graphics state of its own (a megabyte a slide)."""
     if isinstance(node, list):
         return [opaque(v) for v in node]

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from app.charts.frames import RunFrames
 from app.charts.words import NO_TOKEN
 from app.present.fmt import fmt_count, fmt_seconds, pair, seconds_finer
+from app.story import cursor
 from engine_model import Headline, Story
 from engine_model.band import Ranged
 
@@ -50,6 +51,28 @@ def card(before, now, fmt, same: bool = False, is_count: bool = False) -> tuple[
     return f"{shown_before} → {shown_now}", f"{'-' if diff < 0 else '+'}{fmt(abs(diff))}{pct}"
 
 
+def split_stall(headline: Headline, before: RunFrames, after: RunFrames) -> str:
+    """Beside a percentile gap that rose because a stall was split: one long freeze became many short gaps,
+    so more of the gaps are long enough to reach p95/p99 while the longest pause fell. "" otherwise (the
+    card then reads as any other: a rise is worse)."""
+    if headline.metric != "itl_s" or not (headline.stat or "").startswith("p") or headline.group is None:
+        return ""
+    rose = _rose(before, after, headline.group, "itl_s", headline.stat, by=SPLIT_RISE)
+    fell = _rose(after, before, headline.group, "max_itl_s", "max")
+    if not (rose and fell):
+        return ""
+    was, now = (run.summary.metrics.value(headline.group, "max_itl_s", "max") for run in (before, after))
+    return f"a stall split into short gaps (longest pause {fmt_seconds(was)} → {fmt_seconds(now)})"
+
+
+SPLIT_RISE = 1.5  # a percentile at least this many times higher: the split stall moved it, not noise
+
+
+def _rose(before: RunFrames, after: RunFrames, group: str, metric: str, stat: str, by: float = 1.0) -> bool:
+    was, now = (run.summary.metrics.value(group, metric, stat) for run in (before, after))
+    return was is not None and now is not None and now > was * by + 1e-9
+
+
 def whole(text: str) -> str:
     """A number with its unit as one unbreakable word ("18.6\u00a0s")."""
     return text.replace(" ", "\u00a0")
@@ -65,11 +88,14 @@ class HeadlineRow:
     card: str
     delta: str | None
     band: str = ""  # "5.8–9.8 s": this setting across its GPU's attention evidence (engine_model.band), or ""
+    why: str = ""  # beside a percentile that rose because a stall was split (`split_stall`), or ""
 
     @property
     def now_banded(self) -> str:
-        """This setting's number with its band, as a table or a sentence shows it."""
-        return f"{self.now} (range {self.band})" if self.band else self.now
+        """This setting's number with its band and why it rose (a split stall), as a table or a sentence
+        shows it."""
+        said = f"{self.now} (range {self.band})" if self.band else self.now
+        return f"{said} ({self.why})" if self.why else said
 
 
 def headline_rows(story: Story, current: RunFrames, base: RunFrames,
@@ -81,8 +107,9 @@ def headline_rows(story: Story, current: RunFrames, base: RunFrames,
     for h in story.headlines:
         fmt, now, before = headline_fmt(h), headline_value(current, h), headline_value(base, h)
         value, delta = card(before, now, fmt, same, h.unit == "count")
+        why = split_stall(h, base, current) if delta else ""
         rows.append(HeadlineRow(headline_label(h, current), _shown(fmt, before), _shown(fmt, now), value,
-                                delta, band_text(ranges, h, now)))
+                                delta, band_text(ranges, h, now), why))
     return rows
 
 
@@ -130,11 +157,16 @@ def rate_finer(value: float | None) -> str:
 FINER = {fmt_seconds: seconds_finer, fmt_rate: rate_finer}  # each formatter's one-more-digit form
 
 
+OUTPUT_LABEL = "Output at this load, tokens/s"  # what the offered load got, never read as the GPU's capacity
+
+
 def prices(story: Story, before: RunFrames, after: RunFrames) -> list[Price]:
     """What a change costs beside what it gains: output throughput, run length, each group's median reply."""
-    out = [Price("Output, tokens/s", before.summary.metrics.overall.output_throughput_tok_s,
+    out = [Price(OUTPUT_LABEL, before.summary.metrics.overall.output_throughput_tok_s,
                  after.summary.metrics.overall.output_throughput_tok_s, fmt_rate, "higher",
-                 "Tokens written per second, from the first arrival to the last reply's end."),
+                 "Tokens written per second for the requests this story sends, from the first arrival to the "
+                 "last reply's end: the throughput of the offered load (a light load gives a low number), "
+                 "not what the GPU could do flat out."),
            Price("Run length", before.summary.end_at, after.summary.end_at, fmt_seconds, "lower",
                  "Until the last request finished.")]
     for group in after.summary.metrics.groups:
@@ -187,7 +219,14 @@ def percentile_trap(group: str, before: RunFrames, after: RunFrames) -> str | No
 
 
 # -- tour narration ----------------------------------------------------------------------------------
-def figure_value(run: RunFrames, group: str, metric: str, stat: str | None):
+CURSOR = "cursor"  # "{now:cursor.duration_s}": the pass under the step's cursor, as the step-through shows it
+
+
+def figure_value(run: RunFrames, group: str, metric: str, stat: str | None, at: tuple | None = None):
+    if group == CURSOR:
+        if at is None or metric not in run.iterations:
+            raise KeyError(f"{group}.{metric}: no cursor, or the pass has no such number")
+        return float(run.iterations.iloc[cursor.resolve(run.iterations, at)][metric])
     try:
         value = run.summary.metrics.value(None if group == "all" else group, metric, stat)
     except AttributeError:
@@ -197,9 +236,9 @@ def figure_value(run: RunFrames, group: str, metric: str, stat: str | None):
     return value
 
 
-def figure(run: RunFrames, group: str, metric: str, stat: str | None) -> str:
+def figure(run: RunFrames, group: str, metric: str, stat: str | None, at: tuple | None = None) -> str:
     """One number of a run as the narration quotes it: seconds for durations, a count otherwise."""
-    value = figure_value(run, group, metric, stat)
+    value = figure_value(run, group, metric, stat, at)
     return fmt_seconds(value) if metric.endswith("_s") else fmt_count(value)
 
 
@@ -224,13 +263,15 @@ class NarrationError(ValueError):
 LEFT_OVER = re.compile(r"\{[^{}]*\}")
 
 
-def narrate(say: str, story: Story, before: RunFrames, now: RunFrames) -> str:
+def narrate(say: str, story: Story, before: RunFrames, now: RunFrames, at: tuple | None = None) -> str:
     """A tour step's narration with its figures filled in from the runs on screen (see
-    engine_model.stories). Raises NarrationError rather than print a placeholder."""
+    engine_model.stories); `at`: the step's cursor (TourStep.cursor), for the figures of the pass under it
+    (`{now:cursor.duration_s}`: what the step-through's panel beside the words reads). Raises NarrationError
+    rather than print a placeholder."""
     runs = {"before": before, "now": now}
     try:
         text = PAIR.sub(lambda m: figure_pair(before, now, m[1], m[2], m[3], m[4]), say)
-        text = FIGURE.sub(lambda m: figure(runs[m[1]], m[2], m[3], m[4]), text)
+        text = FIGURE.sub(lambda m: figure(runs[m[1]], m[2], m[3], m[4], at), text)
     except KeyError as err:
         raise NarrationError(f"{story.key}: {err.args[0]}") from None
     trap = percentile_trap(story.stream_group, before, now) or ""

@@ -24,7 +24,8 @@ def room_spec(spec: dict, presenting: bool = False) -> dict:
     if presenting:
         out = _larger_text(out, scale)
         if isinstance(out.get("height"), dict) and "step" in out["height"]:  # lanes: a discrete y axis
-            out["height"] = {"step": max(6, round(out["height"]["step"] * PRESENTER_LANE))}
+            step = out["height"]["step"]  # a chart of hundreds of thin lanes keeps them thin: one screen
+            out["height"] = {"step": max(min(6, step), round(step * PRESENTER_LANE))}
         elif isinstance(out.get("height"), int | float):  # the chart's height includes its larger axis text
             out["height"] = round(out["height"] * scale)
     return out

@@ -26,7 +26,6 @@ from pypdf import PdfReader, PdfWriter
 from app.charts import views
 from app.charts.frames import RunFrames
 from app.pd import tables
-from app.pd.narration import step_words
 from app.pd.presets import pd_scenario
 from app.present.export import export_spec, joined, small_png
 from app.present.fmt import fmt_seconds
@@ -44,6 +43,7 @@ from app.present.layout import (
 )
 from app.present.numbers import card, fmt_rate, headline_rows, narrate
 from app.present.settings import model_words, run_settings
+from app.story import cursor
 from engine_model import STORIES, InputError, Story, TourStep, num_gpus
 from engine_model.band import ranged
 
@@ -110,12 +110,14 @@ def step_slide(story: Story, i: int, step: TourStep, runs: Runs, page: dict | No
     values = step_values(story, step, page)
     scenario = story.scenario(values)
     now = runs(scenario)
-    base = runs(story.scenario(story.baseline_values(values)))
-    caption = narrate(step.say, story, base, now)
+    base = runs(story.scenario(story.baseline_values(values, step.versus)))
+    caption = narrate(step.say, story, base, now, step.cursor)
     settings = "Settings: " + " · ".join(run_settings(story, values, now.summary.config)) + "."
     name = f"{story.key}-{i:02d}"
     if step.focus == "pd":
         preset = step.section.get("preset", "rush")
+        from app.pd.narration import step_words  # here: app.pd.narration imports app.present's package
+
         caption = f"{caption} {step_words(preset, values, runs)}".strip()  # as the app's tour says it
         chart, chart_title, numbers, where = pd_pair(values, preset, runs)
         if preset != "rush":  # another deployment: its own words, not the page's
@@ -136,7 +138,9 @@ def step_slide(story: Story, i: int, step: TourStep, runs: Runs, page: dict | No
 def _view(story: Story, step: TourStep, run: RunFrames) -> views.View:
     if step.focus == "itl":
         return views.story_view(run, f"itl-{story.stream_group}")
-    return views.story_view(run, FOCUS.get(step.focus, "tokens"))
+    veil = (float(run.iterations.iloc[cursor.resolve(run.iterations, step.cursor)]["start_at"])
+            if step.veiled and len(run.iterations) else None)  # what the app's tour veils, as it veils it
+    return views.story_view(run, FOCUS.get(step.focus, "tokens"), veil)
 
 
 # The PD section as a tour step sets it (the tour puts it back to app.pd.params.DEFAULTS): the preset's decode

@@ -113,7 +113,22 @@ def verdict_ui(read: compute.ReadLog) -> None:
 
 
 def resolved_settings_ui(read: compute.ReadLog) -> None:
+    """What the log says the server resolved, a row per setting. In presenter mode a closed fold: the room
+    reads the verdict and the timeline; the table is one click away."""
+    if state.is_presenting():
+        with folded("What did your server actually resolve? — a row per setting", RESOLVED_FOLD,
+                    icon=":material/tune:") as is_open:
+            if is_open:
+                _resolved_settings(read)
+        return
     st.markdown("#### What did your server actually resolve?")
+    _resolved_settings(read)
+
+
+RESOLVED_FOLD = "server.resolved.open"
+
+
+def _resolved_settings(read: compute.ReadLog) -> None:
     st.caption("SGLang prints every setting once at startup (`server_args=…`, after its own defaults) and "
                "the scheduler prints the resolved KV pool and chunk size; those lines win. A flag the log "
                "does not state is assumed at SGLang's default — check `/server_info` on the running server.")

@@ -96,7 +96,8 @@ def front_end_words(d: dict) -> str:
     block = d.get("front_end_longest")
     if block is None:
         return "no prompt's tokenizing held a reply back (or the front end is not modelled in this run)"
-    return (f"{d['front_end_blocks']} time(s) a prompt's tokenizing held replies back; the longest at "
+    times = "once" if d["front_end_blocks"] == 1 else f"{d['front_end_blocks']:,} times"
+    return (f"Tokenizing prompts held replies back {times}; the longest at "
             f"t = {block.start_at:.2f} s: {block.words()}, then each got its queued tokens as one chunk")
 
 

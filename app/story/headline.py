@@ -24,6 +24,7 @@ from app.present.numbers import (
     headline_value,
     percentile_trap,
     prices,
+    split_stall,
 )
 from app.present.settings import changes_words
 from app.ui.cards import Card, cards_ui
@@ -62,8 +63,7 @@ def headline_ui(story: Story, current: RunFrames, base: RunFrames, values: dict 
     ranges = ranges_of(story, values)
     if not presenting:  # the presenter says it; the room sees "before → after" on the cards
         st.markdown("#### Before → after")
-        st.caption("Before: the story as it opened (SGLang's defaults for ⚑ flags, the story's own "
-                   f"workload), on the deployment and seed you chose. {changes_words(story, values)}")
+        st.caption(f"{before_words(story, values)} {changes_words(story, values)}")
         note = _attention_note(story, values, ranges)
         if note:
             st.caption(note)
@@ -86,6 +86,18 @@ def headline_ui(story: Story, current: RunFrames, base: RunFrames, values: dict 
     return shown
 
 
+def before_words(story: Story, values: dict | None) -> str:
+    """What "before" is on the cards: the story as it opened, or the tour step this step compares with."""
+    active = st.session_state.get(state.keys(story.key).tour_step)
+    if values is not None and story.compared_with(active, values):
+        j = story.versus_step(active)
+        named = f"step {j + 1}, {story.tour[j].title.lower()}" if j is not None else "the step's own baseline"
+        return (f"Before: {named} — the step these numbers compare with — on the deployment and seed you "
+                "chose.")
+    return ("Before: the story as it opened (SGLang's defaults for ⚑ flags, the story's own workload), on "
+            "the deployment and seed you chose.")
+
+
 def price_ui(story: Story, before: RunFrames, after: RunFrames, same: bool = False, title: str = "") -> None:
     """The price of the change beside its gain: throughput, run length and reply time per group."""
     cards_ui(price_cards(prices(story, before, after), same), title or "##### What it costs")
@@ -105,7 +117,8 @@ def headline_cards(story: Story, before: RunFrames, after: RunFrames, same: bool
             value = f"{fmt(was)} → {fmt(now)}"
         band = band_text(ranges, headline, now)
         note = " ".join(p for p in (headline.help or "", ranges.band.words() if band else "") if p)
-        out.append(Card(headline_label(headline, after), value, delta, "lower", note, band))
+        why = split_stall(headline, before, after) if delta else ""
+        out.append(Card(headline_label(headline, after), value, delta, "lower", note, band, why))
     return out
 
 

@@ -79,7 +79,9 @@ def _timeline(story: Story, run: RunFrames) -> None:
 
     key = (run_key(story.key), pos)
     index = int(row["index"]) if len(run.lanes) == 1 else None
-    views_now = views.story_views(run, float(row["start_at"]), index, marked_lanes(run, row))
+    step = tour.active_step(story)  # a step that keeps what comes next for later veils it, up to the cursor
+    veil = float(row["start_at"]) if step is not None and step.veiled else None
+    views_now = views.story_views(run, float(row["start_at"]), index, marked_lanes(run, row), veil)
     charts = {chart.chart_id: chart for chart in views_now}
     _chart(story, run, charts["tokens"], key)  # the lesson, right under the headline cards
     with folded(f"Step through the scheduler's decisions — {_where(row)}", tour.STEPS,

@@ -143,11 +143,13 @@ def _controls_row(story: Story, controls: list):
 
 
 def runs_or_stop(story: Story, values: dict) -> tuple[RunFrames, RunFrames]:
-    """The current run and the baseline (the story as it opened, same deployment and seed); stops the page on
-    bad input."""
+    """The current run and the baseline (the story as it opened, same deployment and seed; while a tour step
+    that compares with another step is on screen, that step's settings: Story.compared_with); stops the page
+    on bad input."""
     try:
         scenario = story.scenario(values)
-        baseline = story.scenario(story.baseline_values(values))
+        versus = story.compared_with(st.session_state.get(state.keys(story.key).tour_step), values)
+        baseline = story.scenario(story.baseline_values(values, versus))
         current, base = compute.run_scenario(scenario), compute.run_scenario(baseline)
     except InputError as err:
         st.error(f"**This combination cannot run.** `{err.where}`: {err.problem}", icon=":material/block:")

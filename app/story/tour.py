@@ -77,7 +77,7 @@ def narration_ui(story: Story, slot, current: RunFrames, base: RunFrames, values
     st.session_state[state.TOUR_WORDS] = None
     if active is not None:
         step = story.tour[active]
-        words = narrate(step.say, story, base, current)
+        words = narrate(step.say, story, base, current, step.cursor)
         if step.focus == "pd" and values is not None:
             section = {param: st.session_state.get(pd_params.widget_key(param), default)
                        for param, default in pd_params.DEFAULTS.items()}

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app import state
 from app.charts.frames import RunFrames
 from app.present.settings import edited_words
+from app.ui.fold import folded
 from engine_model import gpus_words, pool_words
 
 
@@ -35,7 +37,21 @@ def resolved_ui(run: RunFrames) -> None:
 
 def resolved_pair_ui(a: RunFrames, b: RunFrames) -> None:
     """Two runs in one caption: what they share once, then what differs, A's beside B's — so the difference
-    is read, not hunted for in two near-identical lines."""
+    is read, not hunted for in two near-identical lines. In presenter mode the paragraph waits in a closed
+    fold (the room reads the cards, not a grey paragraph), as a story page keeps it behind "What runs"."""
+    if state.is_presenting():
+        with folded("What A and B run: the resolved settings", PRESENT_FOLD,
+                    icon=":material/memory:") as is_open:
+            if is_open:
+                _resolved_pair(a, b)
+        return
+    _resolved_pair(a, b)
+
+
+PRESENT_FOLD = "compare.resolved.open"
+
+
+def _resolved_pair(a: RunFrames, b: RunFrames) -> None:
     pairs = list(zip(resolved_parts(a), resolved_parts(b), strict=True))  # part by part, in one order
     shared = [pa for pa, pb in pairs if pa == pb]
     only_a, only_b = [pa for pa, pb in pairs if pa != pb], [pb for pa, pb in pairs if pa != pb]

@@ -51,8 +51,40 @@ def in_words(text: str) -> str:
     text = re.sub(rf"\bsee {PATH}", "see the project's documentation", text)
     text = re.sub(rf"\(\s*{PATH}\s*,\s*", "(", text)
     text = re.sub(rf",?\s*{PATH}", "", text)
-    text = re.sub(r"\(\s*\)", "", text)  # a parenthesis left empty
-    return re.sub(r"\s+,", ",", re.sub(r"\(\s+", "(", text))
+    return tidy(text)
+
+
+STRAY = re.compile(r"\(\s*\)|\(\s*[;,.]|[;,]\s*\)|[;,]\s*[;,]|\s[;,.](?!\d)|``")  # what a removal can leave
+
+
+def tidy(text: str) -> str:
+    """The punctuation a removed path leaves behind: '(;, "x")' -> '("x")', '(a, b; )' -> '(a, b)', an empty
+    parenthesis, a space before a comma."""
+    for _ in range(3):  # a removal can uncover another
+        text = re.sub(r"\(\s*[;,]\s*", "(", text)
+        text = re.sub(r"\s*[;,]\s*\)", ")", text)
+        text = re.sub(r"([;,])\s*[;,]", r"\1", text)
+        text = re.sub(r"\s*\(\s*\)", "", text)  # a parenthesis left empty
+        text = re.sub(r"\(\s+", "(", text)
+        text = re.sub(r"[ \t]+([,;])", r"\1", text)
+    return text
+
+
+def leads(text: str) -> list[str]:
+    """Each simplification in one short sentence, in order: its bold lead where that is a sentence ('Tensor
+    parallel within one node.'), else the bullet's first sentence; without code marks or parentheses."""
+    out = []
+    for bullet in re.findall(r"^- (.+?)(?=^- |\Z)", text, flags=re.MULTILINE | re.DOTALL):
+        bullet = re.sub(r"\s+", " ", bullet).strip()
+        bold = re.match(r"\*\*(.+?)\*\*", bullet)
+        if bold and bold[1].endswith("."):
+            lead = bold[1]
+        else:
+            lead = re.split(r"(?<=[a-z0-9)`])\.\s", bullet.replace("**", ""), maxsplit=1)[0].rstrip(".") + "."
+            lead = re.split(r":\s", lead, maxsplit=1)[0].rstrip(".") + "."  # up to its explanation
+        lead = re.sub(r"\s*\([^()]*\)", "", re.sub(r"`([^`]*)`", r"\1", lead))
+        out.append(lead)
+    return out
 
 
 def simplifications_ui() -> None:
@@ -64,5 +96,8 @@ def simplifications_ui() -> None:
             st.caption("The list of simplifications is not available in this build. The model follows "
                        "SGLang's scheduler rule by rule, each rule named after the SGLang function it "
                        "mirrors.")
-        else:
+        else:  # in short first, a line each; then each one as the design document says it
+            st.markdown("**In short** — the model leaves out or simplifies:\n\n"
+                        + "\n".join(f"- {lead}" for lead in leads(text)))
+            st.markdown("**Each one in detail** (SGLang's own names in `code`):")
             st.markdown(in_words(text))
