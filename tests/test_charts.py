@@ -399,7 +399,8 @@ def test_a_trickle_reads_as_lines_between_gaps_at_projector_scale():
 
 def test_the_first_steps_keep_the_stall_for_the_step_that_shows_it():
     """Forty steps 1 and 2 veil the lanes past their cursor, so the stall step 3 points at is not on screen
-    before it: every stall starts under the veil, which runs to the run's end."""
+    before it: each stream's longest stall (the chunk's freeze) starts under the veil, which runs to the
+    run's end. (The front end's shorter hold-up while the log is tokenized is what step 2 is about.)"""
     story = STORIES["forty_replies"]
     run = story_runs.run("forty_replies")
     reveal = next(i for i, s in enumerate(story.tour) if "{now:streams.max_itl_s.max}" in s.say)
@@ -407,7 +408,8 @@ def test_the_first_steps_keep_the_stall_for_the_step_that_shows_it():
     its = run.iterations
     for step in story.tour[:reveal]:
         start = float(its.iloc[cursor.resolve(its, step.cursor)]["start_at"])
-        assert (run.stalls["start_at"] >= start - 1e-9).all()
+        freezes = run.stalls.loc[run.stalls.groupby("rid")["gap_s"].idxmax()]
+        assert (freezes["start_at"] >= start - 1e-9).all()
         spec = timelines.token_streams(run.tokens, run.stalls, run.chunks, run.waits, run.request_order,
                                        start, run.end_at, veil_from=start).to_dict()
         veils = [rows[0] for rows in spec["datasets"].values()

@@ -107,7 +107,15 @@ def test_the_rush_numbers_and_the_pd_step_lands_on_a_visible_trade_off():
     single = run("ten_oclock_rush").summary.metrics.value("questions", "max_itl_s", "max")
     split = {p: scenario_run(pd_scenario("rush", rush.defaults, p, 0, 1, 1))
              for p in ("early", "prefill_complete")}
-    assert single > 10 and split["early"].summary.metrics.value("questions", "max_itl_s", "max") < 0.1
+    # decode never runs a prefill: what still holds a question's reply is the decode server's front end
+    # tokenizing the six contracts back to back (engine_model/frontend.py), and nothing else
+    held = max(b.seconds for b in split["early"].front_end)
+    pause = split["early"].summary.metrics.value("questions", "max_itl_s", "max")
+    assert single > 10 and held <= pause < held + 0.1
+    early = pd_scenario("rush", rush.defaults, "early", 0, 1, 1)
+    scheduler_only = scenario_run(early.model_copy(update={"cost": early.cost.model_copy(
+        update={"front_end": False})}))
+    assert scheduler_only.summary.metrics.value("questions", "max_itl_s", "max") < 0.1
     assert tables.little_difference(split["early"], split["prefill_complete"], "questions")  # says why
     assert rush.tour[5].section == {"preset": "upstream"} and rush.tour[5].focus == "pd"
 
@@ -149,7 +157,7 @@ def test_the_percentile_trap_is_said_only_where_p99_and_the_longest_pause_disagr
                            f"while their longest pause went {longest[0]} → {longest[1]}.")
     assert (on.summary.metrics.value("streams", "itl_s", "p99")
             > 10 * off.summary.metrics.value("streams", "itl_s", "p99"))
-    assert re.search(r"Before, 40 of [\d,]+ gaps .* too few for p99 to see; now \d+ of", trap)
+    assert re.search(r"Before, \d+ of [\d,]+ gaps .* too few for p99 to see; now \d+ of", trap)
     small = run("forty_replies", (("chunk", 2048), ("mixed", True)))
     assert percentile_trap("streams", small, small) is None  # p99 0.38 s, longest 0.40 s: they agree
 

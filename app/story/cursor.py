@@ -78,20 +78,22 @@ RETRACTED, PREFILLED, NO_TOKEN = "retracted", "prefilled in this pass", "got no 
 def touched(tokens: pd.DataFrame, row, no_token: bool = True) -> pd.DataFrame:
     """The requests the pass under the cursor (a row of the iterations frame) touched, from the run's own
     data: the one(s) it retracted (`retracted`), the prompt(s) it prefilled (`prefill_rids`: the long
-    prompt), and — `no_token` — the replies mid-stream that got no token from it (a token before the pass,
-    one after, none at its end; `tokens` holds runs of tokens, one every pass, from `at` to `until`).
+    prompt), and — `no_token` — the replies mid-stream that got no token from it (a pass without a decode
+    row; mid-stream: a token before the pass and one after; `tokens` holds runs of tokens from `at` to
+    `until`).
     Columns rid, how; a request once, under the first of those it is."""
     eps = 1e-9
     start, end = float(row["start_at"]), float(row["end_at"])
     named = [(rid, how) for col, how in (("retracted", RETRACTED), ("prefill_rids", PREFILLED))
              for rid in str(row[col] or "").replace(",", " ").split()]
     missed: list[str] = []
-    if no_token and len(tokens):
+    if no_token and len(tokens) and not row.get("num_decode_rows", 0):
+        # a pass with no decode row gives no running request a token (the scheduler's truth: the client may
+        # still receive tokens queued earlier during it, engine_model/frontend.py); a decode or mixed pass
+        # gives every running request one
         by_rid = tokens.groupby("rid", sort=False)
         before = by_rid["at"].min() <= start + eps
         after = by_rid["until"].max() > end + eps
-        hit = (tokens["at"] <= end + eps) & (tokens["until"] >= start + eps)  # a token at the pass's end
-        got = hit.groupby(tokens["rid"], sort=False).any()
-        missed = list(got.index[before & after & ~got])
+        missed = list(before.index[before & after])
     out = pd.DataFrame(named + [(rid, NO_TOKEN) for rid in missed], columns=["rid", "how"])
     return out.drop_duplicates("rid", keep="first").reset_index(drop=True)
