@@ -86,12 +86,15 @@ def test_held_out_kernel_points_within_2_percent():
 
 def test_long_prompt_first_token_within_25_percent_at_every_held_out_length():
     """Llama-3.1-8B alone on one H100 and one B200, 10k to 128k tokens: within 25 % at every length (the
-    issue's target), and in fact within 7 %."""
+    issue's target), and in fact within 7 %, with the tokenizer figure the reconstructed points embed. With
+    this machine's tokenizer (a 2-core VM) the short prompts read long: tokenizing is host-bound."""
     from bench.attention_fit import error_pct, model_ttft, ttft_points
     held = [p for p in ttft_points() if p.use == "held_out"]
     errors = {(p.gpu, p.prompt_tokens): round(error_pct(model_ttft(p), p.ttft_s)) for p in held}
     assert errors == {("h100-sxm", 10000): 4, ("h100-sxm", 100000): -6, ("h100-sxm", 131072): -2,
                       ("b200", 10000): 6, ("b200", 100000): 0, ("b200", 131072): 5}
+    here = {(p.gpu, p.prompt_tokens): error_pct(model_ttft(p, None), p.ttft_s) for p in held}
+    assert here[("b200", 10000)] > 25 and here[("h100-sxm", 131072)] < 25  # 42 ms of 124 ms: the host's
 
 
 def test_without_the_per_query_overhead_short_prompts_run_too_fast_on_h100():
