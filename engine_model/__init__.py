@@ -8,6 +8,7 @@ This file is the public face: the app, notebooks and users import from here and 
 """
 
 from engine_model.backend import Attention, attention_of
+from engine_model.band import Band, Ranged, band_of, ranged
 from engine_model.benchtest import bench_export, zip_export
 from engine_model.config import MAX_REQUESTS, Scenario
 from engine_model.core import Iteration, PassKind, Request, RequestState, Retraction, Row
@@ -17,6 +18,8 @@ from engine_model.deployment import Fix, Refused, gpus_words, pool_words, tp_siz
 from engine_model.errors import InputError
 from engine_model.feasibility import check as check_deployment
 from engine_model.feasibility import fixes as deployment_fixes
+from engine_model.frontend import Block
+from engine_model.frontend import longest as longest_block
 from engine_model.hardware import GPUS, LINKS, MODELS
 from engine_model.logs import Diagnosis, ParsedLog, Timeline, build_timeline, diagnose, parse_log
 from engine_model.logs import settings as log_settings
@@ -31,7 +34,7 @@ from engine_model.logs.replay import ASSUMED_OUTPUT_LEN, NOT_MATCHED, scenario_f
 from engine_model.logs.scrape import Scrape, ScrapeSet, read_scrapes
 from engine_model.logs.scrape_report import MetricsReport, Tail, report
 from engine_model.logs.server_info import ServerInfo, read_server_info
-from engine_model.metrics import GroupMetrics, Metrics, Stats, e2e, gaps, max_itl, queue, tpot, ttft
+from engine_model.metrics import GroupMetrics, Metrics, Stats, e2e, gaps, max_itl, queue, seen, tpot, ttft
 from engine_model.pass_cost import CostTerm, PassCost, attention_note, cost_figures, pass_cost, pass_shape
 from engine_model.pd.checklist import Check, checklist, settings_of, settings_of_log
 from engine_model.pd.checklist import of_scenario as scenario_checklist
@@ -70,6 +73,7 @@ from engine_model.versions import CHANGES
 from engine_model.workload import workload_trace
 
 __all__ = [
+    "Band", "Block", "Ranged", "band_of", "longest_block", "ranged", "seen",
     # scenarios
     "InputError", "MAX_REQUESTS", "Scenario", "apply_sets", "check_deployment", "load_scenario",
     "parse_value", "read_toml", "resolve", "kv_dtype_of",

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from engine_model.config import Scenario
 from engine_model.cost import LinearCost, cost_of
+from engine_model.errors import InputError
 from engine_model.report import Summary, summary
 from engine_model.simulation import simulate
 
@@ -71,7 +72,10 @@ def band_of(scenario: Scenario) -> Band | None:
     if scenario.cost.kind == "linear" or "attention_mfu" in scenario.cost.roofline \
             or "attention_mfu" in scenario.hardware.gpu_overrides:
         return None
-    model = cost_of(scenario)
+    try:
+        model = cost_of(scenario)
+    except InputError:  # a deployment that cannot run has no numbers to range
+        return None
     if isinstance(model, LinearCost) or model.gpu.vendor != "nvidia":
         return None
     bounds = bounds_of(model.gpu.sm)

@@ -141,7 +141,8 @@ def apart(at) -> list[str]:
 
 def test_the_other_stall_opens_with_its_two_stalls_apart():
     at = open_page("app_pages/other_stall.py")
-    assert apart(at) == ["Pass timeline", "KV chart", "Token streams", "Server log", "The fix"]
+    assert apart(at) == ["Pass timeline", "KV chart", "Token streams", "Server log",
+                         "Front end (the server's event loop)", "The fix"]
 
 
 def test_a_link_restores_the_settings_and_notes_bad_or_unknown_parameters():
@@ -290,9 +291,10 @@ def test_the_rush_page_compares_the_single_engine_with_pd_under_both_policies():
     assert gpus == {"the story's engine": 1, today: 2, "PD, early": 2, "PD, prefill_complete": 2}
     longest = dict(zip(table["deployment"] + " " + table["prompt length (tokens)"], table["longest gap"],
                        strict=True))
-    # the questions' longest pause: a stall of seconds on one engine, one decode pass with PD
+    # the questions' longest pause: a stall of seconds on one engine; with PD only the decode server's front
+    # end tokenizing the six contracts back to back (about half a second each), far shorter
     story, pd_early = longest["the story's engine under 8,192"], longest["PD, early under 8,192"]
-    assert seconds(story) > 10 > 1 > seconds(pd_early)
+    assert seconds(story) > 10 > 4 > seconds(pd_early)
     assert seconds(longest[f"{today} under 8,192"]) > 10  # two engines: each still stalls
     verdict = [m.value for m in at.markdown if m.value.startswith("**On 2 × H100 SXM 80GB: PD (")]
     assert len(verdict) == 1 and "**PD, early: " in verdict[0] and "**PD, prefill_complete: " in verdict[0]

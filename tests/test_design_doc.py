@@ -11,7 +11,7 @@ SAID = [  # (what the model does not do as SGLang does, the words that must say 
     ("PD decode's host backup of retracted KV is unlimited", "Retraction host KV pool exhausted"),
     ("mem_fraction_static is one server's derivation on every PD role", "sizes a decode role's activations"),
     ("no --disable-radix-cache; shortest-prefill-first needs it", "refuses to start shortest-prefill-first"),
-    ("attention on Hopper and Blackwell is scaled, not measured", "published FlashAttention-3 and -4"),
+    ("attention on Hopper and Blackwell is fitted on published kernels, and ranged", "fitted on published"),
     ("an EOS finish in flight is never retracted", "SGLang could still pick one that stopped on EOS"),
 ]
 

@@ -26,7 +26,7 @@ from app.present.page import figure_html
 from app.present.pd import LAYOUT, PARSERS, arms, change, pd_toml, printed, section_scenarios, section_spec
 from app.present.settings import pd_note, story_note
 from app.present.slides import step_values
-from engine_model import STORIES, InputError, load_scenario
+from engine_model import STORIES, InputError, load_scenario, ranged
 
 pytestmark = pytest.mark.xdist_group("exports_deployment")  # one worker builds the 70B runs once
 RUSH = STORIES["ten_oclock_rush"]
@@ -89,8 +89,10 @@ def test_the_slides_numbers_are_the_buyers_runs(deck):
     values = step_values(RUSH, step, BUYER)
     assert values["model"] == "llama-3.1-70b" and values["tp"] == 8
     now = scenario_run(RUSH.scenario(values))
-    rows = headline_rows(RUSH, now, scenario_run(RUSH.scenario(RUSH.baseline_values(values))))[:2]
-    assert slide.numbers == "   ·   ".join(f"{h.label}: {h.card}" for h in rows)
+    rows = headline_rows(RUSH, now, scenario_run(RUSH.scenario(RUSH.baseline_values(values))),
+                         ranged(RUSH.scenario(values)))[:2]
+    assert all(h.band for h in rows)  # the buyer's H100s: each number with its range
+    assert slide.numbers == "   ·   ".join(f"{h.label}: {h.card} (range {h.band})" for h in rows)
 
 
 def test_step_values_are_the_apps_tour(monkeypatch):

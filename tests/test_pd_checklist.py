@@ -50,7 +50,8 @@ def test_the_mix_counts_the_rush_contracts_and_their_tokens():
 
 def test_the_waits_come_from_each_bucket_of_both_runs():
     """The rush: prefill is the bottleneck, so prefill_complete moves where the questions wait, not how
-    long (fail); the upstream replica: p95 first token falls by half in both buckets, gaps stay (pass)."""
+    long (fail); the upstream replica: p95 first token falls by half in both buckets, and the gaps rise (fail),
+    as upstream measured."""
     waits = rush_checks()["waits"]
     _, early, late, _ = runs("ten_oclock_rush_pd")
     assert waits.status == "fail"
@@ -62,8 +63,9 @@ def test_the_waits_come_from_each_bucket_of_both_runs():
     assert abs(waits.facts["best_ttft_change"]) < 0.05
     scenario, early, late, requests = runs("upstream_pd_replica")
     waits = checklist(None, early, late)[1]
-    assert waits.status == "pass" and waits.facts["best_ttft_change"] < -0.3
-    assert waits.facts["worst_itl_change"] < 0.1
+    # first tokens fall by half, and the gaps rise with the front end as PR #40703 reports they did (+93 %)
+    assert waits.status == "fail" and waits.facts["best_ttft_change"] < -0.3
+    assert waits.facts["worst_itl_change"] > 0.1
 
 
 def test_headroom_reads_the_early_runs_reserved_but_idle_kv_and_wait_for_it():

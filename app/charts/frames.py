@@ -33,8 +33,7 @@ from app.charts.request_frames import (
     waits_frame,
 )
 from app.pd.frames import spans_frame
-from engine_model import Result, Summary, pass_shape, summary
-from engine_model.metrics import seen
+from engine_model import Result, Summary, pass_shape, seen, summary
 
 
 @dataclass

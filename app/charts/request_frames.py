@@ -12,8 +12,7 @@ import numpy as np
 import pandas as pd
 
 from app.charts.phases import MAX_CHART_ROWS, PHASE_OF
-from engine_model import PassKind, Result, e2e, gaps, max_itl, queue, tpot, ttft
-from engine_model.metrics import seen
+from engine_model import PassKind, Result, e2e, gaps, max_itl, queue, seen, tpot, ttft
 
 MAX_TOKEN_MARKS = 2_500  # token marks: enough to read a stream, light enough to redraw fast
 JOIN_PX, DRAW_PX = 2, 1_000  # tokens under 2 px apart on a 1,000-px-wide chart of the run draw as one bar

@@ -12,8 +12,8 @@ from app.pd import tables
 from app.pd.params import DEFAULTS
 from app.pd.presets import baseline, policy_runs, preset_data
 from app.present.verdict import summary_words
+from engine_model import longest_block as longest
 from engine_model import policy_trade
-from engine_model.frontend import longest
 
 Runs = Callable[[object], object]  # a scenario -> its RunFrames
 

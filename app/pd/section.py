@@ -38,10 +38,10 @@ from engine_model import (
     check_deployment,
     num_gpus,
     policy_trade,
+    ranged,
     read_toml,
     trade_statement,
 )
-from engine_model.band import ranged
 
 Runner = Callable[[Scenario], tuple[RunFrames, str]]  # a run and the key its charts are cached under
 

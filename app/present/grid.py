@@ -19,14 +19,15 @@ from app.charts.frames import RunFrames, build
 from engine_model import (
     Control,
     InputError,
+    Ranged,
     Scenario,
     Story,
     parse_value,
+    ranged,
     read_toml,
     resolve,
     simulate,
 )
-from engine_model.band import Ranged, ranged
 
 MAX_RUNS = 48  # settings a page may carry: each is a run (plus its baseline) and a share of the file
 CHUNK_SWEEP = (512, 1024, 2048, 4096, 8192, 16384)  # as Compare's sweep

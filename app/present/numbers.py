@@ -13,8 +13,7 @@ from app.charts.frames import RunFrames
 from app.charts.words import NO_TOKEN
 from app.present.fmt import fmt_count, fmt_seconds, pair, seconds_finer
 from app.story import cursor
-from engine_model import Headline, Story
-from engine_model.band import Ranged
+from engine_model import Headline, Ranged, Story
 
 TRAP_RATIO = 10  # the longest pause at least this many times p99: p99 hides the stall
 FIGURE = re.compile(r"\{(before|now):([\w-]+)\.(\w+)(?:\.(\w+))?\}")

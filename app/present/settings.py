@@ -9,8 +9,17 @@ from app.charts.frames import RunFrames
 from app.pd import tables
 from app.present.fmt import fmt_seconds, shown_value
 from app.present.numbers import card, fmt_rate, headline_rows
-from engine_model import Control, InputError, Scenario, Story, gpus_words, kv_dtype_of, pool_words, resolve
-from engine_model.band import ranged
+from engine_model import (
+    Control,
+    InputError,
+    Scenario,
+    Story,
+    gpus_words,
+    kv_dtype_of,
+    pool_words,
+    ranged,
+    resolve,
+)
 
 DEPLOYMENT = ("gpu", "tp", "model", "wdtype", "kvdtype")  # the controls `deployment_words` says in one phrase
 

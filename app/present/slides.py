@@ -44,8 +44,7 @@ from app.present.layout import (
 from app.present.numbers import card, fmt_rate, headline_rows, narrate
 from app.present.settings import model_words, run_settings
 from app.story import cursor
-from engine_model import STORIES, InputError, Story, TourStep, num_gpus
-from engine_model.band import ranged
+from engine_model import STORIES, InputError, Story, TourStep, num_gpus, ranged
 
 FOCUS = {"passes": "passes", "kv": "kv", "queue": "queue"}  # a step's focus -> the chart it shows
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from app.charts.frames import RunFrames
-from engine_model.frontend import longest
+from engine_model import longest_block as longest
 
 
 def longest_prefill_streak(its: pd.DataFrame) -> tuple[float, int, float]:

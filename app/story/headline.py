@@ -29,8 +29,7 @@ from app.present.numbers import (
 from app.present.settings import changes_words
 from app.ui.cards import Card, cards_ui
 from app.ui.fold import folded
-from engine_model import InputError, Story, attention_note
-from engine_model.band import Ranged, ranged
+from engine_model import InputError, Ranged, Story, attention_note, ranged
 
 GROUP_METRICS = {"ttft_s": "first token (TTFT)", "itl_s": "gap between tokens (ITL)",
                  "max_itl_s": "longest pause per request"}

@@ -23,7 +23,7 @@ from app.story.top import run_key
 from app.ui.chart import chart_ui
 from app.ui.fold import folded, open_fold
 from engine_model import Story
-from engine_model.frontend import longest
+from engine_model import longest_block as longest
 
 TICK_S = 1.2
 

@@ -74,6 +74,9 @@ def scenario_from_log(parsed: ParsedLog, base: Scenario, *, output_len: int | No
         notes.append("no Prefill lines with new requests: nothing to simulate")
     data = base.model_dump()
     data.update(name="your_server", workload={"requests": requests})
+    # the log's times are the scheduler's: each prompt was tokenized before its Prefill line, so the replay
+    # does not tokenize it again (engine_model/frontend.py)
+    data["cost"]["front_end"] = False
     data["engine"].update(engine)
     deployment = deployment_from_log(settings(parsed))
     deployment.pick(picked or {})
