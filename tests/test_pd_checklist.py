@@ -50,8 +50,8 @@ def test_the_mix_counts_the_rush_contracts_and_their_tokens():
 
 def test_the_waits_come_from_each_bucket_of_both_runs():
     """The rush: prefill is the bottleneck, so prefill_complete moves where the questions wait, not how
-    long (fail); the upstream replica: p95 first token falls by half in both buckets, and the gaps rise (fail),
-    as upstream measured."""
+    long (fail); the upstream replica: p95 first token falls by half in both buckets, and the gaps rise
+    (fail), as upstream measured."""
     waits = rush_checks()["waits"]
     _, early, late, _ = runs("ten_oclock_rush_pd")
     assert waits.status == "fail"

@@ -182,7 +182,8 @@ def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFra
     if veil_from is not None and end_at is not None and veil_from < end_at:
         layers.append(veil_layer(veil_from, end_at))
     if cursor_at is not None and marked is not None and len(marked):
-        layers += _marked_lanes(marked.assign(at=cursor_at), y, cursor_at, end_at, show_labels)
+        top = set(request_order[:CURSOR_LABEL_LANES])  # the cursor's own label sits over these lanes
+        layers += _marked_lanes(marked.assign(at=cursor_at), y, cursor_at, end_at, show_labels, top)
     cursor = cursor_layer(cursor_at, end_at=end_at)
     if cursor is not None:
         layers.append(cursor)
@@ -191,21 +192,26 @@ def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFra
 
 
 def _marked_lanes(marked: pd.DataFrame, y: alt.Y, cursor_at: float, end_at: float | None,
-                  show_labels: bool) -> list[alt.Chart]:
+                  show_labels: bool, top: set[str] = frozenset()) -> list[alt.Chart]:
     """A diamond at the cursor on each lane the decision touched, and its label where it has one (the
-    retracted request, the prompt prefilled), reading away from the cursor as the cursor's own label does."""
-    tooltip = [alt.Tooltip("rid:N", title="request"), alt.Tooltip("how:N", title="at the cursor")]
+    retracted request, the prompt prefilled), reading away from the cursor as the cursor's own label does;
+    no label on the `top` lanes, which the cursor's own label covers (the caption names them). Named as
+    the cursor is, so an exported image leaves them out with it."""
+    tooltip = [alt.Tooltip("rid:N", title="request"), alt.Tooltip("how:N", title="in this pass")]
     points = alt.Chart(marked).mark_point(shape="diamond", filled=True, color=CURSOR_COLOUR, opacity=1,
                                           size=70 if show_labels else 25).encode(
-        x="at:Q", y=y, tooltip=tooltip)
-    named = marked[marked["label"] != ""]
+        x="at:Q", y=y, tooltip=tooltip).properties(name=f"{CURSOR_NAME}_marked")
+    named = marked[(marked["label"] != "") & ~marked["rid"].isin(top)]
     if not len(named):
         return [points]
     late = isinstance(end_at, int | float) and cursor_at > 0.6 * end_at
     text = alt.Chart(named).mark_text(align="right" if late else "left", dx=-9 if late else 9,
                                       fontWeight="bold", color=CURSOR_COLOUR).encode(
-        x="at:Q", y=y, text="label:N", tooltip=tooltip)
+        x="at:Q", y=y, text="label:N", tooltip=tooltip).properties(name=f"{CURSOR_NAME}_marked_label")
     return [points, text]
+
+
+CURSOR_LABEL_LANES = 2  # the lanes at the top that the cursor's "cursor 1.2 s" label covers
 
 
 VEIL = "#FFFFFF"  # what is still to come: the page's own white, nearly opaque
