@@ -70,7 +70,7 @@ CSS = """
 .ww-card-label { font-size: 0.875rem; line-height: 1.4; margin-bottom: 0.25rem; }
 .ww-card-value { font-size: 2.25rem; line-height: 1.25; overflow-wrap: normal; }
 .ww-card-delta { font-size: 0.875rem; margin-top: 0.25rem; }
-.ww-card-band { font-size: 0.875rem; margin-top: 0.125rem; color: #8a5a00; }
+.ww-card-band { font-size: 0.75rem; line-height: 1.2; margin-top: 0.125rem; color: #8a5a00; }
 .ww-card-delta.ww-good { color: #177233; }
 .ww-card-delta.ww-bad { color: #bd1f2d; }
 .ww-card-delta.ww-split { color: #555555; }  /* a rise that is not worse: its reason beside it */
