@@ -27,15 +27,35 @@ MAX_VALUE = 1_000_000_000  # no count, token figure or throughput in a real log 
 MAX_DIGITS = 40
 OUT_OF_RANGE = f"a real log's numbers lie between 0 and {MAX_VALUE:,}"
 
-PREFIX = re.compile(
-    r"^(?P<lead>.{0,64}?)\[(?P<date>\d{4}-\d{2}-\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,6}))?"
-    r"(?P<tags>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] ?(?P<msg>.*)$"
+MAX_PREFIX = 400  # characters before a message: SGLang's prefix inside a container / journald / kubectl one
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+STAMP = re.compile(
+    r"(?<![\d:])(?:(?P<date>\d{4}-\d{2}-\d{2})[ T])?(?P<time>\d{2}:\d{2}:\d{2})"
+    r"(?:[.,](?P<frac>\d{1,9}))?(?![\d:])"
 )
+TAG = re.compile(r"\b(DP|PP|ATTN_CP|MOE_DP|ATTN_DP|ATTN_TP|TP|EP|CP)(\d{1,5})\b|\bgpu_id=(\d{1,5})\b")
+SCHEDULER_TAGS = frozenset({"DP", "PP", "ATTN_DP"})  # each has its own scheduler; TP, EP, CP tags are shards
 BATCH_HEADER = re.compile(
-    r"^(?P<kind>Prefill|Decode) batch(?: ?\[(?P<iter>[^\]]{0,20})\])?(?P<sep>[.,]) ?(?P<body>.*)$"
+    r"(?P<kind>Prefill|Decode) batch"
+    r"(?: ?\[(?P<iter>[^\]]{0,20})\]|\(mixed #running-req: (?P<mixed>\d{1,9})\))?"
+    r"(?P<sep>[.,]) ?(?P<body>.*)$"
 )
 ZERO_TAG = re.compile(r"[A-Z_]+0")
-RETRACT_WORDINGS = {"Decode out of memory happened": "decode_oom", "KV cache pool is full": "kv_pool_full"}
+RETRACT_WORDINGS = {"decode out of memory happened": "decode_oom", "kv cache pool is full": "kv_pool_full"}
+MAX_EVENTS = 50  # crash, out-of-memory and hang lines kept for quoting; the rest are counted
+EVENT_SEARCH = 2_000  # characters of a line searched for a crash, out-of-memory or hang wording
+# (kind, wording) in the order they are tried; the wordings are SGLang's own (scheduler.py `Scheduler hit an
+# exception`, schedule_batch.py / allocation.py `Prefill out of memory. Try to lower your batch size.`,
+# watchdog.py) and PyTorch's / NCCL's, which land in the same stdout.
+EVENTS = (
+    ("oom", re.compile(r"out of memory|OutOfMemoryError|\bOOM\b|Not enough memory", re.IGNORECASE)),
+    ("hang", re.compile(r"watchdog (?:timeout|caught)|(?:collective|operation|NCCL)\b.{0,120}time(?:d )?out|"
+                        r"timed out|health check failed|not responding|hang detected|is stuck",
+                        re.IGNORECASE)),
+    ("crash", re.compile(r"hit an exception|Traceback \(most recent call last\)|Received sigquit|core dumped|"
+                         r"Segmentation fault|illegal memory access|CUDA error|device-side assert|"
+                         r"unexpectedly failed|^(?:[\w.]+\.)?\w*(?:Error|Exception)(?::|$)")),
+)
 
 
 @dataclass(frozen=True)
@@ -113,6 +133,17 @@ class RetractionRecord:
 
 
 @dataclass(frozen=True)
+class EventRecord:
+    """A line that says the server crashed, ran out of memory or hung (kind: "crash", "oom" or "hang")."""
+
+    line_no: int
+    at: float
+    rank: str
+    text: str
+    kind: str
+
+
+@dataclass(frozen=True)
 class ParsedLog:
     prefills: list[PrefillRecord]
     decodes: list[DecodeRecord]
@@ -133,6 +164,17 @@ class ParsedLog:
     warnings: list[str]
     first_timestamp: str | None
     time_resolution_s: float
+    events: list[EventRecord] = field(default_factory=list)  # the first MAX_EVENTS
+    num_events: int = 0
+    num_clipped: int = 0  # scheduler lines whose last field was cut off (read up to the cut)
+    clipped_examples: list[tuple[int, str]] = field(default_factory=list)
+    num_timestamped: int = 0  # scheduler lines (batch, retraction, event) that carried a time
+    formats: list[str] = field(default_factory=list)  # the line formats seen, in words
+
+    @property
+    def has_times(self) -> bool:
+        """Whether the scheduler lines carry times: without them a timeline is passes in order, no seconds."""
+        return self.num_timestamped > 0
 
 
 # log field name -> (record attribute, value kind)
@@ -197,24 +239,33 @@ def convert(name: str, raw: str, kind: str) -> int | float | bool:
     return value
 
 
-def split_fields(body: str) -> list[tuple[str, str]]:
-    pairs = []
-    for piece in body.split(", "):
-        piece = piece.strip().rstrip(",")
-        if not piece:
-            continue
+def split_fields(body: str, *, cut_ok: bool = False) -> tuple[list[tuple[str, str]], bool]:
+    """('name', 'value') pairs; with `cut_ok`, a last piece cut off mid-field (a clipped paste: `#queue-`,
+    `#token:`, `...`) is left out and reported as True."""
+    pairs, pieces = [], [p.strip().rstrip(",") for p in body.split(", ")]
+    pieces = [p for p in pieces if p]
+    for index, piece in enumerate(pieces):
         name, sep, raw = piece.partition(": ")
-        if not sep:
+        if not sep and piece.endswith(":"):
+            name, sep, raw = piece[:-1], ":", ""
+        if not sep or not raw.strip():
+            if cut_ok and index == len(pieces) - 1:
+                return pairs, True
             raise Malformed(f"'{piece[:40]}' is not a 'name: value' field")
         pairs.append((name.strip(), raw.strip()))
-    return pairs
+    return pairs, False
 
 
-def parse_batch(match: re.Match, common: dict) -> PrefillRecord | DecodeRecord:
+def parse_batch(match: re.Match, common: dict) -> tuple[PrefillRecord | DecodeRecord, bool]:
+    """The record of a Prefill / Decode line, and whether its last field was cut off."""
     kind = match["kind"]
     allowed = ALLOWED[kind]
     values, extra = {}, {}
-    for name, raw in split_fields(match["body"]):
+    pairs, clipped = split_fields(match["body"], cut_ok=True)
+    if match["mixed"]:  # 0.2.x: `Prefill batch(mixed #running-req: N). ...`
+        pairs.append(("#running-req", match["mixed"]))
+        extra["mixed"] = "True"
+    for name, raw in pairs:
         attr, value_kind = FIELDS.get(name, (None, ""))
         if attr in allowed and attr not in values:
             values[attr] = convert(name, raw, value_kind)
@@ -225,12 +276,13 @@ def parse_batch(match: re.Match, common: dict) -> PrefillRecord | DecodeRecord:
         raise Malformed(f"{kind} batch line lacks {', '.join(missing)}")
     iteration = match["iter"]
     values["iteration"] = int(iteration) if iteration and iteration.strip().isdigit() else None
-    return RECORD_TYPES[kind](**common, **values, extra=extra)
+    return RECORD_TYPES[kind](**common, **values, extra=extra), clipped
 
 
 def parse_retraction(message: str, common: dict) -> RetractionRecord:
-    wording = next(w for phrase, w in RETRACT_WORDINGS.items() if phrase in message)
-    values = dict(split_fields(message[message.index("#retracted_reqs") :]))
+    lower = message.lower()
+    wording = next(w for phrase, w in RETRACT_WORDINGS.items() if phrase in lower)
+    values = dict(split_fields(message[message.index("#retracted_reqs") :])[0])
     if "#retracted_reqs" not in values or " -> " not in values.get("#new_token_ratio", ""):
         raise Malformed("retraction line lacks '#retracted_reqs: N' or '#new_token_ratio: a -> b'")
     before, _, after = values["#new_token_ratio"].partition(" -> ")
@@ -248,7 +300,7 @@ def parse_retraction(message: str, common: dict) -> RetractionRecord:
 
 
 def is_retraction(message: str) -> bool:
-    return "#retracted_reqs" in message and any(phrase in message for phrase in RETRACT_WORDINGS)
+    return "#retracted_reqs" in message and any(phrase in message.lower() for phrase in RETRACT_WORDINGS)
 
 
 def settings(parsed: ParsedLog) -> dict:
@@ -273,6 +325,8 @@ class Builder:
     prefills: list = field(default_factory=list)
     decodes: list = field(default_factory=list)
     retractions: list = field(default_factory=list)
+    events: list = field(default_factory=list)
+    num_events: int = 0
     server_args: dict | None = None
     startup: dict | None = None
     num_blank: int = 0
@@ -280,21 +334,31 @@ class Builder:
     unrecognised: list = field(default_factory=list)
     num_malformed: int = 0
     malformed: list = field(default_factory=list)
+    num_clipped: int = 0
+    clipped: list = field(default_factory=list)
     num_untimestamped: int = 0
+    num_timestamped: int = 0
     ranks: set = field(default_factory=set)
     hints: list = field(default_factory=list)
+    formats: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
     first_epoch: float | None = None
     first_timestamp: str | None = None
     last_at: float = 0.0
     has_fraction: bool = False
     num_extra_server_args: int = 0
-    last_second: tuple[str, str] | None = None
+    last_second: tuple | None = None
     last_epoch: float = 0.0
+    day_offset: float = 0.0  # time-only stamps: a day is added each time the clock goes back past midnight
+    last_raw: float | None = None
 
     def hint(self, text: str) -> None:
         if text not in self.hints:
             self.hints.append(text)
+
+    def form(self, text: str) -> None:
+        if text not in self.formats:
+            self.formats.append(text)
 
     def warn(self, text: str) -> None:
         if text not in self.warnings:
@@ -311,56 +375,168 @@ class Builder:
             self.malformed.append((line_no, reason))
 
 
-def epoch_of(match: re.Match) -> float:
-    """Seconds since 1970 of the prefix timestamp (read as UTC: only differences matter)."""
-    stamp = datetime.fromisoformat(f"{match['date']}T{match['time']}").replace(tzinfo=UTC)
-    return stamp.timestamp()
+@dataclass(frozen=True)
+class Prefix:
+    """What stands before a message: SGLang's `[date time DPn TPn]`, and any outer prefix around it."""
+
+    date: str | None
+    time: str | None
+    frac: str | None
+    rank: str
 
 
-def clock(builder: Builder, match: re.Match | None) -> float:
-    """`at` of a line: seconds since the first timestamped line; untimestamped lines keep the last one."""
-    if match is None:
-        builder.num_untimestamped += 1
+def read_prefix(builder: Builder | None, prefix: str) -> Prefix:
+    """The innermost stamp (SGLang's own; an outer container / journald / kubectl stamp stands before it)
+    and the rank tags. A stamp with no date takes the date of an outer one, if any."""
+    stamps = list(STAMP.finditer(prefix)) if ":" in prefix else []
+    last = stamps[-1] if stamps else None
+    date = next((m["date"] for m in reversed(stamps) if m["date"]), None)
+    tags: dict[str, str] = {}
+    for match in TAG.finditer(prefix):
+        name, number = (match[1], match[2]) if match[1] else ("GPU", match[3])
+        tags.pop(name, None)
+        tags[name] = f"{name}{int(number)}"
+    if builder is not None:
+        note_prefix(builder, prefix, last, date, tags)
+    if last is None:
+        return Prefix(date, None, None, " ".join(tags.values()))
+    return Prefix(date, last["time"], last["frac"], " ".join(tags.values()))
+
+
+def note_prefix(builder: Builder, prefix: str, last: re.Match | None, date: str | None, tags: dict) -> None:
+    """Name the line format once, for the reader (`ParsedLog.formats`)."""
+    if last is None:
+        builder.form("tags with no time, e.g. `[TP0] Decode batch`" if tags else "no prefix: bare messages")
+    elif date is None:
+        builder.form("time-only stamps `[HH:MM:SS TP0]` (releases up to about 0.2)")
+    else:
+        builder.form("date-time stamps `[YYYY-MM-DD HH:MM:SS TP0]`")
+    if last is not None and last.start() > 0 and prefix[: last.start()].strip(" [|"):
+        builder.form("an outer prefix (container, journald, kubectl) before SGLang's own")
+    if ".py:" in prefix:
+        builder.form("logging with file and line, e.g. `INFO 1234 [DP0 TP0 scheduler_metrics_mixin.py:305]`")
+    if "GPU" in tags:
+        builder.form("`[gpu_id=N]` before the message (0.1.x)")
+
+
+def epoch_of(date: str, time: str) -> float:
+    """Seconds since 1970 of a stamp (read as UTC: only differences matter)."""
+    return datetime.fromisoformat(f"{date}T{time}").replace(tzinfo=UTC).timestamp()
+
+
+def clock(builder: Builder, prefix: Prefix, *, counted: bool = True) -> float:
+    """`at` of a line: seconds since the first stamped line; a line with no stamp keeps the last one.
+
+    Time-only stamps (older releases) are read on a day of their own; when the clock goes back by more
+    than 12 hours, midnight was crossed and a day is added.
+    """
+    if prefix.time is None:
+        builder.num_untimestamped += counted
         return builder.last_at
-    second = (match["date"], match["time"])
+    builder.num_timestamped += counted
+    second = (prefix.date, prefix.time)
     if second != builder.last_second:  # one date parse per distinct second
-        builder.last_epoch, builder.last_second = epoch_of(match), second
-    epoch = builder.last_epoch + (float("0." + match["frac"]) if match["frac"] else 0.0)
+        raw = epoch_of(prefix.date or "1970-01-01", prefix.time)
+        if prefix.date is None and builder.last_raw is not None and raw < builder.last_raw - 43_200:
+            builder.day_offset += 86_400
+            builder.warn("time-only stamps: the clock went back past midnight, read as the next day")
+        builder.last_raw = raw
+        builder.last_second = second
+        builder.last_epoch = raw + (builder.day_offset if prefix.date is None else 0)
+    epoch = builder.last_epoch + (float("0." + prefix.frac) if prefix.frac else 0.0)
     if builder.first_epoch is None:
         builder.first_epoch = epoch
-        builder.first_timestamp = f"{match['date']} {match['time']}"
-    builder.has_fraction |= bool(match["frac"])
+        builder.first_timestamp = f"{prefix.date or '1970-01-01'} {prefix.time}"
+    builder.has_fraction |= bool(prefix.frac)
     builder.last_at = round(epoch - builder.first_epoch, 6)
     return builder.last_at
 
 
+def find_message(line: str) -> tuple[str, int] | None:
+    """(what the line is, where its message starts) for a line the parser reads, else None."""
+    head = line[: MAX_PREFIX + 20]
+    for word in ("Prefill batch", "Decode batch"):
+        at = head.find(word)
+        if at >= 0:
+            return "batch", at
+    if "#retracted_reqs" in line:
+        lower = head.lower()
+        at = min((i for i in (lower.find(p) for p in RETRACT_WORDINGS) if i >= 0), default=-1)
+        if at >= 0 and "#retracted_reqs" in line[at:]:
+            return "retraction", at
+    for kind, word in (("server_args", "server_args="), ("startup", "max_total_num_tokens=")):
+        at = head.find(word)
+        if at >= 0:
+            return kind, at
+    return None
+
+
+KILLED = re.compile(r"exit ?code[ =]?-?(?:9|15)\b")  # SIGKILL / SIGTERM: someone stopped the server
+
+
+def event_kind(message: str) -> str | None:
+    text = message[:EVENT_SEARCH]
+    if "unexpectedly failed" in text and KILLED.search(text):
+        return None  # a child killed by signal 9 or 15 as the server is stopped (the docs' notebooks end so)
+    return next((kind for kind, wording in EVENTS if wording.search(text)), None)
+
+
+def message_start(line: str) -> int:
+    """Where the message of an unrecognised line starts: after SGLang's bracketed prefix, if there is one."""
+    close = line.find("] ", 0, MAX_PREFIX)
+    while close >= 0:
+        nxt = line.find("] ", close + 2, MAX_PREFIX)
+        if nxt < 0 or "[" not in line[close + 2 : nxt]:
+            break
+        close = nxt
+    return close + 2 if close >= 0 else 0
+
+
 def read_line(builder: Builder, line_no: int, line: str) -> None:
-    match = PREFIX.match(line)
-    message = match["msg"] if match else line.strip()
+    if "\x1b" in line:
+        line = ANSI.sub("", line)
+        builder.form("ANSI colour codes (stripped)")
+    found = find_message(line)
+    if found is None:
+        start = message_start(line)
+        if event_kind(line[start:]) is not None:
+            found = ("event", start)
+    what, start = found if found else ("", message_start(line))
+    prefix = read_prefix(builder if what else None, line[:start])
+    message = line[start:]
     try:
-        at = clock(builder, match)
+        at = clock(builder, prefix, counted=what in ("batch", "retraction", "event"))
     except ValueError:
-        builder.malformed_line(line_no, f"timestamp '{match['date']} {match['time']}' is not a real date")
+        builder.malformed_line(line_no, f"timestamp '{prefix.date} {prefix.time}' is not a real date")
         return
-    rank = match["tags"].strip() if match else ""
-    common = {"line_no": line_no, "at": at, "rank": rank, "text": line[:MAX_QUOTE]}
-    batch = BATCH_HEADER.match(message)
-    if batch:
-        record = parse_batch(batch, common)
-        (builder.prefills if batch["kind"] == "Prefill" else builder.decodes).append(record)
-        builder.ranks.add(rank)
-        note_batch_hints(builder, batch, record)
-    elif is_retraction(message):
-        builder.retractions.append(parse_retraction(message, common))
-        builder.ranks.add(rank)
-        note_retraction_hint(builder, builder.retractions[-1])
-    elif message.startswith("server_args="):
-        read_server_args(builder, line_no, message[len("server_args=") :].strip())
-    elif message.startswith("max_total_num_tokens="):
-        if builder.startup is None:
-            builder.startup = parse_startup(message)
-    else:
+    if not what:
         builder.unrecognised_line(line_no, line)
+        return
+    common = {"line_no": line_no, "at": at, "rank": prefix.rank, "text": line[:MAX_QUOTE]}
+    if what == "batch":
+        batch = BATCH_HEADER.match(message)
+        if batch is None:
+            raise Malformed(f"'{message[:40]}' is not a 'Prefill batch.' / 'Decode batch.' header")
+        record, clipped = parse_batch(batch, common)
+        (builder.prefills if batch["kind"] == "Prefill" else builder.decodes).append(record)
+        builder.ranks.add(prefix.rank)
+        note_batch_hints(builder, batch, record)
+        if clipped:
+            builder.num_clipped += 1
+            if len(builder.clipped) < MAX_EXAMPLES:
+                builder.clipped.append((line_no, line[:MAX_QUOTE]))
+    elif what == "retraction":
+        builder.retractions.append(parse_retraction(message, common))
+        builder.ranks.add(prefix.rank)
+        note_retraction_hint(builder, builder.retractions[-1])
+    elif what == "event":
+        builder.num_events += 1
+        if len(builder.events) < MAX_EVENTS:
+            builder.events.append(EventRecord(**common, kind=event_kind(message)))
+    elif what == "server_args":
+        read_server_args(builder, line_no, message[len("server_args=") :].strip())
+    elif builder.startup is None:
+        builder.startup = parse_startup(message)
 
 
 def read_server_args(builder: Builder, line_no: int, rest: str) -> None:
@@ -447,6 +623,10 @@ def parse_log(text: str, *, max_bytes: int = 20_000_000, max_lines: int = 500_00
         builder.warn(
             f"{builder.num_extra_server_args} more server_args line(s) (restarts?); the first one is used"
         )
+    if builder.num_clipped:
+        first = builder.clipped[0][0]
+        builder.warn(f"{builder.num_clipped:,} scheduler line(s) end mid-field (a clipped paste; first: line "
+                     f"{first}); each was read up to the cut")
     if num_not_read:
         builder.warn(f"only the first {max_lines:,} lines were read; {num_not_read:,} more were not")
     return freeze(builder, len(lines), num_not_read)
@@ -473,6 +653,12 @@ def freeze(builder: Builder, num_lines: int, num_not_read: int) -> ParsedLog:
         warnings=builder.warnings,
         first_timestamp=builder.first_timestamp,
         time_resolution_s=0.001 if builder.has_fraction else 1.0,
+        events=builder.events,
+        num_events=builder.num_events,
+        num_clipped=builder.num_clipped,
+        clipped_examples=builder.clipped,
+        num_timestamped=builder.num_timestamped,
+        formats=builder.formats,
     )
 
 
