@@ -678,6 +678,30 @@ def default_rank(parsed: ParsedLog) -> str:
         counts[record.rank] = counts.get(record.rank, 0) + 1
     if not counts:
         return ""
-    zero = [rank for rank in counts if all(ZERO_TAG.fullmatch(tag) for tag in rank.split())]
-    pool = zero or list(counts)
-    return max(pool, key=lambda rank: (counts[rank], rank == ""))
+    pool = [ranks[0] for ranks in followed_ranks(parsed).values()]
+    zero = [rank for rank in pool if all(ZERO_TAG.fullmatch(tag) for tag in rank.split())]
+    return max(zero or pool, key=lambda rank: (counts[rank], rank == ""))
+
+
+def scheduler_of(rank: str) -> str:
+    """The scheduler a rank's lines come from: its DP and PP tags. TP, EP and CP ranks of one scheduler are
+    shards of it (`is_stats_logging_rank` in SGLang 0.5.23 logs from attention-TP rank 0 only; older
+    releases and `--enable-metrics-for-all-schedulers` print the same line from every shard)."""
+    return " ".join(tag for tag in rank.split() if tag.rstrip("0123456789") in SCHEDULER_TAGS)
+
+
+def followed_ranks(parsed: ParsedLog) -> dict[str, list[str]]:
+    """One entry per scheduler: the rank read for it first (all-zero shard tags, else the most lines), then
+    its other shards, whose lines repeat the same passes and are not read."""
+    counts: dict[str, int] = {}
+    for record in [*parsed.prefills, *parsed.decodes, *parsed.retractions]:
+        counts[record.rank] = counts.get(record.rank, 0) + 1
+    groups: dict[str, list[str]] = {}
+    for rank in counts:
+        groups.setdefault(scheduler_of(rank), []).append(rank)
+
+    def order(rank: str) -> tuple:
+        shards = [t for t in rank.split() if t.rstrip("0123456789") not in SCHEDULER_TAGS]
+        return (not all(ZERO_TAG.fullmatch(t) for t in shards), -counts[rank], rank)
+
+    return {key: sorted(ranks, key=order) for key, ranks in sorted(groups.items())}
