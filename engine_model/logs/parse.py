@@ -170,6 +170,7 @@ class ParsedLog:
     clipped_examples: list[tuple[int, str]] = field(default_factory=list)
     num_timestamped: int = 0  # scheduler lines (batch, retraction, event) that carried a time
     formats: list[str] = field(default_factory=list)  # the line formats seen, in words
+    frames: list[str] = field(default_factory=list)  # functions named in traceback frames, first seen first
 
     @property
     def has_times(self) -> bool:
@@ -336,6 +337,7 @@ class Builder:
     malformed: list = field(default_factory=list)
     num_clipped: int = 0
     clipped: list = field(default_factory=list)
+    frames: list = field(default_factory=list)
     num_untimestamped: int = 0
     num_timestamped: int = 0
     ranks: set = field(default_factory=set)
@@ -471,6 +473,8 @@ def find_message(line: str) -> tuple[str, int] | None:
     return None
 
 
+FRAME = re.compile(r'File "[^"]{0,300}", line \d+, in (\w{1,80})')  # a traceback's frame line
+MAX_FRAMES = 200
 KILLED = re.compile(r"exit ?code[ =]?-?(?:9|15)\b")  # SIGKILL / SIGTERM: someone stopped the server
 
 
@@ -511,6 +515,9 @@ def read_line(builder: Builder, line_no: int, line: str) -> None:
         return
     if not what:
         builder.unrecognised_line(line_no, line)
+        frame = FRAME.search(message) if "File \"" in message else None
+        if frame and len(builder.frames) < MAX_FRAMES and frame[1] not in builder.frames:
+            builder.frames.append(frame[1])
         return
     common = {"line_no": line_no, "at": at, "rank": prefix.rank, "text": line[:MAX_QUOTE]}
     if what == "batch":
@@ -659,6 +666,7 @@ def freeze(builder: Builder, num_lines: int, num_not_read: int) -> ParsedLog:
         clipped_examples=builder.clipped,
         num_timestamped=builder.num_timestamped,
         formats=builder.formats,
+        frames=builder.frames,
     )
 
 
