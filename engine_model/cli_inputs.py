@@ -29,7 +29,8 @@ VERDICT_WORDS = {
     "queueing_token_pool": "requests queue on a nearly full KV pool",
     "crash_oom": "the server crashed or ran out of memory",
     "runaway_output": "runaway output (a few requests hold far more tokens than a reply)",
-    "outside_model": "outside what this model can see (a hang, a bug, CUDA graphs off, a queue at an empty pool)",
+    "outside_model": "outside what this model can see (a hang, a bug, slow GPU work, a queue at an empty "
+                     "pool)",
     "healthy": "looks healthy: replies progressing, nobody queued",
     "unknown": "unknown: no trouble shows, but too little to call it healthy",
     "needs_log": "replies paused, but the metrics alone cannot say which stall: add the server log",

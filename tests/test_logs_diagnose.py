@@ -153,7 +153,7 @@ def test_a_quiet_log_with_replies_progressing_looks_healthy_and_says_what_would_
 
 
 def test_too_little_to_call_healthy_is_unknown_not_healthy():
-    diagnosis = diagnose(parse_log("\n".join([prefill(0, 100, 0), decode(1, 1)])))
+    diagnosis = diagnose(parse_log("\n".join([prefill(0, 100, 0), prefill(1, 100, 0)])))
     assert (diagnosis.verdict, diagnosis.findings) == ("unknown", [])
     assert any("too little to call the server healthy" in note for note in diagnosis.notes)
 

@@ -32,6 +32,8 @@ from engine_model.logs.verdicts import (
 HIGH_TOKEN_USAGE = 0.85
 NO_DECODE_PHASE_PREFILLS = 20  # Prefill lines with no Decode line anywhere: replies may have no decode phase
 MIN_STREAK = 3  # Prefill lines in a row, with no chunk size known, before their span is compared
+MIN_CAP_LINES = 3  # lines at one same largest running count, with a queue, to infer a cap
+MIN_PASS_TOKENS = 1_024  # a prefill pass smaller than this costs about a decode step: no stall
 KIND_ORDER = (
     "crash_oom",
     "outside_model",
@@ -335,14 +337,77 @@ def at_cap(record: Record, cap: int) -> bool:
     return running >= cap
 
 
-def cap_finding(lines: list[Record], cap: int) -> Finding:
+def inferred_cap(records: list[Record]) -> tuple[int | None, int]:
+    """(cap, lines reaching it) when the lines show a cap on running requests the log does not state: the
+    running batch (on a Prefill line, with the new requests) reaches one same largest value on
+    MIN_CAP_LINES or more lines while requests are queued on a pool below HIGH_TOKEN_USAGE, and never
+    exceeds it. Else (None, 0)."""
+    def running(r: Record) -> int:
+        return (r.num_running_reqs or 0) + (r.num_new_reqs if isinstance(r, PrefillRecord) else 0)
+
+    batches = [r for r in records if not isinstance(r, RetractionRecord)]
+    if not batches:
+        return None, 0
+    top = max(running(r) for r in batches)
+    hits = [r for r in batches if running(r) == top and r.num_queue_reqs
+            and (r.token_usage or 0) < HIGH_TOKEN_USAGE]
+    return (top, len(hits)) if top > 1 and len(hits) >= MIN_CAP_LINES else (None, 0)
+
+
+def queue_runs(records: list[Record], cap: int | None) -> list[list[PrefillRecord]]:
+    """Runs of 2+ Prefill lines with no other line between, each with requests queued and requests
+    running, below the cap and on a pool below HIGH_TOKEN_USAGE, each of MIN_PASS_TOKENS or more: a
+    queue drained pass after pass while replies are running (no chunk size needed)."""
+    def draining(r: Record) -> bool:
+        return (isinstance(r, PrefillRecord) and bool(r.num_queue_reqs) and bool(r.num_running_reqs)
+                and (r.token_usage or 0) < HIGH_TOKEN_USAGE and not (cap and at_cap(r, cap)))
+
+    runs, current = [], []
+    for record in [*records, None]:
+        if record is not None and draining(record):
+            current.append(record)
+            continue
+        if len(current) >= 2 and min(r.num_new_tokens for r in current) >= MIN_PASS_TOKENS:
+            runs.append(current)
+        current = []
+    return runs
+
+
+def queue_run_finding(runs: list[list[PrefillRecord]], found: dict, timed: bool) -> Finding:
+    worst = max(runs, key=lambda run: (len(run) * waiting(run), len(run)))
+    span = f", about {worst[-1].at - worst[0].at:.0f} s from first to last" if timed else ""
+    reqs, tokens = sum(r.num_new_reqs for r in worst), sum(r.num_new_tokens for r in worst)
+    return Finding(
+        kind="prefill_queue_ramp",
+        severity="observed",
+        title="A queue of new requests is prefilled pass after pass while replies wait",
+        explanation=(
+            f"{len(worst)} Prefill lines in a row (lines {worst[0].line_no}-{worst[-1].line_no}{span}) "
+            f"admitted {reqs:,} requests ({tokens:,} prompt tokens) from a queue of "
+            f"{worst[0].num_queue_reqs:,} while up to {waiting(worst)} requests were running, below any "
+            "cap and with room in the pool. SGLang schedules a prefill whenever a waiting request fits "
+            "(prefill first), so the queue is drained pass after pass. "
+            + mixed_words(found, "the queue is drained or a limit stops admission")
+            + (f" The log has {len(runs)} runs like this." if len(runs) > 1 else "")
+            + f" ({DECODE_CAVEAT}.)"),
+        contradicts="A Decode line between those Prefill lines, or mixed chunk on; a cap on running "
+                    "requests at the running count.",
+        evidence=quote(worst),
+        fixes=[Fix("--enable-mixed-chunk", "each prefill pass also runs one decode step for the replies"),
+               Fix("--prefill-decode-interval N", "N decode rounds after each prefill batch")],
+    )
+
+
+def cap_finding(lines: list[Record], cap: int, inferred: int = 0) -> Finding:
+    source = (f" (the cap is inferred: the running batch reaches {cap} on {inferred} lines with a queue "
+              "and never more; the server_args line would confirm it)" if inferred else "")
     return Finding(
         kind="queueing_running_cap",
         severity="observed",
         title="Requests queue behind max_running_requests",
         explanation=(
             f"On {len(lines)} line(s) the running batch was at its cap of {cap} requests while others were "
-            "queued: they wait for a running request to finish, however much KV is free."
+            f"queued{source}: they wait for a running request to finish, however much KV is free."
         ),
         evidence=quote(lines),
         fixes=[
@@ -386,12 +451,18 @@ def diagnose(parsed: ParsedLog, *, rank: str | None = None, known: dict | None =
     chunk_size, _ = chunk_size_of(parsed, prefills, known)
     cap = found.get("max_running_requests")
     cap = cap if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0 else None
+    cap_lines = 0
     crash = crash_finding(parsed)
     findings = [crash] if crash else []
-    findings += outside_findings(parsed, records, cap)
+    if cap is None:
+        cap, cap_lines = inferred_cap(records)
+    findings += outside_findings(parsed, records, cap, parsed.default_decode_log_interval)
     runaway = runaway_finding(records)
     findings += [runaway] if runaway else []
     stalls = chunk_findings(chunk_runs(records, chunk_size), chunk_size, found, parsed.has_times)
+    if not stalls:
+        queued = queue_runs(records, cap)
+        stalls = [queue_run_finding(queued, found, parsed.has_times)] if queued else []
     if chunk_size is None and not stalls and parsed.has_times:
         streaks = prefill_streaks(records)
         stalls = [streak_finding(streaks, records)] if streaks else []
@@ -401,7 +472,7 @@ def diagnose(parsed: ParsedLog, *, rank: str | None = None, known: dict | None =
         findings.append(retraction_finding(records, found, parsed.server_args or {}))
     capped = [r for r in records if at_cap(r, cap)] if cap else []
     if capped:
-        findings.append(cap_finding(capped, cap))
+        findings.append(cap_finding(capped, cap, inferred=cap_lines))
     capped_lines = {r.line_no for r in capped}
     full = [
         r
@@ -449,5 +520,6 @@ def notes_for(parsed: ParsedLog, records: list[Record], found: dict, verdict: st
                      "lines are read")
     if verdict == "unknown":
         notes.append("no verdict: the lines show no trouble, but too little to call the server healthy "
-                     "(it takes two or more Decode lines with replies running and no queue on most)")
+                     "(it takes a Decode line with replies running, and no line with more than a small "
+                     "queue)")
     return notes

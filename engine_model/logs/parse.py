@@ -49,7 +49,9 @@ EVENT_SEARCH = 2_000  # characters of a line searched for a crash, out-of-memory
 # watchdog.py) and PyTorch's / NCCL's, which land in the same stdout.
 EVENTS = (
     ("oom", re.compile(r"out of memory|OutOfMemoryError|\bOOM\b|Not enough memory", re.IGNORECASE)),
-    ("hang", re.compile(r"watchdog (?:timeout|caught)|(?:collective|operation|NCCL)\b.{0,120}time(?:d )?out|"
+    ("bug", re.compile(r"leak detected|should never happen", re.IGNORECASE)),
+    ("hang", re.compile(r"watchdog (?:timeout|caught)|Scheduler debug info:|"
+                        r"(?:collective|operation|NCCL)\b.{0,120}time(?:d )?out|"
                         r"timed out|health check failed|not responding|hang detected|is stuck",
                         re.IGNORECASE)),
     ("crash", re.compile(r"hit an exception|Traceback \(most recent call last\)|Received sigquit|core dumped|"
@@ -171,6 +173,7 @@ class ParsedLog:
     num_timestamped: int = 0  # scheduler lines (batch, retraction, event) that carried a time
     formats: list[str] = field(default_factory=list)  # the line formats seen, in words
     frames: list[str] = field(default_factory=list)  # functions named in traceback frames, first seen first
+    default_decode_log_interval: int = 40  # 20 for 0.1.x's headerless decode lines
 
     @property
     def has_times(self) -> bool:
@@ -211,6 +214,12 @@ FIELDS: dict[str, tuple[str, str]] = {
     "input throughput (token/s)": ("input_throughput", "float"),
     "gen throughput (token/s)": ("gen_throughput", "float"),
 }
+# 0.1.x's names: `new fill batch. #seq: 1. #cached_token: 330. #new_token: 2172. #remaining_req: 57.
+# #running_req: 9` (router/model_rpc.py, 0.1.6)
+OLD_NAMES = {"#seq": "#new-seq", "#new_token": "#new-token", "#cached_token": "#cached-token",
+             "#remaining_req": "#queue-req", "#running_req": "#running-req", "#gpu token": "#token",
+             "#gpu-token": "#token", "gpu token usage": "token usage"}
+OLD_DECODE_LOG_INTERVAL = 20  # 0.1.x printed its decode line every 20 decode passes (decode_forward_ct >= 20)
 REQUIRED = {
     "Prefill": {"num_new_reqs": "#new-seq", "num_new_tokens": "#new-token"},
     "Decode": {"num_running_reqs": "#running-req"},
@@ -257,17 +266,17 @@ def split_fields(body: str, *, cut_ok: bool = False) -> tuple[list[tuple[str, st
     return pairs, False
 
 
-def parse_batch(match: re.Match, common: dict) -> tuple[PrefillRecord | DecodeRecord, bool]:
+def parse_batch(kind: str, body: str, common: dict, *, iteration: str | None = None,
+                mixed: str | None = None) -> tuple[PrefillRecord | DecodeRecord, bool]:
     """The record of a Prefill / Decode line, and whether its last field was cut off."""
-    kind = match["kind"]
     allowed = ALLOWED[kind]
     values, extra = {}, {}
-    pairs, clipped = split_fields(match["body"], cut_ok=True)
-    if match["mixed"]:  # 0.2.x: `Prefill batch(mixed #running-req: N). ...`
-        pairs.append(("#running-req", match["mixed"]))
+    pairs, clipped = split_fields(body, cut_ok=True)
+    if mixed:  # 0.2.x: `Prefill batch(mixed #running-req: N). ...`
+        pairs.append(("#running-req", mixed))
         extra["mixed"] = "True"
     for name, raw in pairs:
-        attr, value_kind = FIELDS.get(name, (None, ""))
+        attr, value_kind = FIELDS.get(OLD_NAMES.get(name, name), (None, ""))
         if attr in allowed and attr not in values:
             values[attr] = convert(name, raw, value_kind)
         else:
@@ -275,7 +284,6 @@ def parse_batch(match: re.Match, common: dict) -> tuple[PrefillRecord | DecodeRe
     missing = [REQUIRED[kind][attr] for attr in REQUIRED[kind] if attr not in values]
     if missing:
         raise Malformed(f"{kind} batch line lacks {', '.join(missing)}")
-    iteration = match["iter"]
     values["iteration"] = int(iteration) if iteration and iteration.strip().isdigit() else None
     return RECORD_TYPES[kind](**common, **values, extra=extra), clipped
 
@@ -338,6 +346,7 @@ class Builder:
     num_clipped: int = 0
     clipped: list = field(default_factory=list)
     frames: list = field(default_factory=list)
+    old_decode: bool = False
     num_untimestamped: int = 0
     num_timestamped: int = 0
     ranks: set = field(default_factory=set)
@@ -461,6 +470,12 @@ def find_message(line: str) -> tuple[str, int] | None:
         at = head.find(word)
         if at >= 0:
             return "batch", at
+    at = head.find("new fill batch")
+    if at >= 0:
+        return "fill", at
+    at = head.find("#running-req: ")  # 0.1.x's decode line had no header
+    if at >= 0 and "#token: " in line and "batch" not in head[:at]:
+        return "old_decode", at
     if "#retracted_reqs" in line:
         lower = head.lower()
         at = min((i for i in (lower.find(p) for p in RETRACT_WORDINGS) if i >= 0), default=-1)
@@ -506,10 +521,11 @@ def read_line(builder: Builder, line_no: int, line: str) -> None:
         if event_kind(line[start:]) is not None:
             found = ("event", start)
     what, start = found if found else ("", message_start(line))
+    scheduler_line = what in ("batch", "fill", "old_decode", "retraction", "event")
     prefix = read_prefix(builder if what else None, line[:start])
     message = line[start:]
     try:
-        at = clock(builder, prefix, counted=what in ("batch", "retraction", "event"))
+        at = clock(builder, prefix, counted=scheduler_line)
     except ValueError:
         builder.malformed_line(line_no, f"timestamp '{prefix.date} {prefix.time}' is not a real date")
         return
@@ -520,14 +536,23 @@ def read_line(builder: Builder, line_no: int, line: str) -> None:
             builder.frames.append(frame[1])
         return
     common = {"line_no": line_no, "at": at, "rank": prefix.rank, "text": line[:MAX_QUOTE]}
-    if what == "batch":
-        batch = BATCH_HEADER.match(message)
-        if batch is None:
-            raise Malformed(f"'{message[:40]}' is not a 'Prefill batch.' / 'Decode batch.' header")
-        record, clipped = parse_batch(batch, common)
-        (builder.prefills if batch["kind"] == "Prefill" else builder.decodes).append(record)
+    if what in ("batch", "fill", "old_decode"):
+        if what == "batch":
+            batch = BATCH_HEADER.match(message)
+            if batch is None:
+                raise Malformed(f"'{message[:40]}' is not a 'Prefill batch.' / 'Decode batch.' header")
+            kind = batch["kind"]
+            record, clipped = parse_batch(kind, batch["body"], common, iteration=batch["iter"],
+                                          mixed=batch["mixed"])
+            note_batch_hints(builder, batch["sep"], record)
+        else:
+            kind = "Prefill" if what == "fill" else "Decode"
+            body = message.removeprefix("new fill batch.").replace(". #", ", #").replace(". ", ", ")
+            record, clipped = parse_batch(kind, body, common)
+            builder.old_decode |= what == "old_decode"
+            builder.hint("0.1.x lines: `new fill batch. #seq: …` and a decode line with no header")
+        (builder.prefills if kind == "Prefill" else builder.decodes).append(record)
         builder.ranks.add(prefix.rank)
-        note_batch_hints(builder, batch, record)
         if clipped:
             builder.num_clipped += 1
             if len(builder.clipped) < MAX_EXAMPLES:
@@ -563,8 +588,8 @@ def read_server_args(builder: Builder, line_no: int, rest: str) -> None:
     )
 
 
-def note_batch_hints(builder: Builder, batch: re.Match, record: PrefillRecord | DecodeRecord) -> None:
-    if batch["sep"] == ".":
+def note_batch_hints(builder: Builder, sep: str, record: PrefillRecord | DecodeRecord) -> None:
+    if sep == ".":
         builder.hint("'Prefill batch.' / 'Decode batch.' with a period (releases up to about 0.5.3)")
     else:
         builder.hint("'Prefill batch,' / 'Decode batch,' with a comma (later 0.5.x)")
@@ -667,6 +692,7 @@ def freeze(builder: Builder, num_lines: int, num_not_read: int) -> ParsedLog:
         num_timestamped=builder.num_timestamped,
         formats=builder.formats,
         frames=builder.frames,
+        default_decode_log_interval=OLD_DECODE_LOG_INTERVAL if builder.old_decode else 40,
     )
 
 

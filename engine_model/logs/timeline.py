@@ -184,7 +184,7 @@ def decode_interval(parsed: ParsedLog, clean_estimates: list[float]) -> tuple[in
     usable = [e for e in clean_estimates if e >= 1]
     if usable:
         return max(round(median(usable)), 1), "tokens"
-    return DEFAULT_DECODE_LOG_INTERVAL, "default"
+    return parsed.default_decode_log_interval, "default"
 
 
 def decode_pairs(records: list[Record]) -> list[tuple[DecodeRecord | None, DecodeRecord, list[Record]]]:

@@ -14,7 +14,11 @@ MAX_EVIDENCE = 4
 RUNAWAY_TOKENS = 65_536  # KV tokens one request holds beyond the longest prompt the log shows: no reply's
 RUNAWAY_MAX_REQS = 16  # "few requests": a runaway reply holds the pool with a handful of requests
 EMPTY_KV = 0.05  # token usage at or below this is a near-empty pool
+HEALTHY_QUEUE = 4  # requests queued that still look like a healthy server's admission in progress
 GRAPH_OFF_MAX_REQS = 8  # any cuda_graph_max_bs SGLang picks covers a batch this small
+SLOW_DECODE = 8.0  # tokens/s per request, batch of RUNAWAY_MAX_REQS or fewer: far below any GPU's decode
+SLOW_PREFILL = 1_000.0  # prompt tokens/s of a prefill pass alone on an idle server: far below any GPU's
+SLOW_PREFILL_S = 30.0  # and only when that pass took this long (stamps are to the second)
 # Cited wherever a verdict leans on Decode lines that are not there: SGLang prints a Decode line only when
 # its decode-pass counter reaches a multiple of decode_log_interval (default 40):
 # `if self.forward_ct_decode % self.decode_log_interval != 0: return` in
@@ -114,9 +118,87 @@ def report_upstream() -> Fix:
 # ---- outside the model -----------------------------------------------------------------------------
 
 
-def outside_findings(parsed: ParsedLog, records: list[Record], cap: int | None) -> list[Finding]:
-    found = [f for f in (hang_finding(parsed), pile_up_finding(records, cap)) if f is not None]
-    return found
+def outside_findings(parsed: ParsedLog, records: list[Record], cap: int | None,
+                     interval: int) -> list[Finding]:
+    checks = (hang_finding(parsed), bug_finding(parsed), pile_up_finding(records, cap),
+              slow_work_finding(records, interval) if parsed.has_times else None)
+    return [f for f in checks if f is not None]
+
+
+def bug_finding(parsed: ParsedLog) -> Finding | None:
+    """SGLang's own checks reporting a broken invariant (`memory leak detected!`, invariant_checker.py;
+    `This should never happen`): a bug, whatever the scheduling lines show."""
+    bugs = [e for e in parsed.events if e.kind == "bug"]
+    if not bugs:
+        return None
+    return Finding(
+        "outside_model", "observed", "SGLang reports an internal error",
+        f"Line {bugs[0].line_no}: “{message_of(bugs[0])}”. SGLang's own check found its state broken (a "
+        "pool that leaked, a case its authors thought impossible): a bug to report, not a setting to tune.",
+        quote(bugs), [report_upstream()],
+        "None in the log; the thread or a newer release saying the warning is harmless would.")
+
+
+def slow_work_finding(records: list[Record], interval: int) -> Finding | None:
+    """The GPU work itself is slow: decode passes of a few requests far below any GPU's pace, or a prefill
+    pass alone on an idle server that took far longer than its tokens need. The scheduler's choices cannot
+    make either slow; a kernel, a backend, offloading or the hardware can."""
+    slow = slow_decodes(records)
+    prefill = slow_prefill(records, interval)
+    if not slow and prefill is None:
+        return None
+    parts, evidence = [], []
+    if slow:
+        rates = sorted(r.gen_throughput / r.num_running_reqs for r in slow)
+        parts.append(f"{len(slow)} Decode lines with {slow[0].num_running_reqs} running requests and no "
+                     f"other line between show about {rates[len(rates) // 2]:.1f} tokens/s per request "
+                     f"(below {SLOW_DECODE:g}; a GPU decodes a small batch many times faster)")
+        evidence += slow
+    if prefill is not None:
+        line, after, took = prefill
+        parts.append(f"the prefill of {line.num_new_tokens:,} tokens on line {line.line_no}, alone on an "
+                     f"idle server, took about {took:.0f} s (line {after.line_no} is the next, with at most "
+                     f"one Decode interval of passes since): {line.num_new_tokens / took:,.0f} tokens/s, "
+                     f"below {SLOW_PREFILL:,.0f}")
+        evidence += [line, after]
+    return Finding(
+        "outside_model", "observed", "The GPU work itself is slow",
+        "; ".join(parts).capitalize() + ". Nothing queued to explain it: the time goes inside the passes, "
+        "where this model has no say (a kernel or attention backend, CPU offload, storage I/O, the "
+        "hardware).",
+        quote(evidence), [report_upstream(),
+                          Fix("a profile of one pass (SGLANG_TORCH_PROFILER_DIR, /start_profile)",
+                              "which kernel takes the time")],
+        "A queue, a retraction or prefill passes between those lines would explain the time within the "
+        "scheduler; gen throughput that counts idle time (the first Decode line after a pause) would "
+        "understate the pace.")
+
+
+def slow_decodes(records: list[Record]) -> list[DecodeRecord]:
+    """Decode lines right after another Decode line with the same few running requests (so the throughput
+    counts no idle time and no prefill), below SLOW_DECODE per request; only when most such lines are."""
+    pairs = [b for a, b in zip(records, records[1:], strict=False)
+             if isinstance(a, DecodeRecord) and isinstance(b, DecodeRecord) and b.gen_throughput is not None
+             and a.num_running_reqs == b.num_running_reqs and 0 < b.num_running_reqs <= RUNAWAY_MAX_REQS
+             and not b.num_queue_reqs]
+    slow = [r for r in pairs if r.gen_throughput / r.num_running_reqs < SLOW_DECODE]
+    return slow if len(slow) >= 2 and len(slow) * 2 > len(pairs) else []
+
+
+def slow_prefill(records: list[Record], interval: int) -> tuple[PrefillRecord, DecodeRecord, float] | None:
+    """A Prefill line on an idle server (nothing running or queued) followed directly by a Decode line of
+    just those requests that holds at most one decode interval of tokens beyond the prompt: the time
+    between the two is the prefill pass (plus at most `interval` decode passes)."""
+    for a, b in zip(records, records[1:], strict=False):
+        if not (isinstance(a, PrefillRecord) and isinstance(b, DecodeRecord)) or a.num_running_reqs \
+                or a.num_queue_reqs or b.num_running_reqs != a.num_new_reqs or b.num_tokens is None:
+            continue
+        generated = b.num_tokens - a.num_new_tokens - a.num_cached_tokens
+        took = b.at - a.at
+        if 0 <= generated <= interval * b.num_running_reqs and took >= SLOW_PREFILL_S \
+                and a.num_new_tokens / took < SLOW_PREFILL:
+            return a, b, took
+    return None
 
 
 def hang_finding(parsed: ParsedLog) -> Finding | None:
@@ -215,9 +297,12 @@ def runaway_finding(records: list[Record]) -> Finding | None:
     climb_text = (f" #token climbs on {len(climbing)} Decode lines while #running-req stays the same."
                   if climbing else " The log shows no second Decode line to see it climb.")
     prompt_text = (f"the longest prompt the Prefill lines show is {prompt:,} tokens" if prompt
-                   else "no Prefill line shows its prompt")
+                   else "no Prefill line shows its prompt, so these may be long prompts, not replies "
+                        "(latent until a Prefill line shows the prompts)")
+    seen = any(isinstance(r, PrefillRecord) for r in records)
     return Finding(
-        "runaway_output", "observed", "A few requests hold far more tokens than any reply should",
+        "runaway_output", "observed" if seen else "latent",
+        "A few requests hold far more tokens than any reply should",
         f"Line {worst.line_no}: {worst.num_running_reqs} running request(s) hold {worst.num_tokens:,} KV "
         f"tokens, about {per_req:,.0f} each; {prompt_text}.{climb_text} Replies that long usually never "
         "stopped: no max_tokens on the request, or a stop token the chat template does not emit. They hold "
@@ -232,15 +317,23 @@ def runaway_finding(records: list[Record]) -> Finding | None:
 # ---- looks healthy ---------------------------------------------------------------------------------
 
 
+def small_queue(record: PrefillRecord | DecodeRecord) -> bool:
+    """A queue no larger than a quarter of the running batch (or HEALTHY_QUEUE): requests waiting a pass
+    or two for admission, as in any busy server."""
+    return (record.num_queue_reqs or 0) <= max(HEALTHY_QUEUE, (record.num_running_reqs or 0) / 4)
+
+
 def healthy_finding(records: list[Record]) -> Finding | None:
-    """Decode lines that show replies progressing with nobody queued: positive evidence of health."""
+    """Decode lines that show replies progressing, and no line with more than a small queue: positive
+    evidence of health (a log with no Decode line shows none)."""
     decodes = [r for r in records if isinstance(r, DecodeRecord)]
     serving = [r for r in decodes if r.num_running_reqs > 0]
-    if len(serving) < 2 or any(isinstance(r, RetractionRecord) for r in records):
+    if not serving or any(isinstance(r, RetractionRecord) for r in records):
+        return None
+    batches = [r for r in records if not isinstance(r, RetractionRecord)]
+    if not all(small_queue(r) for r in batches):
         return None
     queued = [r for r in decodes if r.num_queue_reqs]
-    if len(queued) * 2 > len(decodes):
-        return None
     usage = max((r.token_usage for r in decodes if r.token_usage is not None), default=None)
     usage_text = f", token usage at most {usage:.2f}" if usage is not None else ""
     return Finding(
@@ -251,4 +344,5 @@ def healthy_finding(records: list[Record]) -> Finding | None:
         "the pause is outside this excerpt, or between Decode lines (each stands for decode_log_interval "
         "passes), or on the client.",
         quote(serving), [],
-        "A queue that grows from line to line, a retraction, or a crash line later in the log.")
+        "A queue that grows from line to line, a retraction, or a crash line later in the log"
+        + ("; more Decode lines would make it surer (this excerpt has one)." if len(serving) == 1 else "."))
