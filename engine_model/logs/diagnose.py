@@ -340,8 +340,8 @@ def at_cap(record: Record, cap: int) -> bool:
 def inferred_cap(records: list[Record]) -> tuple[int | None, int]:
     """(cap, lines reaching it) when the lines show a cap on running requests the log does not state: the
     running batch (on a Prefill line, with the new requests) reaches one same largest value on
-    MIN_CAP_LINES or more lines while requests are queued on a pool below HIGH_TOKEN_USAGE, and never
-    exceeds it. Else (None, 0)."""
+    MIN_CAP_LINES or more lines, in two or more ways (different splits of running and new), while requests
+    are queued on a pool below HIGH_TOKEN_USAGE, and never exceeds it. Else (None, 0)."""
     def running(r: Record) -> int:
         return (r.num_running_reqs or 0) + (r.num_new_reqs if isinstance(r, PrefillRecord) else 0)
 
@@ -351,7 +351,8 @@ def inferred_cap(records: list[Record]) -> tuple[int | None, int]:
     top = max(running(r) for r in batches)
     hits = [r for r in batches if running(r) == top and r.num_queue_reqs
             and (r.token_usage or 0) < HIGH_TOKEN_USAGE]
-    return (top, len(hits)) if top > 1 and len(hits) >= MIN_CAP_LINES else (None, 0)
+    splits = {(type(r), r.num_running_reqs) for r in hits}  # reached in different ways, not one repeated
+    return (top, len(hits)) if top > 1 and len(hits) >= MIN_CAP_LINES and len(splits) >= 2 else (None, 0)
 
 
 def queue_runs(records: list[Record], cap: int | None) -> list[list[PrefillRecord]]:
