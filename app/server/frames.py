@@ -91,7 +91,8 @@ def line_counts(parsed: ParsedLog) -> pd.DataFrame:
 
 
 def num_scheduler_lines(parsed: ParsedLog) -> int:
-    return len(parsed.prefills) + len(parsed.decodes) + len(parsed.retractions)
+    """Lines the parser read as the scheduler's: Prefill, Decode, retraction, crash / OOM / hang."""
+    return len(parsed.prefills) + len(parsed.decodes) + len(parsed.retractions) + parsed.num_events
 
 
 # -- the log's timeline, in the simulated run's columns ----------------------------------------------
