@@ -408,7 +408,8 @@ def test_a_paste_in_any_format_gets_the_engines_verdict_and_its_words(shape):
     at.text_area(key="your_server.paste").input(PASTES[shape])
     at.run()
     assert not at.exception, [e.value for e in at.exception]
-    assert expected == {"container": "healthy", "time-only-crlf": "crash_oom", "no-stamp": "outside_model"}[shape]
+    wanted = {"container": "healthy", "time-only-crlf": "crash_oom", "no-stamp": "outside_model"}
+    assert expected == wanted[shape]
     assert verdict(at) == f"Verdict: it is {VERDICTS[expected][2]}"
     if shape == "no-stamp":
         assert "no timestamps" in texts(at.warning)
