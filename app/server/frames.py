@@ -53,7 +53,10 @@ def settings_table(parsed: ParsedLog, timeline: Timeline) -> pd.DataFrame:
             rows.append({"setting": flag, "value": _show(found[key]), "from": source})
         elif key == "chunked_prefill_size" and timeline.chunk_size_source == "inferred":
             rows.append({"setting": flag, "value": f"{timeline.chunk_size:,}",
-                         "from": "inferred: the largest #new-token, seen more than once"})
+                         "from": "inferred: the largest #new-token, on lines that show a prompt cut at it"})
+        elif key == "chunked_prefill_size":
+            rows.append({"setting": flag, "value": "unknown",
+                         "from": "the lines do not show it: paste the server_args line"})
         else:
             rows.append({"setting": flag, "value": default,
                          "from": "not in the log: SGLang's default assumed"})
