@@ -43,21 +43,22 @@ BATCH_HEADER = re.compile(
 ZERO_TAG = re.compile(r"[A-Z_]+0")
 RETRACT_WORDINGS = {"decode out of memory happened": "decode_oom", "kv cache pool is full": "kv_pool_full"}
 MAX_EVENTS = 50  # crash, out-of-memory and hang lines kept for quoting; the rest are counted
-EVENT_SEARCH = 2_000  # characters of a line searched for a crash, out-of-memory or hang wording
-# (kind, wording) in the order they are tried; the wordings are SGLang's own (scheduler.py `Scheduler hit an
-# exception`, schedule_batch.py / allocation.py `Prefill out of memory. Try to lower your batch size.`,
-# watchdog.py) and PyTorch's / NCCL's, which land in the same stdout.
+EVENT_SEARCH = 500  # characters of a line searched for a crash, out-of-memory or hang wording
+# (kind, wording) in the order they are tried, on the line in lower case; the wordings are SGLang's own
+# (scheduler.py `Scheduler hit an exception`, schedule_batch.py / allocation.py `Prefill out of memory. Try
+# to lower your batch size.`, invariant_checker.py `memory leak detected!`, watchdog.py `watchdog timeout`,
+# `Scheduler debug info:`) and PyTorch's / NCCL's, which land in the same stdout.
 EVENTS = (
-    ("oom", re.compile(r"out of memory|OutOfMemoryError|\bOOM\b|Not enough memory", re.IGNORECASE)),
-    ("bug", re.compile(r"leak detected|should never happen", re.IGNORECASE)),
-    ("hang", re.compile(r"watchdog (?:timeout|caught)|Scheduler debug info:|"
-                        r"(?:collective|operation|NCCL)\b.{0,120}time(?:d )?out|"
-                        r"timed out|health check failed|not responding|hang detected|is stuck",
-                        re.IGNORECASE)),
-    ("crash", re.compile(r"hit an exception|Traceback \(most recent call last\)|Received sigquit|core dumped|"
-                         r"Segmentation fault|illegal memory access|CUDA error|device-side assert|"
-                         r"unexpectedly failed|^(?:[\w.]+\.)?\w*(?:Error|Exception)(?::|$)")),
+    ("oom", re.compile(r"out of memory|outofmemoryerror|\boom\b|not enough memory")),
+    ("bug", re.compile(r"leak detected|should never happen")),
+    ("hang", re.compile(r"watchdog (?:timeout|caught)|scheduler debug info:|"
+                        r"(?:collective|operation|nccl)\b.{0,80}time(?:d )?out|"
+                        r"timed out|health check failed|not responding|hang detected|is stuck")),
+    ("crash", re.compile(r"hit an exception|traceback \(most recent call last\)|received sigquit|core dumped|"
+                         r"segmentation fault|illegal memory access|cuda error|device-side assert|"
+                         r"unexpectedly failed")),
 )
+EXCEPTION_LINE = re.compile(r"[\w.]{0,120}(?:Error|Exception)(?::|$)")  # a traceback's last line
 
 
 @dataclass(frozen=True)
@@ -494,10 +495,11 @@ KILLED = re.compile(r"exit ?code[ =]?-?(?:9|15)\b")  # SIGKILL / SIGTERM: someon
 
 
 def event_kind(message: str) -> str | None:
-    text = message[:EVENT_SEARCH]
+    text = message[:EVENT_SEARCH].lower()
     if "unexpectedly failed" in text and KILLED.search(text):
         return None  # a child killed by signal 9 or 15 as the server is stopped (the docs' notebooks end so)
-    return next((kind for kind, wording in EVENTS if wording.search(text)), None)
+    found = next((kind for kind, wording in EVENTS if wording.search(text)), None)
+    return found or ("crash" if EXCEPTION_LINE.match(message[:EVENT_SEARCH].lstrip()) else None)
 
 
 def message_start(line: str) -> int:
