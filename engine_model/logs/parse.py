@@ -348,6 +348,7 @@ class Builder:
     clipped: list = field(default_factory=list)
     frames: list = field(default_factory=list)
     old_decode: bool = False
+    last_prefix: tuple = (None, None)  # ((prefix text, is a scheduler line), Prefix) of the line before
     num_untimestamped: int = 0
     num_timestamped: int = 0
     ranks: set = field(default_factory=set)
@@ -524,7 +525,10 @@ def read_line(builder: Builder, line_no: int, line: str) -> None:
             found = ("event", start)
     what, start = found if found else ("", message_start(line))
     scheduler_line = what in ("batch", "fill", "old_decode", "retraction", "event")
-    prefix = read_prefix(builder if what else None, line[:start])
+    key = (line[:start], bool(what))
+    if key != builder.last_prefix[0]:  # a prefix repeats for every line of its second: read it once
+        builder.last_prefix = (key, read_prefix(builder if what else None, key[0]))
+    prefix = builder.last_prefix[1]
     message = line[start:]
     try:
         at = clock(builder, prefix, counted=scheduler_line)
