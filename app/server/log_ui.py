@@ -23,6 +23,7 @@ from app.ui.fold import folded
 from app.ui.markup import lines_ui
 from engine_model import InputError
 from engine_model import log_settings as settings
+from engine_model.logs.parse import followed_ranks
 
 VERDICTS = {  # verdict -> (colour, icon, in a few words, in a sentence); as engine_model's VERDICTS
     "crash_oom": ("red", ":material/error:", "a crash or out of memory",
@@ -102,8 +103,8 @@ def read_log_or_stop(name: str, text: str) -> compute.ReadLog:
         error_ui(InputError(name, f"a value in it cannot be read ({err}); numbers must fit what a real "
                                   "log holds"), "log")
         st.stop()
-    ranks = sorted(read.parsed.ranks)
-    if len(ranks) > 1:
+    ranks = [shards[0] for shards in followed_ranks(read.parsed).values()]  # one per scheduler, not shard
+    if len(ranks) > 1 and read.timeline.rank in ranks:
         rank = st.selectbox("Rank (each DP rank has its own scheduler)", ranks,
                             index=ranks.index(read.timeline.rank),
                             key=state.keys(PAGE).widget("rank"), format_func=lambda r: r or "(no tag)")
