@@ -117,7 +117,7 @@ def check_server(parsed: ParsedLog | None, found: ScrapeSet | None = None, info:
     merged = {**known, **log_settings}
     found_diagnosis = diagnose(parsed, rank=rank, known=known) if parsed is not None else None
     metrics = report(found) if found is not None and found.scrapes else None
-    timeline = build_timeline(parsed, rank=rank) if parsed is not None else None
+    timeline = build_timeline(parsed, rank=rank, known=known) if parsed is not None else None
     why = why_not_aligned(parsed, metrics, found, timeline)
     rows = align(timeline, log_epoch(parsed), metrics) if not why else []
     say, sentence = metrics_sentence(found_diagnosis, rows, metrics, why)

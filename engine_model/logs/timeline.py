@@ -249,8 +249,9 @@ def load_sample(record: PrefillRecord | DecodeRecord, at: float) -> LoadSample:
     )
 
 
-def build_timeline(parsed: ParsedLog, *, rank: str | None = None) -> Timeline:
-    """The timeline of one rank (default: TP0 / DP0, see `default_rank`)."""
+def build_timeline(parsed: ParsedLog, *, rank: str | None = None, known: dict | None = None) -> Timeline:
+    """The timeline of one rank (default: TP0 / DP0, see `default_rank`); `known`: settings from a
+    /server_info, used where the log states none (the chunk size)."""
     rank = default_rank(parsed) if rank is None else rank
     records = records_of(parsed, rank)
     if parsed.has_times:
@@ -262,7 +263,7 @@ def build_timeline(parsed: ParsedLog, *, rank: str | None = None) -> Timeline:
         clock_note = ("the log has no timestamps: the timeline is its lines in order, one step each, "
                       "not seconds; how long anything took cannot be read from it")
     prefills = [r for r in records if isinstance(r, PrefillRecord)]
-    chunk_size, chunk_source = chunk_size_of(parsed, prefills)
+    chunk_size, chunk_source = chunk_size_of(parsed, prefills, known)
     decodes, interval, interval_source = build_decodes(parsed, records, times)
     notes = [
         clock_note,
