@@ -76,7 +76,8 @@ def server_document(log: str | None, metrics: list[str], server_info: str | None
     scrapes = read_scrape_files(metrics) if metrics else None
     info = read_server_info_file(server_info) if server_info is not None else None
     check = check_server(parsed, scrapes, info)
-    doc = log_document(log, parsed, check.diagnosis) if parsed is not None else {"log": None}
+    known = info.settings if info is not None else None
+    doc = log_document(log, parsed, check.diagnosis, known) if parsed is not None else {"log": None}
     doc.update(verdict=check.verdict, verdict_words=VERDICT_WORDS[check.verdict],
                settings=plain(check.settings))
     if scrapes is not None:
@@ -86,8 +87,8 @@ def server_document(log: str | None, metrics: list[str], server_info: str | None
     return doc
 
 
-def log_document(path: str, parsed, found) -> dict:
-    timeline = build_timeline(parsed)
+def log_document(path: str, parsed, found, known: dict | None = None) -> dict:
+    timeline = build_timeline(parsed, known=known)
     return plain({
         "log": name_of(path),
         "verdict": found.verdict,
