@@ -159,3 +159,15 @@ def test_equal_token_counts_of_whole_prompts_do_not_show_a_chunk_size():
     assert chunk_size_of(cut, cut.prefills) == (8192, "inferred")
     # server_args and /server_info win over any inference
     assert chunk_size_of(cut, cut.prefills, {"chunked_prefill_size": 4096}) == (4096, "server_info")
+
+
+def test_big_prefill_passes_back_to_back_while_replies_decode_need_no_chunk_size_or_queue():
+    """Prefill batches of ~33k tokens back to back while 45-58 requests decode, token counts varying."""
+    text = "\n".join([decode(0, 45, 200000), prefill(1, 3, 33120, 45), prefill(2, 4, 32870, 48),
+                      prefill(3, 3, 33540, 52), prefill(4, 5, 31990, 55), decode(9, 58, 340000)])
+    parsed = parse_log(text)
+    assert chunk_size_of(parsed, parsed.prefills) == (None, "unknown")
+    found = diagnose(parsed)
+    assert found.verdict == "prefill_queue_ramp"
+    assert "4 Prefill lines in a row (lines 2-5, about 3 s from first to last) of 31,990-33,540" in (
+        found.findings[0].explanation)

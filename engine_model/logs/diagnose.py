@@ -34,6 +34,7 @@ NO_DECODE_PHASE_PREFILLS = 20  # Prefill lines with no Decode line anywhere: rep
 MIN_STREAK = 3  # Prefill lines in a row, with no chunk size known, before their span is compared
 MIN_CAP_LINES = 3  # lines at one same largest running count, with a queue, to infer a cap
 MIN_PASS_TOKENS = 1_024  # a prefill pass smaller than this costs about a decode step: no stall
+BIG_PASS_TOKENS = 8_192  # a prefill pass this large holds every reply for a visible pause (no mixed chunk)
 KIND_ORDER = (
     "crash_oom",
     "outside_model",
@@ -374,6 +375,47 @@ def queue_runs(records: list[Record], cap: int | None) -> list[list[PrefillRecor
     return runs
 
 
+def big_pass_runs(records: list[Record]) -> list[list[PrefillRecord]]:
+    """Runs of 2+ Prefill lines with no other line between, each of BIG_PASS_TOKENS or more with requests
+    running: big prefill passes back to back while replies wait, whatever the queue (no chunk size
+    needed)."""
+    runs, current = [], []
+    for record in [*records, None]:
+        if (isinstance(record, PrefillRecord) and record.num_running_reqs
+                and record.num_new_tokens >= BIG_PASS_TOKENS):
+            current.append(record)
+            continue
+        if len(current) >= 2:
+            runs.append(current)
+        current = []
+    return runs
+
+
+def big_pass_finding(runs: list[list[PrefillRecord]], found: dict, timed: bool) -> Finding:
+    worst = max(runs, key=lambda run: (len(run) * waiting(run), len(run)))
+    many = sum(r.num_new_reqs >= 2 for r in worst) * 2 >= len(worst)
+    sizes = sorted(r.num_new_tokens for r in worst)
+    span = f", about {worst[-1].at - worst[0].at:.0f} s from first to last" if timed else ""
+    who = "several requests" if many else "one request"
+    return Finding(
+        kind="prefill_queue_ramp" if many else "chunked_prefill_stall",
+        severity="observed",
+        title="Big prefill passes ran back to back while replies waited",
+        explanation=(
+            f"{len(worst)} Prefill lines in a row (lines {worst[0].line_no}-{worst[-1].line_no}{span}) of "
+            f"{sizes[0]:,}-{sizes[-1]:,} prompt tokens each (mostly {who} a pass), "
+            f"while up to {waiting(worst)} requests were running. "
+            + mixed_words(found, "the last of those passes is done")
+            + (f" The log has {len(runs)} runs like this." if len(runs) > 1 else "")
+            + f" ({DECODE_CAVEAT}.)"),
+        contradicts="A Decode line between those Prefill lines, or mixed chunk on.",
+        evidence=quote(worst),
+        fixes=[Fix("--enable-mixed-chunk", "each prefill pass also runs one decode step for the replies"),
+               Fix("--chunked-prefill-size (smaller)", "shorter passes, so shorter pauses"),
+               Fix("--prefill-decode-interval N", "N decode rounds after each prefill batch")],
+    )
+
+
 def queue_run_finding(runs: list[list[PrefillRecord]], found: dict, timed: bool) -> Finding:
     worst = max(runs, key=lambda run: (len(run) * waiting(run), len(run)))
     span = f", about {worst[-1].at - worst[0].at:.0f} s from first to last" if timed else ""
@@ -464,6 +506,9 @@ def diagnose(parsed: ParsedLog, *, rank: str | None = None, known: dict | None =
     if not stalls:
         queued = queue_runs(records, cap)
         stalls = [queue_run_finding(queued, found, parsed.has_times)] if queued else []
+    if not stalls:
+        big = big_pass_runs(records)
+        stalls = [big_pass_finding(big, found, parsed.has_times)] if big else []
     if chunk_size is None and not stalls and parsed.has_times:
         streaks = prefill_streaks(records)
         stalls = [streak_finding(streaks, records)] if streaks else []
