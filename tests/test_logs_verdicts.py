@@ -171,3 +171,17 @@ def test_big_prefill_passes_back_to_back_while_replies_decode_need_no_chunk_size
     assert found.verdict == "prefill_queue_ramp"
     assert "4 Prefill lines in a row (lines 2-5, about 3 s from first to last) of 31,990-33,540" in (
         found.findings[0].explanation)
+
+
+def test_a_pd_prefill_worker_never_decodes_and_can_still_look_healthy():
+    text = "\n".join(
+        f"[2025-05-26 11:34:2{i} DP10 TP10] Prefill batch. #new-seq: 3, #new-token: 3072, #cached-token: 0, "
+        f"token usage: 0.00, #running-req: 0, #unbootstrapped-req: 0, #queue-req: {i % 2}, "
+        "#transferring-req: 0" for i in range(3))
+    parsed = parse_log(text)
+    assert [p.num_bootstrap_reqs for p in parsed.prefills] == [0, 0, 0]
+    found = diagnose(parsed)
+    assert (found.verdict, found.findings[0].title) == ("healthy", "The log looks healthy (a PD prefill worker)")
+    # the same lines piling up a queue are not healthy
+    piled = text.replace("#queue-req: 1", "#queue-req: 90")
+    assert diagnose(parse_log(piled)).verdict == "unknown"

@@ -539,7 +539,7 @@ def diagnose(parsed: ParsedLog, *, rank: str | None = None, known: dict | None =
     findings.sort(key=lambda f: (f.severity != "observed", KIND_ORDER.index(f.kind)))
     observed = [f for f in findings if f.severity == "observed"]
     if not observed and not parsed.events:
-        healthy = healthy_finding(records)
+        healthy = healthy_finding(records, parsed)
         if healthy:
             findings.insert(0, healthy)
             observed = [healthy]

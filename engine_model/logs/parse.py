@@ -196,7 +196,9 @@ FIELDS: dict[str, tuple[str, str]] = {
     "#pending-token": ("num_pending_tokens", "int"),
     "#replay-token": ("num_replay_tokens", "int"),
     "#bootstrap-req": ("num_bootstrap_reqs", "int"),
+    "#unbootstrapped-req": ("num_bootstrap_reqs", "int"),  # the same PD prefill queues' names in mid-2025
     "#inflight-req": ("num_inflight_reqs", "int"),
+    "#transferring-req": ("num_inflight_reqs", "int"),
     "#optimistic-req": ("num_optimistic_reqs", "int"),
     "#prealloc-req": ("num_prealloc_reqs", "int"),
     "#transfer-req": ("num_transfer_reqs", "int"),

@@ -323,15 +323,36 @@ def small_queue(record: PrefillRecord | DecodeRecord) -> bool:
     return (record.num_queue_reqs or 0) <= max(HEALTHY_QUEUE, (record.num_running_reqs or 0) / 4)
 
 
-def healthy_finding(records: list[Record]) -> Finding | None:
-    """Decode lines that show replies progressing, and no line with more than a small queue: positive
-    evidence of health (a log with no Decode line shows none)."""
-    decodes = [r for r in records if isinstance(r, DecodeRecord)]
-    serving = [r for r in decodes if r.num_running_reqs > 0]
-    if not serving or any(isinstance(r, RetractionRecord) for r in records):
+def is_pd_prefill(parsed: ParsedLog, records: list[Record]) -> bool:
+    """A PD prefill worker: it never decodes (its Prefill lines carry the bootstrap / inflight queues)."""
+    if (parsed.server_args or {}).get("disaggregation_mode") == "prefill":
+        return True
+    return any(isinstance(r, PrefillRecord) and (r.num_bootstrap_reqs is not None
+                                                 or r.num_inflight_reqs is not None) for r in records)
+
+
+def healthy_finding(records: list[Record], parsed: ParsedLog | None = None) -> Finding | None:
+    """Decode lines that show replies progressing (on a PD prefill worker, which never decodes: Prefill
+    lines), and no line with more than a small queue: positive evidence of health (a log with no such line
+    shows none)."""
+    if any(isinstance(r, RetractionRecord) for r in records):
         return None
     batches = [r for r in records if not isinstance(r, RetractionRecord)]
     if not all(small_queue(r) for r in batches):
+        return None
+    if parsed is not None and is_pd_prefill(parsed, records) and not any(
+            isinstance(r, DecodeRecord) for r in records) and batches:
+        return Finding(
+            "healthy", "observed", "The log looks healthy (a PD prefill worker)",
+            f"{len(batches)} Prefill line(s) of a PD prefill worker, which hands each request to a decode "
+            "worker and never decodes itself; none shows more than a small queue, and no retraction, crash "
+            "or hang line. The replies' own pace is in the decode workers' logs.",
+            quote(batches), [],
+            "A queue that grows from line to line, or #bootstrap-req / #inflight-req piling up (the decode "
+            "side not taking the requests).")
+    decodes = [r for r in records if isinstance(r, DecodeRecord)]
+    serving = [r for r in decodes if r.num_running_reqs > 0]
+    if not serving:
         return None
     queued = [r for r in decodes if r.num_queue_reqs]
     usage = max((r.token_usage for r in decodes if r.token_usage is not None), default=None)
