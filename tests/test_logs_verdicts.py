@@ -186,3 +186,12 @@ def test_a_pd_prefill_worker_never_decodes_and_can_still_look_healthy():
     # the same lines piling up a queue are not healthy
     piled = text.replace("#queue-req: 1", "#queue-req: 90")
     assert diagnose(parse_log(piled)).verdict == "unknown"
+
+
+def test_a_logged_request_error_is_not_a_crash_but_a_bare_exception_line_is():
+    turned_away = "[2025-03-11 09:00:05] ValueError: The input (41000 tokens) is longer than the context"
+    parsed = parse_log("\n".join([decode(0, 2, 900), turned_away]))
+    assert parsed.num_events == 0 and parsed.num_unrecognised == 1
+    parsed = parse_log("\n".join([decode(0, 2, 900), "torch.OutOfMemoryError: CUDA out of memory.",
+                                  "AssertionError"]))
+    assert [e.kind for e in parsed.events] == ["oom", "crash"]

@@ -497,12 +497,15 @@ MAX_FRAMES = 200
 KILLED = re.compile(r"exit ?code[ =]?-?(?:9|15)\b")  # SIGKILL / SIGTERM: someone stopped the server
 
 
-def event_kind(message: str) -> str | None:
+def event_kind(message: str, bare: bool = True) -> str | None:
+    """"oom", "bug", "hang" or "crash" for a line that says so, else None. An exception's last line
+    (`RuntimeError: …`) counts only `bare`, with no logging prefix: a traceback's lines are printed so, while
+    a logged `ValueError: …` is a request turned away."""
     text = message[:EVENT_SEARCH].lower()
     if "unexpectedly failed" in text and KILLED.search(text):
         return None  # a child killed by signal 9 or 15 as the server is stopped (the docs' notebooks end so)
     found = next((kind for kind, wording in EVENTS if wording.search(text)), None)
-    return found or ("crash" if EXCEPTION_LINE.match(message[:EVENT_SEARCH].lstrip()) else None)
+    return found or ("crash" if bare and EXCEPTION_LINE.match(message[:EVENT_SEARCH].lstrip()) else None)
 
 
 def message_start(line: str) -> int:
@@ -523,7 +526,7 @@ def read_line(builder: Builder, line_no: int, line: str) -> None:
     found = find_message(line)
     if found is None:
         start = message_start(line)
-        if event_kind(line[start:]) is not None:
+        if event_kind(line[start:], bare=start == 0) is not None:
             found = ("event", start)
     what, start = found if found else ("", message_start(line))
     scheduler_line = what in ("batch", "fill", "old_decode", "retraction", "event")
@@ -572,7 +575,7 @@ def read_line(builder: Builder, line_no: int, line: str) -> None:
     elif what == "event":
         builder.num_events += 1
         if len(builder.events) < MAX_EVENTS:
-            builder.events.append(EventRecord(**common, kind=event_kind(message)))
+            builder.events.append(EventRecord(**common, kind=event_kind(message, bare=start == 0)))
     elif what == "server_args":
         read_server_args(builder, line_no, message[len("server_args=") :].strip())
     elif builder.startup is None:
