@@ -43,7 +43,7 @@ def test_decode_out_of_memory_and_a_scheduler_traceback_are_a_crash_quoted():
     assert found.verdict == "crash_oom"
     crash = found.findings[0]
     assert crash.title == "The server ran out of memory"
-    assert "Line 2 says so: “[2025-03-11 09:00:05 TP0] Decode out of memory." in crash.explanation
+    assert "Line 6 says so: “RuntimeError: Decode out of memory." in crash.explanation
     assert [line for line, _ in crash.evidence] == [2, 3, 6]
     assert crash.contradicts
 

@@ -423,7 +423,7 @@ def note_prefix(builder: Builder, prefix: str, last: re.Match | None, date: str 
     if last is None:
         builder.form("tags with no time, e.g. `[TP0] Decode batch`" if tags else "no prefix: bare messages")
     elif date is None:
-        builder.form("time-only stamps `[HH:MM:SS TP0]` (releases up to about 0.2)")
+        builder.form("time-only stamps `[HH:MM:SS TP0]` (0.2.x's format, or a custom one)")
     else:
         builder.form("date-time stamps `[YYYY-MM-DD HH:MM:SS TP0]`")
     if last is not None and last.start() > 0 and prefix[: last.start()].strip(" [|"):

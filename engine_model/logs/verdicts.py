@@ -63,7 +63,7 @@ def crash_finding(parsed: ParsedLog) -> Finding | None:
     if not events:
         return None
     ooms = [e for e in events if e.kind == "oom"]
-    last = events[-1]
+    last = telling(events)
     in_retraction = any("retract" in name for name in parsed.frames)
     where = (f" The traceback passes through {', '.join(f for f in parsed.frames if 'retract' in f)}: the "
              "crash is in the retraction path, so nothing that makes retraction more likely (lower "
@@ -73,7 +73,8 @@ def crash_finding(parsed: ParsedLog) -> Finding | None:
     more = f" ({parsed.num_events:,} such lines in all)" if parsed.num_events > len(events) else ""
     if ooms:
         title = "The server ran out of memory"
-        explanation = (f"Line {ooms[0].line_no} says so: “{message_of(ooms[0])}”{more}.{where}{frame_text} "
+        said = telling(ooms)
+        explanation = (f"Line {said.line_no} says so: “{message_of(said)}”{more}.{where}{frame_text} "
                        "Whatever the scheduler lines before it show, this is what stopped the replies.")
         fixes = oom_fixes(ooms, in_retraction)
     else:
@@ -84,6 +85,15 @@ def crash_finding(parsed: ParsedLog) -> Finding | None:
     return Finding("crash_oom", "observed", title, explanation, quote(events), fixes,
                    "A line after it showing the same server serving again (Prefill / Decode lines with no "
                    "restart) would say it survived; a restart's server_args line says it was restarted.")
+
+
+def upper_first(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def telling(events: list[EventRecord]) -> EventRecord:
+    """The line that says most: an exception's own line (`RuntimeError: CUDA error: …`), else the first."""
+    return next((e for e in events if "Error:" in e.text or "Exception:" in e.text), events[0])
 
 
 def message_of(event: EventRecord) -> str:
@@ -163,7 +173,7 @@ def slow_work_finding(records: list[Record], interval: int) -> Finding | None:
         evidence += [line, after]
     return Finding(
         "outside_model", "observed", "The GPU work itself is slow",
-        "; ".join(parts).capitalize() + ". Nothing queued to explain it: the time goes inside the passes, "
+        upper_first("; ".join(parts)) + ". Nothing queued to explain it: the time goes inside the passes, "
         "where this model has no say (a kernel or attention backend, CPU offload, storage I/O, the "
         "hardware).",
         quote(evidence), [report_upstream(),
