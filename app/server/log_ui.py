@@ -239,7 +239,8 @@ def diagnosis_ui(read: compute.ReadLog) -> None:
                     "pauses, look at the client side, `--stream-interval`, or a longer stretch of the log.")
     for finding in found.findings:
         with st.container(border=True):
-            badge = "" if finding.severity == "observed" else " :gray-badge[latent: nobody was waiting]"
+            badge = ("" if finding.severity == "observed"
+                     else " :gray-badge[latent: seen, but not what held the replies here]")
             st.markdown(f"**{finding.title}**{badge}")
             st.markdown(finding.explanation)
             st.markdown("Evidence (log line numbers):")
