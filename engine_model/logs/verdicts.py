@@ -23,9 +23,9 @@ SLOW_PREFILL_S = 30.0  # and only when that pass took this long (stamps are to t
 # its decode-pass counter reaches a multiple of decode_log_interval (default 40):
 # `if self.forward_ct_decode % self.decode_log_interval != 0: return` in
 # srt/managers/scheduler_components/metrics_reporter.py (0.5.23; scheduler.py's log_decode_stats before).
-DECODE_CAVEAT = ("SGLang prints a Decode line only every decode_log_interval decode passes (default 40; "
-                 "metrics_reporter.py, `forward_ct_decode % decode_log_interval`), so no Decode line "
-                 "between Prefill lines is a hint that decode waited, not proof")
+DECODE_CAVEAT = ("SGLang prints a Decode line only every decode_log_interval decode passes (default 40; its "
+                 "scheduler's metrics reporter logs when `forward_ct_decode % decode_log_interval == 0`), so "
+                 "no Decode line between Prefill lines is a hint that decode waited, not proof")
 
 
 @dataclass(frozen=True)
