@@ -41,6 +41,10 @@ def one_decode(text: str):
     # Python logging with level, pid, file and line (a custom SGLANG_LOGGING_CONFIG_PATH)
     (f"2026-05-02 10:11:12 INFO 1234 [DP0 TP0 EP0 scheduler_metrics_mixin.py:305] {DECODE_05}", "DP0 TP0 EP0",
      True),
+    # other loggers' shells: loguru, a Ray actor, slashes in the date
+    (f"2025-03-11 09:12:01.123 | INFO     | sglang.srt:log:88 - {DECODE_05}", "", True),
+    (f"(SGLangEngine pid=48213) [2025-03-11 09:12:01 DP1 TP2] {DECODE_04}", "DP1 TP2", True),
+    (f"[2025/03/11 09:12:01 TP0] {DECODE_04}", "TP0", True),
     # 0.1.x: `[gpu_id=0]` before the message, no stamp (format "%(message)s")
     (f"[gpu_id=0] {DECODE_04}", "GPU0", False),
 ])

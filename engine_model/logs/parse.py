@@ -30,7 +30,7 @@ OUT_OF_RANGE = f"a real log's numbers lie between 0 and {MAX_VALUE:,}"
 MAX_PREFIX = 400  # characters before a message: SGLang's prefix inside a container / journald / kubectl one
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 STAMP = re.compile(
-    r"(?<![\d:])(?:(?P<date>\d{4}-\d{2}-\d{2})[ T])?(?P<time>\d{2}:\d{2}:\d{2})"
+    r"(?<![\d:])(?:(?P<date>\d{4}[-/]\d{2}[-/]\d{2})[ T])?(?P<time>\d{2}:\d{2}:\d{2})"
     r"(?:[.,](?P<frac>\d{1,9}))?(?![\d:])"
 )
 TAG = re.compile(r"\b(DP|PP|ATTN_CP|MOE_DP|ATTN_DP|ATTN_TP|TP|EP|CP)(\d{1,5})\b|\bgpu_id=(\d{1,5})\b")
@@ -436,7 +436,7 @@ def note_prefix(builder: Builder, prefix: str, last: re.Match | None, date: str 
 
 def epoch_of(date: str, time: str) -> float:
     """Seconds since 1970 of a stamp (read as UTC: only differences matter)."""
-    return datetime.fromisoformat(f"{date}T{time}").replace(tzinfo=UTC).timestamp()
+    return datetime.fromisoformat(f"{date.replace('/', '-')}T{time}").replace(tzinfo=UTC).timestamp()
 
 
 def clock(builder: Builder, prefix: Prefix, *, counted: bool = True) -> float:
