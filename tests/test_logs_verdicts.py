@@ -77,11 +77,14 @@ def test_two_requests_holding_307k_tokens_are_a_runaway_output():
     assert not any("conservativeness" in fix.flag for fix in finding.fixes)
 
 
-def test_without_a_prefill_line_big_holdings_may_be_long_prompts_and_stay_latent():
-    text = "\n".join(decode(10 * i, 2, 306000 + 80 * i, usage=0.45) for i in range(3))
-    found = diagnose(parse_log(text))
+def test_without_a_prefill_line_big_holdings_stay_latent_unless_seen_climbing():
+    still = "\n".join(decode(10 * i, 2, 306000, usage=0.45) for i in range(3))
+    found = diagnose(parse_log(still))
     assert [(f.kind, f.severity) for f in found.findings if f.kind == "runaway_output"] == [
         ("runaway_output", "latent")]
+    assert found.verdict == "unknown"  # never "healthy" beside a possible runaway
+    climbing = "\n".join(decode(10 * i, 2, 306000 + 80 * i, usage=0.45) for i in range(3))
+    assert diagnose(parse_log(climbing)).verdict == "runaway_output"
 
 
 def test_max_tokens_one_requests_with_no_decode_phase_are_not_called_mid_reply_starvation():

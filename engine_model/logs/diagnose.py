@@ -538,7 +538,7 @@ def diagnose(parsed: ParsedLog, *, rank: str | None = None, known: dict | None =
         findings.append(graph if alone else replace(graph, severity="latent"))
     findings.sort(key=lambda f: (f.severity != "observed", KIND_ORDER.index(f.kind)))
     observed = [f for f in findings if f.severity == "observed"]
-    if not observed and not parsed.events:
+    if not observed and not parsed.events and not any(f.kind == "runaway_output" for f in findings):
         healthy = healthy_finding(records, parsed)
         if healthy:
             findings.insert(0, healthy)

@@ -292,7 +292,7 @@ def runaway_finding(records: list[Record]) -> Finding | None:
 
     On a Decode line `#token` / `#running-req` is what each running request holds; beyond the longest
     prompt seen by RUNAWAY_TOKENS, it is reply. Climbing over Decode lines with the same few requests
-    confirms it.
+    confirms it; with no Prefill line, only that shows it (twice), else the finding stays latent.
     """
     prompt = longest_prompt(records)
     decodes = [r for r in records if isinstance(r, DecodeRecord) and r.num_tokens is not None
@@ -302,16 +302,19 @@ def runaway_finding(records: list[Record]) -> Finding | None:
         return None
     worst = max(big, key=lambda r: r.num_tokens / r.num_running_reqs)
     per_req = worst.num_tokens / worst.num_running_reqs
-    climbing = [b for a, b in zip(decodes, decodes[1:], strict=False)
-                if b.num_running_reqs == a.num_running_reqs and b.num_tokens > a.num_tokens]
+    climbing = [b for a, b in zip(records, records[1:], strict=False)  # nothing between: the same requests
+                if b in big and isinstance(a, DecodeRecord) and a.num_tokens is not None
+                and b.num_running_reqs == a.num_running_reqs and b.num_tokens > a.num_tokens]
     climb_text = (f" #token climbs on {len(climbing)} Decode lines while #running-req stays the same."
                   if climbing else " The log shows no second Decode line to see it climb.")
-    prompt_text = (f"the longest prompt the Prefill lines show is {prompt:,} tokens" if prompt
-                   else "no Prefill line shows its prompt, so these may be long prompts, not replies "
-                        "(latent until a Prefill line shows the prompts)")
     seen = any(isinstance(r, PrefillRecord) for r in records)
+    shown = seen or len(climbing) >= 2  # the prompts are known, or the same requests are seen growing
+    prompt_text = (f"the longest prompt the Prefill lines show is {prompt:,} tokens" if prompt
+                   else "no Prefill line shows its prompt, so these may be long prompts"
+                   + ("" if shown else ", not replies (latent until a Prefill line shows the prompts, or "
+                                       "#token climbs on two Decode lines in a row)"))
     return Finding(
-        "runaway_output", "observed" if seen else "latent",
+        "runaway_output", "observed" if shown else "latent",
         "A few requests hold far more tokens than any reply should",
         f"Line {worst.line_no}: {worst.num_running_reqs} running request(s) hold {worst.num_tokens:,} KV "
         f"tokens, about {per_req:,.0f} each; {prompt_text}.{climb_text} Replies that long usually never "
