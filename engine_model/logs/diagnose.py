@@ -155,7 +155,7 @@ def long_prompt_finding(runs: list[list[PrefillRecord]], chunk_size: int | None,
         severity="observed" if num_waiting else "latent",
         title="Back-to-back prefill chunks stall running replies",
         explanation=explanation + (f" The log has {len(runs)} runs like this." if len(runs) > 1 else "")
-        + f" ({DECODE_CAVEAT}.)",
+        + f" Caveat: {DECODE_CAVEAT}.",
         contradicts="A Decode line between those Prefill lines, or --enable-mixed-chunk on with requests "
                     "running (each pass then carried a decode step).",
         evidence=quote(worst),
@@ -197,7 +197,7 @@ def queue_ramp_finding(runs: list[list[PrefillRecord]], chunk_size: int | None, 
         severity="observed" if num_waiting else "latent",
         title="A queue of new requests is prefilled pass after pass while replies wait",
         explanation=explanation + (f" The log has {len(runs)} runs like this." if len(runs) > 1 else "")
-        + f" ({DECODE_CAVEAT}.)",
+        + f" Caveat: {DECODE_CAVEAT}.",
         contradicts="A Decode line between those Prefill lines, or mixed chunk on; an empty queue at the "
                     "first line (then it is one long prompt, not a queue).",
         evidence=quote(worst),

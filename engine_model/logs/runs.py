@@ -73,7 +73,7 @@ def streak_finding(runs: list[list[PrefillRecord]], records: list[Record]) -> Fi
                      f"Decode line, while up to {waiting(worst)} requests were running; elsewhere in this "
                      f"log a Decode line comes every {usual:.0f} s or so. The chunk size is unknown (paste "
                      "the server_args line), so the passes cannot be told apart as chunks of one prompt or a "
-                     f"queue of many. ({DECODE_CAVEAT}.)"),
+                     f"queue of many. Caveat: {DECODE_CAVEAT}."),
         contradicts="A Decode line between those Prefill lines, or mixed chunk on.",
         evidence=quote(worst),
         fixes=[Fix("--enable-mixed-chunk", "each prefill pass also runs one decode step for the replies"),
@@ -132,7 +132,7 @@ def big_pass_finding(runs: list[list[PrefillRecord]], found: dict, timed: bool) 
             f"while up to {waiting(worst)} requests were running. "
             + mixed_words(found, "the last of those passes is done")
             + (f" The log has {len(runs)} runs like this." if len(runs) > 1 else "")
-            + f" ({DECODE_CAVEAT}.)"),
+            + f" Caveat: {DECODE_CAVEAT}."),
         contradicts="A Decode line between those Prefill lines, or mixed chunk on.",
         evidence=quote(worst),
         fixes=[Fix("--enable-mixed-chunk", "each prefill pass also runs one decode step for the replies"),
@@ -157,7 +157,7 @@ def queue_run_finding(runs: list[list[PrefillRecord]], found: dict, timed: bool)
             "(prefill first), so the queue is drained pass after pass. "
             + mixed_words(found, "the queue is drained or a limit stops admission")
             + (f" The log has {len(runs)} runs like this." if len(runs) > 1 else "")
-            + f" ({DECODE_CAVEAT}.)"),
+            + f" Caveat: {DECODE_CAVEAT}."),
         contradicts="A Decode line between those Prefill lines, or mixed chunk on; a cap on running "
                     "requests at the running count.",
         evidence=quote(worst),
