@@ -198,17 +198,25 @@ def positive(text: str) -> int:
     return int(text)
 
 
+def refuse(where: str, problem: str, as_json: bool) -> int:
+    """Exit 2 with one line on stderr; with --json, also one JSON object on stdout, as a result is one."""
+    if as_json:
+        print(json.dumps({"error": {"where": where, "problem": problem, "message": f"{where}: {problem}"}},
+                         indent=1))
+    print(f"error: {where}: {problem}", file=sys.stderr)
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    as_json = bool(getattr(args, "json", False))
     try:
         return args.func(args)
     except InputError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+        return refuse(err.where, err.problem, as_json)
     except OSError as err:  # a path the commands without their own reader (reference) could not read
         where = name_of(err.filename) if err.filename else "an input file"
-        print(f"error: {where}: cannot be read ({err.strerror or type(err).__name__})", file=sys.stderr)
-        return 2
+        return refuse(where, f"cannot be read ({err.strerror or type(err).__name__})", as_json)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,12 @@ VERDICT_WORDS = {
     "kv_retraction": "KV stall (the pool filled; requests were retracted)",
     "queueing_running_cap": "requests queue behind max_running_requests",
     "queueing_token_pool": "requests queue on a nearly full KV pool",
-    "none": "none: no stall found",
+    "crash_oom": "the server crashed or ran out of memory",
+    "runaway_output": "runaway output (a few requests hold far more tokens than a reply)",
+    "outside_model": "outside what this model can see (a hang, a bug, slow GPU work, a queue at an empty "
+                     "pool)",
+    "healthy": "looks healthy: replies progressing, nobody queued",
+    "unknown": "unknown: no trouble shows, but too little to call it healthy",
     "needs_log": "replies paused, but the metrics alone cannot say which stall: add the server log",
 }
 
@@ -50,14 +55,15 @@ def plain(value):
 
 def read_log(path: str):
     parsed = parse_log_file(Path(path))
-    num_records = len(parsed.prefills) + len(parsed.decodes) + len(parsed.retractions)
+    num_records = len(parsed.prefills) + len(parsed.decodes) + len(parsed.retractions) + parsed.num_events
     if not num_records and parsed.server_args is None and parsed.startup is None:
         malformed = parsed.malformed_examples[:1]
         why = (f" ({parsed.num_malformed:,} malformed; line {malformed[0][0]}: {malformed[0][1]})"
                if malformed else "")
         raise InputError(name_of(path),
                          f"no usable SGLang scheduler line among its {parsed.num_lines:,} lines{why}; "
-                         "expected 'Prefill batch', 'Decode batch', a retraction or server_args=")
+                         "expected 'Prefill batch', 'Decode batch', a retraction, a crash or "
+                         "out-of-memory line, or server_args=")
     return parsed
 
 
@@ -70,7 +76,8 @@ def server_document(log: str | None, metrics: list[str], server_info: str | None
     scrapes = read_scrape_files(metrics) if metrics else None
     info = read_server_info_file(server_info) if server_info is not None else None
     check = check_server(parsed, scrapes, info)
-    doc = log_document(log, parsed, check.diagnosis) if parsed is not None else {"log": None}
+    known = info.settings if info is not None else None
+    doc = log_document(log, parsed, check.diagnosis, known) if parsed is not None else {"log": None}
     doc.update(verdict=check.verdict, verdict_words=VERDICT_WORDS[check.verdict],
                settings=plain(check.settings))
     if scrapes is not None:
@@ -80,8 +87,8 @@ def server_document(log: str | None, metrics: list[str], server_info: str | None
     return doc
 
 
-def log_document(path: str, parsed, found) -> dict:
-    timeline = build_timeline(parsed)
+def log_document(path: str, parsed, found, known: dict | None = None) -> dict:
+    timeline = build_timeline(parsed, known=known)
     return plain({
         "log": name_of(path),
         "verdict": found.verdict,
@@ -91,7 +98,8 @@ def log_document(path: str, parsed, found) -> dict:
         "findings": found.findings,
         "timeline": {
             "num_prefill_passes": len(timeline.prefills), "num_decode_lines": len(timeline.decodes),
-            "num_retractions": len(timeline.retractions), "span_s": timeline_span(timeline),
+            "num_retractions": len(timeline.retractions),
+            "span_s": timeline_span(timeline) if timeline.timed else None, "timed": timeline.timed,
             "chunk_size": timeline.chunk_size, "chunk_size_source": timeline.chunk_size_source,
             "decode_log_interval": timeline.decode_log_interval,
             "decode_log_interval_source": timeline.decode_log_interval_source,
@@ -103,7 +111,13 @@ def log_document(path: str, parsed, found) -> dict:
             "num_retraction": len(parsed.retractions), "num_blank": parsed.num_blank,
             "num_unrecognised": parsed.num_unrecognised, "num_malformed": parsed.num_malformed,
             "malformed_examples": parsed.malformed_examples, "num_not_read": parsed.num_lines_not_read,
+            "num_clipped": parsed.num_clipped, "clipped_examples": parsed.clipped_examples,
+            "unrecognised_examples": parsed.unrecognised_examples,
+            "num_timestamped": parsed.num_timestamped, "num_untimestamped": parsed.num_untimestamped,
         },
+        "events": {"num_events": parsed.num_events,
+                   "lines": [(e.line_no, e.kind, e.text) for e in parsed.events]},
+        "formats": parsed.formats,
         "notes": found.notes,
         "warnings": parsed.warnings,
         "version_hints": parsed.version_hints,
@@ -125,11 +139,17 @@ def print_log(doc: dict) -> None:
           + (f"; {lines['num_not_read']:,} not read (line limit)" if lines["num_not_read"] else ""))
     for line_no, why in lines["malformed_examples"]:
         print(f"    malformed line {line_no}: {why}")
+    for line_no, text in lines["unrecognised_examples"][:3]:
+        print(f"    unrecognised line {line_no}: {text[:160]}")
+    if doc["formats"]:
+        print(f"  formats read: {'; '.join(doc['formats'])}")
+    over = (f"over {timeline['span_s']:.1f} s" if timeline["timed"]
+            else "in log order (no timestamps: no seconds)")
+    chunk = (f"{timeline['chunk_size']:,} ({timeline['chunk_size_source']})" if timeline["chunk_size"]
+             else "unknown: paste the server_args line")
     print(f"  timeline (rank {doc['rank'] or 'untagged'}): {timeline['num_prefill_passes']} prefill passes, "
-          f"{timeline['num_decode_lines']} Decode lines, {timeline['num_retractions']} retractions over "
-          f"{timeline['span_s']:.1f} s; chunk size {timeline['chunk_size']} "
-          f"({timeline['chunk_size_source']}); "
-          f"longest run of full chunks {timeline['longest_chunk_run']}")
+          f"{timeline['num_decode_lines']} Decode lines, {timeline['num_retractions']} retractions {over}; "
+          f"chunk size {chunk}; longest run of full chunks {timeline['longest_chunk_run']}")
     settings = ", ".join(f"{key}={value}" for key, value in doc["settings"].items())
     print(f"  settings: {settings or 'none in the log (SGLang defaults assumed)'}")
     for finding in doc["findings"]:
@@ -139,6 +159,8 @@ def print_log(doc: dict) -> None:
             print(f"    line {line_no}: {text[:160]}")
         for fix in finding["fixes"]:
             print(f"    try {fix['flag']}: {fix['effect']}")
+        if finding["contradicts"]:
+            print(f"    would contradict it: {finding['contradicts']}")
     for note in [*doc["warnings"], *doc["notes"]]:
         print(f"  note: {note}")
 

@@ -379,3 +379,37 @@ def test_a_logs_checklist_reads_its_own_requests_and_server_args():
     assert [reads[q] for q in list(reads)[1:3]] == ["? unknown"] * 2
     assert reads["(d8) Both roles on the same policy"] == "? unknown"  # not a PD server: no role
     assert behind["(a) Long prompts carry much of the work"].startswith("0 of 1,108 requests")
+
+
+PASTES = {  # a paste in each shape the page must take, and the verdict the engine gives it
+    "container": "\n".join(
+        f"sglang-1  | [2025-03-11 09:12:0{i}] [2025-03-11 09:12:0{i} TP0] Decode batch. #running-req: 12, "
+        f"#token: {9000 + 480 * i}, token usage: 0.12, gen throughput (token/s): 640.50, #queue-req: 0"
+        for i in range(3)),
+    "time-only-crlf": "\r\n".join([
+        "[04:40:55 TP0] Decode batch. #running-req: 40, #token: 90000, token usage: 0.95, "
+        "gen throughput (token/s): 900.00, #queue-req: 3",
+        "[04:40:56 TP0] Decode out of memory. Try to lower your batch size.",
+        "[04:40:56 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        "RuntimeError: Decode out of memory. Try to lower your batch size."]),
+    "no-stamp": "\n".join(
+        f"[TP0] Decode batch. #running-req: 2, #token: {900 + 80 * i}, token usage: 0.01, "
+        f"gen throughput (token/s): 80.00, #queue-req: {40 * (i + 1)}" for i in range(3)),
+}
+
+
+@pytest.mark.parametrize("shape", list(PASTES))
+def test_a_paste_in_any_format_gets_the_engines_verdict_and_its_words(shape):
+    from app.server.log_ui import VERDICTS
+    from engine_model.logs import diagnose
+
+    expected = diagnose(parse_log(PASTES[shape])).verdict
+    at = open_page(replay=False, log="paste")
+    at.text_area(key="your_server.paste").input(PASTES[shape])
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    wanted = {"container": "healthy", "time-only-crlf": "crash_oom", "no-stamp": "outside_model"}
+    assert expected == wanted[shape]
+    assert verdict(at) == f"Verdict: it is {VERDICTS[expected][2]}"
+    if shape == "no-stamp":
+        assert "no timestamps" in texts(at.warning)

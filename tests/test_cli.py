@@ -188,3 +188,16 @@ def test_a_run_stops_at_the_simulated_time_limit_instead_of_idling_up_to_a_far_a
     doc = json.loads(capsys.readouterr().out)
     assert doc["end_at"] < 100 and doc["cut_off"] == "limits.max_sim_seconds (100) reached"
     assert doc["unfinished"] == {"cut off: limits.max_sim_seconds (100) reached": 1}
+
+
+@pytest.mark.parametrize("argv", [
+    ["diagnose", "scenarios/forty_replies.toml", "--json"],
+    ["diagnose", "/dev/null", "--json"],
+    ["trace", "scenarios/forty_replies.toml", "--json"],
+])
+def test_json_refusals_are_a_json_error_object_on_stdout_and_exit_2(argv):
+    proc = cli(*argv)
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 2 and set(doc) == {"error"}
+    assert doc["error"]["message"] == f"{doc['error']['where']}: {doc['error']['problem']}"
+    assert proc.stderr == f"error: {doc['error']['message']}\n"

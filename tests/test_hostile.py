@@ -96,8 +96,10 @@ def test_cli_answers_with_a_result_or_one_line(name, corpus, capsys):
             assert time.perf_counter() - started < SECONDS
             assert status in (0, 2) and "Traceback" not in out + err
             if status == 2:
-                assert (out == "" and err.startswith("error: ") and err.count("\n") == 1
-                        and len(err) <= MAX_LINE)
+                assert err.startswith("error: ") and err.count("\n") == 1 and len(err) <= MAX_LINE
+                # with --json a refusal is a JSON error object on stdout, as a result is a JSON document
+                assert (json.loads(out)["error"]["message"] == err[len("error: "):].strip() if extra
+                        else out == "")
             elif extra:
                 json.loads(out)
             if not extra:

@@ -123,6 +123,9 @@ def test_metrics_alone_say_replies_paused_but_not_which_stall():
     assert check_server(None, read_scrape_files([PROM])).verdict == "needs_log"
     retracted = 'sglang:num_retracted_requests_total{tp_rank="0"} 3\n'
     assert check_server(None, read_scrapes([("s", retracted)])).verdict == "kv_retraction"
+    # no gap recorded at all: nothing to call healthy
+    assert check_server(None, read_scrapes([("s", 'sglang:num_running_reqs{tp_rank="0"} 3\n')])).verdict == (
+        "unknown")
 
 
 def test_server_info_that_is_not_sglangs_is_refused_naming_the_line():

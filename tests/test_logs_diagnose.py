@@ -76,7 +76,7 @@ def test_chunks_with_nobody_running_are_latent_not_a_verdict():
     text = "\n".join([prefill(1, 8192, 0, pending=8000), prefill(2, 8000, 0)])
     diagnosis = diagnose(parse_log(text))
     assert (diagnosis.verdict, [(f.kind, f.severity) for f in diagnosis.findings]) == (
-        "none",
+        "unknown",
         [("chunked_prefill_stall", "latent")],
     )
 
@@ -141,25 +141,38 @@ def test_several_findings_are_ranked_retraction_first():
     assert [f.kind for f in diagnosis.findings] == ["kv_retraction", "chunked_prefill_stall"]
 
 
-def test_a_quiet_log_has_no_verdict():
+def test_a_quiet_log_with_replies_progressing_looks_healthy_and_says_what_would_contradict_it():
     diagnosis = diagnose(parse_log("\n".join([prefill(0, 100, 0), decode(1, 1), decode(2, 1)])))
-    assert (diagnosis.verdict, diagnosis.findings) == ("none", [])
+    [finding] = diagnosis.findings
+    assert (diagnosis.verdict, finding.kind, finding.fixes) == ("healthy", "healthy", [])
+    assert [line_no for line_no, _ in finding.evidence] == [2, 3]
+    assert "A queue that grows" in finding.contradicts
     assert diagnosis.notes == [
         "no server_args line: mixed chunk and other flags are assumed at their defaults"
     ]
 
 
+def test_too_little_to_call_healthy_is_unknown_not_healthy():
+    diagnosis = diagnose(parse_log("\n".join([prefill(0, 100, 0), prefill(1, 100, 0)])))
+    assert (diagnosis.verdict, diagnosis.findings) == ("unknown", [])
+    assert any("too little to call the server healthy" in note for note in diagnosis.notes)
+
+
 # file -> (verdict, [(kind, severity)])
 REAL_VERDICTS = {
+    # the docs' CI runs without CUDA graphs: said, but latent beside the retraction
     "01_docsci_2025-04-30_qwen05b_batch_retract_decode_oom.log": (
         "kv_retraction",
-        [("kv_retraction", "observed")],
+        [("kv_retraction", "observed"), ("outside_model", "latent")],
     ),
     "02_docsci_2025-06-20_qwen05b_batch_retract_kvpool_full.log": (
         "kv_retraction",
-        [("kv_retraction", "observed")],
+        [("kv_retraction", "observed"), ("outside_model", "latent")],
     ),
-    "03_docsci_2025-02-25_llama31_8b_batch_retract.log": ("kv_retraction", [("kv_retraction", "observed")]),
+    "03_docsci_2025-02-25_llama31_8b_batch_retract.log": (
+        "kv_retraction",
+        [("kv_retraction", "observed"), ("outside_model", "latent")],
+    ),
     "05_pr13023_l40s_prefill_burst_chunk4096.log": (
         "prefill_queue_ramp",
         [("prefill_queue_ramp", "observed")],
@@ -169,10 +182,10 @@ REAL_VERDICTS = {
         [("prefill_queue_ramp", "observed")],
     ),
     "10_issue36081_v0.5.18_long_prompt_chunked_prefill_then_decode.log": (
-        "none",
-        [("chunked_prefill_stall", "latent")],
+        "healthy",
+        [("healthy", "observed"), ("chunked_prefill_stall", "latent")],
     ),
-    "12_docsci_server_args_examples_2024-11_to_2026-04.log": ("none", []),
+    "12_docsci_server_args_examples_2024-11_to_2026-04.log": ("unknown", []),
 }
 
 
@@ -186,7 +199,7 @@ def test_real_long_prompt_log_says_how_many_more_chunks_were_pending():
     parsed = parse_log_file(
         LOGS / "10_issue36081_v0.5.18_long_prompt_chunked_prefill_then_decode.log"
     )
-    [finding] = diagnose(parsed).findings
+    [_, finding] = diagnose(parsed).findings
     assert "the first left 157,704 prompt tokens pending, about 20 more passes" in finding.explanation
     assert "no request was mid-reply" in finding.explanation
 

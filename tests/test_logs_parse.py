@@ -235,17 +235,18 @@ def test_every_other_line_is_counted_never_dropped():
         ]
     )
     parsed = parse_log(text)
-    assert (parsed.num_lines, parsed.num_blank, parsed.num_unrecognised, parsed.num_malformed) == (6, 1, 3, 2)
-    assert parsed.num_untimestamped == 1
+    assert (parsed.num_lines, parsed.num_blank, parsed.num_unrecognised, parsed.num_malformed) == (6, 1, 3, 1)
+    assert (parsed.num_timestamped, parsed.num_untimestamped) == (2, 0)  # counted among scheduler lines
     assert parsed.unrecognised_examples == [
         (1, "[2025-11-11 04:28:01] INFO:     127.0.0.1 - POST /generate 200 OK"),
         (2, "Benchmark..."),
         (5, "[2025-11-11 04:28:02] "),
     ]
-    assert parsed.malformed_examples == [
-        (4, "field '#new-seq' has value 'two', expected int"),
-        (6, "'#tok' is not a 'name: value' field (the last line looks cut off)"),
-    ]
+    assert parsed.malformed_examples == [(4, "field '#new-seq' has value 'two', expected int")]
+    # the last line is cut mid-field (a clipped paste): read up to the cut, counted and quoted, not dropped
+    assert [(d.line_no, d.num_running_reqs, d.num_tokens) for d in parsed.decodes] == [(6, 3, None)]
+    assert (parsed.num_clipped, parsed.clipped_examples[0][0]) == (1, 6)
+    assert any("end mid-field" in w for w in parsed.warnings)
 
 
 def test_limits_and_binary_input_give_clear_errors():

@@ -131,3 +131,20 @@ def test_dtypes_parallelism_and_what_cannot_be_matched_are_read_from_server_args
     assert deployment_from_log({"quantization": "modelopt_fp4"}).weight_dtype == "nvfp4"
     assert deployment_from_log({"model_path": "deepseek-ai/DeepSeek-V3"}).weight_dtype == "fp8"
     assert "dtype='float32': not modelled" in deployment_from_log({"dtype": "float32"}).unmatched[-1]
+
+
+def test_a_replay_says_which_numbers_came_from_the_log_and_which_were_assumed():
+    from engine_model.logs.parse import parse_log
+
+    lines = ["Prefill batch, #new-seq: 1, #new-token: 900, #cached-token: 0, token usage: 0.00, "
+             "#running-req: 0, #queue-req: 0, "] * 3
+    scenario, notes = scenario_from_log(parse_log("\n".join(lines)), load_scenario("forty_replies"))
+    assert {r.arrival_at for r in scenario.workload.requests} == {0.0}
+    assert any(n.startswith("assumed: every request arrives at 0 s — the log has no") for n in notes)
+    [where] = [n for n in notes if n.startswith("from the log:")]
+    assert "arrival times (all at 0 s)" in where.split("assumed:")[1]
+    assert "reply length 256" in where.split("assumed:")[1]
+    timed = parse_log_file(LOGS / "01_docsci_2025-04-30_qwen05b_batch_retract_decode_oom.log")
+    [where] = [n for n in scenario_from_log(timed, load_scenario("forty_replies"))[1]
+               if n.startswith("from the log:")]
+    assert "arrival times (the lines' stamps)" in where and "reply length (from the Decode lines)" in where

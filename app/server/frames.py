@@ -53,7 +53,10 @@ def settings_table(parsed: ParsedLog, timeline: Timeline) -> pd.DataFrame:
             rows.append({"setting": flag, "value": _show(found[key]), "from": source})
         elif key == "chunked_prefill_size" and timeline.chunk_size_source == "inferred":
             rows.append({"setting": flag, "value": f"{timeline.chunk_size:,}",
-                         "from": "inferred: the largest #new-token, seen more than once"})
+                         "from": "inferred: the largest #new-token, on lines that show a prompt cut at it"})
+        elif key == "chunked_prefill_size":
+            rows.append({"setting": flag, "value": "unknown",
+                         "from": "the lines do not show it: paste the server_args line"})
         else:
             rows.append({"setting": flag, "value": default,
                          "from": "not in the log: SGLang's default assumed"})
@@ -91,7 +94,8 @@ def line_counts(parsed: ParsedLog) -> pd.DataFrame:
 
 
 def num_scheduler_lines(parsed: ParsedLog) -> int:
-    return len(parsed.prefills) + len(parsed.decodes) + len(parsed.retractions)
+    """Lines the parser read as the scheduler's: Prefill, Decode, retraction, crash / OOM / hang."""
+    return len(parsed.prefills) + len(parsed.decodes) + len(parsed.retractions) + parsed.num_events
 
 
 # -- the log's timeline, in the simulated run's columns ----------------------------------------------

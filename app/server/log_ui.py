@@ -23,8 +23,19 @@ from app.ui.fold import folded
 from app.ui.markup import lines_ui
 from engine_model import InputError
 from engine_model import log_settings as settings
+from engine_model.logs.parse import followed_ranks
 
-VERDICTS = {  # verdict -> (colour, icon, in a few words, in a sentence)
+VERDICTS = {  # verdict -> (colour, icon, in a few words, in a sentence); as engine_model's VERDICTS
+    "crash_oom": ("red", ":material/error:", "a crash or out of memory",
+                  "The server crashed or ran out of memory: the line that says so is quoted below. That "
+                  "stopped the replies, whatever the scheduler lines before it show."),
+    "outside_model": ("violet", ":material/help:", "outside what this model can see",
+                      "A hang, a bug, slow GPU work or a queue at an empty pool: the cause is not a "
+                      "scheduling rule, so no scheduling flag is advised. The lines that point there, and "
+                      "what to report upstream, are below."),
+    "runaway_output": ("red", ":material/all_inclusive:", "a runaway output",
+                       "A few requests hold far more tokens than any reply should: replies that never "
+                       "stopped hold the pool, and what waits behind them waits on them."),
     "kv_retraction": ("red", ":material/memory:", "the KV stall",
                       "The KV cache filled and SGLang retracted running requests. Mixed chunk will not fix "
                       "this one; memory and admission will."),
@@ -43,7 +54,12 @@ VERDICTS = {  # verdict -> (colour, icon, in a few words, in a sentence)
                             "neither stall yet: a queue behind a nearly full KV pool",
                             "Requests queued because the KV pool was nearly full; no retraction in this "
                             "log."),
-    "none": ("green", ":material/check_circle:", "neither stall", "Neither stall shows in this log."),
+    "healthy": ("green", ":material/check_circle:", "looks healthy",
+                "Replies are progressing and nobody waits for long in this log. What would contradict it is "
+                "below."),
+    "unknown": ("gray", ":material/help_outline:", "no verdict",
+                "No trouble shows, but too little to call it healthy: paste a longer stretch, with Decode "
+                "lines and the startup server_args line."),
 }
 
 
@@ -87,17 +103,18 @@ def read_log_or_stop(name: str, text: str) -> compute.ReadLog:
         error_ui(InputError(name, f"a value in it cannot be read ({err}); numbers must fit what a real "
                                   "log holds"), "log")
         st.stop()
-    ranks = sorted(read.parsed.ranks)
-    if len(ranks) > 1:
+    ranks = [shards[0] for shards in followed_ranks(read.parsed).values()]  # one per scheduler, not shard
+    if len(ranks) > 1 and read.timeline.rank in ranks:
         rank = st.selectbox("Rank (each DP rank has its own scheduler)", ranks,
                             index=ranks.index(read.timeline.rank),
                             key=state.keys(PAGE).widget("rank"), format_func=lambda r: r or "(no tag)")
         read = compute.read_log(text, rank)
-    words = VERDICTS.get(read.diagnosis.verdict, VERDICTS["none"])[2]
+    words = VERDICTS.get(read.diagnosis.verdict, VERDICTS["unknown"])[2]
     set_export_note(PAGE, (f"From the SGLang server log “{name}”: it is {words}.",))
     if sf.num_scheduler_lines(read.parsed) == 0 and read.parsed.server_args is None:
         st.error(f"**No SGLang scheduler line in `{name}`.** None of its {read.parsed.num_lines:,} lines is "
-                 "a `Prefill batch`, `Decode batch`, retraction or `server_args` line. Line 1 reads: "
+                 "a `Prefill batch`, `Decode batch`, retraction, crash or out-of-memory, or `server_args` "
+                 "line. Line 1 reads: "
                  f"`{first_line(text)}`. Is this an SGLang server log? (A request trace goes under *A "
                  "request trace* above.)", icon=":material/block:")
         _dropped_ui(read.parsed, expanded=True)
@@ -106,7 +123,7 @@ def read_log_or_stop(name: str, text: str) -> compute.ReadLog:
 
 
 def verdict_ui(read: compute.ReadLog) -> None:
-    colour, icon, words, sentence = VERDICTS.get(read.diagnosis.verdict, VERDICTS["none"])
+    colour, icon, words, sentence = VERDICTS.get(read.diagnosis.verdict, VERDICTS["unknown"])
     with st.container(border=True):
         st.markdown(f"### :{colour}[{icon}] Verdict: it is {words}")
         st.markdown(sentence + " The evidence and the fix are under *Diagnosis* below.")
@@ -137,6 +154,8 @@ def _resolved_settings(read: compute.ReadLog) -> None:
     hints = read.parsed.version_hints
     if hints:
         st.caption("Format hints about the SGLang release: " + "; ".join(hints) + ".")
+    if read.parsed.formats:
+        st.caption("Line formats read: " + "; ".join(read.parsed.formats) + ".")
 
 
 def line_counts_ui(read: compute.ReadLog) -> None:
@@ -182,6 +201,9 @@ def log_timeline_ui(read: compute.ReadLog, text: str) -> None:
     st.markdown("#### The log's timeline")
     st.caption("Rebuilt from the log lines, one rank" + (f" ({timeline.rank})" if timeline.rank else "")
                + ". Estimates: " + "; ".join(timeline.notes) + ".")
+    if not timeline.timed:
+        st.warning("This log has no timestamps: the charts' time axis is the lines' order (one step per "
+                   "line), not seconds. How long any pass or pause took cannot be read from it.")
     chart_ui(PAGE, "log_prefill", "Prefill batches: #new-token per Prefill line",
              "One bar per Prefill line, as tall as the prompt tokens it computed. A row of bars at the chunk "
              "size (dashed) with no Decode line between them is the chunked-prefill stall; dark grey rules "
@@ -227,19 +249,25 @@ def diagnosis_ui(read: compute.ReadLog) -> None:
     found = read.diagnosis
     st.markdown("#### Diagnosis: the evidence, and the flag that would change it")
     if not found.findings:
-        st.markdown("No run of back-to-back full chunks with requests running, no retraction, no queue "
-                    "behind a limit. If you still see long pauses, look at the client side, "
-                    "`--stream-interval`, or a longer stretch of the log.")
+        st.markdown("No crash, no run of back-to-back prefill passes with requests running, no retraction, "
+                    "no queue behind a limit, and too little to call it healthy. If you still see long "
+                    "pauses, look at the client side, `--stream-interval`, or a longer stretch of the log.")
     for finding in found.findings:
         with st.container(border=True):
-            badge = "" if finding.severity == "observed" else " :gray-badge[latent: nobody was waiting]"
+            badge = ("" if finding.severity == "observed"
+                     else " :gray-badge[latent: seen, but not what held the replies here]")
             st.markdown(f"**{finding.title}**{badge}")
             st.markdown(finding.explanation)
             st.markdown("Evidence (log line numbers):")
             lines_ui(finding.evidence)
-            st.markdown("What would change it:\n"
-                        + "\n".join(f"- `{fix.flag}` — {fix.effect}" for fix in finding.fixes))
+            if finding.fixes:
+                st.markdown("What would change it:\n"
+                            + "\n".join(f"- `{fix.flag}` — {fix.effect}" for fix in finding.fixes))
+            if finding.contradicts:
+                st.caption(f"What would contradict it: {finding.contradicts}")
     for note in found.notes:
         st.caption(f"Note: {note}.")
-    st.caption("The rules read Prefill, Decode and retraction lines only; Decode lines come every "
-               f"{read.timeline.decode_log_interval} passes, and stamps are to the second.")
+    st.caption("The rules read Prefill, Decode, retraction, crash, out-of-memory and hang lines; a Decode "
+               f"line comes only every {read.timeline.decode_log_interval} decode passes "
+               "(decode_log_interval), so a missing one is a hint, not proof; stamps are to the second"
+               + ("." if read.timeline.timed else ", and this log has none."))

@@ -97,6 +97,18 @@ def reply_length(timeline: Timeline, arrivals: list[float], accounted: int,
     return max(1, round(generated / len(arrivals))) if generated > 0 and arrivals else None
 
 
+def provenance(note: str, reply: int, is_assumed: bool) -> str:
+    """The engine's 'from the log: …; estimated: …; assumed: …' note with the reply length this page set."""
+    if not note.startswith("from the log:"):
+        return note
+    if is_assumed:
+        return note.replace("reply length 1", f"reply length {reply}")
+    note = note.replace(", reply length 1", "")
+    if "estimated: nothing" in note:
+        return note.replace("estimated: nothing", "estimated: reply length (from the Decode lines)")
+    return note.replace("; assumed:", ", reply length (from the Decode lines); assumed:")
+
+
 def replay_scenario(parsed: ParsedLog, timeline: Timeline, base: Scenario, output_len: int | None,
                     switches: dict | None = None, picked: dict | None = None,
                     max_requests: int = MAX_REQUESTS) -> tuple[Scenario, list[str]]:
@@ -121,7 +133,8 @@ def replay_scenario(parsed: ParsedLog, timeline: Timeline, base: Scenario, outpu
     said = (f"each reply assumed {reply} tokens" if output_len or not estimated else
             f"each reply {reply} tokens: the Decode lines' tokens not accounted for by the requests already "
             "streaming, over the requests seen (an estimate)")
-    notes = [n.replace("each reply assumed 1 tokens", said) for n in notes]
+    is_assumed = bool(output_len or not estimated)
+    notes = [provenance(n.replace("each reply assumed 1 tokens", said), reply, is_assumed) for n in notes]
     data["workload"]["requests"] = streaming + seen
     data["limits"]["max_requests"] = max(data["limits"]["max_requests"], len(streaming) + len(seen))
     _switch(data, switches or {})

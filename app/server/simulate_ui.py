@@ -200,7 +200,7 @@ def _log_vs_model_ui(read: ReadLog, run: RunFrames) -> None:
     peak = max((s.token_usage for s in timeline.samples if s.token_usage is not None), default=None)
     start, end = sf.log_span(timeline)
     rows = [
-        ("which stall", VERDICTS.get(read.diagnosis.verdict, VERDICTS["none"])[2],
+        ("which stall", VERDICTS.get(read.diagnosis.verdict, VERDICTS["unknown"])[2],
          diagnosis.verdict(model, run.stall_threshold_s)),
         ("retractions (requests sent back)",
          f"{len(timeline.retractions)} ({sum(r.num_retracted_reqs for r in timeline.retractions)})",

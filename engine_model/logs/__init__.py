@@ -4,10 +4,12 @@ from engine_model.logs.diagnose import Diagnosis, Finding, Fix, diagnose
 from engine_model.logs.observed import scenario_hints
 from engine_model.logs.parse import (
     DecodeRecord,
+    EventRecord,
     ParsedLog,
     PrefillRecord,
     RetractionRecord,
     default_rank,
+    followed_ranks,
     parse_log,
     parse_log_file,
     settings,
@@ -24,6 +26,7 @@ from engine_model.logs.timeline import (
 __all__ = [
     "DecodeRecord",
     "DecodeSegment",
+    "EventRecord",
     "Diagnosis",
     "Finding",
     "Fix",
@@ -36,6 +39,7 @@ __all__ = [
     "Timeline",
     "build_timeline",
     "default_rank",
+    "followed_ranks",
     "diagnose",
     "parse_log",
     "parse_log_file",

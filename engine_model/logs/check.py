@@ -117,7 +117,7 @@ def check_server(parsed: ParsedLog | None, found: ScrapeSet | None = None, info:
     merged = {**known, **log_settings}
     found_diagnosis = diagnose(parsed, rank=rank, known=known) if parsed is not None else None
     metrics = report(found) if found is not None and found.scrapes else None
-    timeline = build_timeline(parsed, rank=rank) if parsed is not None else None
+    timeline = build_timeline(parsed, rank=rank, known=known) if parsed is not None else None
     why = why_not_aligned(parsed, metrics, found, timeline)
     rows = align(timeline, log_epoch(parsed), metrics) if not why else []
     say, sentence = metrics_sentence(found_diagnosis, rows, metrics, why)
@@ -130,14 +130,17 @@ def check_server(parsed: ParsedLog | None, found: ScrapeSet | None = None, info:
 
 
 def metrics_verdict(metrics: MetricsReport | None) -> str:
-    """Without a log: the KV stall if requests were retracted; a pause the log must explain; or none."""
+    """Without a log: the KV stall if requests were retracted; a pause the log must explain; healthy when
+    the inter-token gaps were recorded and none was long; else unknown."""
     if metrics is None:
-        return "none"
+        return "unknown"
     if metrics.counters.get("num_retracted_requests") or any(
             v for _, v in metrics.gauges.get("num_retracted_reqs", [])):
         return "kv_retraction"
     itl = metrics.tails.get("itl_s")
-    return "needs_log" if itl is not None and itl.num_long > 0 else "none"
+    if itl is None or not itl.count:
+        return "unknown"
+    return "needs_log" if itl.num_long > 0 else "healthy"
 
 
 # ---- the sentence beside the verdict ---------------------------------------------------------------

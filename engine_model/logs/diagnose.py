@@ -1,9 +1,10 @@
-"""Tell the stalls apart from a parsed log: chunked prefill, KV retraction, or a queue behind a limit.
+"""Tell apart what a parsed log shows: a crash, a runaway reply, a cause outside the model, a KV stall, the
+chunked-prefill stall, a queue ramp, a queue behind a limit; or that it looks healthy.
 
-The rules and thresholds are written out in docs/logs-and-traces.md.
+The rules and thresholds are written out in docs/logs-and-traces.md §5.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from engine_model.logs.parse import (
     DecodeRecord,
@@ -11,51 +12,60 @@ from engine_model.logs.parse import (
     PrefillRecord,
     RetractionRecord,
     default_rank,
+    followed_ranks,
     settings,
 )
+from engine_model.logs.runs import (
+    HIGH_TOKEN_USAGE,
+    at_cap,
+    big_pass_finding,
+    big_pass_runs,
+    mixed_words,
+    prefill_streaks,
+    queue_run_finding,
+    queue_runs,
+    streak_finding,
+    waiting,
+)
 from engine_model.logs.timeline import Record, Timeline, chunk_size_of, is_full_chunk, records_of
+from engine_model.logs.verdicts import (
+    DECODE_CAVEAT,
+    Finding,
+    Fix,
+    crash_finding,
+    graph_off_finding,
+    healthy_finding,
+    outside_findings,
+    quote,
+    runaway_finding,
+)
 
-HIGH_TOKEN_USAGE = 0.85
-MAX_EVIDENCE = 4
+NO_DECODE_PHASE_PREFILLS = 20  # Prefill lines with no Decode line anywhere: replies may have no decode phase
+MIN_CAP_LINES = 3  # lines at one same largest running count, with a queue, to infer a cap
 KIND_ORDER = (
+    "crash_oom",
+    "outside_model",
+    "runaway_output",
     "kv_retraction",
     "chunked_prefill_stall",
     "prefill_queue_ramp",
     "queueing_running_cap",
     "queueing_token_pool",
 )
-VERDICTS = (*KIND_ORDER, "none")
+VERDICTS = (*KIND_ORDER, "healthy", "unknown")
+SCHEDULING = ("kv_retraction", "chunked_prefill_stall", "prefill_queue_ramp", "queueing_running_cap",
+              "queueing_token_pool")
 
-
-@dataclass(frozen=True)
-class Fix:
-    flag: str
-    effect: str
-
-
-@dataclass(frozen=True)
-class Finding:
-    kind: str  # one of KIND_ORDER
-    severity: str  # "observed": requests waited; "latent": the pattern is there but nobody was running
-    title: str
-    explanation: str
-    evidence: list[tuple[int, str]]  # (line number, line text)
-    fixes: list[Fix]
+__all__ = ["Diagnosis", "Finding", "Fix", "KIND_ORDER", "VERDICTS", "diagnose", "longest_chunk_run"]
 
 
 @dataclass(frozen=True)
 class Diagnosis:
-    verdict: str  # the kind of the first observed finding, or "none"
+    verdict: str  # the kind of the first observed finding; "healthy" when the log shows it; else "unknown"
     findings: list[Finding]  # observed first, in KIND_ORDER, then latent
     rank: str
     settings: dict
     notes: list[str]
-
-
-def quote(records: list[Record]) -> list[tuple[int, str]]:
-    if len(records) > MAX_EVIDENCE:
-        records = [*records[: MAX_EVIDENCE - 1], records[-1]]
-    return [(r.line_no, r.text) for r in records]
 
 
 # ---- chunked prefill -------------------------------------------------------------------------------
@@ -109,15 +119,14 @@ def num_fresh(run: list[PrefillRecord]) -> int:
     return run[0].num_new_reqs + sum(max(r.num_new_reqs - 1, 0) for r in run[1:])
 
 
-def waiting(run: list[PrefillRecord]) -> int:
-    return max(r.num_running_reqs or 0 for r in run)
-
-
-def ran_back_to_back(run: list[PrefillRecord], chunk_size: int | None) -> str:
-    """'N prefill passes of up to S tokens ran back to back (lines a-b, about t s ...)'."""
+def ran_back_to_back(run: list[PrefillRecord], chunk_size: int | None, timed: bool = True) -> str:
+    """'N prefill passes of up to S tokens ran back to back (lines a-b, about t s ...)'; no seconds when
+    the log has no timestamps."""
     size = f"{chunk_size:,}" if chunk_size else "a full chunk of"
     span = run[-1].at - run[0].at
-    where = f"lines {run[0].line_no}-{run[-1].line_no}, about {span:.0f} s from first to last"
+    where = (f"lines {run[0].line_no}-{run[-1].line_no}, "
+             + (f"about {span:.0f} s from first to last" if timed else "in this order; the log has no "
+                "timestamps, so how long they took is not known"))
     first = run[0]
     if first.num_pending_tokens and not first.num_queue_reqs and chunk_size:
         more = -(-first.num_pending_tokens // chunk_size)
@@ -126,19 +135,10 @@ def ran_back_to_back(run: list[PrefillRecord], chunk_size: int | None) -> str:
     return f"{len(run)} prefill passes of up to {size} tokens ran back to back ({where})"
 
 
-def mixed_words(found: dict, until: str) -> str:
-    """What mixed chunk did to the replies during the run (`until`: when the run ends, in a few words)."""
-    if found.get("enable_mixed_chunk") is True:
-        return ("Mixed chunk is on, so each pass also carried one decode step for every running request: the "
-                "longest gap is about one chunk pass, not all of them. Chunk size is the knob now.")
-    state = "off" if found.get("enable_mixed_chunk") is False else "not in the log (default: off)"
-    return (f"Mixed chunk is {state}, so prefill wins every iteration and those replies get no token until "
-            f"{until}.")
-
-
-def long_prompt_finding(runs: list[list[PrefillRecord]], chunk_size: int | None, found: dict) -> Finding:
+def long_prompt_finding(runs: list[list[PrefillRecord]], chunk_size: int | None, found: dict,
+                        timed: bool = True) -> Finding:
     worst = max(runs, key=lambda run: (len(run) * max(waiting(run), 1), len(run)))
-    num_waiting, ran = waiting(worst), ran_back_to_back(worst, chunk_size)
+    num_waiting, ran = waiting(worst), ran_back_to_back(worst, chunk_size, timed)
     if num_waiting == 0:
         explanation = (f"{ran}, but no request was mid-reply at the time, so nobody stalled here. Had "
                        "replies been streaming, they would have waited for all of them.")
@@ -154,7 +154,10 @@ def long_prompt_finding(runs: list[list[PrefillRecord]], chunk_size: int | None,
         kind="chunked_prefill_stall",
         severity="observed" if num_waiting else "latent",
         title="Back-to-back prefill chunks stall running replies",
-        explanation=explanation + (f" The log has {len(runs)} runs like this." if len(runs) > 1 else ""),
+        explanation=explanation + (f" The log has {len(runs)} runs like this." if len(runs) > 1 else "")
+        + f" Caveat: {DECODE_CAVEAT}.",
+        contradicts="A Decode line between those Prefill lines, or --enable-mixed-chunk on with requests "
+                    "running (each pass then carried a decode step).",
         evidence=quote(worst),
         fixes=[
             Fix("--enable-mixed-chunk", "each chunk pass also runs one decode step for the running requests"),
@@ -167,7 +170,8 @@ def long_prompt_finding(runs: list[list[PrefillRecord]], chunk_size: int | None,
     )
 
 
-def queue_ramp_finding(runs: list[list[PrefillRecord]], chunk_size: int | None, found: dict) -> Finding:
+def queue_ramp_finding(runs: list[list[PrefillRecord]], chunk_size: int | None, found: dict,
+                       timed: bool = True) -> Finding:
     worst = max(runs, key=lambda run: (len(run) * max(waiting(run), 1), len(run)))
     num_waiting, fresh = waiting(worst), num_fresh(worst)
     tokens = sum(r.num_new_tokens + r.num_cached_tokens for r in worst)
@@ -176,7 +180,7 @@ def queue_ramp_finding(runs: list[list[PrefillRecord]], chunk_size: int | None, 
     queue_text = f", from a queue of {queued:,} at the first line" if queued else ""
     mid_reply = f" while up to {num_waiting} requests were mid-reply" if num_waiting else ""
     explanation = (
-        f"{ran_back_to_back(worst, chunk_size)}{mid_reply}. They were not one long prompt: the passes "
+        f"{ran_back_to_back(worst, chunk_size, timed)}{mid_reply}. They were not one long prompt: the passes "
         f"admitted {fresh:,} new requests of about "
         f"{round(tokens / fresh, -1):,.0f} prompt tokens each (#new-seq {per_seq[0]}-{per_seq[-1]} a pass, "
         f"one of them carried over from the pass before){queue_text}. SGLang schedules a prefill whenever a "
@@ -192,7 +196,10 @@ def queue_ramp_finding(runs: list[list[PrefillRecord]], chunk_size: int | None, 
         kind="prefill_queue_ramp",
         severity="observed" if num_waiting else "latent",
         title="A queue of new requests is prefilled pass after pass while replies wait",
-        explanation=explanation + (f" The log has {len(runs)} runs like this." if len(runs) > 1 else ""),
+        explanation=explanation + (f" The log has {len(runs)} runs like this." if len(runs) > 1 else "")
+        + f" Caveat: {DECODE_CAVEAT}.",
+        contradicts="A Decode line between those Prefill lines, or mixed chunk on; an empty queue at the "
+                    "first line (then it is one long prompt, not a queue).",
         evidence=quote(worst),
         fixes=[
             Fix("--enable-mixed-chunk", "each prefill pass also runs one decode step for the replies"),
@@ -203,12 +210,26 @@ def queue_ramp_finding(runs: list[list[PrefillRecord]], chunk_size: int | None, 
     )
 
 
-def chunk_findings(runs: list[list[PrefillRecord]], chunk_size: int | None, found: dict) -> list[Finding]:
+def chunk_findings(runs: list[list[PrefillRecord]], chunk_size: int | None, found: dict,
+                   timed: bool = True) -> list[Finding]:
     """One finding per kind of run present: long prompts chunked, and queues drained by prefill."""
     ramps = [run for run in runs if run_kind(run) == "prefill_queue_ramp"]
     prompts = [run for run in runs if run_kind(run) == "chunked_prefill_stall"]
-    return ([long_prompt_finding(prompts, chunk_size, found)] if prompts else []) + (
-        [queue_ramp_finding(ramps, chunk_size, found)] if ramps else [])
+    return ([long_prompt_finding(prompts, chunk_size, found, timed)] if prompts else []) + (
+        [queue_ramp_finding(ramps, chunk_size, found, timed)] if ramps else [])
+
+
+def no_decode_phase(finding: Finding, parsed: ParsedLog, records: list[Record]) -> Finding:
+    """With many Prefill lines and no Decode line anywhere in the log, nothing shows a decode phase: the
+    requests may have none (max_tokens=1, embeddings, scoring), so nobody is said to starve mid-reply."""
+    prefills = sum(isinstance(r, PrefillRecord) for r in records)
+    if parsed.decodes or prefills < NO_DECODE_PHASE_PREFILLS or finding.severity != "observed":
+        return finding
+    return replace(finding, severity="latent", explanation=(
+        f"The log has {prefills} Prefill lines and no Decode line at all, so no decode pass shows: the "
+        "requests may have no decode phase (max_tokens=1, embeddings, scoring), or the excerpt stops before "
+        "the Decode lines. Their #running-req is not taken as replies starving mid-reply. "
+        + finding.explanation))
 
 
 # ---- KV retraction and queueing --------------------------------------------------------------------
@@ -253,35 +274,49 @@ def retraction_finding(records: list[Record], found: dict, args: dict) -> Findin
         ),
         evidence=quote(retractions) + ([(peak.line_no, peak.text)] if peak else []),
         fixes=fixes,
+        contradicts="None in the log: a retraction line is SGLang saying it happened. Whether it hurt shows "
+                    "in the queue and the replies after it.",
     )
 
 
-def at_cap(record: Record, cap: int) -> bool:
-    if isinstance(record, RetractionRecord) or not record.num_queue_reqs:
-        return False
-    running = record.num_running_reqs or 0
-    if isinstance(record, PrefillRecord):
-        running += record.num_new_reqs
-    return running >= cap
+def inferred_cap(records: list[Record]) -> tuple[int | None, int]:
+    """(cap, lines reaching it) when the lines show a cap on running requests the log does not state: the
+    running batch (on a Prefill line, with the new requests) reaches one same largest value on
+    MIN_CAP_LINES or more lines, in two or more ways (different splits of running and new), while requests
+    are queued on a pool below HIGH_TOKEN_USAGE, and never exceeds it. Else (None, 0)."""
+    def running(r: Record) -> int:
+        return (r.num_running_reqs or 0) + (r.num_new_reqs if isinstance(r, PrefillRecord) else 0)
+
+    batches = [r for r in records if not isinstance(r, RetractionRecord)]
+    if not batches:
+        return None, 0
+    top = max(running(r) for r in batches)
+    hits = [r for r in batches if running(r) == top and r.num_queue_reqs
+            and (r.token_usage or 0) < HIGH_TOKEN_USAGE]
+    splits = {(type(r), r.num_running_reqs) for r in hits}  # reached in different ways, not one repeated
+    return (top, len(hits)) if top > 1 and len(hits) >= MIN_CAP_LINES and len(splits) >= 2 else (None, 0)
 
 
-def cap_finding(lines: list[Record], cap: int) -> Finding:
+def cap_finding(lines: list[Record], cap: int, inferred: int = 0) -> Finding:
+    source = (f" (the cap is inferred: the running batch reaches {cap} on {inferred} lines with a queue "
+              "and never more; the server_args line would confirm it)" if inferred else "")
     return Finding(
         kind="queueing_running_cap",
         severity="observed",
         title="Requests queue behind max_running_requests",
         explanation=(
             f"On {len(lines)} line(s) the running batch was at its cap of {cap} requests while others were "
-            "queued: they wait for a running request to finish, however much KV is free."
+            f"queued{source}: they wait for a running request to finish, however much KV is free."
         ),
         evidence=quote(lines),
         fixes=[
             Fix("--max-running-requests (higher)", "more requests run at once, if the KV pool can hold them")
         ],
+        contradicts="A running count below the cap on the same lines (the cap read from the log is wrong).",
     )
 
 
-def pool_finding(lines: list[Record]) -> Finding:
+def pool_finding(lines: list[Record], loosen: bool) -> Finding:
     return Finding(
         kind="queueing_token_pool",
         severity="observed",
@@ -293,30 +328,53 @@ def pool_finding(lines: list[Record]) -> Finding:
         evidence=quote(lines),
         fixes=[
             Fix("--mem-fraction-static (higher) or more GPU memory", "a bigger KV pool"),
-            Fix("--schedule-conservativeness (lower)", "admits earlier, at the risk of retraction later"),
+            *([Fix("--schedule-conservativeness (lower)", "admits earlier, at the risk of retraction later")]
+              if loosen else []),
         ],
+        contradicts="Token usage well below the threshold on the queued lines, or a queue that empties "
+                    "within a line or two (a burst being admitted).",
     )
 
 
 def diagnose(parsed: ParsedLog, *, rank: str | None = None, known: dict | None = None) -> Diagnosis:
-    """Findings for one rank (default TP0 / DP0), observed ones first; the verdict is the first of those.
+    """Findings for one rank (default TP0 / DP0), observed ones first; the verdict is the first of those,
+    else "healthy" when the log shows replies progressing, else "unknown".
 
     `known`: resolved settings from elsewhere (a /server_info); the log's own lines win where both say.
+    Crash and hang lines count whatever rank printed them: a scheduler that died stops every rank.
     """
     rank = default_rank(parsed) if rank is None else rank
     records = records_of(parsed, rank)
     found = {**(known or {}), **settings(parsed)}
     prefills = [r for r in records if isinstance(r, PrefillRecord)]
     chunk_size, _ = chunk_size_of(parsed, prefills, known)
-    findings = []
-    findings.extend(chunk_findings(chunk_runs(records, chunk_size), chunk_size, found))
+    cap = found.get("max_running_requests")
+    cap = cap if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0 else None
+    cap_lines = 0
+    crash = crash_finding(parsed)
+    findings = [crash] if crash else []
+    if cap is None:
+        cap, cap_lines = inferred_cap(records)
+    findings += outside_findings(parsed, records, cap, parsed.default_decode_log_interval)
+    runaway = runaway_finding(records)
+    findings += [runaway] if runaway else []
+    stalls = chunk_findings(chunk_runs(records, chunk_size), chunk_size, found, parsed.has_times)
+    if not stalls:
+        queued = queue_runs(records, cap)
+        stalls = [queue_run_finding(queued, found, parsed.has_times)] if queued else []
+    if not stalls:
+        big = big_pass_runs(records)
+        stalls = [big_pass_finding(big, found, parsed.has_times)] if big else []
+    if chunk_size is None and not stalls and parsed.has_times:
+        streaks = prefill_streaks(records)
+        stalls = [streak_finding(streaks, records)] if streaks else []
+    findings += [no_decode_phase(f, parsed, records) for f in stalls]
     has_retraction = any(isinstance(r, RetractionRecord) for r in records)
     if has_retraction:
         findings.append(retraction_finding(records, found, parsed.server_args or {}))
-    cap = found.get("max_running_requests")
-    capped = [r for r in records if at_cap(r, cap)] if isinstance(cap, int) and cap > 0 else []
+    capped = [r for r in records if at_cap(r, cap)] if cap else []
     if capped:
-        findings.append(cap_finding(capped, cap))
+        findings.append(cap_finding(capped, cap, inferred=cap_lines))
     capped_lines = {r.line_no for r in capped}
     full = [
         r
@@ -327,20 +385,43 @@ def diagnose(parsed: ParsedLog, *, rank: str | None = None, known: dict | None =
         and r.line_no not in capped_lines
     ]
     if full and not has_retraction:
-        findings.append(pool_finding(full))
+        findings.append(pool_finding(full, loosen=crash is None and runaway is None))
+    if crash or runaway:  # the failure shown is the cause: scheduling findings are context, not verdicts
+        findings = [f if f.kind not in SCHEDULING else replace(f, fixes=[]) for f in findings]
+    graph = graph_off_finding(parsed, records, found)
+    if graph:
+        alone = not any(f.severity == "observed" for f in findings)
+        findings.append(graph if alone else replace(graph, severity="latent"))
     findings.sort(key=lambda f: (f.severity != "observed", KIND_ORDER.index(f.kind)))
     observed = [f for f in findings if f.severity == "observed"]
-    return Diagnosis(
-        observed[0].kind if observed else "none", findings, rank, found, notes_for(parsed, records, found)
-    )
+    if not observed and not parsed.events and not any(f.kind == "runaway_output" for f in findings):
+        healthy = healthy_finding(records, parsed)
+        if healthy:
+            findings.insert(0, healthy)
+            observed = [healthy]
+    verdict = observed[0].kind if observed else "unknown"
+    return Diagnosis(verdict, findings, rank, found, notes_for(parsed, records, found, verdict))
 
 
-def notes_for(parsed: ParsedLog, records: list[Record], found: dict) -> list[str]:
+def notes_for(parsed: ParsedLog, records: list[Record], found: dict, verdict: str) -> list[str]:
     notes = []
     if not records:
         notes.append("no Prefill batch, Decode batch or retraction lines were found for this rank")
     if "enable_mixed_chunk" not in found:
         notes.append("no server_args line: mixed chunk and other flags are assumed at their defaults")
-    if len(parsed.ranks) > 1:
-        notes.append(f"the log has {len(parsed.ranks)} ranks; only one is diagnosed: {sorted(parsed.ranks)}")
+    if records and not parsed.has_times:
+        notes.append("the log has no timestamps: passes are read in order, and no duration is given")
+    schedulers = followed_ranks(parsed)
+    if len(schedulers) > 1:
+        notes.append(f"the log has {len(schedulers)} schedulers (DP / PP ranks); one is diagnosed: "
+                     f"{sorted(ranks[0] or '(no tag)' for ranks in schedulers.values())}")
+    shards = [ranks for ranks in schedulers.values() if len(ranks) > 1]
+    if shards:
+        notes.append(f"{sum(len(r) - 1 for r in shards)} more shard(s) of the same scheduler (TP / EP / CP "
+                     f"ranks such as {shards[0][1]}) print the same passes; {shards[0][0] or '(no tag)'}'s "
+                     "lines are read")
+    if verdict == "unknown":
+        notes.append("no verdict: the lines show no trouble, but too little to call the server healthy "
+                     "(it takes a Decode line with replies running, and no line with more than a small "
+                     "queue)")
     return notes

@@ -7,11 +7,26 @@ counted (blank, unrecognised, malformed), so nothing is dropped without a trace.
 import math
 import re
 from dataclasses import dataclass, field, fields
-from datetime import UTC, datetime
 from pathlib import Path
 
 from engine_model.errors import InputError
 from engine_model.files import decode, read_capped
+from engine_model.logs.lines import (
+    ANSI,
+    BATCH_HEADER,
+    FRAME,
+    MAX_EVENTS,
+    MAX_FRAMES,
+    RETRACT_WORDINGS,
+    SCHEDULER_TAGS,
+    STAMP,
+    TAG,
+    Prefix,
+    epoch_of,
+    event_kind,
+    find_message,
+    message_start,
+)
 from engine_model.logs.startup import (
     MAX_SERVER_ARGS,
     SETTING_KEYS,
@@ -27,15 +42,7 @@ MAX_VALUE = 1_000_000_000  # no count, token figure or throughput in a real log 
 MAX_DIGITS = 40
 OUT_OF_RANGE = f"a real log's numbers lie between 0 and {MAX_VALUE:,}"
 
-PREFIX = re.compile(
-    r"^(?P<lead>.{0,64}?)\[(?P<date>\d{4}-\d{2}-\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,6}))?"
-    r"(?P<tags>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] ?(?P<msg>.*)$"
-)
-BATCH_HEADER = re.compile(
-    r"^(?P<kind>Prefill|Decode) batch(?: ?\[(?P<iter>[^\]]{0,20})\])?(?P<sep>[.,]) ?(?P<body>.*)$"
-)
 ZERO_TAG = re.compile(r"[A-Z_]+0")
-RETRACT_WORDINGS = {"Decode out of memory happened": "decode_oom", "KV cache pool is full": "kv_pool_full"}
 
 
 @dataclass(frozen=True)
@@ -113,6 +120,17 @@ class RetractionRecord:
 
 
 @dataclass(frozen=True)
+class EventRecord:
+    """A line that says the server crashed, ran out of memory or hung (kind: "crash", "oom" or "hang")."""
+
+    line_no: int
+    at: float
+    rank: str
+    text: str
+    kind: str
+
+
+@dataclass(frozen=True)
 class ParsedLog:
     prefills: list[PrefillRecord]
     decodes: list[DecodeRecord]
@@ -133,6 +151,19 @@ class ParsedLog:
     warnings: list[str]
     first_timestamp: str | None
     time_resolution_s: float
+    events: list[EventRecord] = field(default_factory=list)  # the first MAX_EVENTS
+    num_events: int = 0
+    num_clipped: int = 0  # scheduler lines whose last field was cut off (read up to the cut)
+    clipped_examples: list[tuple[int, str]] = field(default_factory=list)
+    num_timestamped: int = 0  # scheduler lines (batch, retraction, event) that carried a time
+    formats: list[str] = field(default_factory=list)  # the line formats seen, in words
+    frames: list[str] = field(default_factory=list)  # functions named in traceback frames, first seen first
+    default_decode_log_interval: int = 40  # 20 for 0.1.x's headerless decode lines
+
+    @property
+    def has_times(self) -> bool:
+        """Whether the scheduler lines carry times: without them a timeline is passes in order, no seconds."""
+        return self.num_timestamped > 0
 
 
 # log field name -> (record attribute, value kind)
@@ -149,7 +180,9 @@ FIELDS: dict[str, tuple[str, str]] = {
     "#pending-token": ("num_pending_tokens", "int"),
     "#replay-token": ("num_replay_tokens", "int"),
     "#bootstrap-req": ("num_bootstrap_reqs", "int"),
+    "#unbootstrapped-req": ("num_bootstrap_reqs", "int"),  # the same PD prefill queues' names in mid-2025
     "#inflight-req": ("num_inflight_reqs", "int"),
+    "#transferring-req": ("num_inflight_reqs", "int"),
     "#optimistic-req": ("num_optimistic_reqs", "int"),
     "#prealloc-req": ("num_prealloc_reqs", "int"),
     "#transfer-req": ("num_transfer_reqs", "int"),
@@ -168,6 +201,12 @@ FIELDS: dict[str, tuple[str, str]] = {
     "input throughput (token/s)": ("input_throughput", "float"),
     "gen throughput (token/s)": ("gen_throughput", "float"),
 }
+# 0.1.x's names: `new fill batch. #seq: 1. #cached_token: 330. #new_token: 2172. #remaining_req: 57.
+# #running_req: 9` (router/model_rpc.py, 0.1.6)
+OLD_NAMES = {"#seq": "#new-seq", "#new_token": "#new-token", "#cached_token": "#cached-token",
+             "#remaining_req": "#queue-req", "#running_req": "#running-req", "#gpu token": "#token",
+             "#gpu-token": "#token", "gpu token usage": "token usage"}
+OLD_DECODE_LOG_INTERVAL = 20  # 0.1.x printed its decode line every 20 decode passes (decode_forward_ct >= 20)
 REQUIRED = {
     "Prefill": {"num_new_reqs": "#new-seq", "num_new_tokens": "#new-token"},
     "Decode": {"num_running_reqs": "#running-req"},
@@ -197,25 +236,34 @@ def convert(name: str, raw: str, kind: str) -> int | float | bool:
     return value
 
 
-def split_fields(body: str) -> list[tuple[str, str]]:
-    pairs = []
-    for piece in body.split(", "):
-        piece = piece.strip().rstrip(",")
-        if not piece:
-            continue
+def split_fields(body: str, *, cut_ok: bool = False) -> tuple[list[tuple[str, str]], bool]:
+    """('name', 'value') pairs; with `cut_ok`, a last piece cut off mid-field (a clipped paste: `#queue-`,
+    `#token:`, `...`) is left out and reported as True."""
+    pairs, pieces = [], [p.strip().rstrip(",") for p in body.split(", ")]
+    pieces = [p for p in pieces if p]
+    for index, piece in enumerate(pieces):
         name, sep, raw = piece.partition(": ")
-        if not sep:
+        if not sep and piece.endswith(":"):
+            name, sep, raw = piece[:-1], ":", ""
+        if not sep or not raw.strip():
+            if cut_ok and index == len(pieces) - 1:
+                return pairs, True
             raise Malformed(f"'{piece[:40]}' is not a 'name: value' field")
         pairs.append((name.strip(), raw.strip()))
-    return pairs
+    return pairs, False
 
 
-def parse_batch(match: re.Match, common: dict) -> PrefillRecord | DecodeRecord:
-    kind = match["kind"]
+def parse_batch(kind: str, body: str, common: dict, *, iteration: str | None = None,
+                mixed: str | None = None) -> tuple[PrefillRecord | DecodeRecord, bool]:
+    """The record of a Prefill / Decode line, and whether its last field was cut off."""
     allowed = ALLOWED[kind]
     values, extra = {}, {}
-    for name, raw in split_fields(match["body"]):
-        attr, value_kind = FIELDS.get(name, (None, ""))
+    pairs, clipped = split_fields(body, cut_ok=True)
+    if mixed:  # 0.2.x: `Prefill batch(mixed #running-req: N). ...`
+        pairs.append(("#running-req", mixed))
+        extra["mixed"] = "True"
+    for name, raw in pairs:
+        attr, value_kind = FIELDS.get(OLD_NAMES.get(name, name), (None, ""))
         if attr in allowed and attr not in values:
             values[attr] = convert(name, raw, value_kind)
         else:
@@ -223,14 +271,14 @@ def parse_batch(match: re.Match, common: dict) -> PrefillRecord | DecodeRecord:
     missing = [REQUIRED[kind][attr] for attr in REQUIRED[kind] if attr not in values]
     if missing:
         raise Malformed(f"{kind} batch line lacks {', '.join(missing)}")
-    iteration = match["iter"]
     values["iteration"] = int(iteration) if iteration and iteration.strip().isdigit() else None
-    return RECORD_TYPES[kind](**common, **values, extra=extra)
+    return RECORD_TYPES[kind](**common, **values, extra=extra), clipped
 
 
 def parse_retraction(message: str, common: dict) -> RetractionRecord:
-    wording = next(w for phrase, w in RETRACT_WORDINGS.items() if phrase in message)
-    values = dict(split_fields(message[message.index("#retracted_reqs") :]))
+    lower = message.lower()
+    wording = next(w for phrase, w in RETRACT_WORDINGS.items() if phrase in lower)
+    values = dict(split_fields(message[message.index("#retracted_reqs") :])[0])
     if "#retracted_reqs" not in values or " -> " not in values.get("#new_token_ratio", ""):
         raise Malformed("retraction line lacks '#retracted_reqs: N' or '#new_token_ratio: a -> b'")
     before, _, after = values["#new_token_ratio"].partition(" -> ")
@@ -248,7 +296,7 @@ def parse_retraction(message: str, common: dict) -> RetractionRecord:
 
 
 def is_retraction(message: str) -> bool:
-    return "#retracted_reqs" in message and any(phrase in message for phrase in RETRACT_WORDINGS)
+    return "#retracted_reqs" in message and any(phrase in message.lower() for phrase in RETRACT_WORDINGS)
 
 
 def settings(parsed: ParsedLog) -> dict:
@@ -273,6 +321,8 @@ class Builder:
     prefills: list = field(default_factory=list)
     decodes: list = field(default_factory=list)
     retractions: list = field(default_factory=list)
+    events: list = field(default_factory=list)
+    num_events: int = 0
     server_args: dict | None = None
     startup: dict | None = None
     num_blank: int = 0
@@ -280,21 +330,34 @@ class Builder:
     unrecognised: list = field(default_factory=list)
     num_malformed: int = 0
     malformed: list = field(default_factory=list)
+    num_clipped: int = 0
+    clipped: list = field(default_factory=list)
+    frames: list = field(default_factory=list)
+    old_decode: bool = False
+    last_prefix: tuple = (None, None)  # ((prefix text, is a scheduler line), Prefix) of the line before
     num_untimestamped: int = 0
+    num_timestamped: int = 0
     ranks: set = field(default_factory=set)
     hints: list = field(default_factory=list)
+    formats: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
     first_epoch: float | None = None
     first_timestamp: str | None = None
     last_at: float = 0.0
     has_fraction: bool = False
     num_extra_server_args: int = 0
-    last_second: tuple[str, str] | None = None
+    last_second: tuple | None = None
     last_epoch: float = 0.0
+    day_offset: float = 0.0  # time-only stamps: a day is added each time the clock goes back past midnight
+    last_raw: float | None = None
 
     def hint(self, text: str) -> None:
         if text not in self.hints:
             self.hints.append(text)
+
+    def form(self, text: str) -> None:
+        if text not in self.formats:
+            self.formats.append(text)
 
     def warn(self, text: str) -> None:
         if text not in self.warnings:
@@ -311,56 +374,129 @@ class Builder:
             self.malformed.append((line_no, reason))
 
 
-def epoch_of(match: re.Match) -> float:
-    """Seconds since 1970 of the prefix timestamp (read as UTC: only differences matter)."""
-    stamp = datetime.fromisoformat(f"{match['date']}T{match['time']}").replace(tzinfo=UTC)
-    return stamp.timestamp()
+def read_prefix(builder: Builder | None, prefix: str) -> Prefix:
+    """The innermost stamp (SGLang's own; an outer container / journald / kubectl stamp stands before it)
+    and the rank tags. A stamp with no date takes the date of an outer one, if any."""
+    stamps = list(STAMP.finditer(prefix)) if ":" in prefix else []
+    last = stamps[-1] if stamps else None
+    date = next((m["date"] for m in reversed(stamps) if m["date"]), None)
+    tags: dict[str, str] = {}
+    for match in TAG.finditer(prefix):
+        name, number = (match[1], match[2]) if match[1] else ("GPU", match[3])
+        tags.pop(name, None)
+        tags[name] = f"{name}{int(number)}"
+    if builder is not None:
+        note_prefix(builder, prefix, last, date, tags)
+    if last is None:
+        return Prefix(date, None, None, " ".join(tags.values()))
+    return Prefix(date, last["time"], last["frac"], " ".join(tags.values()))
 
 
-def clock(builder: Builder, match: re.Match | None) -> float:
-    """`at` of a line: seconds since the first timestamped line; untimestamped lines keep the last one."""
-    if match is None:
-        builder.num_untimestamped += 1
+def note_prefix(builder: Builder, prefix: str, last: re.Match | None, date: str | None, tags: dict) -> None:
+    """Name the line format once, for the reader (`ParsedLog.formats`)."""
+    if last is None:
+        builder.form("tags with no time, e.g. `[TP0] Decode batch`" if tags else "no prefix: bare messages")
+    elif date is None:
+        builder.form("time-only stamps `[HH:MM:SS TP0]` (0.2.x's format, or a custom one)")
+    else:
+        builder.form("date-time stamps `[YYYY-MM-DD HH:MM:SS TP0]`")
+    if last is not None and last.start() > 0 and prefix[: last.start()].strip(" [|"):
+        builder.form("an outer prefix (container, journald, kubectl) before SGLang's own")
+    if ".py:" in prefix:
+        builder.form("logging with file and line, e.g. `INFO 1234 [DP0 TP0 scheduler_metrics_mixin.py:305]`")
+    if "GPU" in tags:
+        builder.form("`[gpu_id=N]` before the message (0.1.x)")
+
+
+def clock(builder: Builder, prefix: Prefix, *, counted: bool = True) -> float:
+    """`at` of a line: seconds since the first stamped line; a line with no stamp keeps the last one.
+
+    Time-only stamps (older releases) are read on a day of their own; when the clock goes back by more
+    than 12 hours, midnight was crossed and a day is added.
+    """
+    if prefix.time is None:
+        builder.num_untimestamped += counted
         return builder.last_at
-    second = (match["date"], match["time"])
+    builder.num_timestamped += counted
+    second = (prefix.date, prefix.time)
     if second != builder.last_second:  # one date parse per distinct second
-        builder.last_epoch, builder.last_second = epoch_of(match), second
-    epoch = builder.last_epoch + (float("0." + match["frac"]) if match["frac"] else 0.0)
+        raw = epoch_of(prefix.date or "1970-01-01", prefix.time)
+        if prefix.date is None and builder.last_raw is not None and raw < builder.last_raw - 43_200:
+            builder.day_offset += 86_400
+            builder.warn("time-only stamps: the clock went back past midnight, read as the next day")
+        builder.last_raw = raw
+        builder.last_second = second
+        builder.last_epoch = raw + (builder.day_offset if prefix.date is None else 0)
+    epoch = builder.last_epoch + (float("0." + prefix.frac) if prefix.frac else 0.0)
     if builder.first_epoch is None:
         builder.first_epoch = epoch
-        builder.first_timestamp = f"{match['date']} {match['time']}"
-    builder.has_fraction |= bool(match["frac"])
+        builder.first_timestamp = f"{prefix.date or '1970-01-01'} {prefix.time}"
+    builder.has_fraction |= bool(prefix.frac)
     builder.last_at = round(epoch - builder.first_epoch, 6)
     return builder.last_at
 
 
 def read_line(builder: Builder, line_no: int, line: str) -> None:
-    match = PREFIX.match(line)
-    message = match["msg"] if match else line.strip()
+    if "\x1b" in line:
+        line = ANSI.sub("", line)
+        builder.form("ANSI colour codes (stripped)")
+    found = find_message(line)
+    if found is None:
+        start = message_start(line)
+        if event_kind(line[start:], bare=start == 0) is not None:
+            found = ("event", start)
+    what, start = found if found else ("", message_start(line))
+    scheduler_line = what in ("batch", "fill", "old_decode", "retraction", "event")
+    key = (line[:start], bool(what))
+    if key != builder.last_prefix[0]:  # a prefix repeats for every line of its second: read it once
+        builder.last_prefix = (key, read_prefix(builder if what else None, key[0]))
+    prefix = builder.last_prefix[1]
+    message = line[start:]
     try:
-        at = clock(builder, match)
+        at = clock(builder, prefix, counted=scheduler_line)
     except ValueError:
-        builder.malformed_line(line_no, f"timestamp '{match['date']} {match['time']}' is not a real date")
+        builder.malformed_line(line_no, f"timestamp '{prefix.date} {prefix.time}' is not a real date")
         return
-    rank = match["tags"].strip() if match else ""
-    common = {"line_no": line_no, "at": at, "rank": rank, "text": line[:MAX_QUOTE]}
-    batch = BATCH_HEADER.match(message)
-    if batch:
-        record = parse_batch(batch, common)
-        (builder.prefills if batch["kind"] == "Prefill" else builder.decodes).append(record)
-        builder.ranks.add(rank)
-        note_batch_hints(builder, batch, record)
-    elif is_retraction(message):
-        builder.retractions.append(parse_retraction(message, common))
-        builder.ranks.add(rank)
-        note_retraction_hint(builder, builder.retractions[-1])
-    elif message.startswith("server_args="):
-        read_server_args(builder, line_no, message[len("server_args=") :].strip())
-    elif message.startswith("max_total_num_tokens="):
-        if builder.startup is None:
-            builder.startup = parse_startup(message)
-    else:
+    if not what:
         builder.unrecognised_line(line_no, line)
+        frame = FRAME.search(message) if "File \"" in message else None
+        if frame and len(builder.frames) < MAX_FRAMES and frame[1] not in builder.frames:
+            builder.frames.append(frame[1])
+        return
+    common = {"line_no": line_no, "at": at, "rank": prefix.rank, "text": line[:MAX_QUOTE]}
+    if what in ("batch", "fill", "old_decode"):
+        if what == "batch":
+            batch = BATCH_HEADER.match(message)
+            if batch is None:
+                raise Malformed(f"'{message[:40]}' is not a 'Prefill batch.' / 'Decode batch.' header")
+            kind = batch["kind"]
+            record, clipped = parse_batch(kind, batch["body"], common, iteration=batch["iter"],
+                                          mixed=batch["mixed"])
+            note_batch_hints(builder, batch["sep"], record)
+        else:
+            kind = "Prefill" if what == "fill" else "Decode"
+            body = message.removeprefix("new fill batch.").replace(". #", ", #").replace(". ", ", ")
+            record, clipped = parse_batch(kind, body, common)
+            builder.old_decode |= what == "old_decode"
+            builder.hint("0.1.x lines: `new fill batch. #seq: …` and a decode line with no header")
+        (builder.prefills if kind == "Prefill" else builder.decodes).append(record)
+        builder.ranks.add(prefix.rank)
+        if clipped:
+            builder.num_clipped += 1
+            if len(builder.clipped) < MAX_EXAMPLES:
+                builder.clipped.append((line_no, line[:MAX_QUOTE]))
+    elif what == "retraction":
+        builder.retractions.append(parse_retraction(message, common))
+        builder.ranks.add(prefix.rank)
+        note_retraction_hint(builder, builder.retractions[-1])
+    elif what == "event":
+        builder.num_events += 1
+        if len(builder.events) < MAX_EVENTS:
+            builder.events.append(EventRecord(**common, kind=event_kind(message, bare=start == 0)))
+    elif what == "server_args":
+        read_server_args(builder, line_no, message[len("server_args=") :].strip())
+    elif builder.startup is None:
+        builder.startup = parse_startup(message)
 
 
 def read_server_args(builder: Builder, line_no: int, rest: str) -> None:
@@ -380,8 +516,8 @@ def read_server_args(builder: Builder, line_no: int, rest: str) -> None:
     )
 
 
-def note_batch_hints(builder: Builder, batch: re.Match, record: PrefillRecord | DecodeRecord) -> None:
-    if batch["sep"] == ".":
+def note_batch_hints(builder: Builder, sep: str, record: PrefillRecord | DecodeRecord) -> None:
+    if sep == ".":
         builder.hint("'Prefill batch.' / 'Decode batch.' with a period (releases up to about 0.5.3)")
     else:
         builder.hint("'Prefill batch,' / 'Decode batch,' with a comma (later 0.5.x)")
@@ -447,6 +583,10 @@ def parse_log(text: str, *, max_bytes: int = 20_000_000, max_lines: int = 500_00
         builder.warn(
             f"{builder.num_extra_server_args} more server_args line(s) (restarts?); the first one is used"
         )
+    if builder.num_clipped:
+        first = builder.clipped[0][0]
+        builder.warn(f"{builder.num_clipped:,} scheduler line(s) end mid-field (a clipped paste; first: line "
+                     f"{first}); each was read up to the cut")
     if num_not_read:
         builder.warn(f"only the first {max_lines:,} lines were read; {num_not_read:,} more were not")
     return freeze(builder, len(lines), num_not_read)
@@ -473,6 +613,14 @@ def freeze(builder: Builder, num_lines: int, num_not_read: int) -> ParsedLog:
         warnings=builder.warnings,
         first_timestamp=builder.first_timestamp,
         time_resolution_s=0.001 if builder.has_fraction else 1.0,
+        events=builder.events,
+        num_events=builder.num_events,
+        num_clipped=builder.num_clipped,
+        clipped_examples=builder.clipped,
+        num_timestamped=builder.num_timestamped,
+        formats=builder.formats,
+        frames=builder.frames,
+        default_decode_log_interval=OLD_DECODE_LOG_INTERVAL if builder.old_decode else 40,
     )
 
 
@@ -492,6 +640,30 @@ def default_rank(parsed: ParsedLog) -> str:
         counts[record.rank] = counts.get(record.rank, 0) + 1
     if not counts:
         return ""
-    zero = [rank for rank in counts if all(ZERO_TAG.fullmatch(tag) for tag in rank.split())]
-    pool = zero or list(counts)
-    return max(pool, key=lambda rank: (counts[rank], rank == ""))
+    pool = [ranks[0] for ranks in followed_ranks(parsed).values()]
+    zero = [rank for rank in pool if all(ZERO_TAG.fullmatch(tag) for tag in rank.split())]
+    return max(zero or pool, key=lambda rank: (counts[rank], rank == ""))
+
+
+def scheduler_of(rank: str) -> str:
+    """The scheduler a rank's lines come from: its DP and PP tags. TP, EP and CP ranks of one scheduler are
+    shards of it (`is_stats_logging_rank` in SGLang 0.5.23 logs from attention-TP rank 0 only; older
+    releases and `--enable-metrics-for-all-schedulers` print the same line from every shard)."""
+    return " ".join(tag for tag in rank.split() if tag.rstrip("0123456789") in SCHEDULER_TAGS)
+
+
+def followed_ranks(parsed: ParsedLog) -> dict[str, list[str]]:
+    """One entry per scheduler: the rank read for it first (all-zero shard tags, else the most lines), then
+    its other shards, whose lines repeat the same passes and are not read."""
+    counts: dict[str, int] = {}
+    for record in [*parsed.prefills, *parsed.decodes, *parsed.retractions]:
+        counts[record.rank] = counts.get(record.rank, 0) + 1
+    groups: dict[str, list[str]] = {}
+    for rank in counts:
+        groups.setdefault(scheduler_of(rank), []).append(rank)
+
+    def order(rank: str) -> tuple:
+        shards = [t for t in rank.split() if t.rstrip("0123456789") not in SCHEDULER_TAGS]
+        return (not all(ZERO_TAG.fullmatch(t) for t in shards), -counts[rank], rank)
+
+    return {key: sorted(ranks, key=order) for key, ranks in sorted(groups.items())}

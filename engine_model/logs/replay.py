@@ -70,6 +70,11 @@ def scenario_from_log(parsed: ParsedLog, base: Scenario, *, output_len: int | No
     notes.append(f"{len(requests)} requests estimated from Prefill lines (arrival: the line's time to the "
                  "second, or an earlier line's where its #queue-req says the request was already waiting; "
                  f"prompt: its share of #new-token, cached tokens left out); {reply_note}")
+    if requests and not parsed.has_times:
+        notes.append("assumed: every request arrives at 0 s — the log has no timestamps, so it gives the "
+                     "requests' order but not their arrival times")
+    notes.append(provenance(engine, timeline, parsed.has_times, output_len if reply_note.startswith(
+        "each reply assumed") else None))
     if not requests:
         notes.append("no Prefill lines with new requests: nothing to simulate")
     data = base.model_dump()
@@ -88,6 +93,18 @@ def scenario_from_log(parsed: ParsedLog, base: Scenario, *, output_len: int | No
         raise InputError(f"the log's {err.where}", err.problem) from None
     check_deployment(scenario)
     return scenario, [*notes, *fraction_note, *deployment_notes(deployment, scenario)]
+
+
+def provenance(engine: dict, timeline: Timeline, timed: bool, assumed_reply: int | None) -> str:
+    """One sentence: which of the replay's numbers came from the log, which were estimated, which assumed."""
+    read = [f"{key}" for key in engine] + ["prompt lengths (#new-token)"]
+    read += ["arrival times (the lines' stamps)"] if timed else []
+    estimated = ["chunked_prefill_size"] if timeline.chunk_size_source == "inferred" else []
+    assumed = ["the GPU", f"reply length {assumed_reply}" if assumed_reply else ""]
+    assumed += [] if timed else ["arrival times (all at 0 s)"]
+    estimated += [] if assumed_reply else ["reply length (from the Decode lines)"]
+    return (f"from the log: {', '.join(read)}; estimated: {', '.join(estimated) or 'nothing'}; assumed: "
+            f"{', '.join(a for a in assumed if a)} (every other setting at the SGLang default)")
 
 
 def fit_log_pool(scenario: Scenario, is_fraction_logged: bool) -> tuple[Scenario, list[str]]:

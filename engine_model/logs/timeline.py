@@ -81,8 +81,9 @@ class Timeline:
     decode_log_interval: int
     decode_log_interval_source: str  # "server_args", "tokens" or "default"
     chunk_size: int | None
-    chunk_size_source: str  # "server_args", "inferred" or "unknown"
+    chunk_size_source: str  # "server_args", "server_info", "inferred" or "unknown"
     notes: list[str]
+    timed: bool = True  # False: the log has no timestamps, and `at` is the line's place in order (no seconds)
 
 
 Record = PrefillRecord | DecodeRecord | RetractionRecord
@@ -121,7 +122,7 @@ def spread_times(records: list[Record], resolution_s: float) -> tuple[dict[int, 
 def chunk_size_of(parsed: ParsedLog, prefills: list[PrefillRecord],
                   known: dict | None = None) -> tuple[int | None, str]:
     """chunked_prefill_size from the startup lines, else from `known` settings (a /server_info), else the
-    largest #new-token if it repeats."""
+    largest #new-token when the lines show a prompt cut at it (`shows_a_cut`); else unknown."""
     for source, found in (("server_args", settings(parsed)), ("server_info", known or {})):
         value = found.get("chunked_prefill_size")
         if isinstance(value, int) and not isinstance(value, bool):
@@ -129,9 +130,28 @@ def chunk_size_of(parsed: ParsedLog, prefills: list[PrefillRecord],
     sizes = Counter(p.num_new_tokens for p in prefills)
     if sizes:
         largest = max(sizes)
-        if sizes[largest] >= 2 and largest >= MIN_INFERRED_CHUNK:
+        if sizes[largest] >= 2 and largest >= MIN_INFERRED_CHUNK and shows_a_cut(prefills, largest):
             return largest, "inferred"
     return None, "unknown"
+
+
+def shows_a_cut(prefills: list[PrefillRecord], size: int) -> bool:
+    """Whether the Prefill lines of `size` tokens show a prompt cut at `size` (the chunk budget), not whole
+    prompts that happen to add up to the same count twice (six 2,560-token prompts, twice).
+
+    A cut shows when a line of that size left prompt tokens pending with nothing queued (the rest of its own
+    prompt: `#pending-token`, later 0.5.x); when its requests cannot be whole prompts of one length (the count
+    does not divide by `#new-seq`, so unequal prompts filled exactly the budget); or when two such lines of
+    one request each follow one another with no line between (one prompt longer than the budget, chunk after
+    chunk: `add_chunked_req` carries it on alone).
+    """
+    lines = [(i, p) for i, p in enumerate(prefills) if p.num_new_tokens == size]
+    if any(p.num_pending_tokens and not p.num_queue_reqs for _, p in lines):
+        return True
+    if any(p.num_new_reqs > 1 and size % p.num_new_reqs for _, p in lines):
+        return True
+    return any(i + 1 == j and a.num_new_reqs == b.num_new_reqs == 1 and b.line_no == a.line_no + 1
+               for (i, a), (j, b) in zip(lines, lines[1:], strict=False))
 
 
 def is_full_chunk(record: PrefillRecord, chunk_size: int | None) -> bool:
@@ -164,7 +184,7 @@ def decode_interval(parsed: ParsedLog, clean_estimates: list[float]) -> tuple[in
     usable = [e for e in clean_estimates if e >= 1]
     if usable:
         return max(round(median(usable)), 1), "tokens"
-    return DEFAULT_DECODE_LOG_INTERVAL, "default"
+    return parsed.default_decode_log_interval, "default"
 
 
 def decode_pairs(records: list[Record]) -> list[tuple[DecodeRecord | None, DecodeRecord, list[Record]]]:
@@ -229,23 +249,31 @@ def load_sample(record: PrefillRecord | DecodeRecord, at: float) -> LoadSample:
     )
 
 
-def build_timeline(parsed: ParsedLog, *, rank: str | None = None) -> Timeline:
-    """The timeline of one rank (default: TP0 / DP0, see `default_rank`)."""
+def build_timeline(parsed: ParsedLog, *, rank: str | None = None, known: dict | None = None) -> Timeline:
+    """The timeline of one rank (default: TP0 / DP0, see `default_rank`); `known`: settings from a
+    /server_info, used where the log states none (the chunk size)."""
     rank = default_rank(parsed) if rank is None else rank
     records = records_of(parsed, rank)
-    times, num_raised = spread_times(records, parsed.time_resolution_s)
+    if parsed.has_times:
+        times, num_raised = spread_times(records, parsed.time_resolution_s)
+        tick = "second" if parsed.time_resolution_s == 1 else "millisecond"
+        clock_note = f"lines stamped in the same {tick} are spread evenly over it, in log order"
+    else:  # no stamp on any scheduler line: order is all the log gives
+        times, num_raised = {r.line_no: float(i) for i, r in enumerate(records)}, 0
+        clock_note = ("the log has no timestamps: the timeline is its lines in order, one step each, "
+                      "not seconds; how long anything took cannot be read from it")
     prefills = [r for r in records if isinstance(r, PrefillRecord)]
-    chunk_size, chunk_source = chunk_size_of(parsed, prefills)
+    chunk_size, chunk_source = chunk_size_of(parsed, prefills, known)
     decodes, interval, interval_source = build_decodes(parsed, records, times)
     notes = [
-        f"lines stamped in the same {'second' if parsed.time_resolution_s == 1 else 'millisecond'} "
-        "are spread evenly over it, in log order",
+        clock_note,
         f"each Decode line stands for {interval} decode passes (decode_log_interval, from {interval_source})",
     ]
     if chunk_source == "inferred":
-        notes.append(
-            f"chunked_prefill_size {chunk_size} inferred: the largest #new-token, seen more than once"
-        )
+        notes.append(f"chunked_prefill_size {chunk_size} inferred: the largest #new-token, on lines that "
+                     "show a prompt cut at it")
+    elif chunk_source == "unknown":
+        notes.append("chunked_prefill_size unknown: the lines do not show it; paste the server_args line")
     if num_raised:
         notes.append(f"{num_raised} timestamps went backwards and were raised to the one before")
     return Timeline(
@@ -269,4 +297,5 @@ def build_timeline(parsed: ParsedLog, *, rank: str | None = None) -> Timeline:
         chunk_size=chunk_size,
         chunk_size_source=chunk_source,
         notes=notes,
+        timed=parsed.has_times,
     )
