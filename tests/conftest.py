@@ -163,3 +163,15 @@ def pytest_collection_modifyitems(config, items):
     if lost:
         raise pytest.UsageError(f"xdist_group ignored for {len(lost)} tests (e.g. {lost[0]}): "
                                 "pytest-xdist cannot group them under this pytest")
+
+
+def sample_scrapes() -> list[dict[tuple[str, str | None], float]]:
+    """The written SGLang sample's /metrics scrapes (tests/data/sglang_metrics), in order, each as
+    {(sample name, le or None): value}, read by prometheus_client's own parser rather than ours: what the
+    tests compare our reader with. The sample has one series a family, so other labels are left out."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = (DATA / "sglang_metrics" / "chat_long_prompt.prom").read_text()
+    return [{(s.name, s.labels.get("le")): s.value
+             for family in text_string_to_metric_families(part.split("\n", 1)[1]) for s in family.samples}
+            for part in text.split("# scraped_at ")[1:]]

@@ -17,10 +17,24 @@ from unfold import unfold
 
 from app.server.live import ENABLE, HOSTS, live_config
 
+from conftest import sample_scrapes
+
 REPO = Path(__file__).resolve().parents[1]
 MAIN = str(REPO / "app" / "main.py")
 METRICS = REPO / "tests" / "data" / "sglang_metrics"
 SCRAPES = (METRICS / "chat_long_prompt.prom").read_text().split("# scraped_at ")[1:]
+SCRAPED = sample_scrapes()  # the same scrapes as prometheus_client's parser reads them
+ITL = "sglang:inter_token_latency_seconds"
+SILENT = 2  # the interval 14:00:10-14:00:15: no gap recorded while the paste's chunks ran (SOURCE.md there)
+
+
+def long_gaps(k: int) -> float:
+    """ITL gaps over 0.4 s in the sample's scrape k (everything since the server started)."""
+    return SCRAPED[k].get((f"{ITL}_count", None), 0) - SCRAPED[k].get((f"{ITL}_bucket", "0.4"), 0)
+
+
+def gauge(k: int, name: str) -> float:
+    return SCRAPED[k][(f"sglang:{name}", None)]
 
 
 def open_page(**params) -> AppTest:
@@ -43,14 +57,17 @@ def texts(elements) -> str:
 
 def test_the_examples_metrics_stand_beside_its_log_and_confirm_its_verdict():
     at = unfold(open_page(log="example", metrics="example"))  # each interval's row is in a fold
+    running, queued = gauge(SILENT + 1, "num_running_reqs"), gauge(SILENT + 1, "num_queue_reqs")
     assert texts(at.success).startswith("The metrics agree: from 14:00:10 to 14:00:15 no inter-token gap was "
-                                        "recorded while 5 replies were running")
+                                        f"recorded while {running:g} replies were running")
     cards = {m.label: m.value for m in cards_of(at)}
-    assert (cards["ITL p99"], cards["Gaps over 0.4 s (of 26,063)"]) == ("0.072 s", "18")
+    total = f"Gaps over 0.4 s (of {SCRAPED[-1][(f'{ITL}_count', None)]:,.0f})"
+    assert (cards["ITL p99"], cards[total]) == ("0.073 s", f"{long_gaps(-1):g}")
     table = next(d.value for d in at.dataframe if "interval" in d.value.columns)
-    assert list(table["interval"])[2:4] == ["14:00:10–14:00:15", "14:00:15–14:00:20"]
-    assert list(table["gaps > 0.4 s"])[2:4] == ["none", "18"]
-    assert list(table["running / queued"])[2] == "5 / 16"
+    assert list(table["interval"])[SILENT:SILENT + 2] == ["14:00:10–14:00:15", "14:00:15–14:00:20"]
+    stalled = long_gaps(SILENT + 2) - long_gaps(SILENT + 1)
+    assert stalled > 0 and list(table["gaps > 0.4 s"])[SILENT:SILENT + 2] == ["none", f"{stalled:g}"]
+    assert list(table["running / queued"])[SILENT] == f"{running:g} / {queued:g}"
     assert "(the example's /server_info, SGLang 0.5.23)" in texts(at.markdown) and not at.warning
 
 
@@ -121,7 +138,7 @@ class Stand(BaseHTTPRequestHandler):
 def stand():
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Stand)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    Stand.served = 3  # from 14:00:15: the stall's silent intervals come next
+    Stand.served = SILENT - 1  # from 14:00:05: the stall's silent interval is the third poll's
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
     httpd.shutdown()
     httpd.server_close()
@@ -141,12 +158,14 @@ def test_live_mode_polls_a_loopback_server_and_draws_what_arrives(monkeypatch, s
     for _ in range(2):  # each run of the page is one poll, as each tick of the panel is
         at.run()
     cards = {m.label: m.value for m in cards_of(at)}
-    assert (Stand.served, cards["Running"], cards["Queued"]) == (6, "10", "31")
-    assert cards["ITL p99, last interval"] == "—"  # no token between 14:00:20 and 14:00:25: the stall
+    last = SILENT + 1  # the third scrape served, 14:00:15
+    assert (Stand.served, cards["Running"], cards["Queued"]) == (
+        last + 1, f"{gauge(last, 'num_running_reqs'):g}", f"{gauge(last, 'num_queue_reqs'):g}")
+    assert cards["ITL p99, last interval"] == "—"  # no token between 14:00:10 and 14:00:15: the stall
     assert "3 scrapes since Start" in texts(at.caption)
     at.button(key="your_server.live_stop").click()
     at.run()
-    assert Stand.served == 6  # stopped: no more polls
+    assert Stand.served == last + 1  # stopped: no more polls
 
 
 def test_live_mode_refuses_a_host_the_operator_did_not_list(monkeypatch):

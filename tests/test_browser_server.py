@@ -34,7 +34,7 @@ def test_the_examples_metrics_stand_beside_its_log_with_the_itl_chart(server, pa
     page.goto(server + "/your_server?log=example&metrics=example")
     settle(page)
     main = page.locator('[data-testid="stMain"]').inner_text()
-    assert "The metrics agree: from 14:00:15 to 14:00:25 no inter-token gap was recorded" in main
+    assert "The metrics agree: from 14:00:10 to 14:00:15 no inter-token gap was recorded" in main
     assert "The replies' inter-token gaps, beside the Prefill lines" in main
     assert page.locator('[data-testid="stException"]').count() == 0
 

@@ -12,11 +12,43 @@ from engine_model.logs.check import check_server
 from engine_model.logs.scrape import read_scrape_files, read_scrapes
 from engine_model.logs.server_info import read_server_info, read_server_info_file
 
-from conftest import DATA, LOGS
+from conftest import DATA, LOGS, sample_scrapes
 
 METRICS = DATA / "sglang_metrics"
 LOG, PROM = METRICS / "chat_long_prompt.log", METRICS / "chat_long_prompt.prom"
 INFO = METRICS / "server_info.json"
+SCRAPED = sample_scrapes()  # the sample's scrapes as prometheus_client's parser reads them
+ITL = "sglang:inter_token_latency_seconds"
+SILENT, STALLED = 2, 3  # the intervals 14:00:10-14:00:15 (the paste's chunks run) and 14:00:15-14:00:20
+
+
+def itl_in(k: int, le: str | None = None) -> float:
+    """The ITL gaps recorded between the sample's scrapes k and k+1 (those up to `le` s; all by default)."""
+    key = (f"{ITL}_bucket", le) if le else (f"{ITL}_count", None)
+    return SCRAPED[k + 1].get(key, 0.0) - SCRAPED[k].get(key, 0.0)
+
+
+def long_in(k: int) -> float:
+    return itl_in(k) - itl_in(k, "0.4")  # the reader's long bound: 0.4 s
+
+
+def longest_bucket_in(k: int) -> tuple[float, float]:
+    """(low, high] of the bucket the interval's longest gap is in."""
+    bounds = sorted((le for name, le in SCRAPED[k + 1] if name == f"{ITL}_bucket"), key=float)
+    high = next(i for i, le in enumerate(bounds) if itl_in(k, le) == itl_in(k))
+    return float(bounds[high - 1]), float(bounds[high])
+
+
+def gauge(k: int, name: str) -> float:
+    return SCRAPED[k][(f"sglang:{name}", None)]
+
+
+def test_the_sample_is_built_to_show_a_silent_interval_then_long_gaps():
+    """What make_data.py's run is for (its SOURCE.md): while the paste's chunks run, one scrape interval
+    records no gap at all, and the next records the stalled replies' long gaps."""
+    assert [k for k in range(len(SCRAPED) - 1) if itl_in(k) == 0] == [SILENT]
+    assert gauge(SILENT + 1, "num_running_reqs") > 0 and long_in(STALLED) > 0
+    assert [long_in(k) for k in range(len(SCRAPED) - 1) if k not in (SILENT, STALLED)] == [0] * 5
 
 
 @pytest.fixture(scope="session")
@@ -27,11 +59,14 @@ def checked():
 def test_the_metrics_confirm_the_logs_chunked_prefill_stall_beside_its_lines(checked):
     assert (checked.verdict, checked.metrics_say) == ("chunked_prefill_stall", "confirms")
     assert checked.alignment == ""
+    low, high = longest_bucket_in(STALLED)
+    running = gauge(SILENT + 1, "num_running_reqs")
     assert checked.sentence.startswith(
-        "The metrics agree: from 14:00:10 to 14:00:15 no inter-token gap was recorded while 5 replies were "
-        "running; then 18 gaps longer than 0.4 s were recorded by 14:00:20 (the longest in the 6–8 s "
-        "bucket), beside the back-to-back Prefill lines 53-70: the chunked-prefill stall.")
-    assert "ITL p99 is only 0.177 s" in checked.sentence and "so p99 hides it" in checked.sentence
+        f"The metrics agree: from 14:00:10 to 14:00:15 no inter-token gap was recorded while {running:g} "
+        f"replies were running; then {long_in(STALLED):g} gaps longer than 0.4 s were recorded by 14:00:20 "
+        f"(the longest in the {low:g}–{high:g} s bucket), beside the back-to-back Prefill lines 54-71: the "
+        "chunked-prefill stall."), checked.sentence
+    assert "ITL p99 is only 0.132 s" in checked.sentence and "so p99 hides it" in checked.sentence
 
 
 def test_a_stall_no_scrape_interval_is_silent_for_is_told_by_its_long_gaps_alone():
@@ -41,18 +76,20 @@ def test_a_stall_no_scrape_interval_is_silent_for_is_told_by_its_long_gaps_alone
     scrapes = read_scrapes([("cut", "".join("# scraped_at " + p for i, p in enumerate(parts) if i != 2))])
     found = check_server(parse_log_file(LOG), scrapes, read_server_info_file(INFO))
     assert found.metrics_say == "confirms"
-    assert found.sentence.startswith("The metrics agree: 18 gaps longer than 0.4 s were recorded by 14:00:20 "
-                                     "(the longest in the 6–8 s bucket), beside the back-to-back Prefill "
-                                     "lines 53-70: the chunked-prefill stall."), found.sentence
+    low, high = longest_bucket_in(STALLED)
+    assert found.sentence.startswith(f"The metrics agree: {long_in(STALLED):g} gaps longer than 0.4 s were "
+                                     f"recorded by 14:00:20 (the longest in the {low:g}–{high:g} s bucket), "
+                                     "beside the back-to-back Prefill lines 54-71: the chunked-prefill "
+                                     "stall."), found.sentence
     assert "then ," not in found.sentence
 
 
 def test_each_scrape_interval_stands_beside_the_prefill_lines_of_the_same_seconds(checked):
     rows = [(r.start_s, r.end_s, r.num_full_chunks, r.lines) for r in checked.aligned]
-    assert rows == [(0.0, 5.0, 0, (4, 32)), (5.0, 10.0, 4, (33, 56)), (10.0, 15.0, 8, (57, 64)),
-                    (15.0, 20.0, 5, (65, 86)), (20.0, 25.0, 0, (87, 108)), (25.0, 30.0, 0, (113, 133)),
-                    (30.0, 35.0, 0, (135, 136))]
-    assert [r.itl is None for r in checked.aligned] == [False, False, True, False, False, False, False]
+    assert rows == [(0.0, 5.0, 0, (4, 32)), (5.0, 10.0, 3, (33, 56)), (10.0, 15.0, 9, (57, 65)),
+                    (15.0, 20.0, 5, (66, 85)), (20.0, 25.0, 0, (87, 107)), (25.0, 30.0, 0, (112, 132)),
+                    (30.0, 35.0, 0, (134, 135))]
+    assert [r.itl is None for r in checked.aligned] == [itl_in(k) == 0 for k in range(len(SCRAPED) - 1)]
 
 
 def test_server_info_gives_the_resolved_settings_and_agrees_with_the_log(checked):
@@ -154,24 +191,24 @@ def run(capsys, *argv) -> tuple[int, dict | str, str]:
 def test_diagnose_with_metrics_reports_the_itl_p99_from_the_histogram_and_keeps_the_verdict(capsys):
     status, doc, _ = run(capsys, str(LOG), "--metrics", str(PROM), "--json")
     assert (status, doc["verdict"]) == (0, "chunked_prefill_stall")
-    assert doc["metrics"]["itl_s"]["p99"] == pytest.approx(0.0723, abs=1e-4)
+    assert doc["metrics"]["itl_s"]["p99"] == pytest.approx(0.0728, abs=1e-4)
     assert doc["metrics"]["itl_s"]["p99_bucket"] == [0.06, 0.08]
     assert doc["metrics_check"]["says"] == "confirms" and len(doc["metrics"]["intervals"]) == 7
-    assert doc["metrics"]["intervals"][2]["log"]["lines"] == [57, 64]
+    assert doc["metrics"]["intervals"][SILENT]["log"]["lines"] == [57, 65]
 
 
 def test_two_scrape_files_give_what_happened_between_them(tmp_path, capsys):
     text = PROM.read_text()
     parts = text.split("# scraped_at ")[1:]
     first, second = tmp_path / "a.prom", tmp_path / "b.prom"
-    first.write_text("# scraped_at " + parts[3])
-    second.write_text("# scraped_at " + parts[4])
+    first.write_text("# scraped_at " + parts[STALLED])
+    second.write_text("# scraped_at " + parts[STALLED + 1])
     status, doc, _ = run(capsys, "--metrics", str(first), "--metrics", str(second), "--json")
     assert (status, doc["metrics"]["num_scrapes"]) == (0, 2)
     assert doc["metrics"]["sources"] == [str(first), str(second)]
     interval = doc["metrics"]["intervals"][0]  # 14:00:15 to 14:00:20: the stalled replies' long gaps
-    assert interval["itl_s"]["count"] == doc["metrics"]["itl_s"]["count"] == 5982
-    assert interval["itl_s"]["num_above_long_bound"] == 18
+    assert interval["itl_s"]["count"] == doc["metrics"]["itl_s"]["count"] == itl_in(STALLED) > 0
+    assert interval["itl_s"]["num_above_long_bound"] == long_in(STALLED) > 0
 
 
 def test_server_info_on_the_command_line_sets_the_settings_and_reports_mismatches(tmp_path, capsys):
@@ -188,9 +225,10 @@ def test_server_info_on_the_command_line_sets_the_settings_and_reports_mismatche
 def test_the_text_output_sets_each_interval_beside_its_log_lines(capsys):
     status, out, _ = run(capsys, str(LOG), "--metrics", str(PROM))
     assert status == 0 and "metrics check (confirms): The metrics agree" in out
-    assert ("14:00:10-14:00:15  no ITL recorded, running 5.0, queued 16.0 | log: 8 Prefill lines, 8 full"
-            in out)
-    assert "itl_s: p50 0.00963 s in (0.008, 0.01]" in out
+    running, queued = gauge(SILENT + 1, "num_running_reqs"), gauge(SILENT + 1, "num_queue_reqs")
+    assert (f"14:00:10-14:00:15  no ITL recorded, running {running:.1f}, queued {queued:.1f} | log: "
+            "9 Prefill lines, 9 full" in out)
+    assert "itl_s: p50 0.00965 s in (0.008, 0.01]" in out
 
 
 @pytest.mark.parametrize(("argv", "says"), [

@@ -13,7 +13,7 @@ from engine_model.logs.histogram import added, minus, quantile
 from engine_model.logs.scrape import read_scrape_files, read_scrapes
 from engine_model.logs.scrape_report import report
 
-from conftest import DATA
+from conftest import DATA, sample_scrapes
 
 METRICS = DATA / "sglang_metrics"
 ITL_BUCKETS = (0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060, 0.080,
@@ -102,8 +102,12 @@ def test_the_test_scrapes_are_read_whole_with_their_times(recorded):
 def test_intervals_show_the_stall_as_silence_then_long_gaps(recorded):
     found = report(recorded)
     itl = [(i.tails["itl_s"].num_long if "itl_s" in i.tails else None) for i in found.intervals]
-    assert itl == [0, 0, None, 18, 0, 0, 0]  # no gap recorded while the prompt's chunks ran
-    assert [i.gauges["num_running_reqs"] for i in found.intervals][2] == 5
+    # no gap recorded while the prompt's chunks ran (14:00:10-14:00:15), then the stalled replies' long gaps
+    assert len(itl) == 7 and itl[2] is None and itl[3] > 0 and itl[:2] + itl[4:] == [0] * 5
+    scraped, name = sample_scrapes(), "sglang:inter_token_latency_seconds"  # prometheus_client's parser
+    assert itl[3] == (scraped[4][(f"{name}_count", None)] - scraped[4][(f"{name}_bucket", "0.4")]) - (
+        scraped[3][(f"{name}_count", None)] - scraped[3][(f"{name}_bucket", "0.4")])
+    assert found.intervals[2].gauges["num_running_reqs"] == scraped[3][("sglang:num_running_reqs", None)] > 0
     assert found.tails["itl_s"].count == sum(i.tails["itl_s"].count for i in found.intervals
                                              if "itl_s" in i.tails)
     assert found.tails["itl_s"].top == (6.0, 8.0)

@@ -49,6 +49,7 @@ SCENARIO = {
     "name": "chat_long_prompt",
     "hardware": {"gpu": "h100-sxm"}, "model": {"name": "llama-3.1-8b"},
     "engine": {"chunked_prefill_size": "auto", "enable_mixed_chunk": False},
+    "cost": {"front_end": False},  # the scheduler's times alone: no front-end loop (engine_model/frontend.py)
     "workload": {"groups": [
         {"name": "chat", "count": 90, "prompt_len": {"dist": "uniform", "low": 800, "high": 3000},
          "output_len": {"dist": "uniform", "low": 150, "high": 400}, "arrival": {"kind": "poisson",
