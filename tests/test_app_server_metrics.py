@@ -105,7 +105,8 @@ def test_a_scrape_that_is_a_log_gets_one_message_naming_the_line():
 def test_live_mode_is_off_unless_the_app_is_started_with_it(monkeypatch):
     monkeypatch.delenv(ENABLE, raising=False)
     at = open_page(view="live")
-    assert "Live mode is off on this app" in texts(at.info) and not at.text_input
+    assert "Live mode is off on this app" in texts(at.info)
+    assert [t.key for t in at.text_input] == ["room.join"]  # no address box: only the sidebar's room code
     assert live_config({ENABLE: "yes"}).enabled is False and live_config({ENABLE: "1"}).enabled is True
     assert live_config({ENABLE: "1", HOSTS: " A.internal, b "}).hosts == ("a.internal", "b")
 
