@@ -30,6 +30,7 @@ from engine_model.logs.deployment import LogDeployment, deployment_from_log, mat
 from engine_model.logs.diagnose import longest_chunk_run, longest_run
 from engine_model.logs.live import Poll, base_url, poll
 from engine_model.logs.observed import MAX_OBSERVED_REQUESTS, num_observed
+from engine_model.logs.parse import followed_ranks
 from engine_model.logs.replay import ASSUMED_OUTPUT_LEN, NOT_MATCHED, scenario_from_log
 from engine_model.logs.scrape import Scrape, ScrapeSet, read_scrapes
 from engine_model.logs.scrape_report import MetricsReport, Tail, report
@@ -73,6 +74,7 @@ from engine_model.versions import CHANGES
 from engine_model.workload import workload_trace
 
 __all__ = [
+    "followed_ranks",
     "Band", "Block", "Ranged", "band_of", "longest_block", "ranged", "seen",
     # scenarios
     "InputError", "MAX_REQUESTS", "Scenario", "apply_sets", "check_deployment", "load_scenario",

@@ -115,7 +115,10 @@ def ranged(scenario: Scenario) -> Ranged | None:
     band = band_of(scenario)
     if band is None:
         return None
-    return Ranged(band, _summary(band.slow.model_dump_json()), _summary(band.fast.model_dump_json()))
+    try:
+        return Ranged(band, _summary(band.slow.model_dump_json()), _summary(band.fast.model_dump_json()))
+    except InputError:  # a deployment that cannot run (a refused PD layout): no numbers, no range
+        return None
 
 
 @functools.lru_cache(maxsize=256)

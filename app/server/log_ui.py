@@ -21,9 +21,8 @@ from app.ui.controls import control_ui
 from app.ui.exports import set_export_note
 from app.ui.fold import folded
 from app.ui.markup import lines_ui
-from engine_model import InputError
+from engine_model import InputError, followed_ranks
 from engine_model import log_settings as settings
-from engine_model.logs.parse import followed_ranks
 
 VERDICTS = {  # verdict -> (colour, icon, in a few words, in a sentence); as engine_model's VERDICTS
     "crash_oom": ("red", ":material/error:", "a crash or out of memory",
