@@ -135,17 +135,24 @@ def outside_findings(parsed: ParsedLog, records: list[Record], cap: int | None,
     return [f for f in checks if f is not None]
 
 
+def event_finding(parsed: ParsedLog, kind: str, title: str, why: str, fixes: list[Fix],
+                  contradicts: str) -> Finding | None:
+    """An event line outside the scheduling rules (a bug, a hang), quoted: its first line, why, what to do."""
+    events = [e for e in parsed.events if e.kind == kind]
+    if not events:
+        return None
+    return Finding("outside_model", "observed", title,
+                   f"Line {events[0].line_no}: “{message_of(events[0])}”. {why}", quote(events), fixes,
+                   contradicts)
+
+
 def bug_finding(parsed: ParsedLog) -> Finding | None:
     """SGLang's own checks reporting a broken invariant (`memory leak detected!`, invariant_checker.py;
     `This should never happen`): a bug, whatever the scheduling lines show."""
-    bugs = [e for e in parsed.events if e.kind == "bug"]
-    if not bugs:
-        return None
-    return Finding(
-        "outside_model", "observed", "SGLang reports an internal error",
-        f"Line {bugs[0].line_no}: “{message_of(bugs[0])}”. SGLang's own check found its state broken (a "
-        "pool that leaked, a case its authors thought impossible): a bug to report, not a setting to tune.",
-        quote(bugs), [report_upstream()],
+    return event_finding(
+        parsed, "bug", "SGLang reports an internal error",
+        "SGLang's own check found its state broken (a pool that leaked, a case its authors thought "
+        "impossible): a bug to report, not a setting to tune.", [report_upstream()],
         "None in the log; the thread or a newer release saying the warning is harmless would.")
 
 
@@ -212,16 +219,13 @@ def slow_prefill(records: list[Record], interval: int) -> tuple[PrefillRecord, D
 
 
 def hang_finding(parsed: ParsedLog) -> Finding | None:
-    hangs = [e for e in parsed.events if e.kind == "hang"]
-    if not hangs:
-        return None
-    return Finding(
-        "outside_model", "observed", "The server reports a hang or a timeout",
-        f"Line {hangs[0].line_no}: “{message_of(hangs[0])}”. A watchdog or a collective timing out means a "
-        "pass never finished (a stuck kernel, a rank that died, a network fault): outside the scheduling "
-        "rules this model follows, so no scheduling flag is advised.",
-        quote(hangs), [report_upstream(),
-                       Fix("py-spy dump --pid <scheduler pid>", "where each scheduler process is stuck")],
+    return event_finding(
+        parsed, "hang", "The server reports a hang or a timeout",
+        "A watchdog or a collective timing out means a pass never finished (a stuck kernel, a rank that "
+        "died, a network fault): outside the scheduling rules this model follows, so no scheduling flag is "
+        "advised.",
+        [report_upstream(),
+         Fix("py-spy dump --pid <scheduler pid>", "where each scheduler process is stuck")],
         "Scheduler lines continuing after it at the same pace would say the server recovered.")
 
 
