@@ -29,29 +29,25 @@ from app.present.numbers import (
 from app.present.settings import changes_words
 from app.ui.cards import Card, cards_ui
 from app.ui.fold import folded
-from engine_model import InputError, Ranged, Story, attention_note, ranged
+from engine_model import InputError, Ranged, Scenario, Story, attention_note, ranged
 
 GROUP_METRICS = {"ttft_s": "first token (TTFT)", "itl_s": "gap between tokens (ITL)",
                  "max_itl_s": "longest pause per request"}
 
 
-def ranges_of(story: Story, values: dict | None) -> Ranged | None:
-    """The current setting across its GPU's attention evidence (engine_model.band), or None."""
+def _scenario(story: Story, values: dict | None) -> Scenario | None:
     try:
-        return ranged(story.scenario(values)) if values is not None else None
+        return story.scenario(values) if values is not None else None
     except InputError:
         return None
 
 
-def _attention_note(story: Story, values: dict | None, ranges: Ranged | None) -> str:
+def _attention_note(scenario: Scenario | None, ranges: Ranged | None) -> str:
     """The band's sentence, else whether the GPU's prefill attention figure is an assumption
     (engine_model.attention_note)."""
     if ranges is not None:
         return ranges.band.words()
-    try:
-        return attention_note(story.scenario(values)) if values is not None else ""
-    except InputError:
-        return ""
+    return attention_note(scenario) if scenario is not None else ""
 
 
 def headline_ui(story: Story, current: RunFrames, base: RunFrames, values: dict | None = None) -> list[dict]:
@@ -59,11 +55,12 @@ def headline_ui(story: Story, current: RunFrames, base: RunFrames, values: dict 
     In presenter mode the gains and their price share one row, so the token streams fit the first screen."""
     same = current.summary.config == base.summary.config
     presenting = state.is_presenting()
-    ranges = ranges_of(story, values)
+    scenario = _scenario(story, values)
+    ranges = ranged(scenario) if scenario is not None else None  # the current setting's band, or None
     if not presenting:  # the presenter says it; the room sees "before → after" on the cards
         st.markdown("#### Before → after")
         st.caption(f"{before_words(story, values)} {changes_words(story, values)}")
-        note = _attention_note(story, values, ranges)
+        note = _attention_note(scenario, ranges)
         if note:
             st.caption(note)
     items = price_cards(prices(story, base, current), same)
