@@ -25,7 +25,7 @@ from app.pd.presets import baseline, pd_scenario, preset_data, split
 from app.story import cursor, pass_cost
 from app.story.timeline import marked_lanes
 from app.ui.chart import warm_spec
-from engine_model import STORIES, InputError, Story
+from engine_model import STORIES, InputError, Story, ranged
 
 
 @dataclass
@@ -102,6 +102,7 @@ def _view_job(story: Story, values: dict, cursor_spec: tuple) -> Callable[[], No
         scenario = story.scenario(values)
         compute.run_scenario(story.scenario(story.baseline_values(values)))
         run = compute.run_scenario(scenario)
+        ranged(scenario)  # the headline cards' band (engine_model.band: its two runs, cached per process)
         key = compute.run_key(scenario)
         pos = cursor.resolve(run.iterations, cursor_spec)
         row = run.iterations.iloc[pos]
@@ -122,7 +123,10 @@ def _pd_job(preset: str) -> Callable[[], None]:
 
     def job() -> None:
         for policy in ("early", "prefill_complete"):
-            compute.run_scenario(pd_scenario(preset, rush.defaults, policy, 0, 1, 1))
+            scenario = pd_scenario(preset, rush.defaults, policy, 0, 1, 1)
+            compute.run_scenario(scenario)
+            if preset == "rush":  # the today → PD cards carry the band
+                ranged(scenario)
         data = preset_data(preset, rush.defaults)  # the section's default comparison on the same GPUs
         compute.run_scenario(baseline(data, params.DEFAULTS[state.PD_BASE], split(data, "early", 0, 1, 1)))
 
