@@ -31,6 +31,7 @@ SSE write itself, and the closed-loop client's next send (it follows the schedul
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -117,6 +118,15 @@ def deliver(requests: list, lanes: dict, tokenize_s: float, output_row_s: float)
     return blocks
 
 
+class _Spell(NamedTuple):
+    """The loop tokenizing without a break: the longest prompt so far, when it began and ends, how many."""
+
+    req: object
+    start: float
+    end: float
+    num: int
+
+
 def _run_loop(server: str, events: list) -> list[Block]:
     free, pending, blocks, tokenizing = 0.0, [], [], None
     for at, kind, _, seconds, payload in events:
@@ -128,11 +138,11 @@ def _run_loop(server: str, events: list) -> list[Block]:
         start = max(at, free)
         free = start + seconds
         if kind == TOKENIZE:
-            if seconds > 0 and tokenizing is not None and start <= tokenizing[2] + 1e-12:  # no break: one
-                longest_req = max(tokenizing[0], payload, key=lambda r: r.prompt_len)
-                tokenizing = (longest_req, tokenizing[1], free, tokenizing[3] + 1)
+            if seconds > 0 and tokenizing is not None and start <= tokenizing.end + 1e-12:  # no break
+                longest_req = max(tokenizing.req, payload, key=lambda r: r.prompt_len)
+                tokenizing = _Spell(longest_req, tokenizing.start, free, tokenizing.num + 1)
             elif seconds > 0:
-                tokenizing = (payload, start, free, 1)
+                tokenizing = _Spell(payload, start, free, 1)
         else:
             pending.extend(payload)
     if pending:
@@ -140,16 +150,16 @@ def _run_loop(server: str, events: list) -> list[Block]:
     return [Block(server, *b) for b in blocks]
 
 
-def _flush(pending: list, at: float, tokenizing, blocks: list) -> None:
+def _flush(pending: list, at: float, tokenizing: _Spell | None, blocks: list) -> None:
     """The streams' coroutines run: every queued output goes out now."""
     late = set()
     for req, i in pending:
         req.client_times[i] = at
-        if tokenizing is not None and req.token_times[i] < tokenizing[2]:
+        if tokenizing is not None and req.token_times[i] < tokenizing.end:
             late.add(req.rid)
     if tokenizing is not None and late:
-        req, start, end, num = tokenizing
-        blocks.append((req.rid, req.prompt_len, start, end, len(late), num))
+        blocks.append((tokenizing.req.rid, tokenizing.req.prompt_len, tokenizing.start, tokenizing.end,
+                       len(late), tokenizing.num))
 
 
 def chunks(times: list[float]) -> list[tuple[float, int]]:
