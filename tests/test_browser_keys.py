@@ -9,20 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from bench.browser import start_streamlit, wait_idle
+from bench.browser import wait_idle
 
-from conftest import need_chromium, tab
+from conftest import tab
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def app_url():
-    need_chromium()
-    proc, url = start_streamlit(script="app/main.py")
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
 
 
 def press_and_see(page, key: str, step: int, total: int = 6) -> None:
@@ -31,9 +22,9 @@ def press_and_see(page, key: str, step: int, total: int = 6) -> None:
     wait_idle(page)
 
 
-def test_keys_step_the_tour_and_a_field_keeps_its_own_keys(context, app_url):
+def test_keys_step_the_tour_and_a_field_keeps_its_own_keys(context, server):
     page = tab(context, 1440, 900)
-    page.goto(f"{app_url}/forty_replies")
+    page.goto(f"{server}/forty_replies")  # the suite's one warm server (conftest.py)
     wait_idle(page)
     assert not page.get_by_text("Step 1 of 6").count()
     press_and_see(page, "ArrowRight", 1)
