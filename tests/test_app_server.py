@@ -2,6 +2,7 @@
 never a traceback."""
 
 import gzip
+import json
 import random
 from pathlib import Path
 
@@ -250,6 +251,21 @@ def test_every_log_chart_builds_a_valid_spec(sample):
                   server_charts.token_usage(sf.log_kv(timeline, None), retractions),
                   timelines.queue_depth(sf.log_queue(timeline))):
         chart.to_dict()
+
+
+def test_a_log_without_timestamps_says_line_order_on_every_axis_and_tooltip_not_seconds():
+    timeline = build_timeline(parse_log(PASTES["no-stamp"]))
+    assert not timeline.timed
+    retractions = sf.log_retractions(timeline)
+    for build in (lambda: server_charts.prefill_tokens(sf.log_prefills(timeline, False), retractions, None),
+                  lambda: timelines.pass_timeline(sf.log_passes(timeline, is_mixed=False)),
+                  lambda: timelines.kv_occupancy(sf.log_kv(timeline, 20480), retractions),
+                  lambda: server_charts.token_usage(sf.log_kv(timeline, None), retractions),
+                  lambda: timelines.queue_depth(sf.log_queue(timeline))):
+        timed = json.dumps(build().to_dict())
+        assert "(s)" in timed  # a timed log's charts say seconds ...
+        untimed = json.dumps(server_charts.in_line_order(build()).to_dict())
+        assert "(s)" not in untimed and server_charts.LINE_ORDER in untimed  # ... this one the order
 
 
 def test_mix_and_bucket_charts_build_valid_specs():

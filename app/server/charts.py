@@ -22,6 +22,29 @@ from app.charts.scales import (
 )
 
 
+LINE_ORDER = "log line order (the log has no timestamps: not seconds)"
+
+
+def in_line_order(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:
+    """A log chart of a log without timestamps: its time axis is the lines' order, so every title and
+    tooltip that says seconds says the order instead (the same chart builders as a timed log)."""
+    for part in getattr(chart, "layer", None) or getattr(chart, "vconcat", None) or []:
+        in_line_order(part)
+    encoding = getattr(chart, "encoding", alt.Undefined)
+    if encoding is alt.Undefined:
+        return chart
+    x = getattr(encoding, "x", alt.Undefined)
+    if isinstance(x, alt.X):
+        x["title"] = LINE_ORDER
+    tooltips = getattr(encoding, "tooltip", alt.Undefined)
+    for tip in tooltips if isinstance(tooltips, list) else []:
+        title = tip["title"] if isinstance(tip, alt.Tooltip) else alt.Undefined
+        if isinstance(title, str) and "(s)" in title:
+            tip["title"] = title.replace("(s)", "(line order)")
+            tip["format"] = ".0f"
+    return chart
+
+
 def _retraction_rules(retractions: pd.DataFrame) -> alt.Chart:
     return alt.Chart(retractions).mark_rule(color=RETRACTED[1], strokeWidth=2).encode(
         x="at:Q", tooltip=[alt.Tooltip("at:Q", title="retraction at (s)", format=".1f"),

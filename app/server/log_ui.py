@@ -203,45 +203,47 @@ def log_timeline_ui(read: compute.ReadLog, text: str) -> None:
     if not timeline.timed:
         st.warning("This log has no timestamps: the charts' time axis is the lines' order (one step per "
                    "line), not seconds. How long any pass or pause took cannot be read from it.")
+    axis = (lambda chart: chart) if timeline.timed else server_charts.in_line_order
     chart_ui(PAGE, "log_prefill", "Prefill batches: #new-token per Prefill line",
              "One bar per Prefill line, as tall as the prompt tokens it computed. A row of bars at the chunk "
              "size (dashed) with no Decode line between them is the chunked-prefill stall; dark grey rules "
              "are retractions."
              + (" Mixed chunk is on, so passes with requests running are drawn as mixed (green)."
                 if is_mixed else ""),
-             lambda: server_charts.prefill_tokens(sf.log_prefills(timeline, is_mixed), retractions,
-                                                  timeline.chunk_size, end_at), cache_key=key)
+             lambda: axis(server_charts.prefill_tokens(sf.log_prefills(timeline, is_mixed), retractions,
+                                                       timeline.chunk_size, end_at)), cache_key=key)
     with folded("The rest of the log's timeline: passes, KV cache, queue",
                 state.keys(PAGE).widget("log_more"), icon=":material/view_timeline:") as is_open:
         if is_open:
-            _more_timeline_ui(timeline, is_mixed, pool, retractions, end_at, key)
+            _more_timeline_ui(timeline, is_mixed, pool, retractions, end_at, key, axis)
 
 
-def _more_timeline_ui(timeline, is_mixed: bool, pool: int | None, retractions, end_at: float, key) -> None:
+def _more_timeline_ui(timeline, is_mixed: bool, pool: int | None, retractions, end_at: float, key,
+                      axis) -> None:
     """The log's passes, KV cache and queue, on the prefill chart's clock (a fold: built when opened)."""
     chart_ui(PAGE, "log_passes", "Pass timeline: what the log says the GPU ran",
              "Same colours as a simulated run. The log does not say how long a pass took: a full chunk "
              "followed by another Prefill line is drawn up to it (prefill back to back — the chunked-prefill "
              f"stall); any other Prefill line is a thin mark. Blue: the {timeline.decode_log_interval} "
              "decode passes one Decode line stands for, somewhere since the previous Decode line.",
-             lambda: timelines.pass_timeline(sf.log_passes(timeline, is_mixed), end_at=end_at), cache_key=key)
+             lambda: axis(timelines.pass_timeline(sf.log_passes(timeline, is_mixed), end_at=end_at)),
+             cache_key=key)
     kv = sf.log_kv(timeline, pool)
     if pool:
         chart_ui(PAGE, "log_kv", "KV cache slots (token usage × pool)",
                  f"`token usage` from each line times the pool of {pool:,} tokens the scheduler resolved. "
                  "Dark grey rules: retractions — the pool could not give every running request its next "
                  "token.",
-                 lambda: timelines.kv_occupancy(kv, retractions, end_at=end_at), cache_key=key)
+                 lambda: axis(timelines.kv_occupancy(kv, retractions, end_at=end_at)), cache_key=key)
     else:
         chart_ui(PAGE, "log_kv", "KV cache: token usage",
                  "`token usage` from each line, as a share of the pool (the log does not say the pool's "
                  "size). Dark grey rules: retractions.",
-                 lambda: server_charts.token_usage(kv, retractions, end_at), cache_key=key)
+                 lambda: axis(server_charts.token_usage(kv, retractions, end_at)), cache_key=key)
     chart_ui(PAGE, "log_queue", "Running and queued requests",
              "`#running-req` and `#queue-req` as each line reported them. On a Prefill line, running counts "
              "the batch before the new requests join.",
-             lambda: timelines.queue_depth(sf.log_queue(timeline), end_at=end_at),
-             cache_key=key)
+             lambda: axis(timelines.queue_depth(sf.log_queue(timeline), end_at=end_at)), cache_key=key)
 
 
 def diagnosis_ui(read: compute.ReadLog) -> None:
