@@ -200,6 +200,13 @@ def test_presenter_mode_fits_a_1080p_screen_and_a_tour_step_scrolls_to_the_chart
         settle(page, timeout_s=120)
         assert page.locator('[data-testid="stSidebar"]').count() == 0 or not page.locator(
             '[data-testid="stSidebar"]').is_visible()
+        # a reload (a new session) keeps the presenter's room: the followers' code still moves with them
+        room = page.locator('[data-testid="stPopover"] button').filter(has_text="Room").first
+        code = re.search(r"[2-9A-Z]{5}-[2-9A-Z]{5}", room.inner_text()).group(0)
+        page.reload()
+        settle(page, timeout_s=120)
+        again = page.locator('[data-testid="stPopover"] button').filter(has_text="Room").first
+        assert code in again.inner_text()
 
 
 def test_copy_link_gives_the_full_address_of_the_view_with_the_tour_step(server, context):

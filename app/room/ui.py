@@ -58,7 +58,10 @@ def presenter_room_ui() -> None:
 
 
 def _presenter_room() -> str | None:
-    """This session's room, opened on first use; the token stays in this session."""
+    """This session's room: the one this browser presented before a reload (its cookie), else a new one.
+    The token stays in this session and in the presenter's own browser's cookie, never in a URL."""
+    if state.ROOM_TOKEN not in st.session_state:
+        _reclaim()
     if state.ROOM_TOKEN not in st.session_state:
         failed = st.session_state.get(state.ROOM_FAILED)
         if failed is not None and time.monotonic() - failed < RETRY_S:
@@ -70,7 +73,34 @@ def _presenter_room() -> str | None:
             st.session_state[state.ROOM_FAILED] = time.monotonic()
             return None
         st.session_state[state.ROOM_CODE], st.session_state[state.ROOM_TOKEN] = code, token
+    _keep_in_browser()
     return st.session_state[state.ROOM_CODE]
+
+
+def _reclaim() -> None:
+    """A presenter who reloads the page (a new session) keeps their room: the browser's cookie holds the
+    code and token, and the store accepts the token for that code (else a new room is opened)."""
+    code, _, token = (st.context.cookies.get(state.ROOM_COOKIE) or "").partition(".")
+    if not (room_store.clean_code(code) and token):
+        return
+    try:
+        room = store().publish(room_store.clean_code(code), token, current_view())
+    except Exception as err:
+        log.warning("room store: %s", err)
+        return
+    if room is not None:
+        st.session_state[state.ROOM_CODE], st.session_state[state.ROOM_TOKEN] = room.code, token
+
+
+def _keep_in_browser() -> None:
+    """The room's code and token into the presenter's browser (a cookie of this origin, sent back on a
+    reload), once a session; it lasts as long as the room may."""
+    if st.session_state.get(state.ROOM_COOKIE_SET) == st.session_state[state.ROOM_CODE]:
+        return
+    value = f"{st.session_state[state.ROOM_CODE]}.{st.session_state[state.ROOM_TOKEN]}"
+    st.html(f"<script>document.cookie = '{state.ROOM_COOKIE}={value}; path=/; "
+            f"max-age={int(room_store.TTL_S)}; SameSite=Strict';</script>", unsafe_allow_javascript=True)
+    st.session_state[state.ROOM_COOKIE_SET] = st.session_state[state.ROOM_CODE]
 
 
 def join_link(code: str) -> str:

@@ -21,7 +21,6 @@ from app.charts.scales import (
     x_domain,
 )
 
-
 LINE_ORDER = "log line order (the log has no timestamps: not seconds)"
 
 
