@@ -24,7 +24,7 @@ from app.ui.controls import Control, control_ui
 from app.ui.deployment import DEPLOYMENT_WHERE, deployment_title, deployment_ui
 from app.ui.exports import charts_image, set_export_note
 from app.ui.fold import folded
-from engine_model import STORIES, InputError, Story
+from engine_model import STORIES, InputError, Story, ranged
 
 PAGE = state.COMPARE_PAGE
 DEFAULT_STORY = "forty_replies"
@@ -119,9 +119,13 @@ def run_pair(story: Story, a: dict, b: dict, shared: dict) -> tuple[RunFrames, R
         st.stop()
 
 
-def headline_pair_ui(story: Story, ra: RunFrames, rb: RunFrames) -> None:
-    """The story's cards A → B, the percentile trap if p99 hides a stall, and what B costs against A."""
-    cards_ui(headline_cards(story, ra, rb, both=True), "#### A → B")
+def headline_pair_ui(story: Story, ra: RunFrames, rb: RunFrames, b: dict, shared: dict) -> None:
+    """The story's cards A → B (B's range where the evidence is thin, as a story page's cards carry it), the
+    percentile trap if p99 hides a stall, and what B costs against A."""
+    ranges = ranged(story.scenario({**shared, **b}))  # B ran, so its scenario builds
+    cards_ui(headline_cards(story, ra, rb, both=True, ranges=ranges), "#### A → B")
+    if ranges is not None:
+        st.caption(ranges.band.words())
     trap = percentile_trap(story.stream_group, ra, rb)
     if trap:
         st.info(trap, icon=":material/troubleshoot:")
