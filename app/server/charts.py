@@ -35,6 +35,10 @@ def in_line_order(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:
     x = getattr(encoding, "x", alt.Undefined)
     if isinstance(x, alt.X):
         x["title"] = LINE_ORDER
+        if x["axis"] is not None:  # a hidden axis stays hidden
+            axis = x["axis"] if isinstance(x["axis"], alt.Axis) else alt.Axis()
+            axis["format"], axis["tickMinStep"] = "d", 1  # lines, not fractions of one
+            x["axis"] = axis
     tooltips = getattr(encoding, "tooltip", alt.Undefined)
     for tip in tooltips if isinstance(tooltips, list) else []:
         title = tip["title"] if isinstance(tip, alt.Tooltip) else alt.Undefined
