@@ -94,7 +94,7 @@ def slug(text: str) -> str:
 
 def image_folder(folder: str) -> str:
     """`--epub-images`: a relative folder inside the book, of plain names."""
-    clean = folder.strip().strip("/")
+    clean = folder.strip().rstrip("/")
     parts = clean.split("/")
     if not clean or any(p in ("", ".", "..") or not re.fullmatch(r"[A-Za-z0-9._-]+", p) for p in parts) \
             or parts[0] in ("META-INF", "scripts") or clean.lower().endswith((".xhtml", ".opf")):

@@ -18,7 +18,7 @@ from app.present.numbers import headline_rows
 from app.present.shown import room_spec
 
 KEY = {"other_stall": "pool"}  # story -> the switch its point turns on, where it is not the page's first axis
-STILL_WIDTH = 520  # px of a still's plot: narrower than the page's image, so its type is larger beside it
+STILL_WIDTH = 480  # px of a still's plot: narrower than the page's 720, so its type is larger beside it
 STILL_SCALE = 2  # pixels per px: sharp on a high-density screen
 
 
