@@ -7,6 +7,7 @@ draws and so lives here, in the presentation layer (`python -m app.present figur
     who-waits figure ten_oclock_rush_pd --set model=llama-3.1-70b --set tp=8 --set pworkers=2 --out pd.html
     who-waits figure ten_oclock_rush --slides deck/ --set model.name=llama-3.1-70b --set hardware.tp_size=8
     who-waits figure forty_replies --epub forty.epub
+    who-waits figure forty_replies --pptx forty.pptx
     who-waits figure forty_replies other_stall --epub book.epub --epub-images art
 
 The slides and the PD figure run what the page runs: their `--set` takes the page's controls (as its URL
@@ -30,6 +31,7 @@ from app.present import (
     write_slides,
 )
 from app.present.caption import caption, caption_text
+from app.present.deck import tour_pptx
 from app.present.epub import IMAGES
 from app.present.layout import PRINT, SCREEN
 from app.present.page import figure_html
@@ -56,6 +58,9 @@ def parser() -> argparse.ArgumentParser:
                    help=f"the image folder inside the book (default: {IMAGES})")
     p.add_argument("--slides", metavar="DIR",
                    help="write one 16:9 slide per tour step into DIR (PNG and SVG), with speaker notes (.md)")
+    p.add_argument("--pptx", metavar="FILE.pptx",
+                   help="write the tour as a PowerPoint file: a 16:9 slide per step, its title, its still "
+                        "(a 2x PNG) and its speaker notes in the notes pane")
     p.add_argument("--formats", default="png,svg", metavar="png,svg,pdf",
                    help="the slides' formats (with pdf, also the deck as one PDF, a page per step)")
     p.add_argument("--print", action="store_true", dest="for_print",
@@ -81,13 +86,13 @@ def figure(argv: list[str]) -> int:
     for key in keys:
         if key not in PD_KEYS:
             story_of(key)  # an unknown story exits 2 before any work
-    if len(keys) > 1 and (args.out or args.slides or not args.epub):
+    if len(keys) > 1 and (args.out or args.slides or args.pptx or not args.epub):
         raise InputError("story", f"{len(keys)} given: several figures go into one book (--epub FILE); a "
                                   "page or a deck takes one")
     formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
     if not formats or set(formats) - set(FORMATS):
         raise InputError("--formats", f"{args.formats!r}: expected some of {', '.join(FORMATS)}")
-    for flag, path in (("--out", args.out), ("--epub", args.epub)):
+    for flag, path in (("--out", args.out), ("--epub", args.epub), ("--pptx", args.pptx)):
         if path and not Path(path).resolve().parent.is_dir():
             raise InputError(flag, f"{Path(path).parent} is not a folder")
     if args.for_print and not args.slides:
@@ -108,13 +113,21 @@ def figure(argv: list[str]) -> int:
             size = "6 x 3.375 in" if args.for_print else "1920x1080"
             print(f"wrote {len(paths)} files to {args.slides}: one {size} slide per tour step "
                   f"({', '.join(formats)}) and its speaker notes (.md)")
+        if args.pptx:
+            flag = "--pptx"
+            values = options[key]["values"] if key in PD_KEYS else page_values(key, sets)
+            shown = story_slides(key, values=values)
+            data = tour_pptx(shown)
+            Path(args.pptx).write_bytes(data)
+            print(f"wrote {args.pptx} ({len(data):,} bytes; a 16:9 PowerPoint slide per tour step, "
+                  f"{len(shown)} in all, with speaker notes)")
         if args.epub:
             flag = "--epub"
             data = figure_epub([(k, options[k]) for k in keys], images=args.epub_images)
             Path(args.epub).write_bytes(data)
             print(f"wrote {args.epub} ({len(data):,} bytes; an EPUB 3 book of {len(keys)} figure"
                   f"{'s' if len(keys) > 1 else ''}, scripted, with the key switch as stills)")
-        if args.out or not (args.slides or args.epub):
+        if args.out or not (args.slides or args.epub or args.pptx):
             flag, out = "--out", Path(args.out or f"{key}.html")
             shown = figure_of(key, **options[key])
             text = figure_html(shown, bare=args.bare)

@@ -16,7 +16,7 @@ from app.present.export import csv_bytes, scenario_toml
 from app.present.pd import LAYOUT, pd_toml, section_scenarios
 from app.present.settings import deployment_line, story_note
 from app.story.measured import export_test_ui, results_ui, settings_of
-from app.ui.exports import set_export_note, standalone_page, standalone_pd_page, tour_slides
+from app.ui.exports import set_export_note, standalone_page, standalone_pd_page, tour_pptx, tour_slides
 from app.ui.fold import folded
 from engine_model import InputError, Story
 
@@ -107,6 +107,15 @@ def outside_ui(story: Story, values: dict | None = None) -> None:
              "caption and the settings in small type, with speaker notes (Markdown). Every step keeps this "
              "page's GPU, model, TP, precision and seed, as the tour does. The same as "
              f"`who-waits figure {story.key} --slides DIR --set …`.")
+    cols[1].download_button(
+        "Export → tour as PowerPoint (PPTX)", lambda: tour_pptx(story.key, here),
+        file_name=f"{story.key}-tour.pptx",
+        mime="application/vnd.openxmlformats-officedocument.presentationml.presentation", on_click="ignore",
+        icon=":material/co_present:", width="stretch",
+        help="The same tour as a PowerPoint file for PowerPoint, Keynote, Google Slides or LibreOffice: "
+             "a 16:9 slide per step with its title, its still (the chart, numbers, narration and settings) "
+             "and the speaker notes in the notes pane. The same as "
+             f"`who-waits figure {story.key} --pptx FILE --set …`.")
     if story.key == PD_STORY:
         layout = json.dumps(pd_layout(), sort_keys=True)
         cols[2].download_button(
