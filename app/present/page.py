@@ -234,6 +234,7 @@ CSS = """
 .ww-static .ww-still { display: block; }
 .ww-still-only { display: none; }
 .ww-static .ww-still-only { display: block; }
+.ww-numbers.ww-pair td { white-space: normal; }
 .ww-shot { margin: .2rem 0 .6rem; break-inside: avoid; }
 .ww-shot figcaption { font-weight: 600; font-size: .9rem; margin: 0 0 .2rem; }
 .ww-shot img { width: 100%; height: auto; }

@@ -64,10 +64,11 @@ def story_pair(grid: Grid) -> Pair | None:
 
 def still_spec(view: views.View, fit=None) -> dict:
     """A chart of the page as a still: the page's own spec for it (`fit`: what the page does to it, such as
-    zooming), titled as an export, STILL_WIDTH wide, every text at presenter size (app.present.shown), its
-    lanes as tall as the page's."""
+    zooming), as an export draws it less its title, STILL_WIDTH wide, every text at presenter size
+    (app.present.shown), its lanes as tall as the page's."""
     built = view.build().to_dict(validate=False)
     spec = export_spec(fit(built) if fit else built, view.title, (), STILL_WIDTH)
+    spec.pop("title")  # the page names the chart above its still, and the setting on it
     out = room_spec(spec, presenting=True)
     if isinstance(spec.get("height"), dict):  # lanes keep their height: a lane label fits its lane
         out["height"] = spec["height"]
