@@ -31,7 +31,7 @@ from app.present.grid import Grid
 from app.present.numbers import headline_rows
 from app.present.pack import UNPACK_JS, pack
 from app.present.shown import room_spec
-from app.present.stills import Pair, story_pair
+from app.present.stills import Pair, in_text, story_pair
 
 CHARTS = {  # story -> the charts its page shows, in order
     "forty_replies": ("tokens", "wait", "passes"),
@@ -416,7 +416,7 @@ def _held(figure: Figure, pair: Pair) -> str:
     """Where the page's other switches stand in both of a pair's settings: ", each with chunk size 8,192;
     logprobs off" ("" when there are none)."""
     one, two = ([int(i) for i in key.split("|")] for key in pair.keys)
-    held = [f"{a['label'].lower()} {a['labels'][i]}" for a, i, j in zip(figure.axes, one, two, strict=True)
+    held = [f"{in_text(a['label'])} {a['labels'][i]}" for a, i, j in zip(figure.axes, one, two, strict=True)
             if i == j and len(a["labels"]) > 1]
     return f", each with {'; '.join(held)}" if held else ""
 

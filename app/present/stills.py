@@ -55,11 +55,16 @@ def story_pair(grid: Grid) -> Pair | None:
     for i in (before, after):
         index = grid.start[:k] + (i,) + grid.start[k + 1:]
         cells.append(next(c for c in grid.cells if c.index == index))
-    names = tuple(f"{control.label.lower()} {axis.label(axis.values[i])}" for i in (before, after))
+    names = tuple(f"{in_text(control.label)} {axis.label(axis.values[i])}" for i in (before, after))
     rows = headline_rows(story, cells[1].run, cells[0].run, cells[1].ranges)
     table = {"head": ["Number", *(n[:1].upper() + n[1:] for n in names)], "bold": 2,
              "rows": [[h.label, h.before, h.now_banded] for h in rows]}
     return Pair(control.label, names, (cells[0].key, cells[1].key), [table])
+
+
+def in_text(label: str) -> str:
+    """A control's label inside a sentence: "Mixed chunk" -> "mixed chunk", "KV pool" stays."""
+    return label if label[1:2].isupper() else label[:1].lower() + label[1:]
 
 
 def still_spec(view: views.View, fit=None) -> dict:
