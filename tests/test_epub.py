@@ -170,3 +170,36 @@ def test_the_image_folder_must_be_a_plain_folder_inside_the_book(folder, tmp_pat
 def test_several_figures_go_into_a_book_only(tmp_path, capsys):
     assert main(["figure", *STORIES, "--out", str(tmp_path / "x.html")]) == 2
     assert capsys.readouterr().err.startswith("error: story:")
+
+
+SHOWN = """() => [...document.querySelectorAll('.ww-still-only, .ww-live, .ww-chart svg')].map(e =>
+  [e.tagName.toLowerCase(), (e.className.baseVal ?? e.className), e.getBoundingClientRect().height > 0])"""
+
+
+@pytest.mark.browser
+def test_a_chapter_shows_its_stills_without_scripts_and_its_charts_with_them(book, browser, tmp_path):
+    """The first chapter from the unpacked book in Chromium: with scripting off, the stills and the two-column
+    table show and the live numbers hide; with it on (the shared script file), the charts draw, the stills
+    hide, and nothing fails."""
+    with zipfile.ZipFile(book) as zf:
+        zf.extractall(tmp_path)
+    url = (tmp_path / "EPUB" / f"{STORIES[0]}.xhtml").as_uri()
+    errors: list[str] = []
+    for scripts in (False, True):
+        context = browser.new_context(java_script_enabled=scripts, viewport={"width": 700, "height": 900})
+        page = context.new_page()
+        page.on("pageerror", lambda err: errors.append(str(err)))
+        page.goto(url)
+        if scripts:
+            page.wait_for_function("() => document.querySelectorAll('.ww-chart svg').length >= 3",
+                                   timeout=60_000)
+        shown = page.evaluate(SHOWN)
+        context.close()
+        stills = [on for tag, cls, on in shown if "ww-still-only" in cls]
+        live = [on for tag, cls, on in shown if "ww-live" in cls or tag == "svg"]
+        assert len(stills) >= 4 and live
+        if scripts:
+            assert all(live) and not any(stills), shown
+        else:
+            assert all(stills) and not any(live), shown
+    assert errors == []
