@@ -42,10 +42,14 @@ def licence() -> str:
 def caption(figure: Figure, number: int = 1) -> str:
     """The figure's caption: its number, title and teaser, then the credit line (what ran: Figure.source)
     and the licence."""
-    teaser = re.sub(r"\*([^*]+)\*", r"\1", figure.teaser.strip())  # the teaser's *emphasis*, as plain text
-    credit = f"Source: {figure.source.rstrip('.')}." if figure.source else "Source: Who Waits."
-    parts = (f"Figure {number}. {figure.title.rstrip('.')}.", teaser, credit,
-             f"Licence: {licence().rstrip('.')}.")
+    return caption_of(figure.title, figure.teaser, figure.source, number)
+
+
+def caption_of(title: str, teaser: str, source: str, number: int = 1) -> str:
+    """`caption` from its parts (the app's export, which has the story and its scenario but no figure)."""
+    teaser = re.sub(r"\*([^*]+)\*", r"\1", teaser.strip())  # the teaser's *emphasis*, as plain text
+    credit = f"Source: {source.rstrip('.')}." if source else "Source: Who Waits."
+    parts = (f"Figure {number}. {title.rstrip('.')}.", teaser, credit, f"Licence: {licence().rstrip('.')}.")
     return " ".join(p for p in parts if p)
 
 
