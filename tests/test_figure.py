@@ -331,6 +331,9 @@ def test_the_figure_command_writes_the_page_opening_where_set(tmp_path, capsys):
     assert caption.startswith("Figure 1. The forty replies.") and caption.endswith(".\n")
     assert "Source: Who Waits model of the SGLang" in caption and "seed " in caption
     assert "Licence: " in caption
+    from app.story.exports import page_caption  # the app's export says the same
+
+    assert caption == page_caption(FORTY, {**FORTY.defaults, "mixed": True})
 
 
 @pytest.mark.parametrize("argv, where", [
