@@ -316,7 +316,8 @@ def test_the_buyers_page_offers_its_pd_files_and_its_pd_charts_carry_the_pd_layo
     unfold(at)
     labels = [b.label for b in at.download_button]
     for label in ("Cards and table (PNG)", "Cards and table (SVG)", "PD scenario, early (TOML)",
-                  "Scenario (TOML)", "Export → PD figure (HTML)", "Export → tour as slides (ZIP)"):
+                  "Scenario (TOML)", "Export → PD figure (HTML)", "Export → tour as slides (ZIP)",
+                  "Export → tour as PowerPoint (PPTX)"):
         assert label in labels, labels
     assert "PD scenario, prefill_complete (TOML)" not in labels
     assert any("PD under prefill_complete cannot run here" in c.value for c in at.caption)

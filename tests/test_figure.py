@@ -327,6 +327,13 @@ def test_the_figure_command_writes_the_page_opening_where_set(tmp_path, capsys):
     assert "wrote" in capsys.readouterr().out
     assert text == figure_page("forty_replies", vary=("mixed",), sets=("engine.enable_mixed_chunk=true",))
     assert 'value="1" checked="checked"/> on' in text  # mixed chunk starts on
+    caption = out.with_suffix(".txt").read_text(encoding="utf-8")  # its caption and credit line beside it
+    assert caption.startswith("Figure 1. The forty replies.") and caption.endswith(".\n")
+    assert "Source: Who Waits model of the SGLang" in caption and "seed " in caption
+    assert "Licence: " in caption
+    from app.story.exports import page_caption  # the app's export says the same
+
+    assert caption == page_caption(FORTY, {**FORTY.defaults, "mixed": True})
 
 
 @pytest.mark.parametrize("argv, where", [

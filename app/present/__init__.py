@@ -13,6 +13,7 @@ No Streamlit here: the CLI (`who-waits figure`, .cli) and the tests import it as
 from __future__ import annotations
 
 from app.present import epub
+from app.present.caption import source_line
 from app.present.grid import _run, apply_sets, run_grid
 from app.present.page import Figure, figure_html, story_figure
 from app.present.pd import KEYS as PD_KEYS
@@ -42,7 +43,7 @@ def story_figure_of(key: str, vary: tuple[str, ...] | None = None, start: dict |
     scenario = story.scenario(grid.first.values, grid.sets)
     setup = (f"{deployment_line(scenario)}; seed {scenario.seed}; SGLang {scenario.engine.version} as "
              "modelled by Who Waits")
-    return story_figure(grid, setup)
+    return story_figure(grid, setup, source_line(scenario))
 
 
 def story_page(key: str, vary: tuple[str, ...] | None = None, start: dict | None = None,
@@ -109,9 +110,13 @@ def figure_page(key: str, bare: bool = False, bundle: str | None = None, **optio
     return figure_html(figure_of(key, **options), bare, bundle)
 
 
-def figure_epub(key: str, bundle: str | None = None, **options) -> bytes:
-    """A story's figure (or the PD figure) as an EPUB 3 book of one chapter (app.present.epub)."""
-    return epub.book(figure_of(key, **options), bundle)
+def figure_epub(key: str | list[tuple[str, dict]], bundle: str | None = None, images: str = epub.IMAGES,
+                **options) -> bytes:
+    """Figures as one EPUB 3 book, a chapter each (app.present.epub): a story's figure or the PD figure
+    (`key`, with `options`), or several, [(key, its options)]; `images`: the image folder inside the book."""
+    items = [(key, options)] if isinstance(key, str) else key
+    epub.image_folder(images)  # a bad folder stops before any run
+    return epub.book([(k, figure_of(k, **o)) for k, o in items], bundle, images=images)
 
 
 def story_slides(key: str, runs=None, values: dict | None = None) -> list[Slide]:

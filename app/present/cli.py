@@ -7,6 +7,8 @@ draws and so lives here, in the presentation layer (`python -m app.present figur
     who-waits figure ten_oclock_rush_pd --set model=llama-3.1-70b --set tp=8 --set pworkers=2 --out pd.html
     who-waits figure ten_oclock_rush --slides deck/ --set model.name=llama-3.1-70b --set hardware.tp_size=8
     who-waits figure forty_replies --epub forty.epub
+    who-waits figure forty_replies --pptx forty.pptx
+    who-waits figure forty_replies other_stall --epub book.epub --epub-images art
 
 The slides and the PD figure run what the page runs: their `--set` takes the page's controls (as its URL
 writes them, or the scenario keys they write), and the PD figure also the PD section's layout.
@@ -21,14 +23,18 @@ from pathlib import Path
 from app.present import (
     FIGURES,
     figure_epub,
-    figure_page,
+    figure_of,
     page_values,
     pd_options,
     story_of,
     story_slides,
     write_slides,
 )
+from app.present.caption import caption, caption_text
+from app.present.deck import tour_pptx
+from app.present.epub import IMAGES
 from app.present.layout import PRINT, SCREEN
+from app.present.page import figure_html
 from app.present.pd import KEYS as PD_KEYS
 from app.present.slides import FORMATS
 from engine_model import InputError
@@ -39,12 +45,22 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="who-waits figure",
                                 description="A story outside the app: one standalone interactive page "
                                             "(HTML / XHTML, no server or network), or its tour as slides.")
-    p.add_argument("story", help=f"a story or PD preset: {', '.join(FIGURES)}")
-    p.add_argument("--out", metavar="FILE.html", help="the page to write (default: STORY.html)")
+    p.add_argument("story", nargs="+",
+                   help=f"a story or PD preset: {', '.join(FIGURES)} (several: with --epub only, a chapter "
+                        "each)")
+    p.add_argument("--out", metavar="FILE.html",
+                   help="the page to write (default: STORY.html), its caption and credit line beside it "
+                        "(FILE.txt)")
     p.add_argument("--epub", metavar="FILE.epub",
-                   help="write the page as an EPUB 3 book of one chapter, its images beside it")
+                   help="write the figures as one EPUB 3 book, a chapter each, sharing one script; without "
+                        "scripting each shows its story's key switch both ways (stills and numbers)")
+    p.add_argument("--epub-images", default=IMAGES, metavar="DIR",
+                   help=f"the image folder inside the book (default: {IMAGES})")
     p.add_argument("--slides", metavar="DIR",
                    help="write one 16:9 slide per tour step into DIR (PNG and SVG), with speaker notes (.md)")
+    p.add_argument("--pptx", metavar="FILE.pptx",
+                   help="write the tour as a PowerPoint file: a 16:9 slide per step, its title, its still "
+                        "(a 2x PNG) and its speaker notes in the notes pane")
     p.add_argument("--formats", default="png,svg", metavar="png,svg,pdf",
                    help="the slides' formats (with pdf, also the deck as one PDF, a page per step)")
     p.add_argument("--print", action="store_true", dest="for_print",
@@ -66,41 +82,59 @@ def parser() -> argparse.ArgumentParser:
 
 def figure(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    if args.story not in PD_KEYS:
-        story_of(args.story)  # an unknown story exits 2 before any work
+    keys = args.story
+    for key in keys:
+        if key not in PD_KEYS:
+            story_of(key)  # an unknown story exits 2 before any work
+    if len(keys) > 1 and (args.out or args.slides or args.pptx or not args.epub):
+        raise InputError("story", f"{len(keys)} given: several figures go into one book (--epub FILE); a "
+                                  "page or a deck takes one")
     formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
     if not formats or set(formats) - set(FORMATS):
         raise InputError("--formats", f"{args.formats!r}: expected some of {', '.join(FORMATS)}")
-    for flag, path in (("--out", args.out), ("--epub", args.epub)):
+    for flag, path in (("--out", args.out), ("--epub", args.epub), ("--pptx", args.pptx)):
         if path and not Path(path).resolve().parent.is_dir():
             raise InputError(flag, f"{Path(path).parent} is not a folder")
     if args.for_print and not args.slides:
         raise InputError("--print", "sizes the slides for print; give --slides DIR too")
     vary = tuple(v.strip() for v in args.vary.split(",") if v.strip()) if args.vary else None
-    if args.story in PD_KEYS and vary:
+    if any(k in PD_KEYS for k in keys) and vary:
         raise InputError("--vary", "the PD figure switches between its workloads and deployments; it takes "
                                    "no --vary (--set sets the deployment and the PD layout)")
     sets = tuple(args.set)
-    options = pd_options(sets) if args.story in PD_KEYS else {"vary": vary, "sets": sets}
+    options = {k: pd_options(sets) if k in PD_KEYS else {"vary": vary, "sets": sets} for k in keys}
+    key = keys[0]
     flag = "--slides"
     try:
         if args.slides:
             preset = PRINT if args.for_print else SCREEN
-            values = options["values"] if args.story in PD_KEYS else page_values(args.story, sets)
-            paths = write_slides(story_slides(args.story, values=values), Path(args.slides), formats, preset)
+            values = options[key]["values"] if key in PD_KEYS else page_values(key, sets)
+            paths = write_slides(story_slides(key, values=values), Path(args.slides), formats, preset)
             size = "6 x 3.375 in" if args.for_print else "1920x1080"
             print(f"wrote {len(paths)} files to {args.slides}: one {size} slide per tour step "
                   f"({', '.join(formats)}) and its speaker notes (.md)")
+        if args.pptx:
+            flag = "--pptx"
+            values = options[key]["values"] if key in PD_KEYS else page_values(key, sets)
+            shown = story_slides(key, values=values)
+            data = tour_pptx(shown)
+            Path(args.pptx).write_bytes(data)
+            print(f"wrote {args.pptx} ({len(data):,} bytes; a 16:9 PowerPoint slide per tour step, "
+                  f"{len(shown)} in all, with speaker notes)")
         if args.epub:
             flag = "--epub"
-            data = figure_epub(args.story, **options)
+            data = figure_epub([(k, options[k]) for k in keys], images=args.epub_images)
             Path(args.epub).write_bytes(data)
-            print(f"wrote {args.epub} ({len(data):,} bytes; an EPUB 3 book: the page, scripted, its images)")
-        if args.out or not (args.slides or args.epub):
-            flag, out = "--out", Path(args.out or f"{args.story}.html")
-            text = figure_page(args.story, bare=args.bare, **options)
+            print(f"wrote {args.epub} ({len(data):,} bytes; an EPUB 3 book of {len(keys)} figure"
+                  f"{'s' if len(keys) > 1 else ''}, scripted, with the key switch as stills)")
+        if args.out or not (args.slides or args.epub or args.pptx):
+            flag, out = "--out", Path(args.out or f"{key}.html")
+            shown = figure_of(key, **options[key])
+            text = figure_html(shown, bare=args.bare)
             out.write_text(text, encoding="utf-8")
-            print(f"wrote {out} ({len(text.encode()):,} bytes; opens from disk, no server or network needed)")
+            out.with_suffix(".txt").write_text(caption_text(caption(shown)), encoding="utf-8")
+            print(f"wrote {out} ({len(text.encode()):,} bytes; opens from disk, no server or network needed) "
+                  f"and its caption, {out.with_suffix('.txt')}")
     except OSError as err:
         raise InputError(flag, f"cannot write there: {err.strerror or err}") from None
     return 0

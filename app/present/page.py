@@ -31,6 +31,7 @@ from app.present.grid import Grid
 from app.present.numbers import headline_rows
 from app.present.pack import UNPACK_JS, pack
 from app.present.shown import room_spec
+from app.present.stills import Pair, in_text, story_pair
 
 CHARTS = {  # story -> the charts its page shows, in order
     "forty_replies": ("tokens", "wait", "passes"),
@@ -77,6 +78,10 @@ class Figure:
     charts: list[Chart]
     datasets: dict[str, list[dict]]
     playback: dict | None = None  # {"runs": panes per distinct run, "threshold": s}: app.present.playback
+    pair: Pair | None = None  # the key switch both ways, for a reader without scripts (app.present.stills)
+    source: str = ""  # what ran, for a credit line: the model, SGLang's version, the deployment, the seed
+    # setting key -> each chart's own view of that setting and what the page does to its spec (the stills)
+    own: Callable[[str], list[tuple[views.View, Callable]]] | None = None
 
     @property
     def first(self) -> dict:
@@ -86,7 +91,8 @@ class Figure:
 def build_figure(uid: str, title: str, teaser: str, note: str, axes: list[dict], shown: list[Shown],
                  views_of: Callable[[RunFrames], list[views.View]],
                  panes_of: Callable[[RunFrames], list[dict]] | None = None,
-                 zoom: str | None = None, contrast: str = "") -> Figure:
+                 zoom: str | None = None, contrast: str = "", pair: Pair | None = None,
+                 source: str = "") -> Figure:
     """Each distinct run once, each chart of `views_of` built once over all of them (every row tagged with
     its run), and a PNG of the first setting's charts for readers without scripts, its alt text the first
     setting's numbers and `contrast` (what another setting gives). `zoom`: a chart id of `views_of` drawn
@@ -98,9 +104,11 @@ def build_figure(uid: str, title: str, teaser: str, note: str, axes: list[dict],
     ends = [round(float(r.end_at), 4) for r in runs]
     cells = {s.key: {"run": r, "tables": s.tables, "summary": s.summary}
              for s, r in zip(shown, run_of, strict=True)}
+    span = scope.window(runs) if zoom else None
     datasets: dict[str, list[dict]] = {}
     charts = []
-    for view, own, fit, cut in _views(views_of, runs, shown[first].run, zoom):
+    for (view, fit, cut), (own, *_) in zip(_charts(views_of, scope.merged(runs), span, zoom),
+                                           _charts(views_of, shown[first].run, span, zoom), strict=True):
         with alt.data_transformers.enable("default", max_rows=None):  # every run's rows, by design
             built = fit(room_spec(view.build().to_dict(validate=False)))
         datasets.update(built.pop("datasets", {}))
@@ -110,28 +118,30 @@ def build_figure(uid: str, title: str, teaser: str, note: str, axes: list[dict],
                             [described.chart_words(view.chart_id, cut(r)) for r in runs]))
     replies = None if panes_of is None else {"runs": [panes_of(r) for r in runs], "words": playback.TEXT,
                                              "threshold": min(r.stall_threshold_s for r in runs)}
-    return Figure(uid, title, teaser, note, axes, cells, ends, charts, datasets, replies)
+    run_at = {s.key: s.run for s in shown}
+
+    def own_views(key: str) -> list[tuple[views.View, Callable]]:
+        return [(view, fit) for view, fit, _ in _charts(views_of, run_at[key], span, zoom)]
+
+    return Figure(uid, title, teaser, note, axes, cells, ends, charts, datasets, replies, pair, source,
+                  own_views)
 
 
-def _views(views_of, runs: list[RunFrames], first: RunFrames, zoom: str | None):
-    """Per chart: the view over every run, the first setting's own view, what its spec needs to fit and what
-    of a run it shows."""
-    every, own = views_of(scope.merged(runs)), views_of(first)
-    out = [(v, o, _same, _same) for v, o in zip(every, own, strict=True)]
-    span = scope.window(runs) if zoom else None
+def _charts(views_of, run: RunFrames, span: tuple[float, float] | None, zoom: str | None):
+    """Per chart of `views_of` on `run` (one run, or every run merged): the view, what its spec needs to fit
+    and what of a run it shows; with `span`, the `zoom` chart once more, on that window."""
+    out = [(v, _same, _same) for v in views_of(run)]
     if span is None:
         return out
     t0, t1 = span
-    zoom_of = {v.chart_id: v for v in views_of(scope.within(scope.merged(runs), span))}
-    first_zoom = {v.chart_id: v for v in views_of(scope.within(first, span))}
     title = f"Zoomed in: {fmt_seconds(t0)} to {fmt_seconds(t1)}, the longest stall on this page"
     caption = (f"The chart above, from {fmt_seconds(t0)} to {fmt_seconds(t1)}: only the requests that "
                "were running or waiting then, one lane each. The same window for every setting, so a "
                "flip shows the same moment.")
+    zoomed = next(v for v in views_of(scope.within(run, span)) if v.chart_id == zoom)
     at = next(i for i, (v, *_) in enumerate(out) if v.chart_id == zoom) + 1
-    out.insert(at, (zoom_of[zoom]._replace(chart_id=f"zoom-{zoom}", title=title),
-                    first_zoom[zoom]._replace(title=title, caption=caption),
-                    lambda spec: scope.zoomed(spec, span), lambda run: scope.within(run, span)))
+    out.insert(at, (zoomed._replace(chart_id=f"zoom-{zoom}", title=title, caption=caption),
+                    lambda spec: scope.zoomed(spec, span), lambda r: scope.within(r, span)))
     return out
 
 
@@ -139,8 +149,8 @@ def _same(value):
     return value
 
 
-def story_figure(grid: Grid, setup: str) -> Figure:
-    """A story's grid of runs as one figure."""
+def story_figure(grid: Grid, setup: str, source: str = "") -> Figure:
+    """A story's grid of runs as one figure (`source`: what ran, for its credit line)."""
     story = grid.story
     shown = []
     for cell in grid.cells:
@@ -161,7 +171,7 @@ def story_figure(grid: Grid, setup: str) -> Figure:
     return build_figure(uid, story.title, story.teaser, note, axes, shown,
                         lambda run: [views.story_view(run, c) for c in charts],
                         lambda run: playback.panes(run, story.stream_group, story.long_group),
-                        ZOOM.get(story.key), contrast(grid))
+                        ZOOM.get(story.key), contrast(grid), story_pair(grid), source)
 
 
 def contrast(grid: Grid) -> str:
@@ -222,6 +232,12 @@ CSS = """
 .ww-static .ww-controls, .ww-static .ww-live { display: none; }
 .ww-still { display: none; font-style: italic; }
 .ww-static .ww-still { display: block; }
+.ww-still-only { display: none; }
+.ww-static .ww-still-only { display: block; }
+.ww-numbers.ww-pair td { white-space: normal; }
+.ww-shot { margin: .2rem 0 .6rem; break-inside: avoid; }
+.ww-shot figcaption { font-weight: 600; font-size: .9rem; margin: 0 0 .2rem; }
+.ww-shot img { width: 100%; height: auto; }
 """
 
 TEMPLATE = """<?xml version="1.0" encoding="utf-8"?>
@@ -237,13 +253,8 @@ TEMPLATE = """<?xml version="1.0" encoding="utf-8"?>
 <main>
 {body}
 </main>
+{scripts}
 <script>//<![CDATA[
-{bundle}
-//]]></script>
-<script>//<![CDATA[
-{unpack}
-{play}
-{mount}
 wwMount({data});
 //]]></script>
 </body>
@@ -272,7 +283,7 @@ MOUNT_JS = """function wwMount(fig) {
   }
   function show() {
     var c = cell();
-    root.querySelectorAll('.ww-numbers').forEach(function (table, t) {
+    root.querySelectorAll('.ww-numbers:not(.ww-pair)').forEach(function (table, t) {
       var spec = c.tables[t], body = table.querySelector('tbody'), head = table.querySelector('thead tr');
       head.innerHTML = '';
       spec.head.forEach(function (text) {
@@ -335,10 +346,14 @@ MOUNT_JS = """function wwMount(fig) {
 
 
 def figure_html(figure: Figure, bare: bool = False, bundle: str | None = None,
-                images: dict[str, str] | None = None) -> str:
-    """The page. `bare`: without its own heading, teaser and note, to sit inside a post. `images`: chart id ->
-    where its fallback image is (an EPUB carries them as files); by default each is inside the page."""
-    body = _body(figure, bare, images or {})
+                stills: dict[str, dict[str, str]] | None = None, script: str | None = None,
+                credit: str = "") -> str:
+    """The page. `bare`: without its own heading, teaser and note, to sit inside a post. `stills`: setting key
+    -> chart id -> where that setting's still is (an EPUB carries them as files): the page then shows, without
+    scripting, the key switch both ways (Figure.pair); by default each chart's image of the first setting is
+    inside the page. `script`: where the shared script is (`shared_script`; a book's figures share one
+    file); by default it is inside the page. `credit`: the caption with its credit line, under the figure."""
+    body = _body(figure, bare, stills or {}, credit)
     data = {"uid": figure.uid, "axes": figure.axes, "cells": figure.cells, "ends": figure.ends,
             "charts": [{"id": c.chart_id, "title": c.title, "spec": c.spec, "datasets": _names(c.spec),
                         "words": c.words} for c in figure.charts],
@@ -346,9 +361,19 @@ def figure_html(figure: Figure, bare: bool = False, bundle: str | None = None,
                          figure.datasets.items()}}
     if figure.playback is not None:
         data["playback"] = figure.playback
+    if script is not None:
+        scripts = f'<script src="{html.escape(script)}"></script>'
+    else:
+        inline = shared_script(vega_bundle() if bundle is None else bundle)
+        scripts = f"<script>//<![CDATA[\n{inline}\n//]]></script>"
     return TEMPLATE.format(title=html.escape(figure.title), css=CSS, play_css=playback.CSS, body=body,
-                           unpack=UNPACK_JS, play=playback.SCRIPT, mount=MOUNT_JS,
-                           bundle=vega_bundle() if bundle is None else bundle, data=json_for_script(data))
+                           scripts=scripts, data=json_for_script(data))
+
+
+def shared_script(bundle: str | None = None) -> str:
+    """The script every figure runs: Vega, Vega-Lite and vega-embed (`bundle`), the rows' unpacker, the
+    playback and `wwMount`. A page holds it inline; a book's figures share it as one file."""
+    return "\n".join((vega_bundle() if bundle is None else bundle, UNPACK_JS, playback.SCRIPT, MOUNT_JS))
 
 
 def _names(spec) -> list[str]:
@@ -356,9 +381,9 @@ def _names(spec) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def _body(figure: Figure, bare: bool, images: dict[str, str]) -> str:
+def _body(figure: Figure, bare: bool, stills: dict[str, dict[str, str]], credit: str = "") -> str:
     e = html.escape
-    first = figure.first
+    first, pair = figure.first, figure.pair if stills else None
     head = "" if bare else f"<h1>{e(figure.title)}</h1>\n<p>{e(figure.teaser)}</p>\n"
     groups = []
     for axis in figure.axes:
@@ -367,31 +392,69 @@ def _body(figure: Figure, bare: bool, images: dict[str, str]) -> str:
                           f'{_checked(i == axis["start"])}/> {e(label)}</label>'
                           for i, label in enumerate(axis["labels"]))
         groups.append(f"<fieldset><legend>{e(axis['label'])}</legend>{options}</fieldset>")
-    tables = "".join(_table(t) for t in first["tables"])
-    charts = "".join(_chart(figure.uid, c, first["run"], images.get(c.chart_id)) for c in figure.charts)
+    live = " ww-live" if pair else ""  # with the key switch both ways, one setting's numbers are live only
+    tables = "".join(_table(t, live) for t in first["tables"])
+    first_key = "|".join(str(a["start"]) for a in figure.axes)
+    charts = "".join(_chart(figure, c, first_key, stills, pair) for c in figure.charts)
     note = "" if bare else f'<p class="ww-note">{e(figure.note)}</p>'
     still = "; ".join(f"{a['label'].lower()} {a['labels'][a['start']]}" for a in figure.axes)
+    said = f"Without scripting this shows one setting: {e(still)}."
+    if pair:
+        said = (f"Without scripting this shows the switch this story turns on both ways: {e(pair.names[0])} "
+                f"and {e(pair.names[1])}{e(_held(figure, pair))}.")
+        tables = "".join(_table(t, " ww-still-only", " ww-pair") for t in pair.tables) + tables
+    credit = f'<p class="ww-caption ww-credit">{e(credit)}</p>' if credit else ""
     return (f'<section class="ww-figure ww-static" id="{figure.uid}" aria-label="{e(figure.title)}">\n{head}'
             f'<form class="ww-controls" aria-label="Settings">{"".join(groups)}</form>\n'
-            f'<p class="ww-still">Without scripting this shows one setting: {e(still)}. With scripting, '
+            f'<p class="ww-still">{said} With scripting, '
             f"buttons switch between {len(figure.cells)} settings.</p>\n{tables}"
-            f'<p class="ww-summary" aria-live="polite">{e(first["summary"])}</p>\n{_playback(figure)}'
-            f"{charts}\n{note}</section>")
+            f'<p class="ww-summary{live}" aria-live="polite">{e(first["summary"])}</p>\n{_playback(figure)}'
+            f"{charts}\n{note}{credit}</section>")
 
 
-def _chart(uid: str, chart: Chart, run: int, src: str | None = None) -> str:
-    """A chart's title, its box (the image of the first setting until the script draws it; `src` where the
-    image is, by default inside the page), its caption and the chart in words, which a keyboard opens and a
-    screen reader reads."""
-    e, at = html.escape, f"{uid}-{chart.chart_id}"
-    src = src or f"data:image/png;base64,{base64.b64encode(chart.image).decode()}"
+def _held(figure: Figure, pair: Pair) -> str:
+    """Where the page's other switches stand in both of a pair's settings: ", each with chunk size 8,192;
+    logprobs off" ("" when there are none)."""
+    one, two = ([int(i) for i in key.split("|")] for key in pair.keys)
+    held = [f"{in_text(a['label'])} {a['labels'][i]}" for a, i, j in zip(figure.axes, one, two, strict=True)
+            if i == j and len(a["labels"]) > 1]
+    return f", each with {'; '.join(held)}" if held else ""
+
+
+def _chart(figure: Figure, chart: Chart, key: str, stills: dict[str, dict[str, str]],
+           pair: Pair | None) -> str:
+    """A chart's title, its box (the image of the first setting until the script draws it: inside the page,
+    or the setting's still, `stills`), its caption and the chart in words, which a keyboard opens and a
+    screen reader reads. With `pair`, the other setting's still follows (without scripting only), named."""
+    e, at = html.escape, f"{figure.uid}-{chart.chart_id}"
+    run = figure.cells[key]["run"]
+    src = (stills.get(key, {}).get(chart.chart_id)
+           or f"data:image/png;base64,{base64.b64encode(chart.image).decode()}")
+    image = f'<img src="{e(src)}" alt="{e(chart.alt)}"/>'
+    other = ""
+    if pair and key in pair.keys:
+        name = dict(zip(pair.keys, pair.names, strict=True))
+        image = f'<figure class="ww-shot"><figcaption>{e(_upper(name[key]))}</figcaption>{image}</figure>'
+        back = next(k for k in pair.keys if k != key) if pair.keys[0] != pair.keys[1] else None
+        if back is not None and chart.chart_id in stills.get(back, {}):
+            cell = figure.cells[back]
+            alt = f"{chart.title}, {name[back]}. {cell['summary']}"
+            words = chart.words[cell["run"]]
+            other = (f'<figure class="ww-shot ww-still-only"><figcaption>{e(_upper(name[back]))}</figcaption>'
+                     f'<img src="{e(stills[back][chart.chart_id])}" alt="{e(alt)}"/></figure>'
+                     + (f'<details class="ww-words ww-still-only"><summary>This chart in words, '
+                        f"{e(name[back])}</summary><p>{e(words)}</p></details>" if words else ""))
     return (f'<p class="ww-chart-title" id="{at}-title">{e(chart.title)}</p>'
             f'<div class="ww-chart" id="{at}" role="figure" aria-labelledby="{at}-title" '
-            f'aria-describedby="{at}-caption"><img src="{e(src)}" alt="{e(chart.alt)}"/>'
-            f'</div><p class="ww-caption" id="{at}-caption">{e(chart.caption)}</p>'
+            f'aria-describedby="{at}-caption">{image}</div>{other}'
+            f'<p class="ww-caption" id="{at}-caption">{e(chart.caption)}</p>'
             + (f'<details class="ww-words"><summary>This chart in words</summary>'
                f'<p id="{at}-words">{e(chart.words[run])}</p></details>' if any(chart.words) else "")
             + "\n")
+
+
+def _upper(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _playback(figure: Figure) -> str:
@@ -407,16 +470,19 @@ def _playback(figure: Figure) -> str:
             "token for a while.</p></div>\n")
 
 
-def _table(table: dict) -> str:
+def _table(table: dict, box: str = "", cls: str = "") -> str:
+    """A table of numbers in its box (a wide table scrolls inside it, never the page); `box`, `cls`: more
+    classes for the box and the table."""
     e = html.escape
     head = "".join(f'<th scope="col">{e(h)}</th>' for h in table["head"])
     rows = "".join("<tr>" + "".join(
         f'<th scope="row">{e(v)}</th>' if i == 0 else f'<td{_bold(i == table["bold"])}>{e(v)}</td>'
         for i, v in enumerate(row)) + "</tr>" for row in table["rows"])
-    label = e(f"Numbers: {table['head'][0]}")  # a wide table scrolls inside its box, never the page
-    return (f'<div class="ww-table" role="region" tabindex="0" aria-label="{label}">'
-            f'<table class="ww-numbers"><thead><tr>{head}</tr></thead>'
-            f'<tbody aria-live="polite">{rows}</tbody></table></div>\n')
+    label = e(f"Numbers: {table['head'][0]}" if not cls else f"Numbers: {', '.join(table['head'][1:])}")
+    live = "" if cls else ' aria-live="polite"'
+    return (f'<div class="ww-table{box}" role="region" tabindex="0" aria-label="{label}">'
+            f'<table class="ww-numbers{cls}"><thead><tr>{head}</tr></thead>'
+            f"<tbody{live}>{rows}</tbody></table></div>\n")
 
 
 def _bold(on: bool) -> str:

@@ -23,12 +23,14 @@ from app.pd import names, params, tables
 from app.pd.presets import BASELINES, baseline, checked, preset_data, shape
 from app.present import checklist
 from app.present import verdict as verdict_words
+from app.present.caption import source_line
 from app.present.export import Block, scenario_toml, tables_spec
 from app.present.fmt import fmt_change, fmt_seconds, pair
 from app.present.grid import _run
 from app.present.numbers import FINER, fmt_rate
 from app.present.page import Figure, Shown, build_figure
 from app.present.settings import model_words, pd_note
+from app.present.stills import Pair
 from engine_model import STORIES, InputError, Scenario, check_deployment, num_gpus, policy_trade, validate
 
 WORKLOADS = {"rush": "the ten o'clock rush", "upstream": "the upstream test replica"}
@@ -319,7 +321,20 @@ def pd_figure(start: str = "rush", arm: int = 2, runs=None, values: dict | None 
     return build_figure(uid, "Split prefill from decode", teaser(deployments), note(deployments, layout),
                         axes, shown, lambda run: [views.story_view(run, "passes"),
                                                   views.decode_kv_view(run, run.end_at),
-                                                  views.phases_view(run, run.end_at)])
+                                                  views.phases_view(run, run.end_at)],
+                        pair=still_pair(axes, shown), source=source_line(deployments[start][0].scenario))
+
+
+def still_pair(axes: list[dict], shown: list[Shown]) -> Pair:
+    """The key switch for a reader without scripts: one engine beside the deployment the figure opens on
+    (PD early, unless it opens elsewhere), on its workload; its tables already set every deployment side by
+    side."""
+    w, a = (axis["start"] for axis in axes)
+    labels = axes[1]["labels"]
+    after = a if a else labels.index(PDS[0])
+    keys = (f"{w}|0", f"{w}|{after}")
+    tables = next(s.tables for s in shown if s.key == keys[1])
+    return Pair("Deployment", (labels[0], labels[after]), keys, tables)
 
 
 def teaser(deployments: dict[str, list[Arm]]) -> str:

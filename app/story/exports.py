@@ -12,11 +12,12 @@ import streamlit as st
 from app import state
 from app.charts.frames import RunFrames
 from app.pd import params as pd_params
+from app.present.caption import caption_of, caption_text, source_line
 from app.present.export import csv_bytes, scenario_toml
 from app.present.pd import LAYOUT, pd_toml, section_scenarios
 from app.present.settings import deployment_line, story_note
 from app.story.measured import export_test_ui, results_ui, settings_of
-from app.ui.exports import set_export_note, standalone_page, standalone_pd_page, tour_slides
+from app.ui.exports import set_export_note, standalone_page, standalone_pd_page, tour_pptx, tour_slides
 from app.ui.fold import folded
 from engine_model import InputError, Story
 
@@ -99,6 +100,13 @@ def outside_ui(story: Story, values: dict | None = None) -> None:
              "settings, switched by buttons in the page, headline numbers beside them; it opens at the "
              "settings you have now. Embed it with an <iframe> or put it in an EPUB 3 book. The same as "
              f"`who-waits figure {story.key} --set …`.")
+    cols[0].download_button(
+        "Caption and credit line (TXT)", lambda: page_caption(story, values or story.defaults),
+        file_name=f"{story.key}.txt", mime="text/plain", on_click="ignore", icon=":material/short_text:",
+        width="stretch",
+        help="The page's caption in plain text with its credit line (what ran: the model, its GPUs, the "
+             "seed, SGLang's version; the licence), for the post's or the book's own caption. The same as "
+             f"the .txt `who-waits figure {story.key} --out FILE.html` writes beside the page.")
     cols[1].download_button(
         "Export → tour as slides (ZIP)", lambda: tour_slides(story.key, here),
         file_name=f"{story.key}-tour.zip",
@@ -107,6 +115,15 @@ def outside_ui(story: Story, values: dict | None = None) -> None:
              "caption and the settings in small type, with speaker notes (Markdown). Every step keeps this "
              "page's GPU, model, TP, precision and seed, as the tour does. The same as "
              f"`who-waits figure {story.key} --slides DIR --set …`.")
+    cols[1].download_button(
+        "Export → tour as PowerPoint (PPTX)", lambda: tour_pptx(story.key, here),
+        file_name=f"{story.key}-tour.pptx",
+        mime="application/vnd.openxmlformats-officedocument.presentationml.presentation", on_click="ignore",
+        icon=":material/co_present:", width="stretch",
+        help="The same tour as a PowerPoint file for PowerPoint, Keynote, Google Slides or LibreOffice: "
+             "a 16:9 slide per step with its title, its still (the chart, numbers, narration and settings) "
+             "and the speaker notes in the notes pane. The same as "
+             f"`who-waits figure {story.key} --pptx FILE --set …`.")
     if story.key == PD_STORY:
         layout = json.dumps(pd_layout(), sort_keys=True)
         cols[2].download_button(
@@ -116,6 +133,11 @@ def outside_ui(story: Story, values: dict | None = None) -> None:
                  "split as the PD section says) and on the upstream test replica: per-worker lanes, decode "
                  "KV, the numbers and phase times, switched in the page. The same as `who-waits figure "
                  "ten_oclock_rush_pd --set …`.")
+
+
+def page_caption(story: Story, values: dict) -> str:
+    """The standalone page's caption and credit line (app.present.caption), as a .txt file."""
+    return caption_text(caption_of(story.title, story.teaser, source_line(story.scenario(values))))
 
 
 def remember_note(story: Story, values: dict, current: RunFrames, base: RunFrames) -> None:

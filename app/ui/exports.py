@@ -13,7 +13,7 @@ import json
 import streamlit as st
 
 from app import compute, state
-from app.present import pd_page, slides_zip, story_page, story_slides
+from app.present import deck, pd_page, slides_zip, story_page, story_slides
 from app.present.export import export_spec, render, stacked_spec
 from app.present.pd import section_spec
 from app.present.settings import pd_note
@@ -60,6 +60,13 @@ def tour_slides(story_key: str, values_json: str = "{}") -> bytes:
     """The tour as a ZIP: each step's slide as PNG and SVG, and its speaker notes, on the page's deployment
     (`values_json`: the page's control values, kept as the app's tour keeps them)."""
     return slides_zip(story_slides(story_key, compute.run_scenario, json.loads(values_json)))
+
+
+@st.cache_data(max_entries=4, show_spinner="Drawing one slide per tour step…")
+def tour_pptx(story_key: str, values_json: str = "{}") -> bytes:
+    """The tour as a PowerPoint file (app.present.deck): a 16:9 slide per step with its title, its still and
+    its speaker notes, on the page's deployment (`values_json`, as for `tour_slides`)."""
+    return deck.tour_pptx(story_slides(story_key, compute.run_scenario, json.loads(values_json)))
 
 
 def pd_numbers_ui(page: str, arms: dict, runs: dict) -> None:
