@@ -15,9 +15,11 @@ import uuid
 import zipfile
 from datetime import UTC, datetime
 
+from app.present import notices
 from app.present.page import Figure, figure_html
 
 CHAPTER = "figure.xhtml"
+CREDITS = "notices.xhtml"  # the credits and licences (app.present.notices), last in the spine
 CONTAINER = """<?xml version="1.0" encoding="UTF-8"?>
 <container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">
   <rootfiles>
@@ -37,10 +39,12 @@ PACKAGE = """<?xml version="1.0" encoding="UTF-8"?>
   <manifest>
     <item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>
     <item id="figure" href="{chapter}" media-type="application/xhtml+xml" properties="scripted"/>
+    <item id="notices" href="{credits}" media-type="application/xhtml+xml"/>
 {images}
   </manifest>
   <spine>
     <itemref idref="figure"/>
+    <itemref idref="notices"/>
   </spine>
 </package>
 """
@@ -49,7 +53,11 @@ NAV = """<?xml version="1.0" encoding="UTF-8"?>
 <html xmlns="http://www.w3.org/1999/xhtml" xmlns:epub="http://www.idpf.org/2007/ops" lang="en" xml:lang="en">
 <head><meta charset="utf-8"/><title>{title}</title></head>
 <body>
-<nav epub:type="toc" id="toc"><h1>Contents</h1><ol><li><a href="{chapter}">{title}</a></li></ol></nav>
+<nav epub:type="toc" id="toc"><h1>Contents</h1><ol><li><a href="{chapter}">{title}</a></li>
+<li><a href="{credits}">Credits and licences</a></li></ol></nav>
+<nav epub:type="landmarks" id="landmarks" hidden="hidden"><h1>Landmarks</h1><ol>
+<li><a epub:type="bodymatter" href="{chapter}">{title}</a></li>
+<li><a epub:type="credits" href="{credits}">Credits and licences</a></li></ol></nav>
 </body>
 </html>
 """
@@ -70,9 +78,11 @@ def book(figure: Figure, bundle: str | None = None, modified: datetime | None = 
     book_id = uuid.uuid5(uuid.NAMESPACE_URL, f"who-waits:{figure.uid}")
     files = [("mimetype", b"application/epub+zip"),
              ("META-INF/container.xml", CONTAINER.encode()),
-             ("EPUB/package.opf", PACKAGE.format(uid=book_id, title=title, chapter=CHAPTER, images=images,
+             ("EPUB/package.opf", PACKAGE.format(uid=book_id, title=title, chapter=CHAPTER, credits=CREDITS,
+                                                 images=images,
                                                  modified=when.strftime("%Y-%m-%dT%H:%M:%SZ")).encode()),
-             ("EPUB/nav.xhtml", NAV.format(title=title, chapter=CHAPTER).encode()),
+             ("EPUB/nav.xhtml", NAV.format(title=title, chapter=CHAPTER, credits=CREDITS).encode()),
+             (f"EPUB/{CREDITS}", notices.page_xhtml(notices.data_for(figure.sources)).encode()),
              (f"EPUB/{CHAPTER}", figure_html(figure, bundle=bundle, images=paths).encode()),
              *((f"EPUB/{paths[c.chart_id]}", c.image) for c in figure.charts)]
     buf = io.BytesIO()

@@ -23,7 +23,7 @@ import altair as alt
 
 from app.charts import views
 from app.charts.frames import RunFrames
-from app.present import described, playback
+from app.present import described, notices, playback
 from app.present import spec as scope
 from app.present.export import export_spec, render
 from app.present.fmt import fmt_seconds
@@ -77,6 +77,7 @@ class Figure:
     charts: list[Chart]
     datasets: dict[str, list[dict]]
     playback: dict | None = None  # {"runs": panes per distinct run, "threshold": s}: app.present.playback
+    sources: tuple[str, ...] = ()  # the data files its runs read (their notices travel with the page)
 
     @property
     def first(self) -> dict:
@@ -158,10 +159,13 @@ def story_figure(grid: Grid, setup: str) -> Figure:
     if banded is not None:
         note = f"{note} {banded.band.words()}"
     charts = CHARTS.get(story.key, ("tokens", "wait", "passes"))
-    return build_figure(uid, story.title, story.teaser, note, axes, shown,
-                        lambda run: [views.story_view(run, c) for c in charts],
-                        lambda run: playback.panes(run, story.stream_group, story.long_group),
-                        ZOOM.get(story.key), contrast(grid))
+    figure = build_figure(uid, story.title, story.teaser, note, axes, shown,
+                          lambda run: [views.story_view(run, c) for c in charts],
+                          lambda run: playback.panes(run, story.stream_group, story.long_group),
+                          ZOOM.get(story.key), contrast(grid))
+    trace = story.scenario(grid.first.values, grid.sets).workload.trace
+    figure.sources = (str(trace.path),) if trace is not None else ()
+    return figure
 
 
 def contrast(grid: Grid) -> str:
@@ -238,6 +242,7 @@ TEMPLATE = """<?xml version="1.0" encoding="utf-8"?>
 {body}
 </main>
 <script>//<![CDATA[
+{banner}
 {bundle}
 //]]></script>
 <script>//<![CDATA[
@@ -348,7 +353,8 @@ def figure_html(figure: Figure, bare: bool = False, bundle: str | None = None,
         data["playback"] = figure.playback
     return TEMPLATE.format(title=html.escape(figure.title), css=CSS, play_css=playback.CSS, body=body,
                            unpack=UNPACK_JS, play=playback.SCRIPT, mount=MOUNT_JS,
-                           bundle=vega_bundle() if bundle is None else bundle, data=json_for_script(data))
+                           banner=notices.bundle_banner(), bundle=vega_bundle() if bundle is None else bundle,
+                           data=json_for_script(data))
 
 
 def _names(spec) -> list[str]:
@@ -370,13 +376,14 @@ def _body(figure: Figure, bare: bool, images: dict[str, str]) -> str:
     tables = "".join(_table(t) for t in first["tables"])
     charts = "".join(_chart(figure.uid, c, first["run"], images.get(c.chart_id)) for c in figure.charts)
     note = "" if bare else f'<p class="ww-note">{e(figure.note)}</p>'
+    credits = notices.fold_html(notices.data_for(figure.sources))  # bare too: the licences ask for it
     still = "; ".join(f"{a['label'].lower()} {a['labels'][a['start']]}" for a in figure.axes)
     return (f'<section class="ww-figure ww-static" id="{figure.uid}" aria-label="{e(figure.title)}">\n{head}'
             f'<form class="ww-controls" aria-label="Settings">{"".join(groups)}</form>\n'
             f'<p class="ww-still">Without scripting this shows one setting: {e(still)}. With scripting, '
             f"buttons switch between {len(figure.cells)} settings.</p>\n{tables}"
             f'<p class="ww-summary" aria-live="polite">{e(first["summary"])}</p>\n{_playback(figure)}'
-            f"{charts}\n{note}</section>")
+            f"{charts}\n{note}\n{credits}</section>")
 
 
 def _chart(uid: str, chart: Chart, run: int, src: str | None = None) -> str:
