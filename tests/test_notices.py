@@ -63,7 +63,7 @@ def test_every_script_the_page_inlines_is_the_projects_own_or_the_noticed_vega_b
     newest = max(vl_convert.get_vegalite_versions(), key=lambda v: tuple(map(int, v.split("."))))
     found["Vega-Lite"] = re.search(rf'"({re.escape(newest)}\.\d+)"', bundle)[1]  # the one the bundle holds
     for name, version in found.items():
-        assert named(name, version), f"{name} {version} is inlined; app/present/notices.py has no notice of it"
+        assert named(name, version), f"{name} {version} is inlined, with no notice"
 
 
 def test_every_font_a_pdf_export_embeds_and_every_font_file_shipped_has_a_notice():
