@@ -225,6 +225,7 @@ CSS = """
 .ww-summary { font-size: .95rem; }
 .ww-static .ww-controls, .ww-static .ww-live { display: none; }
 .ww-still { display: none; font-style: italic; }
+.ww-undrawn { font-size: .85rem; font-style: italic; color: #555; margin: .2rem 0 0; }
 .ww-static .ww-still { display: block; }
 """
 
@@ -307,15 +308,34 @@ MOUNT_JS = """function wwMount(fig) {
     if (play) play.setRun(c.run);
     Promise.all(shown.map(function (view) {
       return view.signal('run', c.run).signal('end', fig.ends[c.run]).runAsync();
-    })).then(fit);
+    })).then(fit, fit);
+  }
+  function undrawn(box, error) {  // keep the still image, and say why it does not follow the buttons
+    var live = box.querySelector('.ww-live-chart');
+    if (live) box.removeChild(live);
+    if (!box.querySelector('.ww-undrawn')) {
+      var note = document.createElement('p');
+      note.className = 'ww-undrawn';
+      note.textContent = 'The interactive chart could not be drawn here' + (error && error.message ? ' (' +
+        error.message.slice(0, 120) + ')' : '') + ': this is its image for the setting the page opens on.';
+      box.appendChild(note);
+    }
   }
   fig.charts.forEach(function (chart) {
     var spec = chart.spec, data = {}, id = fig.uid + '-' + chart.id;
     chart.datasets.forEach(function (name) { data[name] = wwRows(fig.datasets[name]); });
     spec.datasets = data;
-    var box = document.getElementById(id);
-    vegaEmbed(box, spec, {actions: false, renderer: 'svg'}).then(function (result) {
+    var box = document.getElementById(id), live = document.createElement('div');
+    live.className = 'ww-live-chart';
+    box.insertBefore(live, box.firstChild);  // the still image stays until the chart is drawn
+    // ast + vega-embed's expression interpreter: no eval, so a Content-Security-Policy without
+    // 'unsafe-eval' still draws the chart
+    var drawn = typeof vegaEmbed === 'function' ? vegaEmbed(live, spec, {actions: false, renderer: 'svg',
+      ast: true}) : Promise.reject(new Error('the chart library did not load'));
+    drawn.then(function (result) {
       shown.push(result.view);
+      var still = box.querySelector('img');
+      if (still) box.removeChild(still);
       var svg = box.querySelector('svg');
       if (svg) {
         svg.setAttribute('role', 'img');
@@ -327,7 +347,7 @@ MOUNT_JS = """function wwMount(fig) {
         }
       }
       show();
-    });
+    }).catch(function (error) { undrawn(box, error); fit(); });
   });
   root.querySelectorAll('.ww-controls input').forEach(function (input) {
     input.addEventListener('change', show);
