@@ -250,7 +250,7 @@ CSS = """
 @media print {  /* the figure on paper: the charts, images and numbers; no buttons, no playback */
   .ww-controls, .ww-live, .ww-play, .ww-still, .ww-words { display: none !important; }
   .ww-table { overflow: visible; }
-  .ww-printed { display: block; }
+  .ww-figure .ww-printed { display: block; }
   .ww-numbers td { white-space: normal; }
   .ww-chart svg, .ww-chart img { max-width: 100%; height: auto; }
   .ww-figure { max-width: none; color: #000; }
