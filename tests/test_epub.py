@@ -67,7 +67,7 @@ def test_the_package_lists_the_scripted_page_its_images_and_the_nav(book):
     images = [href for href, item in items.items() if item["media-type"] == "image/png"]
     assert sorted(images) == ["images/passes.png", "images/tokens.png", "images/wait.png"]
     assert {f"EPUB/{href}" for href in items} <= names
-    assert [i.attrib["idref"] for i in opf.iter(f"{OPF}itemref")] == ["figure"]
+    assert [i.attrib["idref"] for i in opf.iter(f"{OPF}itemref")] == ["figure", "notices"]  # credits last
     shown = [img.attrib for img in chapter.iter(f"{XHTML}img")]
     assert sorted(a["src"] for a in shown) == sorted(images)  # the images are files, not data: URIs
     assert all("Longest pause, the 40 streams" in a["alt"] for a in shown)
