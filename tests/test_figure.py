@@ -25,7 +25,8 @@ from app.present.described import chart_words
 from app.present.fmt import fmt_seconds, seconds_finer
 from app.present.grid import MAX_RUNS, plan, run_grid
 from app.present.grid import _run as grid_run
-from app.present.page import cdata_safe, figure_html, json_for_script, story_figure
+from app.present.numbers import card, headline_fmt, headline_value, percentile_trap, prices
+from app.present.page import cdata_safe, figure_html, json_for_script, same_setting, story_figure
 from app.present.pd import pd_figure
 from engine_model import STORIES, InputError
 
@@ -106,6 +107,31 @@ def test_every_setting_has_its_numbers_from_its_own_run(forty):
     assert off["rows"][0][1] == off["rows"][0][2].partition(" (")[0] == on["rows"][0][1]  # the defaults
     assert on["rows"][0][2] != off["rows"][0][2]  # mixed chunk moves the longest pause
     assert figure.cells["0|4|1"]["run"] == figure.cells["0|4|0"]["run"]  # logprobs change nothing unmixed
+
+
+def test_the_pages_numbers_costs_and_p99_note_are_the_apps_cards(forty):
+    """One number: each headline pair reads as the app's card reads it (numbers.card: one more digit where two
+    differ but print alike), the cost table is the app's cost cards (numbers.prices) and the note is its
+    "Read p99 with care" (numbers.percentile_trap), per setting."""
+    grid, figure = forty
+    finer = 0
+    for cell in grid.cells:
+        shown = figure.cells[cell.key]
+        same = same_setting(cell.run, cell.base)
+        for h, row in zip(FORTY.headlines, shown["tables"][0]["rows"], strict=True):
+            fmt = headline_fmt(h)
+            value, delta = card(headline_value(cell.base, h), headline_value(cell.run, h), fmt, same)
+            now = row[2].partition(" (range")[0]
+            expected = now if delta is None else f"{row[1]} → {now}"
+            assert value.replace("\u00a0", " ") == expected, (cell.key, h.label)
+            finer += delta is not None and fmt(headline_value(cell.run, h)) != now
+        costs = [(p.label, *card(p.before, p.after, p.fmt, same)) for p in prices(FORTY, cell.base, cell.run)]
+        assert [r[0] for r in shown["tables"][1]["rows"]] == [c[0] for c in costs]
+        for row, (_, value, delta) in zip(shown["tables"][1]["rows"], costs, strict=True):
+            assert value.replace("\u00a0", " ") == (row[2] if delta is None else f"{row[1]} → {row[2]}")
+        assert shown["trap"] == (percentile_trap("streams", cell.run if same else cell.base, cell.run) or "")
+    assert finer > 0  # the grid has pairs that one digit less would print alike
+    assert any(c["trap"].startswith("Read p99 with care") for c in figure.cells.values())
 
 
 # -- the charts are the app's ------------------------------------------------------------------------
