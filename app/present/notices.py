@@ -241,8 +241,9 @@ def fold_html(data: tuple[Notice, ...] = ()) -> str:
     licence, each component's copyright line and licence, and the texts BSD, ISC and MIT ask to carry."""
     e = html.escape
     items = carried(data)
-    rows = "".join(f"<li>{e(n.name)} {e(n.version)}: {e(n.holder)}. {e(LICENCE_NAMES[n.licence])} "
-                   f"({e(n.licence)}); {e(n.url)}" + (f". {e(n.about)}" if n.about else "") + "</li>"
+    rows = "".join(f"<li>{e(n.name)} {e(n.version)}: {e(n.holder.rstrip('.'))}. "
+                   f"{e(LICENCE_NAMES[n.licence])} ({e(n.licence)}); {e(n.url)}"
+                   + (f". {e(n.about)}" if n.about else "") + "</li>"
                    for n in items)
     texts = "".join(f"<p>{e(LICENCE_NAMES[key])} ({key}), for the components so marked above, each under its "
                     f"copyright line:</p><pre>{e(TEXTS[key])}</pre>"
