@@ -8,6 +8,7 @@ in tests/test_browser_figure.py, in Chromium with the network blocked.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import xml.etree.ElementTree as ET
@@ -19,7 +20,7 @@ from story_runs import channels
 from story_runs import scenario_run as run_of
 
 from app.charts import views
-from app.present import docs, figure_page, pd_page, story_page
+from app.present import docs, figure_page, notices, pd_page, story_page
 from app.present.cli import main
 from app.present.described import chart_words
 from app.present.fmt import fmt_seconds, seconds_finer
@@ -283,6 +284,10 @@ def test_every_story_has_a_page_under_the_size_limit_with_no_placeholder(key):
     assert len(text.encode()) <= MAX_BYTES
     for marker in PLACEHOLDER:
         assert marker not in text
+    # the credits travel with the page, the data its runs read among them (tests/test_notices.py)
+    read = STORIES[key].scenario(STORIES[key].defaults).workload.trace
+    assert '<details class="ww-credits">' in text and notices.SCRIPTS[0].holder in text
+    assert read is None or html.escape(notices.covering(read.path).name) in text
     assert_documented_size(key, len(text.encode()))
 
 
