@@ -43,9 +43,10 @@ def uid_of(text: str) -> str:
     return re.search(r'<section class="ww-figure[^"]*" id="([^"]+)"', text)[1]
 
 
-def open_page(browser, path, width: int):
+def open_page(browser, path, width: int, said: list | None = None):
     """A fresh context on a local file, every request elsewhere blocked and recorded (`asked`); the context
-    (closed by the caller), the page, what it asked for and its script errors."""
+    (closed by the caller), the page, what it asked for and its script errors. `said`: a list that collects
+    every console error and warning from the start."""
     asked, errors = [], []
     context = browser.new_context(viewport={"width": width, "height": 1000})
     local = ("file://", "data:")
@@ -53,6 +54,9 @@ def open_page(browser, path, width: int):
                   else (asked.append(route.request.url), route.abort()))
     page = context.new_page()
     page.on("pageerror", lambda e: errors.append(str(e)))
+    if said is not None:
+        page.on("console", lambda m: said.append(f"{m.type}: {m.text}") if m.type in ("error", "warning")
+                else None)
     page.goto(path.as_uri())
     return context, page, asked, errors
 
@@ -205,9 +209,11 @@ def test_the_pd_figure_fits_a_phone_and_axe_finds_nothing_serious(browser, tmp_p
     context, page, asked, errors = open_page(browser, path, 390)
     page.wait_for_function(f"() => ({DRAWN})({uid!r})[2] === true", timeout=60_000)
     scroll = page.evaluate("document.documentElement.scrollWidth")
+    tables = page.evaluate("() => [...document.querySelectorAll('.ww-numbers')].map(t => t.scrollWidth)")
     found = Axe().run(page).response["violations"]
     context.close()
     assert errors == [] and asked == [] and scroll <= 390
+    assert max(tables) <= 1000, tables  # the checklist's prose wraps (it was 3,495 px on one line)
     assert [v["id"] for v in found if v["impact"] in ("serious", "critical")] == []
 
 
@@ -228,3 +234,66 @@ def test_a_long_option_label_wraps_on_a_phone(browser, tmp_path):
     assert errors == [] and asked == []
     assert "shortest-prefill-first (caps the running chunk" in text
     assert scroll <= 390 and widest <= 390
+
+
+STRICT = '<meta http-equiv="Content-Security-Policy" content="script-src \'self\' \'unsafe-inline\'"/>'
+PRINTED = """(uid) => {
+  const root = document.getElementById(uid), seen = e => e.getClientRects().length > 0;
+  return {radios: [...root.querySelectorAll('input, button, select')].filter(seen).length,
+          charts: [...root.querySelectorAll('.ww-chart svg')].filter(seen).length,
+          numbers: [...root.querySelectorAll('.ww-numbers td')].filter(seen).length,
+          setting: [...root.querySelectorAll('.ww-printed')].filter(seen).map(e => e.textContent).join('')};
+}"""
+
+
+def test_under_a_strict_policy_the_page_draws_says_nothing_prints_and_fits_a_phone(browser, page_file):
+    """One load of the page under a Content-Security-Policy without 'unsafe-eval' (a blog platform's, an
+    e-reader's): the charts draw (SVG marks) and redraw on a flip with no console error or warning (no CSP
+    violation, no Vega-Lite warning); on paper (print media) no radio button, Play or playback, the charts
+    and numbers kept and the setting named; on a phone no empty playback pane stands open."""
+    folder, uid = page_file
+    strict = folder / "strict.html"
+    strict.write_text((folder / "forty.html").read_text(encoding="utf-8").replace(
+        '<meta charset="utf-8"/>', f'<meta charset="utf-8"/>{STRICT}', 1), encoding="utf-8")
+    said = []
+    context, page, asked, errors = open_page(browser, strict, 1100, said)
+    page.wait_for_function(f"() => ({DRAWN})({uid!r})[2] === true", timeout=30_000)
+    marks, _, _ = page.evaluate(DRAWN, uid)
+    page.locator(f"input[name='{uid}-mixed'][value='1']").check()
+    page.wait_for_function(f"() => ({DRAWN})({uid!r})[0] !== {marks!r}", timeout=10_000)
+    page.emulate_media(media="print")
+    printed = page.evaluate(PRINTED, uid)
+    page.emulate_media(media="screen")
+    page.set_viewport_size({"width": 390, "height": 1000})
+    page.wait_for_timeout(300)
+    panes = page.evaluate(f"""() => [...document.querySelectorAll('#{uid} .ww-pane')].map(p => [
+        p.querySelector('.ww-pane-wait').textContent, p.getBoundingClientRect().height])""")
+    context.close()
+    assert errors == [] and said == [] and asked == [] and marks
+    assert printed["radios"] == 0 and printed["charts"] == 3 and printed["numbers"] > 0
+    assert printed["setting"].startswith("Setting shown: mixed chunk on;"), printed
+    empty = [h for text, h in panes if text == "no token yet"]
+    assert empty and max(empty) < 40, panes  # one line each, not a 6.5rem box
+
+
+def test_a_chart_that_cannot_be_drawn_keeps_its_image_and_says_so(browser, page_file):
+    """Whatever stops a chart from drawing (here vega-embed made to fail): its still image stays, a note
+    says the interactive chart could not be drawn, and the numbers still follow the buttons."""
+    folder, uid = page_file
+    broken = folder / "broken.html"
+    broken.write_text((folder / "forty.html").read_text(encoding="utf-8").replace(
+        "\nwwMount(", "\nwindow.vegaEmbed = function () { return Promise.reject(new Error('forced')); };"
+        "\nwwMount(", 1), encoding="utf-8")
+    context, page, asked, errors = open_page(browser, broken, 1100)
+    page.wait_for_function(f"() => document.querySelectorAll('#{uid} .ww-undrawn').length === 3",
+                           timeout=10_000)
+    kept = page.evaluate(f"""() => [...document.querySelectorAll('#{uid} .ww-chart')].map(b => [
+        b.querySelectorAll('img').length, (b.querySelector('img') || {{}}).naturalWidth || 0,
+        b.querySelectorAll('svg').length, b.querySelector('.ww-undrawn').textContent])""")
+    before = page.evaluate(DRAWN, uid)[1]
+    page.locator(f"input[name='{uid}-mixed'][value='1']").check()
+    page.wait_for_function(f"() => ({DRAWN})({uid!r})[1][1] !== {before[1]!r}", timeout=10_000)
+    context.close()
+    assert errors == [] and asked == []
+    assert all(images == 1 and width > 0 and svgs == 0 for images, width, svgs, _ in kept), kept
+    assert all("could not be drawn" in k[3] and "forced" in k[3] for k in kept)

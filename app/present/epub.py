@@ -19,6 +19,7 @@ import uuid
 import zipfile
 from datetime import UTC, datetime
 
+from app.present import notices
 from app.present.caption import caption
 from app.present.page import Figure, figure_html, shared_script
 from app.present.stills import still_png
@@ -26,6 +27,7 @@ from engine_model import InputError
 
 IMAGES = "images"  # the image folder inside the book (EPUB/IMAGES/<figure>/…), `--epub-images`
 SCRIPT = "scripts/who-waits.js"  # the one script every chapter runs
+CREDITS = "notices.xhtml"  # the credits and licences (app.present.notices), last in the spine
 CONTAINER = """<?xml version="1.0" encoding="UTF-8"?>
 <container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">
   <rootfiles>
@@ -47,9 +49,11 @@ PACKAGE = """<?xml version="1.0" encoding="UTF-8"?>
     <item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>
     <item id="script" href="{script}" media-type="application/javascript"/>
 {items}
+    <item id="notices" href="{credits}" media-type="application/xhtml+xml"/>
   </manifest>
   <spine>
 {spine}
+    <itemref idref="notices"/>
   </spine>
 </package>
 """
@@ -58,9 +62,11 @@ NAV = """<?xml version="1.0" encoding="UTF-8"?>
 <html xmlns="http://www.w3.org/1999/xhtml" xmlns:epub="http://www.idpf.org/2007/ops" lang="en" xml:lang="en">
 <head><meta charset="utf-8"/><title>{title}</title></head>
 <body>
-<nav epub:type="toc" id="toc"><h1>Contents</h1><ol>{entries}</ol></nav>
+<nav epub:type="toc" id="toc"><h1>Contents</h1><ol>{entries}
+<li><a href="{credits}">Credits and licences</a></li></ol></nav>
 <nav epub:type="landmarks" id="landmarks" hidden="hidden"><h2>Landmarks</h2><ol><li><a epub:type="bodymatter"
-href="{first}">{first_title}</a></li></ol></nav>
+href="{first}">{first_title}</a></li>
+<li><a epub:type="credits" href="{credits}">Credits and licences</a></li></ol></nav>
 </body>
 </html>
 """
@@ -148,14 +154,18 @@ def book(figures: list[tuple[str, Figure]], bundle: str | None = None, modified:
                       for (href, _), t in zip(chapters, titles, strict=True))
     book_id = uuid.uuid5(uuid.NAMESPACE_URL, "who-waits:" + "|".join(f.uid for _, f in figures))
     package = PACKAGE.format(uid=book_id, title=title, modified=when.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                             access=access, script=SCRIPT, items="\n".join(items), spine=spine)
-    nav = NAV.format(title=title, entries=entries, first=chapters[0][0], first_title=html.escape(titles[0]))
+                             access=access, script=SCRIPT, items="\n".join(items), spine=spine,
+                             credits=CREDITS)
+    nav = NAV.format(title=title, entries=entries, first=chapters[0][0], first_title=html.escape(titles[0]),
+                     credits=CREDITS)
+    sources = [source for _, figure in figures for source in figure.sources]
     files = [("mimetype", b"application/epub+zip"),
              ("META-INF/container.xml", CONTAINER.encode()),
              ("EPUB/package.opf", package.encode()),
              ("EPUB/nav.xhtml", nav.encode()),
              (f"EPUB/{SCRIPT}", shared_script(bundle).encode()),
              *((f"EPUB/{href}", page.encode()) for href, page in chapters),
+             (f"EPUB/{CREDITS}", notices.page_xhtml(notices.data_for(sources)).encode()),
              *((f"EPUB/{path}", data) for path, data in pictures)]
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zf:

@@ -107,9 +107,18 @@ def headline_rows(story: Story, current: RunFrames, base: RunFrames,
         fmt, now, before = headline_fmt(h), headline_value(current, h), headline_value(base, h)
         value, delta = card(before, now, fmt, same, h.unit == "count")
         why = split_stall(h, base, current) if delta else ""
-        rows.append(HeadlineRow(headline_label(h, current), _shown(fmt, before), _shown(fmt, now), value,
+        rows.append(HeadlineRow(headline_label(h, current), *shown_pair(fmt, before, now, same), value,
                                 delta, band_text(ranges, h, now), why))
     return rows
+
+
+def shown_pair(fmt, before, now, same: bool = False) -> tuple[str, str]:
+    """Two numbers side by side as the app's cards print them (`card`): one more digit where they differ
+    but would print alike ("12.60 s", "12.61 s", not "12.6 s" twice)."""
+    if same or before is None or now is None:
+        return _shown(fmt, before), _shown(fmt, now)
+    shown_before, shown_now, _ = pair(before, now, fmt, FINER.get(fmt))
+    return shown_before, shown_now
 
 
 def band_text(ranges: Ranged | None, headline: Headline, now) -> str:

@@ -23,12 +23,12 @@ import altair as alt
 
 from app.charts import views
 from app.charts.frames import RunFrames
-from app.present import described, playback
+from app.present import described, notices, playback
 from app.present import spec as scope
 from app.present.export import export_spec, render
 from app.present.fmt import fmt_seconds
 from app.present.grid import Grid
-from app.present.numbers import headline_rows
+from app.present.numbers import headline_rows, percentile_trap, prices, shown_pair
 from app.present.pack import UNPACK_JS, pack
 from app.present.shown import room_spec
 from app.present.stills import Pair, in_text, story_pair
@@ -60,8 +60,9 @@ class Shown:
 
     key: str  # the setting as the page spells it: axis indices joined by '|'
     run: RunFrames
-    tables: list[dict]  # {"head": [...], "rows": [[...]], "bold": column index}
+    tables: list[dict]  # {"head": [...], "rows": [[...]], "bold": column index, "title": its name}
     summary: str
+    trap: str = ""  # the app's "Read p99 with care" note, where p99 hides the stall (numbers.percentile_trap)
 
 
 @dataclass
@@ -82,6 +83,7 @@ class Figure:
     source: str = ""  # what ran, for a credit line: the model, SGLang's version, the deployment, the seed
     # setting key -> each chart's own view of that setting and what the page does to its spec (the stills)
     own: Callable[[str], list[tuple[views.View, Callable]]] | None = None
+    sources: tuple[str, ...] = ()  # the data files its runs read (their notices travel with the page)
 
     @property
     def first(self) -> dict:
@@ -102,7 +104,7 @@ def build_figure(uid: str, title: str, teaser: str, note: str, axes: list[dict],
     first = next(i for i, s in enumerate(shown) if s.key == first_key)
     start = run_of[first]
     ends = [round(float(r.end_at), 4) for r in runs]
-    cells = {s.key: {"run": r, "tables": s.tables, "summary": s.summary}
+    cells = {s.key: {"run": r, "tables": s.tables, "summary": s.summary, "trap": s.trap}
              for s, r in zip(shown, run_of, strict=True)}
     span = scope.window(runs) if zoom else None
     datasets: dict[str, list[dict]] = {}
@@ -110,7 +112,7 @@ def build_figure(uid: str, title: str, teaser: str, note: str, axes: list[dict],
     for (view, fit, cut), (own, *_) in zip(_charts(views_of, scope.merged(runs), span, zoom),
                                            _charts(views_of, shown[first].run, span, zoom), strict=True):
         with alt.data_transformers.enable("default", max_rows=None):  # every run's rows, by design
-            built = fit(room_spec(view.build().to_dict(validate=False)))
+            built = contained(fit(room_spec(view.build().to_dict(validate=False))))
         datasets.update(built.pop("datasets", {}))
         alt_text = f"{view.title}. {shown[first].summary} {contrast}".rstrip()
         charts.append(Chart(view.chart_id, view.title, own.caption, scope.scoped(built, start, ends[start]),
@@ -145,6 +147,18 @@ def _charts(views_of, run: RunFrames, span: tuple[float, float] | None, zoom: st
     return out
 
 
+def contained(spec: dict) -> dict:
+    """A chart as wide as its box, said so that Vega-Lite compiles it without a warning: Vega-Lite turns a
+    "container" width into fit-x autosizing and then warns that it drops fit-y on a chart whose height is a
+    step per lane (every lane chart), though it never asked for fit-y. The page's spec has a fixed width and
+    pad autosizing instead, flagged in `usermeta`, and the page's script puts back exactly what "container"
+    compiles to (fit-x over the container's width; MOUNT_JS `contain`)."""
+    if spec.get("width") != "container":
+        return spec
+    return {**spec, "width": FALLBACK_WIDTH, "autosize": {"type": "pad"},
+            "usermeta": {**spec.get("usermeta", {}), "width": "container"}}
+
+
 def _same(value):
     return value
 
@@ -155,9 +169,16 @@ def story_figure(grid: Grid, setup: str, source: str = "") -> Figure:
     shown = []
     for cell in grid.cells:
         rows = headline_rows(story, cell.run, cell.base, cell.ranges)
-        table = {"head": ["number", "SGLang defaults", "this setting"], "bold": 2,
+        table = {"head": ["Headline", "SGLang defaults", "this setting"], "bold": 2,
+                 "title": "The headline numbers: SGLang's defaults and this setting",
                  "rows": [[h.label, h.before, h.now_banded] for h in rows]}
-        shown.append(Shown(cell.key, cell.run, [table], summary_text(rows, cell.run)))
+        same = same_setting(cell.run, cell.base)
+        costs = {"head": ["What it costs", "SGLang defaults", "this setting"], "bold": 2,  # the app's cards
+                 "title": "What the setting costs: SGLang's defaults and this setting",
+                 "rows": [[p.label, *shown_pair(p.fmt, p.before, p.after, same)]
+                          for p in prices(story, cell.base, cell.run)]}
+        trap = percentile_trap(story.stream_group, cell.run if same else cell.base, cell.run) or ""
+        shown.append(Shown(cell.key, cell.run, [table, costs], summary_text(rows, cell.run), trap))
     uid = "ww-" + hashlib.sha1(f"{story.key}|{grid.first.key}|{grid.sets}".encode()).hexdigest()[:8]
     axes = [{"name": a.control.key, "label": a.control.label, "labels": [a.label(v) for v in a.values],
              "start": i} for a, i in zip(grid.axes, grid.start, strict=True)]
@@ -168,10 +189,22 @@ def story_figure(grid: Grid, setup: str, source: str = "") -> Figure:
     if banded is not None:
         note = f"{note} {banded.band.words()}"
     charts = CHARTS.get(story.key, ("tokens", "wait", "passes"))
-    return build_figure(uid, story.title, story.teaser, note, axes, shown,
-                        lambda run: [views.story_view(run, c) for c in charts],
-                        lambda run: playback.panes(run, story.stream_group, story.long_group),
-                        ZOOM.get(story.key), contrast(grid), story_pair(grid), source)
+    figure = build_figure(uid, story.title, story.teaser, note, axes, shown,
+                          lambda run: [views.story_view(run, c) for c in charts],
+                          lambda run: playback.panes(run, story.stream_group, story.long_group),
+                          ZOOM.get(story.key), contrast(grid), story_pair(grid), source)
+    trace = story.scenario(grid.first.values, grid.sets).workload.trace
+    figure.sources = (str(trace.path),) if trace is not None else ()
+    return figure
+
+
+def same_setting(run: RunFrames, base: RunFrames) -> bool:
+    """Two runs of one setting: their configs differ at most in where a value came from ("auto" or set), as
+    the defaults' chunk size and the grid's 8,192 do; the app's cards then read one number."""
+    def plain(config: dict) -> dict:
+        return {k: {n: v for n, v in part.items() if not n.endswith("_source")} if k == "resolved" else part
+                for k, part in config.items()}
+    return plain(run.summary.config) == plain(base.summary.config)
 
 
 def contrast(grid: Grid) -> str:
@@ -219,9 +252,23 @@ CSS = """
   border-bottom: 1px solid #eee; vertical-align: top; }
 .ww-numbers td.now { font-weight: 700; }
 .ww-numbers td { white-space: nowrap; }
+.ww-numbers .ww-prose { white-space: normal; min-width: 12rem; }
+.ww-trap { font-size: .9rem; border-left: 3px solid #0072B2; padding: .2rem .6rem; background: #f3f8fc; }
+.ww-credits { font-size: .8rem; color: #444; margin: .8rem 0; }
+.ww-credits summary { cursor: pointer; }
+.ww-credits pre { white-space: pre-wrap; font-size: .75rem; }
+@media print {  /* the figure on paper: the charts, images and numbers; no buttons, no playback */
+  .ww-controls, .ww-live, .ww-play, .ww-still, .ww-words { display: none !important; }
+  .ww-table { overflow: visible; }
+  .ww-figure .ww-printed { display: block; }
+  .ww-numbers td { white-space: normal; }
+  .ww-chart svg, .ww-chart img { max-width: 100%; height: auto; }
+  .ww-figure { max-width: none; color: #000; }
+}
 .ww-table { max-width: 100%; overflow-x: auto; }
 .ww-chart { width: 100%; min-width: 0; margin: .8rem 0 .2rem; break-inside: avoid; }
 .ww-chart img { max-width: 100%; height: auto; }
+.ww-chart .ww-live-chart { display: block; width: 100%; }  /* vega-embed makes its box inline-block */
 .ww-chart-title { font-weight: 600; margin: .9rem 0 0; break-after: avoid; }
 .ww-words { font-size: .85rem; margin: 0 0 .6rem; }
 .ww-words summary { cursor: pointer; color: #333; }
@@ -231,6 +278,8 @@ CSS = """
 .ww-summary { font-size: .95rem; }
 .ww-static .ww-controls, .ww-static .ww-live { display: none; }
 .ww-still { display: none; font-style: italic; }
+.ww-printed { display: none; font-weight: 600; }
+.ww-undrawn { font-size: .85rem; font-style: italic; color: #555; margin: .2rem 0 0; }
 .ww-static .ww-still { display: block; }
 .ww-still-only { display: none; }
 .ww-static .ww-still-only { display: block; }
@@ -261,7 +310,9 @@ wwMount({data});
 </html>
 """
 
-MOUNT_JS = """function wwMount(fig) {
+PROSE = 40  # characters: a longer table cell is prose and wraps; a shorter one (a number) never breaks
+MOUNT_JS = """var PROSE = PROSE_CHARS;
+function wwMount(fig) {
   var root = document.getElementById(fig.uid), shown = [], play = null;
   root.classList.remove('ww-static');  // scripting: the controls and the playback show
   var box = root.querySelector('.ww-play');
@@ -300,12 +351,18 @@ MOUNT_JS = """function wwMount(fig) {
           el.textContent = text;
           if (i === 0) el.setAttribute('scope', 'row');
           if (i === spec.bold) el.className = 'now';
+          if (text.length > PROSE) el.classList.add('ww-prose');
           tr.appendChild(el);
         });
         body.appendChild(tr);
       });
     });
     root.querySelector('.ww-summary').textContent = c.summary;
+    var printed = root.querySelector('.ww-printed');  // on paper, where the radio buttons are not
+    if (printed) printed.textContent = 'Setting shown: ' + fig.axes.map(function (a) {
+      return a.label.toLowerCase() + ' ' + a.labels[+choice(a)]; }).join('; ') + '.';
+    var trap = root.querySelector('.ww-trap');
+    if (trap) { trap.textContent = c.trap || ''; trap.hidden = !c.trap; }
     fig.charts.forEach(function (chart) {
       var words = document.getElementById(fig.uid + '-' + chart.id + '-words');
       if (words) words.textContent = chart.words[c.run];
@@ -313,15 +370,44 @@ MOUNT_JS = """function wwMount(fig) {
     if (play) play.setRun(c.run);
     Promise.all(shown.map(function (view) {
       return view.signal('run', c.run).signal('end', fig.ends[c.run]).runAsync();
-    })).then(fit);
+    })).then(fit, fit);
+  }
+  function contain(vg) {  // what Vega-Lite compiles width "container" to (page.contained)
+    var size = 'isFinite(containerSize()[0]) ? containerSize()[0] : 300';
+    delete vg.width;
+    vg.autosize = {type: 'fit-x', contains: 'padding'};
+    vg.signals = [{name: 'width', init: size, on: [{update: size, events: 'window:resize'}]}]
+      .concat(vg.signals || []);
+    return vg;
+  }
+  function undrawn(box, error) {  // keep the still image, and say why it does not follow the buttons
+    var live = box.querySelector('.ww-live-chart');
+    if (live) box.removeChild(live);
+    if (!box.querySelector('.ww-undrawn')) {
+      var note = document.createElement('p');
+      note.className = 'ww-undrawn';
+      note.textContent = 'The interactive chart could not be drawn here' + (error && error.message ? ' (' +
+        error.message.slice(0, 120) + ')' : '') + ': this is its image for the setting the page opens on.';
+      box.appendChild(note);
+    }
   }
   fig.charts.forEach(function (chart) {
     var spec = chart.spec, data = {}, id = fig.uid + '-' + chart.id;
     chart.datasets.forEach(function (name) { data[name] = wwRows(fig.datasets[name]); });
     spec.datasets = data;
-    var box = document.getElementById(id);
-    vegaEmbed(box, spec, {actions: false, renderer: 'svg'}).then(function (result) {
+    var box = document.getElementById(id), live = document.createElement('div');
+    live.className = 'ww-live-chart';
+    box.insertBefore(live, box.firstChild);  // the still image stays until the chart is drawn
+    // ast + vega-embed's expression interpreter: no eval, so a Content-Security-Policy without
+    // 'unsafe-eval' still draws the chart
+    var options = {actions: false, renderer: 'svg', ast: true,
+      patch: (spec.usermeta || {}).width === 'container' ? contain : undefined};
+    var drawn = typeof vegaEmbed === 'function' ? vegaEmbed(live, spec, options) :
+      Promise.reject(new Error('the chart library did not load'));
+    drawn.then(function (result) {
       shown.push(result.view);
+      var still = box.querySelector('img');
+      if (still) box.removeChild(still);
       var svg = box.querySelector('svg');
       if (svg) {
         svg.setAttribute('role', 'img');
@@ -333,7 +419,7 @@ MOUNT_JS = """function wwMount(fig) {
         }
       }
       show();
-    });
+    }).catch(function (error) { undrawn(box, error); fit(); });
   });
   root.querySelectorAll('.ww-controls input').forEach(function (input) {
     input.addEventListener('change', show);
@@ -342,7 +428,7 @@ MOUNT_JS = """function wwMount(fig) {
   if (window.ResizeObserver) new ResizeObserver(fit).observe(root);
   window.whoWaits = window.whoWaits || {};
   window.whoWaits[fig.uid] = {views: shown, show: show, playback: play};
-}"""
+}""".replace("PROSE_CHARS", str(PROSE))
 
 
 def figure_html(figure: Figure, bare: bool = False, bundle: str | None = None,
@@ -371,9 +457,11 @@ def figure_html(figure: Figure, bare: bool = False, bundle: str | None = None,
 
 
 def shared_script(bundle: str | None = None) -> str:
-    """The script every figure runs: Vega, Vega-Lite and vega-embed (`bundle`), the rows' unpacker, the
-    playback and `wwMount`. A page holds it inline; a book's figures share it as one file."""
-    return "\n".join((vega_bundle() if bundle is None else bundle, UNPACK_JS, playback.SCRIPT, MOUNT_JS))
+    """The script every figure runs: the notices' banner, Vega, Vega-Lite and vega-embed (`bundle`), the
+    rows' unpacker, the playback and `wwMount`. A page holds it inline; a book's figures share it as one
+    file."""
+    return "\n".join((notices.bundle_banner(), vega_bundle() if bundle is None else bundle, UNPACK_JS,
+                      playback.SCRIPT, MOUNT_JS))
 
 
 def _names(spec) -> list[str]:
@@ -397,6 +485,7 @@ def _body(figure: Figure, bare: bool, stills: dict[str, dict[str, str]], credit:
     first_key = "|".join(str(a["start"]) for a in figure.axes)
     charts = "".join(_chart(figure, c, first_key, stills, pair) for c in figure.charts)
     note = "" if bare else f'<p class="ww-note">{e(figure.note)}</p>'
+    credits = notices.fold_html(notices.data_for(figure.sources))  # bare too: the licences ask for it
     still = "; ".join(f"{a['label'].lower()} {a['labels'][a['start']]}" for a in figure.axes)
     said = f"Without scripting this shows one setting: {e(still)}."
     if pair:
@@ -404,12 +493,15 @@ def _body(figure: Figure, bare: bool, stills: dict[str, dict[str, str]], credit:
                 f"and {e(pair.names[1])}{e(_held(figure, pair))}.")
         tables = "".join(_table(t, " ww-still-only", " ww-pair") for t in pair.tables) + tables
     credit = f'<p class="ww-caption ww-credit">{e(credit)}</p>' if credit else ""
+    hidden = "" if first.get("trap") else ' hidden="hidden"'
     return (f'<section class="ww-figure ww-static" id="{figure.uid}" aria-label="{e(figure.title)}">\n{head}'
             f'<form class="ww-controls" aria-label="Settings">{"".join(groups)}</form>\n'
             f'<p class="ww-still">{said} With scripting, '
-            f"buttons switch between {len(figure.cells)} settings.</p>\n{tables}"
-            f'<p class="ww-summary{live}" aria-live="polite">{e(first["summary"])}</p>\n{_playback(figure)}'
-            f"{charts}\n{note}{credit}</section>")
+            f"buttons switch between {len(figure.cells)} settings.</p>\n"
+            f'<p class="ww-printed">Setting shown: {e(still)}.</p>\n{tables}'
+            f'<p class="ww-summary{live}" aria-live="polite">{e(first["summary"])}</p>\n'
+            f'<p class="ww-trap" role="note"{hidden}>{e(first.get("trap", ""))}</p>\n{_playback(figure)}'
+            f"{charts}\n{note}{credit}\n{credits}</section>")
 
 
 def _held(figure: Figure, pair: Pair) -> str:
@@ -476,17 +568,24 @@ def _table(table: dict, box: str = "", cls: str = "") -> str:
     e = html.escape
     head = "".join(f'<th scope="col">{e(h)}</th>' for h in table["head"])
     rows = "".join("<tr>" + "".join(
-        f'<th scope="row">{e(v)}</th>' if i == 0 else f'<td{_bold(i == table["bold"])}>{e(v)}</td>'
-        for i, v in enumerate(row)) + "</tr>" for row in table["rows"])
-    label = e(f"Numbers: {table['head'][0]}" if not cls else f"Numbers: {', '.join(table['head'][1:])}")
+        f'<th scope="row"{_prose(v)}>{e(v)}</th>' if i == 0 else
+        f'<td{_classes(i == table["bold"], v)}>{e(v)}</td>' for i, v in enumerate(row)) + "</tr>"
+        for row in table["rows"])
+    label = e(table.get("title") or (f"Table: {table['head'][0]}" if not cls
+                                     else f"Numbers: {', '.join(table['head'][1:])}"))
     live = "" if cls else ' aria-live="polite"'
     return (f'<div class="ww-table{box}" role="region" tabindex="0" aria-label="{label}">'
             f'<table class="ww-numbers{cls}"><thead><tr>{head}</tr></thead>'
             f"<tbody{live}>{rows}</tbody></table></div>\n")
 
 
-def _bold(on: bool) -> str:
-    return ' class="now"' if on else ""
+def _classes(bold: bool, text: str) -> str:
+    names = " ".join(n for n, on in (("now", bold), ("ww-prose", len(text) > PROSE)) if on)
+    return f' class="{names}"' if names else ""
+
+
+def _prose(text: str) -> str:
+    return ' class="ww-prose"' if len(text) > PROSE else ""
 
 
 def _checked(on: bool) -> str:

@@ -54,6 +54,10 @@ CSS = """
   -webkit-mask-image: linear-gradient(transparent, #000 35%);
   mask-image: linear-gradient(transparent, #000 35%); }
 .ww-pane.frozen { border-color: FROZEN; }
+@media (max-width: 40rem) {  /* a phone: a reply with no token yet is one line, not an empty box */
+  .ww-pane.empty { min-height: 0; }
+  .ww-pane.empty .ww-pane-text { display: none; }
+}
 .ww-pane.frozen .ww-pane-wait { color: FROZEN_TEXT; font-weight: 600; }
 """.replace("FROZEN_TEXT", GAP_SHADES[3]).replace("FROZEN", GAP_SHADES[2])
 
@@ -99,6 +103,7 @@ SCRIPT = """function wwPlayback(root, data) {
       var since = n > 0 ? t - p.times[n - 1] : null, done = n >= p.times.length && n > 0;
       var frozen = !done && since !== null && since >= data.threshold;
       pane.classList.toggle('frozen', frozen);
+      pane.classList.toggle('empty', n === 0);
       pane.querySelector('.ww-pane-wait').textContent = done ? 'done, ' + n + ' tokens' :
         n === 0 ? 'no token yet' : frozen ? 'no token for ' + since.toFixed(1) + ' s' : n + ' tokens';
     });
