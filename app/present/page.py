@@ -406,8 +406,8 @@ function wwMount(fig) {
       Promise.reject(new Error('the chart library did not load'));
     drawn.then(function (result) {
       shown.push(result.view);
-      var still = box.querySelector('img');
-      if (still) box.removeChild(still);
+      var still = box.querySelector('.ww-shot') || box.querySelector('img');  // a book's still is a figure
+      if (still) still.parentNode.removeChild(still);
       var svg = box.querySelector('svg');
       if (svg) {
         svg.setAttribute('role', 'img');
