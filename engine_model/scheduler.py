@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass, field
 from operator import attrgetter
 
-from engine_model import speculative
+from engine_model import speculative, verify
 from engine_model.core import Iteration, PassKind, Request, RequestState, Retraction, Row, count
 from engine_model.cost import PassShape, attn_pairs
 from engine_model.policy import (
@@ -552,8 +552,8 @@ class Scheduler:
         shape = plan.shape()
         if self.spec is None or plan.kind is not PassKind.DECODE:
             return self.cost.seconds(shape)
-        return (self.cost.seconds(speculative.verify_shape(self.spec, shape))
-                + speculative.draft_seconds(self.spec, self.cost, shape))
+        return (self.cost.seconds(verify.verify_shape(self.spec, shape))
+                + verify.draft_seconds(self.spec, self.cost, shape))
 
     def _slots_needed(self, rows: list[Request]) -> int:
         """`check_decode_mem`'s count of new KV slots for the next decode step."""

@@ -203,25 +203,3 @@ def commit(req, num: int, extra: dict, page: int) -> None:
     before = ceil_page(req.kv_len, page) + extra.get(req.rid, 0)
     req.kv_len += num
     extra[req.rid] = max(0, before - ceil_page(req.kv_len, page))
-
-
-def verify_shape(spec: Speculative, shape):
-    """A decode pass's shape as the verify pass runs it: every row scores its draft tokens over its KV."""
-    from engine_model.cost import PassShape, attn_pairs  # cost.py imports resolve.py, which imports this
-
-    n, d = shape.num_rows, spec.num_draft_tokens
-    past = shape.past_kv_sum
-    return PassShape(n, n, n * d, past, past * d + n * attn_pairs(d, 0))
-
-
-def draft_seconds(spec: Speculative, cost, shape) -> float:
-    """The draft passes before a verify: num_steps steps over rows x topk, each a share of the target's
-    decode pass (an assumption)."""
-    from engine_model.cost import PassShape
-
-    if not spec.draft_share or not shape.num_rows:
-        return 0.0
-    rows = shape.num_rows * spec.topk
-    step = cost.seconds(PassShape(rows, rows, rows, shape.past_kv_sum * spec.topk,
-                                  (shape.past_kv_sum + shape.num_rows) * spec.topk))
-    return spec.num_steps * spec.draft_share * step
