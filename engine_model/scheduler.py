@@ -654,7 +654,7 @@ class Scheduler:
                 req.token_times.append(end)
                 req.num_generated += 1
             else:  # a verify commits its accepted tokens; a mixed pass's row one plain token
-                num = 1 if mixed else min(speculative.accepted(spec, self.rng),
+                num = 1 if mixed else min(speculative.accepted(spec, req),
                                           req.output_len - req.num_generated)
                 speculative.commit(req, num, self.spec_extra, page)
                 req.token_times.extend([end] * num)

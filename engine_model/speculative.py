@@ -31,7 +31,7 @@ as one target pass over every row's draft tokens.
 from __future__ import annotations
 
 import math
-import random
+import zlib
 from dataclasses import dataclass
 
 from engine_model.config import Scenario
@@ -63,6 +63,7 @@ class Speculative:
     draft_share: float
     alloc_len: int  # get_alloc_len_per_decode
     source: str  # where steps / topk / draft tokens came from
+    seed: int = 0  # the scenario's: which verifies commit one token more
 
     @property
     def reserve(self) -> int:
@@ -134,7 +135,8 @@ def speculative_of(scenario: Scenario, page_size: int, attn_dp: int) -> Speculat
         algorithm=algorithm, asked=asked, num_steps=steps, topk=topk, num_draft_tokens=tokens,
         accept_length=accept, max_accept=max_accept,
         draft_share=DRAFT_SHARE[algorithm] if share is None else share,
-        alloc_len=alloc_len_per_decode(steps, topk, tokens, page_size), source=source)
+        alloc_len=alloc_len_per_decode(steps, topk, tokens, page_size), source=source,
+        seed=scenario.seed)
 
 
 def alloc_len_per_decode(steps: int, topk: int, tokens: int, page_size: int) -> int:
@@ -191,11 +193,14 @@ def allocate(spec: Speculative, rows, extra: dict, page: int) -> int:
     return taken
 
 
-def accepted(spec: Speculative, rng: random.Random) -> int:
+def accepted(spec: Speculative, req) -> int:
     """Tokens one verify commits for one request: the accept length's whole part, plus one with the
-    probability of its fraction (mean: the accept length), within 1..max_accept."""
+    probability of its fraction (mean: the accept length), within 1..max_accept. The draw is a hash of the
+    seed, the request and its length so far: the same request verifies alike on any topology (one engine,
+    replicas, DP ranks) and the run's own random draws are left as they were."""
     whole = math.floor(spec.accept_length)
-    return min(spec.max_accept, whole + (rng.random() < spec.accept_length - whole))
+    draw = zlib.crc32(f"{spec.seed}:{req.rid}:{req.num_generated}".encode()) / 2**32
+    return min(spec.max_accept, whole + (draw < spec.accept_length - whole))
 
 
 def commit(req, num: int, extra: dict, page: int) -> None:
