@@ -154,7 +154,11 @@ class AttentionDP:
     @mirrors("prepare_mlp_sync_batch", "prepare_mlp_sync_batch_raw", "get_idle_batch")
     def step(self) -> list[Iteration]:
         """Every rank schedules on its own; the gather decides: a pass for all (idle batches for the ranks
-        with nothing) when any rank has tokens, else none. The pass lasts the lockstep cost."""
+        with nothing) when any rank has tokens, else none. The pass lasts the lockstep cost. Returns every
+        rank's iteration of the pass; a turn with no pass anywhere counts as the engine's one idle turn (the
+        run loop's "stuck" check counts them), and with no work anywhere nothing is recorded."""
+        if not self.has_work:
+            return []
         for s in self.ranks:
             s.now = self.now
         plans = [s.schedule() for s in self.ranks]
@@ -177,7 +181,7 @@ class AttentionDP:
             s.now = end
         self.now = end
         self._collect()
-        return its
+        return its if any(busy) else its[:1]
 
     def _pass_seconds(self, plans: list[Plan]) -> float:
         shapes, draft = [], 0.0
