@@ -99,7 +99,8 @@ class Resolved:
 
     def to_dict(self) -> dict:
         return {**asdict(self), "kv_pool_gib_per_gpu": self.kv_pool_gib_per_gpu,
-                "attention_words": self.attention_words}
+                "attention_words": self.attention_words,
+                "speculative_words": self.speculative.words if self.speculative else ""}
 
 
 def default_chunked_prefill_size(gpu_memory_gib: float) -> int:
