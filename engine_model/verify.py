@@ -16,11 +16,10 @@ def verify_shape(spec: Speculative, shape: PassShape) -> PassShape:
 
 
 def draft_seconds(spec: Speculative, cost, shape: PassShape) -> float:
-    """The draft passes before a verify: num_steps steps over rows x topk, each a share of the target's
-    decode pass (an assumption)."""
+    """The draft passes before a verify: num_steps steps over rows x topk (the branches read their request's
+    KV once), each a share of the target's decode pass of that shape (an assumption)."""
     if not spec.draft_share or not shape.num_rows:
         return 0.0
     rows = shape.num_rows * spec.topk
-    step = cost.seconds(PassShape(rows, rows, rows, shape.past_kv_sum * spec.topk,
-                                  (shape.past_kv_sum + shape.num_rows) * spec.topk))
+    step = cost.seconds(PassShape(rows, rows, rows, shape.past_kv_sum, shape.past_kv_sum + rows))
     return spec.num_steps * spec.draft_share * step
