@@ -25,7 +25,7 @@ def app_url():
     proc.wait(timeout=10)
 
 
-def press_and_see(page, key: str, step: int, total: int = 6) -> None:
+def press_and_see(page, key: str, step: int, total: int = 8) -> None:
     page.keyboard.press(key)
     page.get_by_text(f"Step {step} of {total}").first.wait_for(timeout=60_000)
     wait_idle(page)
@@ -35,7 +35,7 @@ def test_keys_step_the_tour_and_a_field_keeps_its_own_keys(context, app_url):
     page = tab(context, 1440, 900)
     page.goto(f"{app_url}/forty_replies")
     wait_idle(page)
-    assert not page.get_by_text("Step 1 of 6").count()
+    assert not page.get_by_text("Step 1 of 8").count()
     press_and_see(page, "ArrowRight", 1)
     press_and_see(page, "PageDown", 2)
     press_and_see(page, "Space", 3)
@@ -52,6 +52,6 @@ def test_keys_step_the_tour_and_a_field_keeps_its_own_keys(context, app_url):
     field.press("ArrowRight")
     field.press("Space")
     page.wait_for_timeout(1500)
-    assert page.get_by_text("Step 1 of 6").count() and not page.get_by_text("Step 2 of 6").count()
+    assert page.get_by_text("Step 1 of 8").count() and not page.get_by_text("Step 2 of 8").count()
     assert "step=1" in page.url
     page.close()
