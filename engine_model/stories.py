@@ -557,7 +557,8 @@ FORTY = Story(
                  "Two attention DP ranks on two GPUs: each rank has its own scheduler, queue and KV, and "
                  "the log lands on one of them. Its twenty streams wait out the whole prefill; the other "
                  "twenty get a token every pass, but each pass lasts as long as the log's chunk, since "
-                 "the ranks run every pass together. Longest pause: {now:streams.max_itl_s.max}.",
+                 "the ranks run every pass together. Longest pause: {now:streams.max_itl_s.max}, against "
+                 "{before:streams.max_itl_s.max} on the story's one GPU.",
                  {"dp": 2}, ("first", "prefill chunk"), "passes"),
     ),
     stream_group="streams",
