@@ -31,3 +31,12 @@ def test_dp_attention_names_its_ranks_and_raises_tp_to_them():
     text = captions(at)
     assert "2 × H100 SXM 80GB, TP 2, attention DP 2" in text and "DP attention, 2 ranks" in text
     assert not at.error
+
+
+def test_the_deployment_line_says_the_tp_dp_attention_raised_it_to():
+    from app.ui.deployment import deployment_words
+
+    values = {"gpu": "h100-sxm", "model": "llama-3.1-8b", "tp": 1}
+    assert deployment_words({**values, "dp": 2}).startswith("2 × H100 SXM 80GB, TP 2, attention DP 2 ·")
+    assert deployment_words({**values, "tp": 8, "dp": 4}).startswith("8 × H100 SXM 80GB, TP 8, attention DP")
+    assert deployment_words({**values, "dp": "off"}).startswith("1 × H100 SXM 80GB, TP 1 ·")
