@@ -123,3 +123,13 @@ def test_invariants_hold_on_every_rank_for_any_workload(reqs, engine, dp):
         else:
             assert req.reject_reason
     assert all(rank.kv_used == 0 for rank in run.topology.ranks)
+
+
+def test_the_launch_line_gives_the_engines_chunk_which_sglang_divides_by_the_ranks():
+    from engine_model.benchtest import launch_lines
+
+    sets = ["hardware.tp_size=2", "engine.enable_dp_attention=true", "engine.dp_size=2",
+            "engine.speculative_algorithm=EAGLE"]
+    line = launch_lines(load_scenario("forty_replies", sets))[0]
+    assert "--chunked-prefill-size 8192 --dp-size 2 --enable-dp-attention" in line
+    assert "--speculative-algorithm EAGLE" in line
