@@ -117,3 +117,14 @@ def test_dp_attention_with_ngram_or_standalone_is_refused_in_sglangs_words():
             resolve(validate({"engine": {"speculative_algorithm": algorithm, "enable_dp_attention": True,
                                          "dp_size": 2}, "hardware": {"tp_size": 2}}))
         assert f"Currently {name} speculative decoding does not support dp attention" in err.value.problem
+
+
+def test_the_step_throughs_breakdown_of_a_verify_pass_adds_up_to_the_recorded_pass():
+    from engine_model.pass_cost import pass_cost
+
+    run = forty("engine.speculative_algorithm=EAGLE")
+    result = simulate(run)
+    for it in [it for it in result.iterations if it.kind is not PassKind.IDLE][:40]:
+        cost = pass_cost(run, it)
+        assert cost.total_s == pytest.approx(it.end_at - it.start_at, rel=1e-9)
+        assert (cost.seconds("draft steps") > 0) is (it.kind is PassKind.DECODE)
