@@ -301,8 +301,10 @@ class Scenario(Frozen):
         if self.pd is not None and self.engine.dp_size > 1:
             raise ValueError("engine.dp_size: a PD scenario sets its DP ranks per role (pd.prefill.dp_size, "
                              "pd.decode.dp_size); leave engine.dp_size at 1")
-        if self.pd is not None and (self.engine.enable_dp_attention or self.engine.speculative_algorithm):
-            key = "enable_dp_attention" if self.engine.enable_dp_attention else "speculative_algorithm"
-            raise ValueError(f"engine.{key}: the model runs it on one engine or replicas, not in a PD "
-                             "scenario (its DP ranks: pd.prefill.dp_size, pd.decode.dp_size)")
+        if self.pd is not None and self.engine.enable_dp_attention:
+            raise ValueError("engine.enable_dp_attention: a PD scenario sets its attention DP ranks per role "
+                             "(pd.prefill.dp_size, pd.decode.dp_size)")
+        if self.pd is not None and self.engine.speculative_algorithm:
+            raise ValueError("engine.speculative_algorithm: the model runs speculative decoding on one engine "
+                             "or replicas, not on PD workers")
         return self
