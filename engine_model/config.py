@@ -305,6 +305,6 @@ class Scenario(Frozen):
             raise ValueError("engine.enable_dp_attention: a PD scenario sets its attention DP ranks per role "
                              "(pd.prefill.dp_size, pd.decode.dp_size)")
         if self.pd is not None and self.engine.speculative_algorithm:
-            raise ValueError("engine.speculative_algorithm: the model runs speculative decoding on one engine "
-                             "or replicas, not on PD workers")
+            raise ValueError("engine.speculative_algorithm: the model runs speculative decoding on one "
+                             "engine or replicas, not on PD workers")
         return self
