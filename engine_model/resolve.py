@@ -332,7 +332,8 @@ def resolve(scenario: Scenario) -> Resolved:
     max_req_len = min(context_len - 1, pool - 1)  # Scheduler.__init__: max_req_len
     ratio_init = min(INIT_NEW_TOKEN_RATIO * engine.schedule_conservativeness, 1.0)
     ratio_min = min(ratio_init * MIN_NEW_TOKEN_RATIO_FACTOR, 1.0)
-    spec = speculative_of(scenario, page_size, engine.dp_size if engine.enable_dp_attention else 1)
+    spec = speculative_of(scenario, page_size, engine.dp_size if engine.enable_dp_attention else 1,
+                          (attention.backend, attention.prefill, attention.decode))
     mixed = chunk is not None and engine.enable_mixed_chunk  # init_chunked_prefill
     running = engine.max_running_requests or default_max_running_requests(pool, context_len)
     if spec is not None:

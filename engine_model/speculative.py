@@ -96,9 +96,11 @@ def architecture_of(model_name: str) -> str:
 
 
 @mirrors("handle_speculative_decoding", "_handle_eagle_family", "_handle_ngram", "get_alloc_len_per_decode")
-def speculative_of(scenario: Scenario, page_size: int, attn_dp: int) -> Speculative | None:
+def speculative_of(scenario: Scenario, page_size: int, attn_dp: int,
+                   backends: tuple[str, ...] = ()) -> Speculative | None:
     """The speculative settings SGLang resolves at start-up, or None when speculative decoding is off.
-    Raises InputError with SGLang's refusal where it refuses the combination."""
+    `backends`: the attention backend and its prefill and decode kernels. Raises InputError with SGLang's
+    refusal where it refuses the combination."""
     engine = scenario.engine
     asked = engine.speculative_algorithm
     if asked is None:
@@ -128,6 +130,7 @@ def speculative_of(scenario: Scenario, page_size: int, attn_dp: int) -> Speculat
         source = "set"
     if algorithm != "NGRAM" and topk == 1 and tokens != steps + 1:
         tokens = steps + 1  # _handle_eagle_family (1255-1266): with topk 1, draft tokens = steps + 1
+    refuse_tree_on_pages(algorithm, topk, page_size, backends)
     max_accept = tokens if algorithm == "NGRAM" else steps + 1
     accept = min(max(engine.speculative_accept_length, 1.0), max_accept)
     share = scenario.cost.speculative_draft_share
@@ -137,6 +140,31 @@ def speculative_of(scenario: Scenario, page_size: int, attn_dp: int) -> Speculat
         draft_share=DRAFT_SHARE[algorithm] if share is None else share,
         alloc_len=alloc_len_per_decode(steps, topk, tokens, page_size), source=source,
         seed=scenario.seed)
+
+
+PAGE_TREE_BACKENDS = ("flashinfer", "fa3", "triton")  # _handle_eagle_family: _PAGE_TREE_SPEC_BACKENDS
+
+
+def refuse_tree_on_pages(algorithm: str, topk: int, page_size: int, backends: tuple[str, ...]) -> None:
+    """SGLang's start-up refusals of a draft tree (topk > 1) the attention backend cannot run:
+    `_handle_eagle_family` (1176-1180: trtllm_mha takes topk 1 only; 1268-1283: topk > 1 with pages of more
+    than one token only on flashinfer, fa3, triton) and `_handle_ngram` (1355-1365: only on flashinfer)."""
+    if topk <= 1 or not backends:
+        return
+    where = "engine.speculative_eagle_topk"
+    if algorithm == "NGRAM":
+        if page_size > 1 and backends[0] != "flashinfer":
+            raise InputError("engine.speculative_algorithm", f"NGRAM drafts a tree of {topk} branches "
+                             f"(speculative_eagle_topk({topk}) > 1) with page_size({page_size}) > 1, which "
+                             "SGLang refuses outside the 'flashinfer' backend; pick EAGLE or page_size 1")
+        return
+    if "trtllm_mha" in backends:
+        raise InputError(where, "trtllm_mha backend only supports topk = 1 for speculative decoding (SGLang "
+                         "refuses it at start-up); set speculative_num_steps with speculative_eagle_topk 1")
+    if page_size > 1 and backends[0] not in PAGE_TREE_BACKENDS:
+        raise InputError(where, f"speculative_eagle_topk > 1 with page_size > 1 is only supported on "
+                         f"{', '.join(PAGE_TREE_BACKENDS)}; got attention_backend {backends[0]!r} (SGLang "
+                         "refuses it at start-up). Use topk 1 or one of those backends")
 
 
 def alloc_len_per_decode(steps: int, topk: int, tokens: int, page_size: int) -> int:

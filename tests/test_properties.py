@@ -51,6 +51,8 @@ def build(reqs, engine, seed=0) -> Scenario:
     engine = dict(engine)
     if engine["schedule_policy"] == "shortest-prefill-first" and engine["version"] == "0.5.20":
         engine["version"] = "0.5.21"  # the first release with it
+    if engine.get("speculative_algorithm") == "NGRAM" and engine["page_size"] > 1:
+        engine["page_size"] = 1  # SGLang refuses NGRAM's tree on pages outside flashinfer
     pages = engine.pop("chunk_pages")
     engine["chunked_prefill_size"] = -1 if pages < 0 else pages * engine["page_size"]
     configs = []

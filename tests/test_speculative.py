@@ -128,3 +128,16 @@ def test_the_step_throughs_breakdown_of_a_verify_pass_adds_up_to_the_recorded_pa
         cost = pass_cost(run, it)
         assert cost.total_s == pytest.approx(it.end_at - it.start_at, rel=1e-9)
         assert (cost.seconds("draft steps") > 0) is (it.kind is PassKind.DECODE)
+
+
+def test_a_draft_tree_the_attention_backend_cannot_run_is_refused_as_sglang_refuses_it():
+    b200 = {"hardware": {"gpu": "b200"}, "model": {"name": "llama-3.1-8b"}}  # trtllm_mha, page 64
+    with pytest.raises(InputError) as err:
+        resolve(validate({**b200, "engine": {"speculative_algorithm": "EAGLE"}}))  # Llama: topk 4
+    assert "trtllm_mha backend only supports topk = 1" in err.value.problem
+    chain = {"speculative_algorithm": "EAGLE", "speculative_num_steps": 3, "speculative_eagle_topk": 1}
+    assert resolve(validate({**b200, "engine": chain})).speculative.topk == 1
+    with pytest.raises(InputError) as err:
+        resolve(validate({**b200, "engine": {"speculative_algorithm": "NGRAM"}}))
+    assert "outside the 'flashinfer' backend" in err.value.problem
+    assert resolve(scenario(speculative_algorithm="NGRAM", page_size=16, attention_backend="flashinfer"))
