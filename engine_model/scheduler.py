@@ -512,6 +512,12 @@ class Scheduler:
         mirrors = DECODE_MIRRORS
         if retraction is not None:
             mirrors += " -> ScheduleBatch.retract_decode"
+        if self.spec is not None:
+            mirrors += " -> eagle_prepare_for_decode"
+            spec = self.spec
+            reason = reason.replace("gets one token", f"verifies {spec.num_draft_tokens} draft tokens "
+                                    f"({spec.algorithm}) and commits {spec.accept_length:g} on average "
+                                    "(an assumption)", 1)
         if len(rows) < len(self.running) or self.in_flight:
             reason += "; " + self._in_flight_note(rows)
         return Plan(PassKind.DECODE, decode=rows, reason=reason, mirrors=mirrors,
