@@ -3,7 +3,7 @@
 
 What SGLang 0.5.23 does (`sglang/srt/...`), and the model with it:
 - `arg_groups/parallel_hook.py` `handle_deprecated_dp_attention` (39-61): `--dp-size N --enable-dp-attention`
-  becomes attn_dp_size N, dp_size 1. `_handle_data_parallelism` (285-291): replicas and attention DP together
+  becomes attn_dp_size N, dp_size 1. `handle_data_parallelism` (276-291): replicas and attention DP together
   are refused; (314-336): schedule_conservativeness x 0.3, tp_size must divide by attn_dp_size, and
   chunked_prefill_size // attn_dp_size per rank (the pass's prefill CUDA graph re-clamped to it, 338-360).
 - `mem_cache/kv_cache_configurator.py` `resolve_max_num_reqs`: a --max-running-requests given is split over
@@ -52,7 +52,7 @@ def is_dp_attention(scenario: Scenario) -> bool:
     return scenario.engine.enable_dp_attention and scenario.engine.dp_size > 1
 
 
-@mirrors("handle_deprecated_dp_attention", "_handle_data_parallelism")
+@mirrors("handle_deprecated_dp_attention", "handle_data_parallelism")
 def rank_settings(scenario: Scenario) -> tuple[Resolved, Resolved]:
     """(the engine as resolved without DP attention, one rank's settings): conservativeness x 0.3, chunk // N,
     the KV pool and running cap per rank. Raises InputError where SGLang refuses the layout."""
@@ -72,7 +72,7 @@ def rank_settings(scenario: Scenario) -> tuple[Resolved, Resolved]:
                    kv_bytes_per_token=hardware.kv_bytes_per_token(model, base.kv_dtype, attn_tp),
                    kv_heads_per_gpu=heads,
                    chunked_prefill_size_source=rank.chunked_prefill_size_source.replace(
-                       "DP ranks", "DP ranks (_handle_data_parallelism)"))
+                       "DP ranks", "DP ranks (handle_data_parallelism)"))
     return base, rank
 
 

@@ -61,7 +61,7 @@ def refusal(scenario: Scenario, requests: list[Request] | None = None) -> Refuse
         if scenario.engine.enable_dp_attention and dp > 1 and scenario.hardware.tp_size % dp:
             tp = scenario.hardware.tp_size
             return Refused("engine.dp_size", "with DP attention SGLang asserts tp_size % attn_dp_size == 0 "
-                           f"(_handle_data_parallelism); TP {tp} does not split into {dp} ranks. Fix: a "
+                           f"(handle_data_parallelism); TP {tp} does not split into {dp} ranks. Fix: a "
                            f"dp_size that divides {tp}.")
         return engine_refusal(scenario, requests)
     requests = requests_of(scenario) if requests is None else requests

@@ -12,12 +12,12 @@ Source: SGLang 0.5.23 (`sglang/srt/...`; the same rules in 0.5.20's wheel):
   topk = --speculative-ngram-max-bfs-breadth (10, `fields/spec.py` 256-259), 12 draft tokens, steps =
   draft tokens // topk; refuses DP attention (1366-1371).
 - `speculative/spec_info.py` `supports_mixed_chunk` (147-158): only EAGLE, EAGLE3, DFLASH and DSPARK keep it.
-- `mem_cache/allocation_sizing.py` `get_alloc_len_per_decode` (30-61): a request may allocate
+- `mem_cache/allocation_sizing.py` `get_alloc_len_per_decode` (28-61): a request may allocate
   max(steps x topk, draft tokens) KV slots in one decode step (page 1 or topk 1), and
   `get_alloc_reserve_per_decode` (64-70) keeps twice that beyond its committed tokens.
-- `managers/schedule_batch.py` `_new_tokens_required_next_decode_spec_v2` (3419-3430) and `check_decode_mem`
+- `managers/schedule_batch.py` `_new_tokens_required_next_decode_spec_v2` (3421-3430) and `check_decode_mem`
   (3432): a decode step needs the slots that bring each request to committed + reserve, page-rounded; the
-  same check drives `retract_decode`; `speculative/eagle_utils.py` `eagle_prepare_for_decode` (859-) allocates
+  same check drives `retract_decode`; `speculative/eagle_utils.py` `eagle_prepare_for_decode` (857-) allocates
   them. `mix_with_running` (3267-): a mixed pass's running rows decode one plain token at the committed
   base.
 

@@ -1,6 +1,6 @@
 """DP attention on one engine (`engine.enable_dp_attention` with `engine.dp_size`), read as
 specifications: one scheduler per rank, every pass run by all ranks together (idle batches where a rank has
-nothing), the per-rank settings SGLang's `_handle_data_parallelism` makes, round-robin dispatch, and the
+nothing), the per-rank settings SGLang's `handle_data_parallelism` makes, round-robin dispatch, and the
 per-rank picture."""
 
 import pytest
