@@ -60,8 +60,11 @@ def _engine_flags(scenario: Scenario, role: Role) -> list[str]:
     """Flags that pin what the model resolved or the scenario set: the chunk always, the rest when not
     SGLang's default."""
     eng = scenario.engine
+    chunk = role.chunk_per_rank
+    if chunk and role.name == "engine":  # DP attention on one engine: SGLang divides the flag by the ranks
+        chunk *= role.dp_size
     flags = ["--model-path", model_path(scenario), "--tp-size", str(role.tp_size),
-             "--chunked-prefill-size", str(role.chunk_per_rank if role.chunk_per_rank else -1)]
+             "--chunked-prefill-size", str(chunk if chunk else -1)]
     if role.dp_size > 1:
         flags += ["--dp-size", str(role.dp_size), "--enable-dp-attention"]
     if role.page_size != 1:
@@ -83,7 +86,11 @@ def _engine_flags(scenario: Scenario, role: Role) -> list[str]:
                 ("--mem-fraction-static", eng.mem_fraction_static, None),
                 ("--context-length", eng.context_length, None),
                 ("--prefill-max-requests", eng.prefill_max_requests, None),
-                ("--cuda-graph-max-bs-decode", eng.cuda_graph_max_bs_decode or None, None)]
+                ("--cuda-graph-max-bs-decode", eng.cuda_graph_max_bs_decode or None, None),
+                ("--speculative-algorithm", eng.speculative_algorithm, None),
+                ("--speculative-num-steps", eng.speculative_num_steps, None),
+                ("--speculative-eagle-topk", eng.speculative_eagle_topk, None),
+                ("--speculative-num-draft-tokens", eng.speculative_num_draft_tokens, None)]
     return flags + [part for flag, value, default in optional if value != default
                     for part in (flag, str(value))]
 

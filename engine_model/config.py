@@ -65,6 +65,17 @@ class EngineConfig(Frozen):
     # kernel but attention captured (SGLang's default on CUDA). None: the chunk size; 0: none
     # (--disable-prefill-cuda-graph)
     cuda_graph_max_bs_prefill: int | None = Field(None, ge=0, le=MAX_TOKENS)
+    # --speculative-algorithm and its shape (engine_model/speculative.py); None: off. Steps, topk and draft
+    # tokens left unset take SGLang's defaults for the algorithm and model
+    speculative_algorithm: Literal["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"] | None = None
+    speculative_num_steps: int | None = Field(None, ge=1, le=64)
+    speculative_eagle_topk: int | None = Field(None, ge=1, le=64)
+    speculative_num_draft_tokens: int | None = Field(None, ge=1, le=1024)
+    # not a flag: the mean tokens one verify commits per request (an assumption; bounded by the algorithm)
+    speculative_accept_length: float = Field(2.5, ge=1.0, le=1024.0)
+    # --enable-dp-attention with --dp-size N: one engine of hardware.tp_size GPUs, N attention DP ranks in
+    # lockstep (engine_model/dp_attention.py); SGLang 0.5.23 reads it as --attn-dp-size N
+    enable_dp_attention: bool = False
 
     @model_validator(mode="before")
     @classmethod
@@ -109,6 +120,9 @@ class CostConfig(Frozen):
     tokenize_s: float | None = Field(None, ge=0, le=1.0)  # tokenizing one prompt token
     output_row_s: float | None = Field(None, ge=0, le=1.0)  # front-end loop time per stream per output batch
     front_end: bool = True  # the server's event loop between scheduler and client (engine_model/frontend.py)
+    # a speculative draft step's cost as a share of the target's decode pass (an assumption; None: the
+    # algorithm's, engine_model/speculative.py DRAFT_SHARE)
+    speculative_draft_share: float | None = Field(None, ge=0, le=10.0)
 
 
 class LengthDist(Frozen):
@@ -287,4 +301,10 @@ class Scenario(Frozen):
         if self.pd is not None and self.engine.dp_size > 1:
             raise ValueError("engine.dp_size: a PD scenario sets its DP ranks per role (pd.prefill.dp_size, "
                              "pd.decode.dp_size); leave engine.dp_size at 1")
+        if self.pd is not None and self.engine.enable_dp_attention:
+            raise ValueError("engine.enable_dp_attention: a PD scenario sets its attention DP ranks per role "
+                             "(pd.prefill.dp_size, pd.decode.dp_size)")
+        if self.pd is not None and self.engine.speculative_algorithm:
+            raise ValueError("engine.speculative_algorithm: the model runs speculative decoding on one "
+                             "engine or replicas, not on PD workers")
         return self

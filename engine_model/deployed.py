@@ -58,7 +58,7 @@ class Role:
         dp = f", attention DP {self.dp_size}" if self.dp_size > 1 else ""
         if self.name == "engine":
             if self.num_workers == 1:
-                return f"{self.num_gpus} × {self.gpu}, TP {self.tp_size}"
+                return f"{self.num_gpus} × {self.gpu}, TP {self.tp_size}{dp}"
             return f"{self.num_gpus} × {self.gpu}: {self.num_workers} engines of TP {self.tp_size}"
         workers = "" if self.num_workers == 1 else f" ({self.num_workers} workers)"
         return f"{self.num_gpus} × {self.gpu}, TP {self.tp_size}{dp} {self.name}{workers}"
@@ -101,7 +101,12 @@ def deployment_of(scenario: Scenario) -> Deployment:
     """The scenario's deployment as its run resolves it (no run needed)."""
     model = model_of(scenario)
     name = MODELS[scenario.model.name].name if scenario.model.name in MODELS else model.name
-    if scenario.pd is None:
+    if scenario.pd is None and scenario.engine.enable_dp_attention and scenario.engine.dp_size > 1:
+        from engine_model.dp_attention import rank_settings  # it imports PD's roles, which import this module
+
+        rank = rank_settings(scenario)[1]
+        roles = (_role("engine", scenario, 1, scenario.hardware.tp_size, scenario.engine.dp_size, rank),)
+    elif scenario.pd is None:
         res = resolve(scenario)
         roles = (_role("engine", scenario, scenario.engine.dp_size, res.tp_size, 1, res),)
     else:

@@ -401,6 +401,8 @@ def gpus_words(config: dict) -> str:
     scenario runs k data-parallel engines (`engine.dp_size`, where the engine has it)."""
     res, dp = config["resolved"], config["engine"].get("dp_size", 1)
     tp, gpu = res["tp_size"], res["gpu_name"]
+    if dp > 1 and config["engine"].get("enable_dp_attention"):  # res is one rank's: attention TP
+        return f"{dp * tp} × {gpu}, TP {dp * tp}, attention DP {dp}"
     return f"{tp} × {gpu}, TP {tp}" if dp == 1 else f"{dp * tp} × {gpu}: {dp} engines of TP {tp}"
 
 
@@ -409,11 +411,13 @@ def pool_words(config: dict) -> str:
     every token)'. One engine's GPUs hold the same tokens, each its share of their KV."""
     res, dp = config["resolved"], config["engine"].get("dp_size", 1)
     num, per_gpu = res["tp_size"] * dp, res["kv_pool_gib_per_gpu"]
-    tokens = f"KV pool {res['max_total_tokens']:,} tokens" + (" per engine" if dp > 1 else "")
+    per = " per DP rank" if config["engine"].get("enable_dp_attention") else " per engine"
+    tokens = f"KV pool {res['max_total_tokens']:,} tokens" + (per if dp > 1 else "")
     if num == 1:
         return f"{tokens}: {per_gpu:,.1f} GiB on its GPU"
     heads = res["kv_heads_per_gpu"]
-    share = ("every GPU holds each token's whole latent (MLA)" if not heads
-             else f"each GPU holds {heads} KV head{'s' if heads > 1 else ''} of every token")
+    whose = "its rank's tokens" if config["engine"].get("enable_dp_attention") and dp > 1 else "every token"
+    share = (f"every GPU holds the whole latent of {whose} (MLA)" if not heads
+             else f"each GPU holds {heads} KV head{'s' if heads > 1 else ''} of {whose}")
     in_all = per_gpu * num
     return f"{tokens}: {per_gpu:,.1f} GiB on each of the {num} GPUs, {in_all:,.0f} GiB in all ({share})"

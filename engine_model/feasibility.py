@@ -57,6 +57,12 @@ def fixes(scenario: Scenario, requests: list[Request] | None = None) -> tuple[Fi
 def refusal(scenario: Scenario, requests: list[Request] | None = None) -> Refused | None:
     """Why this scenario's deployment cannot run, with its fixes; None when it can."""
     if scenario.pd is None:
+        dp = scenario.engine.dp_size
+        if scenario.engine.enable_dp_attention and dp > 1 and scenario.hardware.tp_size % dp:
+            tp = scenario.hardware.tp_size
+            return Refused("engine.dp_size", "with DP attention SGLang asserts tp_size % attn_dp_size == 0 "
+                           f"(handle_data_parallelism); TP {tp} does not split into {dp} ranks. Fix: a "
+                           f"dp_size that divides {tp}.")
         return engine_refusal(scenario, requests)
     requests = requests_of(scenario) if requests is None else requests
     problem = pd_problem(scenario, requests, rank_of)

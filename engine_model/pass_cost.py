@@ -11,13 +11,15 @@ the reference predictor's three terms, a + b × new tokens + c × past tokens.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from engine_model.config import Scenario
-from engine_model.core import Iteration
+from engine_model.core import Iteration, PassKind
 from engine_model.cost import LinearCost, PassShape, RooflineCost, attn_pairs, cost_of
 from engine_model.errors import InputError
 from engine_model.hardware import gpu as gpu_preset
+from engine_model.resolve import resolve
+from engine_model.verify import draft_seconds, verify_shape
 
 GPU, CPU, PASS = "GPU", "CPU", "pass"  # which side of the pass a term runs on (PASS: the linear predictor)
 
@@ -65,11 +67,30 @@ def pass_cost(scenario: Scenario, pass_: Iteration | PassShape) -> PassCost:
     if scenario.pd is not None:
         raise InputError("pd",
                          "the pass breakdown covers one server; a PD worker prices its ranks in lockstep")
+    if scenario.engine.enable_dp_attention and scenario.engine.dp_size > 1:
+        raise InputError("engine.enable_dp_attention", "the pass breakdown covers one scheduler; DP "
+                         "attention's ranks price each pass in lockstep")
     shape = pass_shape(pass_) if isinstance(pass_, Iteration) else pass_
     model = cost_of(scenario)
+    spec = resolve(scenario).speculative if scenario.engine.speculative_algorithm else None
+    if spec is not None and isinstance(pass_, Iteration) and pass_.kind is PassKind.DECODE:
+        return _speculative(spec, model, shape)
     if isinstance(model, LinearCost):
         return _linear(model, shape)
     return _roofline(model, shape)
+
+
+def _speculative(spec, model, shape: PassShape) -> PassCost:
+    """A speculative decode pass: the verify priced as a pass over every row's draft tokens, then the draft
+    steps (engine_model/verify.py; both simplified, docs/design.md)."""
+    verify = verify_shape(spec, shape)
+    inner = _linear(model, verify) if isinstance(model, LinearCost) else _roofline(model, verify)
+    draft = draft_seconds(spec, model, shape)
+    term = CostTerm("draft steps", GPU if inner.kind == "roofline" else PASS, draft,
+                    f"{spec.num_steps} steps × {shape.num_rows * spec.topk:,} rows × "
+                    f"cost.speculative_draft_share {spec.draft_share:g} of a decode pass (an assumption)")
+    return replace(inner, terms=(*inner.terms, term), total_s=inner.total_s + draft,
+                   gpu_s=inner.gpu_s + (draft if inner.kind == "roofline" else 0.0))
 
 
 def _linear(model: LinearCost, shape: PassShape) -> PassCost:

@@ -21,7 +21,7 @@ def num_gpus(scenario: Scenario) -> int:
     """GPUs a deployment uses: an engine's TP times its DP replicas, or every PD worker's TP."""
     tp = scenario.hardware.tp_size
     if scenario.pd is None:
-        return tp * scenario.engine.dp_size
+        return tp if scenario.engine.enable_dp_attention else tp * scenario.engine.dp_size
     return sum(role.num_workers * (role.tp_size or tp) for role in (scenario.pd.prefill, scenario.pd.decode))
 
 

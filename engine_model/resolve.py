@@ -14,6 +14,7 @@ from engine_model import hardware
 from engine_model.backend import Attention, attention_of
 from engine_model.config import Scenario
 from engine_model.errors import InputError
+from engine_model.speculative import SPEC_MAX_RUNNING, Speculative, speculative_of, startup_note
 from engine_model.versions import Capabilities, capabilities, first_release
 
 # `handle_gpu_memory_settings` (arg_groups/memory_hook.py): GPU memory (GiB) below which each chunk size
@@ -89,6 +90,8 @@ class Resolved:
         graphs = "" if self.prefill_graphs else ", prefill CUDA graphs off"
         return f"attention {self.attention_backend}{split}, page {self.page_size}{graphs}"
     decode_extra_slots: int = 0  # PD decode: request rows beyond max_running_requests (DecodeReqToTokenPool)
+    speculative: Speculative | None = None  # speculative decoding as SGLang resolves it (speculative.py)
+    startup_note: str = ""  # what SGLang changed at start-up for it ("you set mixed chunk on; ...")
 
     @property
     def kv_pool_gib_per_gpu(self) -> float:
@@ -96,7 +99,8 @@ class Resolved:
 
     def to_dict(self) -> dict:
         return {**asdict(self), "kv_pool_gib_per_gpu": self.kv_pool_gib_per_gpu,
-                "attention_words": self.attention_words}
+                "attention_words": self.attention_words,
+                "speculative_words": self.speculative.words if self.speculative else ""}
 
 
 def default_chunked_prefill_size(gpu_memory_gib: float) -> int:
@@ -328,17 +332,24 @@ def resolve(scenario: Scenario) -> Resolved:
     max_req_len = min(context_len - 1, pool - 1)  # Scheduler.__init__: max_req_len
     ratio_init = min(INIT_NEW_TOKEN_RATIO * engine.schedule_conservativeness, 1.0)
     ratio_min = min(ratio_init * MIN_NEW_TOKEN_RATIO_FACTOR, 1.0)
+    spec = speculative_of(scenario, page_size, engine.dp_size if engine.enable_dp_attention else 1,
+                          (attention.backend, attention.prefill, attention.decode))
+    mixed = chunk is not None and engine.enable_mixed_chunk  # init_chunked_prefill
+    running = engine.max_running_requests or default_max_running_requests(pool, context_len)
+    if spec is not None:
+        mixed = mixed and spec.keeps_mixed_chunk  # _handle_eagle_family, _handle_ngram
+        running = engine.max_running_requests or SPEC_MAX_RUNNING
     return Resolved(
         version=engine.version,
         caps=caps,
         chunked_prefill_size=chunk,
         chunked_prefill_size_source=chunk_source,
-        is_mixed_chunk=chunk is not None and engine.enable_mixed_chunk,  # init_chunked_prefill
+        is_mixed_chunk=mixed,
         max_prefill_tokens=engine.max_prefill_tokens,
         page_size=page_size,
         max_total_tokens=pool,
         max_total_tokens_source=pool_source,
-        max_running_requests=engine.max_running_requests or default_max_running_requests(pool, context_len),
+        max_running_requests=running,
         context_len=context_len,
         max_req_len=max_req_len,
         max_req_input_len=max_req_len - 5,
@@ -366,4 +377,6 @@ def resolve(scenario: Scenario) -> Resolved:
         prefill_graphs_source=attention.graphs_source,
         kv_dtype=attention.kv_dtype,
         kv_dtype_source=attention.kv_source,
+        speculative=spec,
+        startup_note=startup_note(scenario, spec),
     )

@@ -15,6 +15,7 @@ import random
 from dataclasses import dataclass, field
 from operator import attrgetter
 
+from engine_model import speculative, verify
 from engine_model.core import Iteration, PassKind, Request, RequestState, Retraction, Row, count
 from engine_model.cost import PassShape, attn_pairs
 from engine_model.policy import (
@@ -124,6 +125,8 @@ class Scheduler:
         self.entered: dict[str, int] = {}  # rid -> when it last entered the queue, as a count
         self.num_entered = 0
         self.chunk_cap: int | None = None  # shortest-prefill-first's cap on this pass's continuing chunk
+        self.spec = cfg.speculative  # speculative decoding (engine_model/speculative.py), or None
+        self.spec_extra: dict[str, int] = {}  # rid -> KV slots allocated beyond its committed tokens
 
     # -- arrivals ---------------------------------------------------------------------------------
     def arrive(self, req: Request) -> None:
@@ -181,7 +184,7 @@ class Scheduler:
             if not self.has_work:
                 self.ratio.reset()  # Scheduler.on_idle, is_fully_idle
             return self.record(plan, view, self.now)
-        end = self.now + self.cost.seconds(plan.shape())
+        end = self.now + self.pass_seconds(plan)
         view = self.launch_view(plan)
         self._land()
         self.apply(plan, end)
@@ -226,6 +229,7 @@ class Scheduler:
         countdown), a KV slot for every row of every pass (page size 1), no request finishing."""
         rows = self.running
         if (self.last_extend or self.in_flight or self.chunked is not None or self.countdown or not rows
+                or self.spec is not None
                 or self.cfg.page_size != 1 or (self.waiting and not self.batch_is_full) or self.crash):
             return 0
         return min(self.kv_free // len(rows), min(r.output_len - r.num_generated for r in rows) - 1)
@@ -434,7 +438,7 @@ class Scheduler:
             return (f"mixing skipped: {asking[0]} asks for logprobs, so the {len(self.running)} running "
                     "requests wait")
         rows = self._decode_rows()
-        needed = num_decode_slots_needed(rows, self.cfg.page_size)
+        needed = self._slots_needed(rows)
         if self.cfg.caps.mixed_checks_decode_mem and self.kv_free < needed:
             return "mixing skipped: not enough KV for the decode rows (check_decode_mem)"
         past = self._allocate_decode(rows)  # before 0.5.22 unchecked: _build_prefill sees if it overflows
@@ -483,7 +487,7 @@ class Scheduler:
             return Plan(PassKind.IDLE, reason=f"idle: {why}", mirrors="Scheduler.on_idle")
         num_before = len(self.running)
         retraction = None
-        if self.kv_free < num_decode_slots_needed(rows, self.cfg.page_size):
+        if self.kv_free < self._slots_needed(rows):
             finishing = self._finishing_by_length()
             if finishing:
                 self.batch_is_full = False
@@ -508,6 +512,12 @@ class Scheduler:
         mirrors = DECODE_MIRRORS
         if retraction is not None:
             mirrors += " -> ScheduleBatch.retract_decode"
+        if self.spec is not None:
+            mirrors += " -> eagle_prepare_for_decode"
+            spec = self.spec
+            reason = reason.replace("gets one token", f"verifies {spec.num_draft_tokens} draft tokens "
+                                    f"({spec.algorithm}) and commits {spec.accept_length:g} on average "
+                                    "(an assumption)", 1)
         if len(rows) < len(self.running) or self.in_flight:
             reason += "; " + self._in_flight_note(rows)
         return Plan(PassKind.DECODE, decode=rows, reason=reason, mirrors=mirrors,
@@ -542,10 +552,30 @@ class Scheduler:
                   ] if left else []
         return "overlap schedule: " + ", ".join(parts) if parts else ""
 
+    def pass_seconds(self, plan: Plan) -> float:
+        """The pass's time on the cost model; with speculative decoding a decode pass is the draft steps
+        and one verify over every row's draft tokens (speculative.verify_shape, draft_seconds)."""
+        shape = plan.shape()
+        if self.spec is None or plan.kind is not PassKind.DECODE:
+            return self.cost.seconds(shape)
+        return (self.cost.seconds(verify.verify_shape(self.spec, shape))
+                + verify.draft_seconds(self.spec, self.cost, shape))
+
+    def _slots_needed(self, rows: list[Request]) -> int:
+        """`check_decode_mem`'s count of new KV slots for the next decode step."""
+        if self.spec is None:
+            return num_decode_slots_needed(rows, self.cfg.page_size)
+        return speculative.slots_needed(self.spec, rows, self.spec_extra, self.cfg.page_size)
+
     def _allocate_decode(self, reqs: list[Request]) -> int:
-        """`prepare_for_decode`: one new KV slot per request. Returns their KV before it."""
+        """`prepare_for_decode`: one new KV slot per request. Returns their KV before it. With speculative
+        decoding each request is allocated up to its committed tokens + the reserve
+        (`eagle_prepare_for_decode`), and a verify commits its tokens from there (`_apply_decode`)."""
         past = sum(map(KV_LEN, reqs))
         page = self.cfg.page_size
+        if self.spec is not None:
+            self.kv_used += speculative.allocate(self.spec, reqs, self.spec_extra, page)
+            return past
         if page == 1:
             self.kv_used += len(reqs)
         else:
@@ -561,14 +591,14 @@ class Scheduler:
         order = [r for r in retraction_order(self.running) if r not in self.in_flight]  # those leave anyway
         survivors = list(self.running)
         retracted: list[Request] = []
-        while not retracted or self.kv_free < num_decode_slots_needed(survivors, self.cfg.page_size):
+        while not retracted or self.kv_free < self._slots_needed(survivors):
             if len(survivors) == 1 or not order:
                 break
             req = order.pop(0)
             survivors.remove(req)
             retracted.append(req)
             self._release(req)
-        if self.kv_free < num_decode_slots_needed(survivors, self.cfg.page_size):
+        if self.kv_free < self._slots_needed(survivors):
             last = survivors.pop()  # "Out of memory even after retracting all other requests": aborted
             self._release(last)
             self._reject(last, "out of KV memory even after retracting every other request")
@@ -590,6 +620,8 @@ class Scheduler:
         """`release_kv_cache`: the request's KV slots go back to the pool (a shared prefix stays cached)."""
         freed = self.prefix.release(req)
         self.kv_used -= freed if freed >= 0 else ceil_page(req.kv_len, self.cfg.page_size)
+        if self.spec is not None:  # the speculative over-allocation goes back too
+            self.kv_used -= self.spec_extra.pop(req.rid, 0)
         req.kv_len = 0
 
     # -- apply and record -------------------------------------------------------------------------
@@ -620,11 +652,19 @@ class Scheduler:
         """Each decode row's token (the hot loop: `add_token` and `is_done` written out). True if a request
         finished and left the batch (without the overlap schedule; with it, it waits in `in_flight`)."""
         dropped, overlap, mixed = False, self.cfg.overlap_schedule, plan.kind is PassKind.MIXED
+        spec, page = self.spec, self.cfg.page_size
         for req in plan.decode:
             if req.state is FINISHED:  # its result landed at this pass's launch: a wasted row
                 continue
-            req.token_times.append(end)
-            req.num_generated += 1
+            if spec is None:
+                req.token_times.append(end)
+                req.num_generated += 1
+            else:  # a verify commits its accepted tokens; a mixed pass's row one plain token
+                num = 1 if mixed else min(speculative.accepted(spec, req),
+                                          req.output_len - req.num_generated)
+                speculative.commit(req, num, self.spec_extra, page)
+                req.token_times.extend([end] * num)
+                req.num_generated += num
             if req.num_generated >= req.output_len:
                 if not overlap:
                     self._finish(req, end)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from engine_model.config import Scenario
 from engine_model.core import Iteration, PassKind, Request, Retraction
+from engine_model.dp_attention import AttentionDP, is_dp_attention
 from engine_model.frontend import OUTPUT_ROW_S, TOKENIZE_S_PER_TOKEN, Block, deliver
 from engine_model.pd.cluster import Cluster, PDRecord
 from engine_model.replicas import Replicas
@@ -258,10 +259,13 @@ def front_end(scenario: Scenario, requests: list[Request], lanes: dict) -> list[
     return deliver(requests, lanes, *figures) if figures else []
 
 
-def topology(scenario: Scenario, rng: random.Random) -> Server | Replicas | Cluster:
-    """One engine, `engine.dp_size` engines behind round-robin dispatch, or a PD cluster."""
+def topology(scenario: Scenario, rng: random.Random) -> Server | Replicas | AttentionDP | Cluster:
+    """One engine, `engine.dp_size` engines behind round-robin dispatch, one engine of `engine.dp_size`
+    attention DP ranks in lockstep (`engine.enable_dp_attention`), or a PD cluster."""
     if scenario.pd is not None:
         return Cluster(scenario, rng)
+    if is_dp_attention(scenario):
+        return AttentionDP(scenario, rng)
     return Replicas(scenario, rng) if scenario.engine.dp_size > 1 else Server(scenario, rng)
 
 

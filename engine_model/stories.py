@@ -151,6 +151,55 @@ def interval_control() -> Control:
                         "SGLang default: 0 (off).")
 
 
+SPEC_OPTIONS = ("off", "EAGLE", "NGRAM", "STANDALONE")
+SPEC_LABELS = {"off": "off", "EAGLE": "EAGLE (keeps mixed chunk)", "NGRAM": "NGRAM (mixed chunk off)",
+               "STANDALONE": "STANDALONE (mixed chunk off)"}
+
+
+def spec_apply(data: dict, value) -> None:
+    engine = data.setdefault("engine", {})
+    if value == "off":
+        engine.pop("speculative_algorithm", None)
+    else:
+        engine["speculative_algorithm"] = value
+
+
+def spec_control() -> Control:
+    """--speculative-algorithm: what SGLang changes at start-up for it (engine_model/speculative.py)."""
+    return Control("spec", "Speculative decoding", "select", "off", spec_apply, SPEC_OPTIONS,
+                   fmt=SPEC_LABELS.__getitem__,
+                   help="--speculative-algorithm. At start-up SGLang switches mixed chunk off for NGRAM and "
+                        "STANDALONE (EAGLE and EAGLE3 keep it, but a mixed pass gives each running reply one "
+                        "plain token) and sets max running requests to 48 unless you set it. Each verify "
+                        "commits 2.5 tokens on average here: an assumption "
+                        "(engine.speculative_accept_length); the draft passes are priced as a share of a "
+                        "decode pass. SGLang default: off.")
+
+
+DP_OPTIONS = ("off", 2, 4)
+
+
+def dp_apply(data: dict, value) -> None:
+    """DP attention's ranks; TP is raised to them where it is lower (a rank needs at least one GPU)."""
+    if value == "off":
+        return
+    data.setdefault("engine", {}).update(enable_dp_attention=True, dp_size=value)
+    hardware = data.setdefault("hardware", {})
+    hardware["tp_size"] = max(hardware.get("tp_size", 1), value)
+
+
+def dp_control() -> Control:
+    """--enable-dp-attention --dp-size N on one engine (engine_model/dp_attention.py). Listed after the
+    deployment's controls: it raises their TP to its ranks."""
+    return Control("dp", "DP attention", "select", "off", dp_apply, DP_OPTIONS,
+                   fmt=lambda v: "off" if v == "off" else f"{v} ranks",
+                   help="--enable-dp-attention --dp-size N: one engine, N schedulers, each with its own "
+                        "queue and KV pool; every forward pass runs on all of them together (a rank with "
+                        "nothing runs an idle batch), so a pass lasts as long as the slowest rank's. Each "
+                        "rank gets chunk size / N and conservativeness × 0.3. TP is raised to N where it is "
+                        "lower. SGLang default: off.")
+
+
 def common_controls() -> tuple[Control, ...]:
     """What every page shares: the deployment (GPU, tensor parallel, model, weight and KV precision) and the
     seed (where="more"), and every figure of the GPU and every shape of the model, editable (where="figure";
@@ -452,7 +501,9 @@ FORTY = Story(
                 group_setter("streams", "num_return_logprob", lambda v: 1 if v else 0), is_flag=False,
                 help="Any request asking for log probabilities turns mixing off for the pass it is in."),
         interval_control(),
+        spec_control(),
         *common_controls(),
+        dp_control(),
         *cost_controls(),
     ),
     headlines=(
@@ -495,6 +546,20 @@ FORTY = Story(
                  "{now:streams.max_itl_s.max}.",
                  {"mixed": True, "logprob": True}, ("last", "prefill chunk"), "tokens",
                  versus={"mixed": True}),
+        TourStep("Speculative decoding can switch it off",
+                 "Mixed chunk is on, and the server runs NGRAM speculative decoding. SGLang turns "
+                 "mixed chunk off at start-up for NGRAM and STANDALONE, so setting the flag is no proof it "
+                 "is active: the longest pause goes from {before:streams.max_itl_s.max} (mixed chunk on, no "
+                 "speculation) back to {now:streams.max_itl_s.max}. EAGLE keeps mixed chunk.",
+                 {"mixed": True, "spec": "NGRAM"}, ("last", "prefill chunk"), "tokens",
+                 versus={"mixed": True}),
+        TourStep("DP attention: the picture is per scheduler",
+                 "Two attention DP ranks on two GPUs: each rank has its own scheduler, queue and KV, and "
+                 "the log lands on one of them. Its twenty streams wait out the whole prefill; the other "
+                 "twenty get a token every pass, but each pass lasts as long as the log's chunk, since "
+                 "the ranks run every pass together. Longest pause: {now:streams.max_itl_s.max}, against "
+                 "{before:streams.max_itl_s.max} on the story's one GPU.",
+                 {"dp": 2}, ("first", "prefill chunk"), "passes"),
     ),
     stream_group="streams",
     long_group="log",

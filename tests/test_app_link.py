@@ -24,7 +24,7 @@ def widget_values(at: AppTest, story) -> dict:
 def test_step_4_alone_turns_mixed_chunk_on_and_its_words_describe_a_change():
     at = open_page(PAGES["forty_replies"], {"step": "4"})
     assert at.toggle(key="forty_replies.mixed").value is True
-    said = next(i.value for i in at.info if "Step 4 of 6" in i.value)
+    said = next(i.value for i in at.info if "Step 4 of 8" in i.value)
     assert "(unchanged)" not in said
     assert at.query_params["step"] == "4" and at.query_params["mixed"] == "1"  # the link says it in full
 
@@ -94,7 +94,7 @@ def test_presenter_mode_goes_on_without_a_room_when_its_store_cannot_be_reached(
         at.query_params.update({"present": "1", "step": "2"})
         at.run()
         assert not at.exception, [e.value for e in at.exception]
-        assert any("Step 2 of 6" in i.value for i in at.info)
+        assert any("Step 2 of 8" in i.value for i in at.info)
         assert any("wwCopyLink" in h.proto.body for h in at.get("html"))  # the link is still at hand
         assert state.ROOM_TOKEN not in at.session_state
     finally:

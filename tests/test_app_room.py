@@ -66,7 +66,7 @@ def test_a_refused_url_parameter_gets_a_note_and_the_url_is_corrected(params, no
 
 def test_a_link_with_a_tour_step_opens_on_that_step():
     at = open_page("app_pages/forty_replies.py", {"step": "4", "mixed": "1"})
-    assert any("Step 4 of 6" in i.value for i in at.info)
+    assert any("Step 4 of 8" in i.value for i in at.info)
     assert at.query_params["step"] == "4" and at.query_params["mixed"] == "1"
     at.button(key="forty_replies.tour.1").click().run()  # another step: the URL follows
     assert at.query_params["step"] == "2" and "mixed" not in at.query_params

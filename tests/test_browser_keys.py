@@ -16,7 +16,7 @@ from conftest import tab
 pytestmark = pytest.mark.browser
 
 
-def press_and_see(page, key: str, step: int, total: int = 6) -> None:
+def press_and_see(page, key: str, step: int, total: int = 8) -> None:
     page.keyboard.press(key)
     page.get_by_text(f"Step {step} of {total}").first.wait_for(timeout=60_000)
     wait_idle(page)
@@ -26,7 +26,7 @@ def test_keys_step_the_tour_and_a_field_keeps_its_own_keys(context, server):
     page = tab(context, 1440, 900)
     page.goto(f"{server}/forty_replies")  # the suite's one warm server (conftest.py)
     wait_idle(page)
-    assert not page.get_by_text("Step 1 of 6").count()
+    assert not page.get_by_text("Step 1 of 8").count()
     press_and_see(page, "ArrowRight", 1)
     press_and_see(page, "PageDown", 2)
     press_and_see(page, "Space", 3)
@@ -43,6 +43,6 @@ def test_keys_step_the_tour_and_a_field_keeps_its_own_keys(context, server):
     field.press("ArrowRight")
     field.press("Space")
     page.wait_for_timeout(1500)
-    assert page.get_by_text("Step 1 of 6").count() and not page.get_by_text("Step 2 of 6").count()
+    assert page.get_by_text("Step 1 of 8").count() and not page.get_by_text("Step 2 of 8").count()
     assert "step=1" in page.url
     page.close()

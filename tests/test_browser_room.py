@@ -228,7 +228,7 @@ def test_copy_link_gives_the_full_address_of_the_view_with_the_tour_step(server,
         try:
             other.goto(copied)
             settle(other, timeout_s=120)
-            assert "Step 4 of 6" in other.locator('[data-testid="stAlert"]').all_inner_texts()[0]
+            assert "Step 4 of 8" in other.locator('[data-testid="stAlert"]').all_inner_texts()[0]
             mixed = other.locator('[data-testid="stCheckbox"]').filter(has_text="Mixed chunk")
             assert mixed.locator("input").is_checked()
             assert parse_qs(urlparse(other.url).query)["t"] == query["t"]

@@ -63,7 +63,7 @@ def test_the_story_note_names_flags_workload_and_headline_in_words(runs):
     before, after = runs
     flags, workload, number = story_note(FORTY, {**FORTY.defaults, "mixed": True}, after, before)
     assert flags == ("SGLang flags: Mixed chunk: on · Chunk size: 8,192 (auto, from GPU memory) · "
-                     "Decode rounds between prefills: 0")
+                     "Decode rounds between prefills: 0 · Speculative decoding: off · DP attention: off")
     assert workload.startswith("Workload and deployment: Streams: 40 · Log length (tokens): 100,000 · "
                                "Logprobs on 1 stream: off")
     assert workload.endswith("Logprobs on 1 stream: off · Llama-3.1-8B, bf16 weights, bf16 KV, on 1 × H100 "

@@ -42,6 +42,8 @@ engines = st.builds(
     prefill_decode_interval=st.integers(0, 3),
     schedule_policy=st.sampled_from(["fcfs", "fcfs", "lof", "random", "shortest-prefill-first"]),
     disable_overlap_schedule=st.booleans(),
+    speculative_algorithm=st.sampled_from([None, None, None, "EAGLE", "NGRAM", "STANDALONE"]),
+    speculative_accept_length=st.floats(1.0, 6.0).map(lambda x: round(x, 2)),
 )
 
 
@@ -49,6 +51,8 @@ def build(reqs, engine, seed=0) -> Scenario:
     engine = dict(engine)
     if engine["schedule_policy"] == "shortest-prefill-first" and engine["version"] == "0.5.20":
         engine["version"] = "0.5.21"  # the first release with it
+    if engine.get("speculative_algorithm") == "NGRAM" and engine["page_size"] > 1:
+        engine["page_size"] = 1  # SGLang refuses NGRAM's tree on pages outside flashinfer
     pages = engine.pop("chunk_pages")
     engine["chunked_prefill_size"] = -1 if pages < 0 else pages * engine["page_size"]
     configs = []
@@ -74,7 +78,7 @@ def engine_of(**fields) -> dict:
     return {"version": "0.5.23", "page_size": 1, "chunk_pages": 32, "enable_mixed_chunk": False,
             "max_total_tokens": 3000, "max_running_requests": 2, "prefill_decode_interval": 0,
             "schedule_policy": "fcfs", "disable_overlap_schedule": True,  # the reference tool's loop
-            **fields}
+            "speculative_algorithm": None, "speculative_accept_length": 2.5, **fields}
 
 
 # Found at 10,000 examples: a mid-reply request (r4) joined while r6 was being chunked and took the KV
@@ -114,6 +118,12 @@ def crashed_where_sglang_does(result, engine) -> bool:
     running requests to grow between chunks (decode rounds under prefill_decode_interval, or mixed chunk)."""
     crash = result.cut_off is not None and result.cut_off.startswith("out of KV memory")
     return crash and (engine["prefill_decode_interval"] > 0 or engine["enable_mixed_chunk"])
+
+
+def most_per_decode_row(result) -> int:
+    """The most tokens one decode row may commit: 1, or with speculative decoding the verify's bound."""
+    spec = result.resolved.speculative
+    return 1 if spec is None else spec.max_accept
 
 
 def tokens_from_decode_rows(iterations) -> dict[str, int]:
@@ -163,9 +173,11 @@ def test_invariants_hold_for_any_workload(reqs, engine):
             continue
         # every request finishes with exactly its tokens and returns its KV
         assert req.state is RequestState.FINISHED and req.num_generated == req.output_len and req.kv_len == 0
-        # every token comes from exactly one pass row: a decode row, or the last chunk of each (re-)prefill
-        prefill_tokens = len(req.token_times) - produced.get(req.rid, 0)
-        assert prefill_tokens == 1 + req.num_retractions - (1 if req.is_mid_reply else 0)
+        # every token comes from one pass row: a decode row (a speculative verify: 1 to max_accept tokens),
+        # or the last chunk of each (re-)prefill
+        decode_tokens = len(req.token_times) - (1 + req.num_retractions - (1 if req.is_mid_reply else 0))
+        rows = produced.get(req.rid, 0)
+        assert rows <= decode_tokens <= rows * most_per_decode_row(result)
     if not crashed:
         assert sim.topology.scheduler.kv_used == 0  # every slot comes back (shared prefixes stay free cache)
 

@@ -157,7 +157,7 @@ def decode_kv_view(run: RunFrames, end) -> View:
     each keeps its own lane.)"""
     lanes = timelines.kv_lanes(run.kv)
     first_decode = next((x for x in lanes if x.startswith("decode")), None)
-    shown = [x for x in (first_decode, "engine", "engine-0") if x in lanes]
+    shown = [x for x in (first_decode, "engine", "engine-0", "dp-0") if x in lanes]
     part = run.kv[run.kv["lane"].isin(shown)] if len(run.kv) else run.kv
     kind = shown[0].split("-")[0] if shown else "engine"
     num = sum(x.split("-")[0] == kind for x in lanes)

@@ -158,6 +158,9 @@ def runs_or_stop(story: Story, values: dict) -> tuple[RunFrames, RunFrames]:
         st.stop()
     st.session_state[state.keys(story.key).scenario] = scenario
     cut_off_ui(current)
+    note = current.summary.config["resolved"].get("startup_note")
+    if note:  # speculative decoding changed a flag at start-up (engine_model/speculative.py)
+        st.info(f"**SGLang changed your settings at start-up:** {note}.", icon=":material/info:")
     rejected = current.summary.rejected
     if rejected:
         first = next(iter(rejected.items()))

@@ -28,10 +28,14 @@ def deployment_title(controls, values: dict) -> str:
 
 def deployment_words(values: dict) -> str:
     """'8 × H100 SXM 80GB, TP 8 · Llama-3.1-70B, bf16 weights, bf16 KV' from a page's control values."""
-    tp = values.get("tp", 1)
+    tp, dp = values.get("tp", 1), values.get("dp", "off")
     gpu, model = GPUS[values["gpu"]], MODELS[values["model"]]
     kv = attention_of(gpu, model, kv_dtype=values.get("kvdtype", "auto")).kv_dtype  # auto as SGLang has it
-    return (f"{tp} × {gpu.name}, TP {tp} · {model.name}, {values.get('wdtype', 'bf16')} weights, {kv} KV")
+    ranks = ""
+    if dp != "off":  # DP attention raises TP to its ranks (engine_model.stories.dp_apply)
+        tp, ranks = max(tp, dp), f", attention DP {dp}"
+    return (f"{tp} × {gpu.name}, TP {tp}{ranks} · {model.name}, {values.get('wdtype', 'bf16')} weights, "
+            f"{kv} KV")
 
 
 def deployment_ui(page: str, controls: tuple[Control, ...] | list[Control], values: dict) -> None:

@@ -25,10 +25,26 @@ def resolved_parts(run: RunFrames) -> list[str]:
             res["attention_words"],
             f"SGLang {res['version']} emulated",
             f"chunk size **{chunk_text}** ({res['chunked_prefill_size_source']})",
-            f"mixed chunk **{'on' if res['is_mixed_chunk'] else 'off'}**",
+            f"mixed chunk **{'on' if res['is_mixed_chunk'] else 'off'}**"
+            + (f" ({res['startup_note']})" if res.get("startup_note") else ""),
+            *([f"speculative decoding **{words}**"] if (words := res.get("speculative_words")) else []),
             f"{pool_words(config)} ({res['max_total_tokens_source']})",
-            f"max running {res['max_running_requests']:,}", "no data-parallel attention (one engine)",
-            f"pass cost: {run.summary.cost_model}"]
+            f"max running {res['max_running_requests']:,}" + (" per DP rank" if dp_ranks(config) > 1 else ""),
+            dp_words(config, res), f"pass cost: {run.summary.cost_model}"]
+
+
+def dp_ranks(config: dict) -> int:
+    engine = config["engine"]
+    return engine.get("dp_size", 1) if engine.get("enable_dp_attention") else 1
+
+
+def dp_words(config: dict, res: dict) -> str:
+    """'no data-parallel attention (one engine)', or DP attention's ranks and what each runs with."""
+    ranks = dp_ranks(config)
+    if ranks == 1:
+        return "no data-parallel attention (one engine)"
+    return (f"**DP attention, {ranks} ranks** in lockstep, one lane each (conservativeness × 0.3: the ratio "
+            f"starts at {res['ratio_init']:.2f}; round-robin dispatch)")
 
 
 def resolved_ui(run: RunFrames) -> None:
