@@ -14,6 +14,7 @@ from engine_model import hardware
 from engine_model.backend import Attention, attention_of
 from engine_model.config import Scenario
 from engine_model.errors import InputError
+from engine_model.priority import QueueRules, queue_rules
 from engine_model.versions import Capabilities, capabilities, first_release
 
 # `handle_gpu_memory_settings` (arg_groups/memory_hook.py): GPU memory (GiB) below which each chunk size
@@ -89,6 +90,7 @@ class Resolved:
         graphs = "" if self.prefill_graphs else ", prefill CUDA graphs off"
         return f"attention {self.attention_backend}{split}, page {self.page_size}{graphs}"
     decode_extra_slots: int = 0  # PD decode: request rows beyond max_running_requests (DecodeReqToTokenPool)
+    queueing: QueueRules = QueueRules()  # priority scheduling, preemption, queue limits (priority.py)
 
     @property
     def kv_pool_gib_per_gpu(self) -> float:
@@ -366,4 +368,5 @@ def resolve(scenario: Scenario) -> Resolved:
         prefill_graphs_source=attention.graphs_source,
         kv_dtype=attention.kv_dtype,
         kv_dtype_source=attention.kv_source,
+        queueing=queue_rules(scenario),
     )
