@@ -222,7 +222,8 @@ class KeptPrompts:
         """Before the release: the prompt part of the request's KV (whole pages) stays cached."""
         if req.prefix_group:  # a shared prefix stays in its group's chain (engine_model/prefix.py)
             return
-        cached = min(req.kv_len, self.prefilled.get(req.rid, req.prompt_len)) // self.page_size * self.page_size
+        page = self.page_size
+        cached = min(req.kv_len, self.prefilled.get(req.rid, req.prompt_len)) // page * page
         if cached > 0:
             self.tokens[req.rid] = cached
 

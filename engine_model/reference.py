@@ -25,8 +25,8 @@ SERVER_ARGS = {
     "page_size",
     "disable_radix_cache", "schedule_conservativeness", "retraction_policy", "prefill_max_requests",
     # bench/sglang_reference/run_priority.py passes these too (issue 42)
-    "enable_priority_scheduling", "schedule_low_priority_values_first", "priority_scheduling_preemption_threshold",
-    "disable_priority_preemption", "max_queued_requests",
+    "enable_priority_scheduling", "schedule_low_priority_values_first",
+    "priority_scheduling_preemption_threshold", "disable_priority_preemption", "max_queued_requests",
 }
 NOT_MODELLED = {"disable_radix_cache": (True, False)}
 MODES = {PassKind.PREFILL: "EXTEND", PassKind.DECODE: "DECODE", PassKind.MIXED: "MIXED"}

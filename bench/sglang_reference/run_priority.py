@@ -66,7 +66,8 @@ def simulate_with_priority(rr):
                                                    return_logprob=bool(r.get("return_logprob", False)),
                                                    priority=r.get("priority"))
             except Exception as err:  # noqa: BLE001  an abort (503) reaches the client as an exception
-                return {"meta_info": {"id": r["rid"], "finish_reason": {"type": "abort", "message": str(err)}}}
+                reason = {"type": "abort", "message": str(err)}
+                return {"meta_info": {"id": r["rid"], "finish_reason": reason}}
 
         async def all_requests():
             return await asyncio.wait_for(asyncio.gather(*(one(i, r) for i, r in enumerate(reqs))), timeout_s)

@@ -3,5 +3,4 @@
 import os
 
 if os.environ.get("REFSIM_ACTIVE") == "1":
-    import refsim_hooks  # noqa: F401  (the tool's post-import patches)
-    import priority_hooks  # noqa: F401  (ours: preemptions and aborts recorded)
+    import priority_hooks  # noqa: F401  (imports the tool's refsim_hooks first, then adds ours)

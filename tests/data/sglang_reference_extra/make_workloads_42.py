@@ -1,4 +1,5 @@
-"""Writes the workloads of issue 42's reference traces (priority scheduling, the queue limit), from fixed seeds.
+"""Writes the workloads of issue 42's reference traces (priority scheduling, the queue limit), from fixed
+seeds.
 
     python3 make_workloads_42.py [OUT_DIR]      # default: this folder
 
@@ -39,10 +40,10 @@ def priority_preempt() -> dict:
         reqs.append({"rid": f"n{i}", "arrival_s": t, "prompt_len": rng.randint(500, 1500),
                      "output_len": rng.randint(50, 100), "priority": 5})
     reqs.sort(key=lambda r: r["arrival_s"])
-    return {"description": "6 contracts (priority 0) + 1 without priority, 20 questions (20) at ~4/s, 3 notes "
-                           "(5); 8 request slots; priority scheduling with preemption (threshold 10)",
-            "server_args": {"chunked_prefill_size": 4096, "max_total_tokens": 200000, "max_running_requests": 8,
-                            "enable_priority_scheduling": True},
+    return {"description": "6 contracts (priority 0) + 1 without priority, 20 questions (20) at ~4/s, "
+                           "3 notes (5); 8 request slots; priority scheduling with preemption (threshold 10)",
+            "server_args": {"chunked_prefill_size": 4096, "max_total_tokens": 200000,
+                            "max_running_requests": 8, "enable_priority_scheduling": True},
             "predictor": PREDICTOR, "requests": reqs}
 
 
@@ -61,7 +62,8 @@ def queue_limit(with_priority: bool) -> dict:
     if with_priority:
         args["enable_priority_scheduling"] = True
     said = "priorities 0-5, priority scheduling on" if with_priority else "fcfs"
-    return {"description": f"16 requests at once, 8 more at 2.5/s; 4 request slots, max_queued_requests 4; {said}",
+    return {"description": f"16 requests at once, 8 more at 2.5/s; 4 request slots, max_queued_requests 4; "
+                           f"{said}",
             "server_args": args, "predictor": PREDICTOR, "requests": reqs}
 
 
@@ -72,10 +74,11 @@ def retract_priority() -> dict:
         at += rng.expovariate(8.0)
         reqs.append({"rid": f"c{i:02d}", "arrival_s": round(at, 4), "prompt_len": rng.randint(600, 1400),
                      "output_len": rng.randint(600, 1200), "priority": rng.choice((0, 3, 7))})
-    return {"description": "24 chats of priority 0, 3 or 7 at 8/s on a 24,000-token pool; retraction_policy "
-                           "priority (preemption off by the threshold: no gap exceeds 10)",
-            "server_args": {"chunked_prefill_size": 4096, "max_total_tokens": 24000, "max_running_requests": 64,
-                            "enable_priority_scheduling": True, "retraction_policy": "priority"},
+    return {"description": "24 chats of priority 0, 3 or 7 at 8/s on a 24,000-token pool; "
+                           "retraction_policy priority (no priority gap exceeds 10: no preemption)",
+            "server_args": {"chunked_prefill_size": 4096, "max_total_tokens": 24000,
+                            "max_running_requests": 64, "enable_priority_scheduling": True,
+                            "retraction_policy": "priority"},
             "predictor": PREDICTOR, "requests": reqs}
 
 
