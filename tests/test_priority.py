@@ -111,3 +111,15 @@ def test_start_up_refuses_what_sglang_refuses(engine, field, says):
     with pytest.raises(InputError) as err:
         resolve(Scenario(engine=EngineConfig(**engine)))
     assert err.value.where == field and says in str(err.value)
+
+
+def test_retraction_by_priority_takes_whom_sglang_took():
+    """`retraction_policy = priority`: SGLang retracts c12 (priority 0), where the length rule would take
+    c13 (priority 7, as few tokens generated); the model takes c12 and matches every pass only with it."""
+    scenario = scenario_from_workload(EXTRA / "retract_priority" / "workload.json")
+    theirs = [json.loads(line)["rids"] for line in (EXTRA / "retract_priority" / "events.jsonl").open()]
+    by_priority = simulate(scenario)
+    assert [list(e.rids) for e in by_priority.retractions] == theirs == [["c12"]]
+    by_length = simulate(scenario.model_copy(update={
+        "engine": scenario.engine.model_copy(update={"retraction_policy": "length"})}))
+    assert [list(e.rids) for e in by_length.retractions] == [["c13"]]
