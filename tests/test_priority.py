@@ -15,6 +15,7 @@ from engine_model.reference import scenario_from_workload
 from engine_model.report import summary
 from engine_model.resolve import resolve
 from engine_model.simulation import simulate
+from engine_model.stories import STORIES
 
 from conftest import DATA
 from specs import by_rid, passes, req, run
@@ -123,3 +124,25 @@ def test_retraction_by_priority_takes_whom_sglang_took():
     by_length = simulate(scenario.model_copy(update={
         "engine": scenario.engine.model_copy(update={"retraction_policy": "length"})}))
     assert [list(e.rids) for e in by_length.retractions] == [["c13"]]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_on_the_ten_oclock_rush_questions_outrank_contracts_halves_their_p95_first_token(seed):
+    """Issue 42's bar: with priority scheduling and the questions above the contracts, the questions' p95
+    first token is below half of FCFS's on the same seed; the contracts wait longer instead."""
+    rush = STORIES["ten_oclock_rush"]
+    fcfs, outrank = (summary(simulate(rush.scenario({**rush.defaults, "seed": seed, "outrank": on}))).metrics
+                     for on in (False, True))
+    assert outrank.value("questions", "ttft_s", "p95") < 0.5 * fcfs.value("questions", "ttft_s", "p95")
+    assert outrank.value("contracts", "ttft_s", "p95") > fcfs.value("contracts", "ttft_s", "p95")
+
+
+def test_with_16_request_slots_questions_preempt_contracts_and_the_contracts_pay():
+    rush = STORIES["ten_oclock_rush"]
+    wide, capped = (simulate(rush.scenario({**rush.defaults, "outrank": True, **extra}))
+                    for extra in ({}, {"slots": 16}))
+    assert wide.preemptions == [] and capped.preemptions
+    assert {rid for p in capped.preemptions for rid in p.rids} <= {f"contracts-{i:02d}" for i in range(6)}
+    assert all(p.for_rid.startswith("questions-") for p in capped.preemptions)
+    slowest = [summary(r).metrics.value("contracts", "e2e_s", "max") for r in (wide, capped)]
+    assert slowest[1] > slowest[0]
