@@ -127,7 +127,8 @@ def choose_preempted(req: Request, running: list[Request], rules: QueueRules, en
     the memory budget left) is covered. The first one too close in priority ends the search. Returns []
     when nothing is taken or the need is not covered: then nothing is preempted."""
     sign = rules.sign
-    ranked = sorted(running, key=lambda r: (r.priority * -sign, -entered[r.rid]))
+    # a mid-reply request (ours, not SGLang's) never entered the queue: the oldest
+    ranked = sorted(running, key=lambda r: (r.priority * -sign, -entered.get(r.rid, 0)))
     taken: list[Request] = []
     for victim in ranked:
         if (req.priority - victim.priority) * -sign <= rules.threshold:

@@ -27,6 +27,7 @@ requests = st.lists(
         slack=st.integers(0, 300),
         mid_reply=st.integers(0, 50),
         prefix_group=st.sampled_from([None, None, "a", "b"]),
+        priority=st.sampled_from([None, 0, 5, 20, 40]),
     ),
     min_size=1, max_size=25,
 )
@@ -42,6 +43,13 @@ engines = st.builds(
     prefill_decode_interval=st.integers(0, 3),
     schedule_policy=st.sampled_from(["fcfs", "fcfs", "lof", "random", "shortest-prefill-first"]),
     disable_overlap_schedule=st.booleans(),
+    # priority scheduling and the queue's limits (engine_model/priority.py)
+    enable_priority_scheduling=st.booleans(),
+    schedule_low_priority_values_first=st.booleans(),
+    priority_scheduling_preemption_threshold=st.sampled_from([0, 10]),
+    retraction_policy=st.sampled_from(["length", "priority"]),
+    max_queued_requests=st.sampled_from([None, None, 2, 8]),
+    req_waiting_timeout_s=st.sampled_from([None, None, None, 0.5, 2.0]),
 )
 
 
@@ -49,6 +57,10 @@ def build(reqs, engine, seed=0) -> Scenario:
     engine = dict(engine)
     if engine["schedule_policy"] == "shortest-prefill-first" and engine["version"] == "0.5.20":
         engine["version"] = "0.5.21"  # the first release with it
+    if engine.get("enable_priority_scheduling") and engine["schedule_policy"] not in ("fcfs", "lof"):
+        engine["schedule_policy"] = "fcfs"  # SGLang refuses priority scheduling with the others
+    if not engine.get("enable_priority_scheduling"):
+        engine["retraction_policy"] = "length"  # "priority" needs priority scheduling
     pages = engine.pop("chunk_pages")
     engine["chunked_prefill_size"] = -1 if pages < 0 else pages * engine["page_size"]
     configs = []
@@ -58,7 +70,7 @@ def build(reqs, engine, seed=0) -> Scenario:
             rid=f"r{i}", prompt_len=r["prompt_len"], output_len=r["output_len"], arrival_at=r["arrival_at"],
             max_new_tokens=r["output_len"] + (0 if r["ignore_eos"] else r["slack"]),
             return_logprob=r["return_logprob"], ignore_eos=r["ignore_eos"], already_generated=mid,
-            prefix_group=r["prefix_group"]))
+            prefix_group=r["prefix_group"], priority=r.get("priority")))
     return Scenario(seed=seed, engine=EngineConfig(context_length=32768, **engine),
                     cost=CostConfig(kind="linear"),
                     workload=WorkloadConfig(requests=configs), limits=LimitsConfig(max_iterations=200_000))
@@ -165,7 +177,8 @@ def test_invariants_hold_for_any_workload(reqs, engine):
         assert req.state is RequestState.FINISHED and req.num_generated == req.output_len and req.kv_len == 0
         # every token comes from exactly one pass row: a decode row, or the last chunk of each (re-)prefill
         prefill_tokens = len(req.token_times) - produced.get(req.rid, 0)
-        assert prefill_tokens == 1 + req.num_retractions - (1 if req.is_mid_reply else 0)
+        again = req.num_retractions + req.num_preemptions  # each one prefills again
+        assert prefill_tokens == 1 + again - (1 if req.is_mid_reply else 0)
     if not crashed:
         assert sim.topology.scheduler.kv_used == 0  # every slot comes back (shared prefixes stay free cache)
 
