@@ -343,7 +343,8 @@ class Scheduler:
         plan = self._build_prefill(adder, still_chunked, stop)
         if preempted and plan.kind is not PassKind.IDLE:
             plan.reason += "; " + preempted
-            plan.mirrors = plan.mirrors.replace("PrefillAdder", "PrefillAdder.preempt_to_schedule", 1)
+            preempting = "PrefillAdder -> PrefillAdder.preempt_to_schedule"
+            plan.mirrors = plan.mirrors.replace("PrefillAdder", preempting, 1)
         return plan, ""
 
     def _num_allocatable(self) -> int:

@@ -14,6 +14,7 @@ from engine_model.priority import QUEUE_FULL, WAITING_TIMEOUT
 from engine_model.reference import scenario_from_workload
 from engine_model.report import summary
 from engine_model.resolve import resolve
+from engine_model.rules import rules_of
 from engine_model.simulation import simulate
 from engine_model.stories import STORIES
 
@@ -146,3 +147,18 @@ def test_with_16_request_slots_questions_preempt_contracts_and_the_contracts_pay
     assert all(p.for_rid.startswith("questions-") for p in capped.preemptions)
     slowest = [summary(r).metrics.value("contracts", "e2e_s", "max") for r in (wide, capped)]
     assert slowest[1] > slowest[0]
+
+
+def test_a_preempting_pass_names_the_rule_and_says_who_was_preempted():
+    result = simulate(scenario_from_workload(EXTRA / "priority_preempt" / "workload.json"))
+    first = result.preemptions[0]
+    it = next(it for it in result.iterations if any(r.rid == first.for_rid for r in it.prefill_rows))
+    assert "PrefillAdder -> PrefillAdder.preempt_to_schedule" in it.mirrors
+    assert f"preempted {first.rids[0]}" in it.reason
+    assert [r.qualname for r in rules_of(it.mirrors)][-1] == "engine_model.priority.choose_preempted"
+
+
+def test_the_rush_refuses_outranking_under_shortest_prefill_first_as_sglang_does():
+    rush = STORIES["ten_oclock_rush"]
+    with pytest.raises(InputError, match="schedule_policy must be 'fcfs' or 'lof'"):
+        rush.scenario({**rush.defaults, "outrank": True, "policy": "shortest-prefill-first"})
