@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from engine_model.core import Request
 from engine_model.errors import InputError
@@ -192,9 +192,12 @@ def queue_rules(scenario) -> QueueRules:
         raise InputError("engine.retraction_policy", "--retraction-policy priority requires "
                          "--enable-priority-scheduling (SGLang's start-up check): set "
                          "engine.enable_priority_scheduling = true or retraction_policy = \"length\"")
-    if scenario.pd is not None and engine.enable_priority_scheduling:
-        raise InputError("engine.enable_priority_scheduling", "priority scheduling is modelled on one engine "
-                         "or DP replicas, not in a PD cluster; set it false for a PD scenario")
+    if scenario.pd is not None:
+        for key in ("enable_priority_scheduling", "req_waiting_timeout_s"):
+            if getattr(engine, key) not in (False, None):
+                raise InputError(f"engine.{key}", "priority scheduling and the waiting timeout are modelled "
+                                 "on one engine or DP replicas, not in a PD cluster; leave them off there")
+        return replace(rules_of(engine), max_queued=None)  # SGLang ignores max_queued_requests in PD modes
     return rules_of(engine)
 
 

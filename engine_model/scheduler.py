@@ -149,12 +149,10 @@ class Scheduler:
             return self._start_mid_reply(req)
         self._enqueue(req)
 
-    applies_queue_limit = True  # SGLang ignores max_queued_requests in PD modes (their ranks set False)
-
     def _enqueue(self, req: Request) -> None:
         """`_add_request_to_queue`: to the back of the waiting queue (`wait_queue_entry_time` stamped), unless
         the queue is full (`_abort_on_queued_limit`, for new, retracted and preempted requests alike)."""
-        if self.cfg.queueing.max_queued is not None and self.applies_queue_limit and self._queue_full(req):
+        if self.cfg.queueing.max_queued is not None and self._queue_full(req):  # None in PD (ignored there)
             return
         req.state, req.queued_at = RequestState.WAITING, self.now
         self.entered[req.rid] = self.num_entered = self.num_entered + 1

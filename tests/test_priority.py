@@ -162,3 +162,13 @@ def test_the_rush_refuses_outranking_under_shortest_prefill_first_as_sglang_does
     rush = STORIES["ten_oclock_rush"]
     with pytest.raises(InputError, match="schedule_policy must be 'fcfs' or 'lof'"):
         rush.scenario({**rush.defaults, "outrank": True, "policy": "shortest-prefill-first"})
+
+
+def test_a_pd_cluster_ignores_the_queue_limit_as_sglang_does_and_refuses_priority_scheduling():
+    pd = Scenario.model_validate({**PD_BASE, "engine": {"max_queued_requests": 4}})
+    assert resolve(pd).queueing.max_queued is None
+    with pytest.raises(InputError, match="not in a PD cluster"):
+        resolve(Scenario.model_validate({**PD_BASE, "engine": {"enable_priority_scheduling": True}}))
+
+
+PD_BASE = {"pd": {"prefill": {"num_workers": 1}, "decode": {"num_workers": 1}}}
