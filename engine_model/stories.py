@@ -711,7 +711,7 @@ RUSH = Story(
                  "Requests preempted: {now:all.num_preempted}; the slowest contract's whole answer: "
                  "{before:contracts.e2e_s.max} → {now:contracts.e2e_s.max}, while the questions' p95 first "
                  "token stays near {now:questions.ttft_s.p95}. The step-through names each preemption.",
-                 {"outrank": True, "slots": 16}, ("at", 19.0), "tokens", versus={"outrank": True}),
+                 {"outrank": True, "slots": 16}, ("first_after", 19.2), "tokens", versus={"outrank": True}),
     ),
     stream_group="questions",
     long_group="contracts",
