@@ -75,6 +75,7 @@ class EngineConfig(Frozen):
     priority_scheduling_preemption_threshold: int = Field(10, ge=-MAX_PRIORITY, le=MAX_PRIORITY)
     disable_priority_preemption: bool = False
     default_priority_value: int | None = Field(None, ge=-MAX_PRIORITY, le=MAX_PRIORITY)
+    abort_on_priority_when_disabled: bool = False  # no priority scheduling: refuse a request that has one
     # --retraction-policy: "priority" retracts the lowest priority first (needs priority scheduling)
     retraction_policy: Literal["length", "priority"] = "length"
     max_queued_requests: int | None = Field(None, ge=1, le=MAX_REQUESTS)  # a full queue aborts (503)

@@ -32,6 +32,8 @@ LOWEST_LOW_FIRST = sys.maxsize  # ... and when lower values go first
 QUEUE_FULL = "The request queue is full."  # SGLang's abort messages (HTTP 503)
 QUEUE_FULL_BY_PRIORITY = "The request is aborted by a higher priority request."
 WAITING_TIMEOUT = "Request waiting timeout reached."
+PRIORITY_DISABLED = ("Using priority is disabled for this server. Please send a new request without a "
+                     "priority.")
 CLIP_MAX_NEW_TOKENS = 4096  # SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION (policy.py holds the same figure)
 
 
@@ -44,6 +46,7 @@ class QueueRules:
     threshold: int = 10  # --priority-scheduling-preemption-threshold
     preemption: bool = False  # on with priority scheduling unless --disable-priority-preemption
     default_priority: int | None = None  # --default-priority-value
+    abort_when_disabled: bool = False  # --abort-on-priority-when-disabled
     retraction_policy: str = "length"  # --retraction-policy
     max_queued: int | None = None  # --max-queued-requests
     waiting_timeout_s: float | None = None  # SGLANG_REQ_WAITING_TIMEOUT
@@ -79,6 +82,7 @@ def rules_of(engine) -> QueueRules:
         threshold=engine.priority_scheduling_preemption_threshold,
         preemption=engine.enable_priority_scheduling and not engine.disable_priority_preemption,
         default_priority=engine.default_priority_value,
+        abort_when_disabled=engine.abort_on_priority_when_disabled,
         retraction_policy=engine.retraction_policy,
         max_queued=engine.max_queued_requests,
         waiting_timeout_s=engine.req_waiting_timeout_s,
@@ -88,8 +92,9 @@ def rules_of(engine) -> QueueRules:
 @mirrors("_set_or_validate_priority", "_set_default_priority")
 def priority_of(req: Request, rules: QueueRules) -> int | None:
     """The priority a request is scheduled with: its own; else `--default-priority-value` (the tokenizer's
-    `_set_default_priority`); else the lowest there is (`_set_or_validate_priority`). None without priority
-    scheduling. Set on the request the first time it enters the queue, as SGLang sets `req.priority`."""
+    `_set_default_priority`); else the lowest there is (`_set_or_validate_priority`). Without priority
+    scheduling, its own (ignored), or None. Set on the request when it reaches the scheduler, as SGLang sets
+    `req.priority`."""
     if not rules.enabled:
         return req.priority
     if req.priority is None:

@@ -31,6 +31,7 @@ from engine_model.policy import (
 )
 from engine_model.prefix import PrefixCache
 from engine_model.priority import (
+    PRIORITY_DISABLED,
     WAITING_TIMEOUT,
     KeptPrompts,
     Preemption,
@@ -143,8 +144,11 @@ class Scheduler:
     # -- arrivals ---------------------------------------------------------------------------------
     def arrive(self, req: Request) -> None:
         """A request reaches the scheduler (`_add_request_to_queue`, after `intake`'s length checks)."""
-        if self.cfg.queueing.enabled:
-            priority_of(req, self.cfg.queueing)
+        rules = self.cfg.queueing
+        if rules.enabled:
+            priority_of(req, rules)
+        elif rules.abort_when_disabled and req.priority is not None:  # _set_or_validate_priority
+            return self._reject(req, PRIORITY_DISABLED)
         if req.is_mid_reply:
             return self._start_mid_reply(req)
         self._enqueue(req)

@@ -10,7 +10,7 @@ import pytest
 from engine_model.config import EngineConfig, Scenario
 from engine_model.core import RequestState
 from engine_model.errors import InputError
-from engine_model.priority import QUEUE_FULL, WAITING_TIMEOUT
+from engine_model.priority import PRIORITY_DISABLED, QUEUE_FULL, WAITING_TIMEOUT
 from engine_model.reference import scenario_from_workload
 from engine_model.report import summary
 from engine_model.resolve import resolve
@@ -172,3 +172,11 @@ def test_a_pd_cluster_ignores_the_queue_limit_as_sglang_does_and_refuses_priorit
 
 
 PD_BASE = {"pd": {"prefill": {"num_workers": 1}, "decode": {"num_workers": 1}}}
+
+
+def test_without_priority_scheduling_a_priority_is_ignored_or_refused_when_told():
+    reqs = [req("plain", 100, 5), req("ranked", 100, 5, priority=3)]
+    assert all(r.state is RequestState.FINISHED for r in run(reqs).requests)
+    refused = by_rid(run(reqs, abort_on_priority_when_disabled=True))
+    assert refused["plain"].state is RequestState.FINISHED
+    assert refused["ranked"].reject_reason == PRIORITY_DISABLED

@@ -48,6 +48,7 @@ engines = st.builds(
     schedule_low_priority_values_first=st.booleans(),
     priority_scheduling_preemption_threshold=st.sampled_from([0, 10]),
     retraction_policy=st.sampled_from(["length", "priority"]),
+    abort_on_priority_when_disabled=st.booleans(),
     max_queued_requests=st.sampled_from([None, None, 2, 8]),
     req_waiting_timeout_s=st.sampled_from([None, None, None, 0.5, 2.0]),
 )
