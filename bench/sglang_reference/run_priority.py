@@ -88,7 +88,8 @@ def simulate_with_priority(rr):
 
 def main() -> None:
     ap = argparse.ArgumentParser(add_help=False)
-    ap.add_argument("--venv", default=os.environ.get("SGLANG_REF_VENV", "/work/refvenv"))
+    ap.add_argument("--venv", default=os.environ.get("SGLANG_REF_VENV",
+                                                     str(Path.home() / ".cache" / "sglang-ref-venv")))
     ap.add_argument("--out")
     known, _ = ap.parse_known_args()
     tool = tool_dir()
