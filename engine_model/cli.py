@@ -50,6 +50,10 @@ def print_text(doc: dict, result) -> None:
     if any(g["ttft_s"]["p50"] is None for name, g in m["groups"].items() if name in mid_reply):
         print("  * no TTFT: these replies were already streaming when the run began (already_generated > 0),")
         print("    so their first token came before it; their longest gap is the figure to read")
+    if result.preemptions:
+        counts = doc["iterations"]
+        print(f"  preempted: {counts['num_preempted_requests']} times by higher-priority requests "
+              f"({m['overall']['num_preempted']} requests; their KV freed, prefilled again)")
     print_unfinished(result, doc["cut_off"])
 
 

@@ -23,6 +23,7 @@ MAX_REQUESTS = 1_000_000  # per run; each request's tokens are kept, so memory g
 MAX_TRACE_SECONDS = 1e10  # a trace's own clock: about 300 years
 MIN_SPEEDUP, MAX_SPEEDUP = 0.001, 1000.0  # a trace's arrival times are divided by its speed-up
 MIN_RATE = 1 / MAX_SIM_SECONDS
+MAX_PRIORITY = 10**9  # a request's priority (SGLang takes any int; beyond this it is a typo)
 
 
 class Frozen(BaseModel):
@@ -76,6 +77,21 @@ class EngineConfig(Frozen):
     # --enable-dp-attention with --dp-size N: one engine of hardware.tp_size GPUs, N attention DP ranks in
     # lockstep (engine_model/dp_attention.py); SGLang 0.5.23 reads it as --attn-dp-size N
     enable_dp_attention: bool = False
+    # Priority scheduling and the queue limit (engine_model/priority.py). Higher priority values first unless
+    # schedule_low_priority_values_first; a running request is preempted for one whose priority is more than
+    # the threshold better (unless disable_priority_preemption). default_priority_value: for requests that
+    # carry none (SGLang: set by the tokenizer manager; None there: the lowest priority there is).
+    enable_priority_scheduling: bool = False
+    schedule_low_priority_values_first: bool = False
+    priority_scheduling_preemption_threshold: int = Field(10, ge=-MAX_PRIORITY, le=MAX_PRIORITY)
+    disable_priority_preemption: bool = False
+    default_priority_value: int | None = Field(None, ge=-MAX_PRIORITY, le=MAX_PRIORITY)
+    abort_on_priority_when_disabled: bool = False  # no priority scheduling: refuse a request that has one
+    # --retraction-policy: "priority" retracts the lowest priority first (needs priority scheduling)
+    retraction_policy: Literal["length", "priority"] = "length"
+    max_queued_requests: int | None = Field(None, ge=1, le=MAX_REQUESTS)  # a full queue aborts (503)
+    # SGLANG_REQ_WAITING_TIMEOUT (seconds, an environment variable): a request waiting longer is aborted
+    req_waiting_timeout_s: float | None = Field(None, gt=0, le=MAX_SIM_SECONDS)
 
     @model_validator(mode="before")
     @classmethod
@@ -187,6 +203,7 @@ class GroupConfig(Frozen):
     ignore_eos: bool = False
     already_generated: int = Field(0, ge=0, le=MAX_TOKENS)  # > 0: the request starts mid-reply
     arrival: Arrival = AtArrival()
+    priority: int | None = Field(None, ge=-MAX_PRIORITY, le=MAX_PRIORITY)  # each request's `priority`
 
     @property
     def last_arrival_at(self) -> float:
@@ -213,6 +230,7 @@ class RequestConfig(Frozen):
     already_generated: int = Field(0, ge=0, le=MAX_TOKENS)
     # shared prompt prefix (radix cache)
     prefix_group: str | None = Field(None, pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
+    priority: int | None = Field(None, ge=-MAX_PRIORITY, le=MAX_PRIORITY)
 
 
 class ClientConfig(Frozen):

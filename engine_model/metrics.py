@@ -51,6 +51,7 @@ class GroupMetrics(Typed):
     num_rejected: int
     num_retracted: int
     num_output_tokens: int
+    num_preempted: int = 0  # requests preempted at least once (priority scheduling)
     output_throughput_tok_s: float | None
     ttft_s: Stats
     itl_s: Stats
@@ -161,6 +162,7 @@ def group_metrics(reqs: list[Request]) -> GroupMetrics:
         num_finished=len(finished),
         num_rejected=sum(r.state is RequestState.REJECTED for r in reqs),
         num_retracted=sum(r.num_retractions > 0 for r in reqs),
+        num_preempted=sum(r.num_preemptions > 0 for r in reqs),
         num_output_tokens=num_tokens,
         output_throughput_tok_s=num_tokens / span if span > 0 else None,
         ttft_s=summarize(present(ttft)),

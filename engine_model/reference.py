@@ -24,8 +24,11 @@ SERVER_ARGS = {
     "max_prefill_tokens", "prefill_decode_interval", "prefill_decode_interval_min_bs", "schedule_policy",
     "page_size",
     "disable_radix_cache", "schedule_conservativeness", "retraction_policy", "prefill_max_requests",
+    # bench/sglang_reference/run_priority.py passes these too (issue 42)
+    "enable_priority_scheduling", "schedule_low_priority_values_first",
+    "priority_scheduling_preemption_threshold", "disable_priority_preemption", "max_queued_requests",
 }
-NOT_MODELLED = {"disable_radix_cache": (True, False), "retraction_policy": ("length",)}
+NOT_MODELLED = {"disable_radix_cache": (True, False)}
 MODES = {PassKind.PREFILL: "EXTEND", PassKind.DECODE: "DECODE", PassKind.MIXED: "MIXED"}
 TTFT_TOLERANCE = 0.02
 ITL_TOLERANCE = 0.02

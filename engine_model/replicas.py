@@ -99,5 +99,6 @@ class Replicas:
 
     def record(self) -> dict:
         retractions = sorted((r for s in self.servers for r in s.scheduler.retractions), key=lambda r: r.at)
+        preemptions = sorted((p for s in self.servers for p in s.scheduler.preemptions), key=lambda p: p.at)
         return {"resolved": self.resolved, "cost_model": self.servers[0].cost.describe(),
-                "retractions": retractions, "pd": None}
+                "retractions": retractions, "pd": None, "preemptions": preemptions}

@@ -23,6 +23,8 @@ class IterationCounts(Typed):
     total: int
     num_retractions: int
     num_retracted_requests: int
+    num_preemptions: int = 0  # committed preempt_to_schedule calls (priority scheduling)
+    num_preempted_requests: int = 0  # running requests they released, counted each time
 
 
 class Summary(Typed):
@@ -68,6 +70,8 @@ def iteration_counts(result: Result) -> IterationCounts:
         total=len(result.iterations),
         num_retractions=len(result.retractions),
         num_retracted_requests=sum(len(r.rids) for r in result.retractions),
+        num_preemptions=len(result.preemptions),
+        num_preempted_requests=sum(len(p.rids) for p in result.preemptions),
     )
 
 

@@ -14,6 +14,7 @@ from engine_model import hardware
 from engine_model.backend import Attention, attention_of
 from engine_model.config import Scenario
 from engine_model.errors import InputError
+from engine_model.priority import QueueRules, queue_rules
 from engine_model.speculative import SPEC_MAX_RUNNING, Speculative, speculative_of, startup_note
 from engine_model.versions import Capabilities, capabilities, first_release
 
@@ -92,6 +93,7 @@ class Resolved:
     decode_extra_slots: int = 0  # PD decode: request rows beyond max_running_requests (DecodeReqToTokenPool)
     speculative: Speculative | None = None  # speculative decoding as SGLang resolves it (speculative.py)
     startup_note: str = ""  # what SGLang changed at start-up for it ("you set mixed chunk on; ...")
+    queueing: QueueRules = QueueRules()  # priority scheduling, preemption, queue limits (priority.py)
 
     @property
     def kv_pool_gib_per_gpu(self) -> float:
@@ -379,4 +381,5 @@ def resolve(scenario: Scenario) -> Resolved:
         kv_dtype_source=attention.kv_source,
         speculative=spec,
         startup_note=startup_note(scenario, spec),
+        queueing=queue_rules(scenario),
     )

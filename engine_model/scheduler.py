@@ -31,6 +31,19 @@ from engine_model.policy import (
     sort_shortest_prefill_first,
 )
 from engine_model.prefix import PrefixCache
+from engine_model.priority import (
+    PRIORITY_DISABLED,
+    WAITING_TIMEOUT,
+    KeptPrompts,
+    Preemption,
+    choose_preempted,
+    priority_of,
+    priority_retraction_order,
+    queue_limit_victim,
+    running_offset,
+    sort_by_priority,
+    timed_out,
+)
 from engine_model.resolve import Resolved
 from engine_model.rules import mirrors
 
@@ -127,19 +140,40 @@ class Scheduler:
         self.chunk_cap: int | None = None  # shortest-prefill-first's cap on this pass's continuing chunk
         self.spec = cfg.speculative  # speculative decoding (engine_model/speculative.py), or None
         self.spec_extra: dict[str, int] = {}  # rid -> KV slots allocated beyond its committed tokens
+        self.preemptions: list[Preemption] = []  # priority scheduling (engine_model/priority.py)
+        self.preempted: list[Request] = []  # this pass's preempt_list, re-queued once admission is done
+        self.kept = KeptPrompts(cfg.page_size)  # preempted requests' prompts, still in the radix cache
 
     # -- arrivals ---------------------------------------------------------------------------------
     def arrive(self, req: Request) -> None:
         """A request reaches the scheduler (`_add_request_to_queue`, after `intake`'s length checks)."""
+        rules = self.cfg.queueing
+        if rules.enabled:
+            priority_of(req, rules)
+        elif rules.abort_when_disabled and req.priority is not None:  # _set_or_validate_priority
+            return self._reject(req, PRIORITY_DISABLED)
         if req.is_mid_reply:
             return self._start_mid_reply(req)
         self._enqueue(req)
 
     def _enqueue(self, req: Request) -> None:
-        """`_add_request_to_queue`: to the back of the waiting queue (`wait_queue_entry_time` stamped)."""
+        """`_add_request_to_queue`: to the back of the waiting queue (`wait_queue_entry_time` stamped), unless
+        the queue is full (`_abort_on_queued_limit`, for new, retracted and preempted requests alike)."""
+        if self.cfg.queueing.max_queued is not None and self._queue_full(req):  # None in PD (ignored there)
+            return
         req.state, req.queued_at = RequestState.WAITING, self.now
         self.entered[req.rid] = self.num_entered = self.num_entered + 1
         self.waiting.append(req)
+
+    def _queue_full(self, req: Request) -> bool:
+        """`_abort_on_queued_limit`: True if `req` is aborted; it may abort a waiting request instead."""
+        aborted, why = queue_limit_victim(req, self.waiting, self.cfg.queueing, self.entered)
+        if aborted is None:
+            return False
+        if aborted is not req:
+            self.waiting.remove(aborted)
+        self._reject(aborted, why)
+        return aborted is req
 
     def _start_mid_reply(self, req: Request) -> None:
         """Our construct, not SGLang's: a request admitted before the run began joins the running batch.
@@ -161,6 +195,8 @@ class Scheduler:
         return ceil_page(self.chunked.fill_len, page) - ceil_page(self.chunked.kv_len, page)
 
     def _reject(self, req: Request, reason: str) -> None:
+        if self.kept.prefilled:
+            self.kept.forget(req)
         req.reject(reason, self.now)
         self.rejected.append(req)
         self.done.append(req)
@@ -230,13 +266,16 @@ class Scheduler:
         rows = self.running
         if (self.last_extend or self.in_flight or self.chunked is not None or self.countdown or not rows
                 or self.spec is not None
-                or self.cfg.page_size != 1 or (self.waiting and not self.batch_is_full) or self.crash):
+                or self.cfg.page_size != 1 or (self.waiting and not self.batch_is_full) or self.crash
+                or (self.waiting and self.cfg.queueing.every_pass)):
             return 0
         return min(self.kv_free // len(rows), min(r.output_len - r.num_generated for r in rows) - 1)
 
     @mirrors("get_next_batch_to_run")
     def schedule(self) -> Plan:
-        """`Scheduler.get_next_batch_to_run`."""
+        """`Scheduler.get_next_batch_to_run` (after `_poll_timeout_aborts` where a waiting timeout is set)."""
+        if self.cfg.queueing.waiting_timeout_s is not None and self.waiting:
+            self._abort_timed_out()
         self._merge_last_extend()
         if self.countdown > 0 and self._defer_prefill():
             rounds = count(self.countdown + 1, "decode round")
@@ -248,6 +287,13 @@ class Scheduler:
         if plan.kind in EXTEND_KINDS:
             self.countdown = self.cfg.prefill_decode_interval  # _arm_prefill_decode_interval
         return plan
+
+    def _abort_timed_out(self) -> None:
+        """`_poll_timeout_aborts` -> `abort_request`: a request waiting past SGLANG_REQ_WAITING_TIMEOUT is
+        taken out of the queue and aborted (503, "Request waiting timeout reached.")."""
+        for req in timed_out(self.waiting, self.now, self.cfg.queueing):
+            self.waiting.remove(req)
+            self._reject(req, WAITING_TIMEOUT)
 
     def _merge_last_extend(self) -> None:
         """get_next_batch_to_run step 3: the last prefill batch joins the running batch.
@@ -276,8 +322,8 @@ class Scheduler:
     def _prefill_plan(self) -> tuple[Plan | None, str]:
         """`get_new_batch_prefill` / `_get_new_batch_prefill_raw` with `PrefillAdder`."""
         cfg = self.cfg
-        if cfg.caps.clears_full_when_idle and not self.running:
-            self.batch_is_full = False
+        if cfg.queueing.preemption or (cfg.caps.clears_full_when_idle and not self.running):
+            self.batch_is_full = False  # priority preemption: every pass tries again
         if self.chunked is None:
             if not self.waiting:
                 return None, "the waiting queue is empty"
@@ -285,19 +331,27 @@ class Scheduler:
                 return None, ("the batch was marked full (batch_is_full) and stays full until a running "
                               "request leaves: nothing new is tried")
         num_allocatable = self._num_allocatable()
-        if num_allocatable <= 0 and self.chunked is None:
+        if num_allocatable <= 0 and self.chunked is None and not cfg.queueing.preemption:
             self.batch_is_full = True
             return None, f"max_running_requests ({cfg.max_running_requests}) are running"
         self._sort_waiting()
+        if self.kept.tokens:
+            self.kept.evict(self.kv_free - self.kept.total)
         num_mixed = len(self.running) if cfg.is_mixed_chunk else 0
         adder = PrefillAdder(cfg, pool=self.kv_free, running=self.running, ratio=self.ratio.value,
                              num_mixed=num_mixed)
         still_chunked = self._add_chunked(adder) if self.chunked else False
         stop, num_walked = self._admit_waiting(adder, num_allocatable)
         del self.waiting[:num_walked]  # admitted or rejected: always a prefix of the queue (head-of-line)
+        preempted = self._requeue_preempted()
         if not adder.admitted:
             return None, stop
-        return self._build_prefill(adder, still_chunked, stop), ""
+        plan = self._build_prefill(adder, still_chunked, stop)
+        if preempted and plan.kind is not PassKind.IDLE:
+            plan.reason += "; " + preempted
+            preempting = "PrefillAdder -> PrefillAdder.preempt_to_schedule"
+            plan.mirrors = plan.mirrors.replace("PrefillAdder", preempting, 1)
+        return plan, ""
 
     def _num_allocatable(self) -> int:
         """`get_num_allocatable_reqs`: below the running cap and within the free request slots
@@ -311,7 +365,9 @@ class Scheduler:
         longest max_new_tokens first; random shuffles; shortest-prefill-first puts the least uncached
         prefill work first."""
         policy = self.cfg.schedule_policy
-        if policy == "lof":
+        if self.cfg.queueing.enabled:  # start-up allows only fcfs and lof with it
+            sort_by_priority(self.waiting, self.cfg.queueing, policy, self.entered)
+        elif policy == "lof":
             self.waiting.sort(key=lambda r: -r.max_new_tokens)
         elif policy == "random":
             self.rng.shuffle(self.waiting)
@@ -345,14 +401,21 @@ class Scheduler:
         for req in self.waiting:
             if self.cfg.caps.stops_on_spent_budget and adder.state() is Verdict.OTHER:
                 return "the token budget is spent", num_walked
-            if len(adder.admitted) - held >= num_allocatable:
-                self.batch_is_full = True
-                return f"max_running_requests ({self.cfg.max_running_requests}) reached", num_walked
+            if len(adder.admitted) - held >= num_allocatable or (self.batch_is_full and self.preempted):
+                self.batch_is_full = True  # with preemption it stays set: each next one must preempt too
+                if not self._preempt_for(adder, req):
+                    return f"max_running_requests ({self.cfg.max_running_requests}) reached", num_walked
+                num_allocatable = self._num_allocatable()
             req.kv_len = self.prefix.match(req)  # init_next_round_input: the cached prefix is not recomputed
-            verdict = adder.add_one(req, self.prefix.newly_locked(req, req.kv_len))
+            kept = self.kept.match(req) if self.kept.tokens else 0
+            req.kv_len = req.kv_len or kept
+            verdict = adder.add_one(req, self.prefix.newly_locked(req, req.kv_len) + kept)
             admitted = bool(adder.admitted) and adder.admitted[-1][0] is req
             if not admitted:
                 req.kv_len = 0
+            elif self.cfg.queueing.preemption:
+                self.kv_used += self.kept.take(req)  # its kept prompt is locked again, in use
+                self.kept.admitted(req)
             if verdict is Verdict.CONTINUE:
                 num_walked += 1
                 continue
@@ -373,6 +436,53 @@ class Scheduler:
             return ("the token budget is spent" if admitted
                     else f"{req.rid} does not fit the token budget"), num_walked
         return "", num_walked
+
+    def _preempt_for(self, adder: PrefillAdder, req: Request) -> bool:
+        """`PrefillAdder.preempt_to_schedule` (priority scheduling, the batch full): running requests far
+        enough below `req` in priority are released like a retraction (KV freed, reply kept, to prefill
+        again) and re-queued after admission; their reservations leave the budget. True if any were."""
+        rules = self.cfg.queueing
+        if not rules.preemption:
+            return False
+        ratio, whole = self.ratio.value, self.cfg.caps.ignore_eos_reserves_all
+
+        def offset(r: Request) -> float:
+            return running_offset(r, ratio, whole)
+
+        # `not r.finished()`: with the overlap schedule a request whose last token is in flight leaves anyway
+        candidates = [r for r in self.running if r not in self.in_flight]
+        cached = self.prefix.match(req) or self.kept.match(req)
+        need = req.fill_len - cached + min(req.max_new_tokens, CLIP_MAX_NEW_TOKENS) - adder.rem_total
+        victims = choose_preempted(req, candidates, rules, self.entered, need=need, offset=offset)
+        if not victims:
+            return False
+        chosen, free_before = set(victims), self.kv_free
+        for r in self.running:  # batch order, as SGLang walks running_batch.reqs
+            if r in chosen:
+                adder.total_offset -= offset(r)
+                self.kept.keep(r)
+                self._release(r)
+        self.running = [r for r in self.running if r not in chosen]
+        adder.pool += self.kv_free - free_before
+        self.preempted.extend(victims)
+        self.preemptions.append(Preemption(
+            at=self.now, before_iteration=len(self.iterations), for_rid=req.rid,
+            rids=tuple(r.rid for r in victims), num_generated=tuple(r.num_generated for r in victims),
+            kv_freed=self.kv_free - free_before))
+        return True
+
+    def _requeue_preempted(self) -> str:
+        """After admission, the preempted requests go back to the queue (`_add_request_to_queue`, even when
+        nothing was admitted). Returns what happened, in words, or ""."""
+        if not self.preempted:
+            return ""
+        done, self.preempted = self.preempted, []
+        for req in done:
+            req.num_preemptions += 1
+            self._enqueue(req)
+        rids = ", ".join(r.rid for r in done)
+        return (f"preempted {rids} (priority more than {self.cfg.queueing.threshold} below the newcomer's): "
+                "KV freed, reply kept, back in the queue to prefill again")
 
     def _never_fits(self, adder: PrefillAdder, req: Request) -> bool:
         """Our guard, not SGLang's: a head request that cannot fit an empty pool is refused rather than left
@@ -507,8 +617,10 @@ class Scheduler:
         past = self._allocate_decode(rows)
         reason = decode_reason(why_not_prefill)
         if retraction is not None:
-            reason = (f"KV pool full: retracted {', '.join(retraction.rids)} (fewest tokens generated "
-                      "first); " + reason)
+            by_priority = self.cfg.queueing.retraction_policy == "priority"
+            first = ("lowest priority, then fewest tokens generated, first" if by_priority
+                     else "fewest tokens generated first")
+            reason = f"KV pool full: retracted {', '.join(retraction.rids)} ({first}); " + reason
         mirrors = DECODE_MIRRORS
         if retraction is not None:
             mirrors += " -> ScheduleBatch.retract_decode"
@@ -588,7 +700,9 @@ class Scheduler:
     def _retract(self) -> Retraction:
         """`ScheduleBatch.retract_decode`: at least one, fewest generated first, never the last one."""
         before_ratio, before_free, num_before = self.ratio.value, self.kv_free, len(self.running)
-        order = [r for r in retraction_order(self.running) if r not in self.in_flight]  # those leave anyway
+        ranked = (priority_retraction_order(self.running, self.cfg.queueing)
+                  if self.cfg.queueing.retraction_policy == "priority" else retraction_order(self.running))
+        order = [r for r in ranked if r not in self.in_flight]  # those leave anyway
         survivors = list(self.running)
         retracted: list[Request] = []
         while not retracted or self.kv_free < self._slots_needed(survivors):
@@ -697,6 +811,8 @@ class Scheduler:
 
     def _finish(self, req: Request, end: float) -> None:
         req.state, req.finished_at = RequestState.FINISHED, end
+        if self.kept.prefilled:
+            self.kept.forget(req)
         self._release(req)
         self.finished.append(req)
         self.done.append(req)

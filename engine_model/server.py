@@ -85,4 +85,5 @@ class Server:
     def record(self) -> dict:
         """What the result keeps of this topology beyond its lanes."""
         return {"resolved": self.resolved, "cost_model": self.cost.describe(),
-                "retractions": self.scheduler.retractions, "pd": None}
+                "retractions": self.scheduler.retractions, "pd": None,
+                "preemptions": self.scheduler.preemptions}

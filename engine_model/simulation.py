@@ -24,6 +24,7 @@ from engine_model.core import Iteration, PassKind, Request, Retraction
 from engine_model.dp_attention import AttentionDP, is_dp_attention
 from engine_model.frontend import OUTPUT_ROW_S, TOKENIZE_S_PER_TOKEN, Block, deliver
 from engine_model.pd.cluster import Cluster, PDRecord
+from engine_model.priority import Preemption
 from engine_model.replicas import Replicas
 from engine_model.resolve import Resolved
 from engine_model.scheduler import intake
@@ -49,6 +50,7 @@ class Result:
     wall_s: float
     pd: PDRecord | None = None  # a PD run's ranks, roles and transfers
     front_end: list[Block] = field(default_factory=list)  # where tokenizing held replies back (frontend.py)
+    preemptions: list[Preemption] = field(default_factory=list)  # priority scheduling (priority.py)
     iterations: list[Iteration] = field(init=False)  # every lane's, by start time
 
     def __post_init__(self) -> None:

@@ -652,9 +652,39 @@ OTHER_STALL = Story(
     default_cursor=("retraction", 0),
 )
 
+QUESTIONS_PRIORITY, CONTRACTS_PRIORITY = 20, 0  # more than the preemption threshold (10) apart
+
+
+def outrank(data: dict, value: bool) -> None:
+    """--enable-priority-scheduling with each question sent at priority 20 and each contract at 0."""
+    if value:
+        data.setdefault("engine", {})["enable_priority_scheduling"] = True
+        group(data, "questions")["priority"] = QUESTIONS_PRIORITY
+        group(data, "contracts")["priority"] = CONTRACTS_PRIORITY
+
+
+SLOT_OPTIONS = ("auto", 16, 32, 64, 256)
+
+
+def slots_label(value) -> str:
+    return "auto (from the KV pool)" if value == "auto" else f"{value:,}"
+
+
 RUSH_CONTROLS = (
     mixed_control(),
     chunk_control(),
+    Control("outrank", "Questions outrank contracts", "toggle", False, outrank,
+            help="--enable-priority-scheduling, each question sent with priority 20 and each contract with "
+                 "0 (higher goes first; SGLang default: off). The queue is sorted by priority, then arrival, "
+                 "on every prefill attempt. When every request slot is taken, a question preempts the "
+                 "lowest-priority, newest running request more than --priority-scheduling-preemption-"
+                 "threshold (10) below it: its KV is freed and it prefills again later. Preemption is for a "
+                 "slot only: a question that does not fit the KV budget waits. Needs fcfs or lof."),
+    Control("slots", "Request slots", "select", "auto",
+            lambda d, v: setter("engine", "max_running_requests")(d, None if v == "auto" else v),
+            SLOT_OPTIONS, fmt=slots_label,
+            help="--max-running-requests: how many requests may run at once. SGLang default: from the KV "
+                 "pool (2,048 here). Priority preemption fires only when these are all taken."),
     Control("policy", "Queue order", "select", "fcfs", setter("engine", "schedule_policy"),
             ("fcfs", "shortest-prefill-first"), fmt=lambda v: POLICY_LABELS[v],
             help="--schedule-policy. fcfs (default): the queue in arrival order. shortest-prefill-first "
@@ -727,6 +757,26 @@ RUSH = Story(
                  "{now:contracts.ttft_s.p95}; and replies already streaming still pause for every chunk "
                  "(up to {now:questions.max_itl_s.max}). It needs the radix cache, which SGLang has on by "
                  "default.", {"policy": "shortest-prefill-first"}, ("first_after", 12.0), "headline"),
+        TourStep("Questions outrank contracts", "Or say who matters: --enable-priority-scheduling, each "
+                 "question sent with priority 20, each contract with 0. On every prefill attempt the queue "
+                 "is sorted by priority, so a question waits only for the chunk of the contract being "
+                 "prefilled, never for the contracts still queued. The questions' p95 first token: "
+                 "{before:questions.ttft_s.p95} → {now:questions.ttft_s.p95}. Who waits now is the "
+                 "contracts: their p95 first token {before:contracts.ttft_s.p95} → "
+                 "{now:contracts.ttft_s.p95}. Requests preempted: {now:all.num_preempted}. SGLang preempts "
+                 "only to free a request slot, and the default slot count (from the KV pool) never fills "
+                 "here.",
+                 {"outrank": True}, ("first_after", 12.0), "headline"),
+        TourStep("What preemption costs the contracts", "Now cap the running requests at 16. Once the "
+                 "slots are full, a question takes one from a running contract (preempt_to_schedule: the "
+                 "lowest priority, the newest first, more than 10 below): the contract's KV is freed, it "
+                 "goes back to the queue behind every question and prefills again when a slot frees. Its "
+                 "prompt stays in the radix cache only until the pool needs the room, which the other "
+                 "contracts' prefills soon do, so the whole prompt is computed again. "
+                 "Requests preempted: {now:all.num_preempted}; the slowest contract's whole answer: "
+                 "{before:contracts.e2e_s.max} → {now:contracts.e2e_s.max}, while the questions' p95 first "
+                 "token stays near {now:questions.ttft_s.p95}. The step-through names each preemption.",
+                 {"outrank": True, "slots": 16}, ("first_after", 19.2), "tokens", versus={"outrank": True}),
     ),
     stream_group="questions",
     long_group="contracts",

@@ -104,7 +104,7 @@ def group_requests(group: GroupConfig, index: int, rng: random.Random) -> list[R
             group=group.name, arrival_at=0.0,
             prompt_len=draw(group.prompt_len, rng, f"{where}.prompt_len"), output_len=output_len,
             max_new_tokens=max_new, return_logprob=i < group.num_return_logprob, ignore_eos=group.ignore_eos,
-            num_generated_before=group.already_generated,
+            num_generated_before=group.already_generated, priority=group.priority,
         ))
     set_arrivals(group, reqs, rng)
     return reqs
@@ -153,7 +153,7 @@ def build(cfg: WorkloadConfig, rng: random.Random, *, max_requests: int,
                                  output_len=r.output_len, max_new_tokens=max_new,
                                  return_logprob=r.return_logprob,
                                  ignore_eos=r.ignore_eos, num_generated_before=r.already_generated,
-                                 prefix_group=r.prefix_group))
+                                 prefix_group=r.prefix_group, priority=r.priority))
     for name, reqs in members.items():
         if cfg.clients and next(c for c in cfg.clients if c.name == name).shuffle:
             rng.shuffle(reqs)

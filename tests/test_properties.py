@@ -27,6 +27,7 @@ requests = st.lists(
         slack=st.integers(0, 300),
         mid_reply=st.integers(0, 50),
         prefix_group=st.sampled_from([None, None, "a", "b"]),
+        priority=st.sampled_from([None, 0, 5, 20, 40]),
     ),
     min_size=1, max_size=25,
 )
@@ -44,6 +45,14 @@ engines = st.builds(
     disable_overlap_schedule=st.booleans(),
     speculative_algorithm=st.sampled_from([None, None, None, "EAGLE", "NGRAM", "STANDALONE"]),
     speculative_accept_length=st.floats(1.0, 6.0).map(lambda x: round(x, 2)),
+    # priority scheduling and the queue's limits (engine_model/priority.py)
+    enable_priority_scheduling=st.booleans(),
+    schedule_low_priority_values_first=st.booleans(),
+    priority_scheduling_preemption_threshold=st.sampled_from([0, 10]),
+    retraction_policy=st.sampled_from(["length", "priority"]),
+    abort_on_priority_when_disabled=st.booleans(),
+    max_queued_requests=st.sampled_from([None, None, 2, 8]),
+    req_waiting_timeout_s=st.sampled_from([None, None, None, 0.5, 2.0]),
 )
 
 
@@ -53,6 +62,10 @@ def build(reqs, engine, seed=0) -> Scenario:
         engine["version"] = "0.5.21"  # the first release with it
     if engine.get("speculative_algorithm") == "NGRAM" and engine["page_size"] > 1:
         engine["page_size"] = 1  # SGLang refuses NGRAM's tree on pages outside flashinfer
+    if engine.get("enable_priority_scheduling") and engine["schedule_policy"] not in ("fcfs", "lof"):
+        engine["schedule_policy"] = "fcfs"  # SGLang refuses priority scheduling with the others
+    if not engine.get("enable_priority_scheduling"):
+        engine["retraction_policy"] = "length"  # "priority" needs priority scheduling
     pages = engine.pop("chunk_pages")
     engine["chunked_prefill_size"] = -1 if pages < 0 else pages * engine["page_size"]
     configs = []
@@ -62,7 +75,7 @@ def build(reqs, engine, seed=0) -> Scenario:
             rid=f"r{i}", prompt_len=r["prompt_len"], output_len=r["output_len"], arrival_at=r["arrival_at"],
             max_new_tokens=r["output_len"] + (0 if r["ignore_eos"] else r["slack"]),
             return_logprob=r["return_logprob"], ignore_eos=r["ignore_eos"], already_generated=mid,
-            prefix_group=r["prefix_group"]))
+            prefix_group=r["prefix_group"], priority=r.get("priority")))
     return Scenario(seed=seed, engine=EngineConfig(context_length=32768, **engine),
                     cost=CostConfig(kind="linear"),
                     workload=WorkloadConfig(requests=configs), limits=LimitsConfig(max_iterations=200_000))
@@ -174,8 +187,9 @@ def test_invariants_hold_for_any_workload(reqs, engine):
         # every request finishes with exactly its tokens and returns its KV
         assert req.state is RequestState.FINISHED and req.num_generated == req.output_len and req.kv_len == 0
         # every token comes from one pass row: a decode row (a speculative verify: 1 to max_accept tokens),
-        # or the last chunk of each (re-)prefill
-        decode_tokens = len(req.token_times) - (1 + req.num_retractions - (1 if req.is_mid_reply else 0))
+        # or the last chunk of each (re-)prefill (a retraction or a preemption prefills again)
+        again = req.num_retractions + req.num_preemptions
+        decode_tokens = len(req.token_times) - (1 + again - (1 if req.is_mid_reply else 0))
         rows = produced.get(req.rid, 0)
         assert rows <= decode_tokens <= rows * most_per_decode_row(result)
     if not crashed:

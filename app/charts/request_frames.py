@@ -154,7 +154,8 @@ def chunks_frame(result: Result) -> pd.DataFrame:
 
 
 def waits_frame(result: Result) -> pd.DataFrame:
-    """Time spent in the waiting queue: from arrival, and from each retraction, to the next prefill row."""
+    """Time spent in the waiting queue: from arrival, and from each retraction or preemption, to the next
+    prefill row."""
     starts: dict[str, list[float]] = {}
     for its in result.lanes.values():
         for it in its:
@@ -164,11 +165,16 @@ def waits_frame(result: Result) -> pd.DataFrame:
     for event in result.retractions:
         for rid in event.rids:
             retracted_at.setdefault(rid, []).append(event.at)
+    preempted_at: dict[str, list[float]] = {}
+    for preemption in result.preemptions:  # priority scheduling: released like a retraction
+        for rid in preemption.rids:
+            preempted_at.setdefault(rid, []).append(preemption.at)
     rows = []
     for req in result.requests:
         prefill_starts = sorted(starts.get(req.rid, []))
         entries = ([] if req.is_mid_reply else [(req.arrival_at, "waiting for its first prefill")])
         entries += [(at, "retracted: waiting to re-prefill") for at in retracted_at.get(req.rid, [])]
+        entries += [(at, "preempted: waiting to re-prefill") for at in preempted_at.get(req.rid, [])]
         for at, why in entries:
             later = [s for s in prefill_starts if s >= at - 1e-12]
             end = later[0] if later else (req.finished_at if req.finished_at is not None else result.end_at)

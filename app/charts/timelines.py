@@ -140,7 +140,8 @@ def token_streams(tokens: pd.DataFrame, stalls: pd.DataFrame, chunks: pd.DataFra
                                                             labelFontSize=9),
               scale=scale)
     x = alt.X("start_at:Q", title="time (s)", scale=x_domain(end_at))
-    wait_state = waits["why"].map(lambda why: RETRACTED[0] if why.startswith("retracted") else QUEUED[0])
+    wait_state = waits["why"].map(lambda why: RETRACTED[0] if why.startswith(("retracted", "preempted"))
+                                  else QUEUED[0])
     present = set(chunks["kind"]) | set(wait_state)
     state_colour = alt.Color("state:N", title=None, scale=timeline_scale(present),
                              legend=alt.Legend(orient="top", labelLimit=260, columns=1))

@@ -37,8 +37,8 @@ def tokens_caption(stall_s: float, chunk_pass_s: tuple[float, float] | None) -> 
             f"in a trickle. Pink to dark purple: no token for {stall_s:g} s or more — a stall, darker the "
             f"longer it lasts{' (' + yardstick + ')' if yardstick else ''}. Orange/green blocks: a prompt "
             "being prefilled, chunk by chunk; one block across several lanes when one pass prefilled them "
-            "together. Light grey: waiting in the queue; dark grey: retracted, waiting to be prefilled "
-            "again.")
+            "together. Light grey: waiting in the queue; dark grey: retracted or preempted, waiting to be "
+            "prefilled again.")
 
 
 def alike_words(stalls: pd.DataFrame) -> str:
