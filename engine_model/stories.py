@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from engine_model.config import Scenario
 from engine_model.feasibility import check as check_deployment
 from engine_model.hardware import GPUS, MODELS
+from engine_model.mix import apply_mix, encode, label
+from engine_model.mix import decode as decode_mix
 from engine_model.pass_cost import cost_figures
 from engine_model.resolve import INIT_NEW_TOKEN_RATIO
 from engine_model.scenario_io import apply_sets, read_toml, validate
@@ -46,10 +48,14 @@ class Control:
     # shapes; "cost": the cost panel
     where: str = "main"
     fmt: Callable[[object], str] = str
+    # a "text" control's URL value -> its value (ValueError with what is allowed): the request mix
+    check: Callable[[str], object] | None = None
 
     def parse(self, text: str):
         """A URL value -> a control value, or ValueError with what is allowed."""
         text = text.strip()
+        if self.check is not None:
+            return self.check(text)
         if self.widget == "toggle":
             if text.lower() in ("1", "true", "on", "yes"):
                 return True
@@ -78,7 +84,7 @@ class Control:
         if self.widget == "toggle":
             return "1" if value else "0"
         if self.widget != "number":
-            return str(value)
+            return str(value)  # a "text" control's value is its URL text
         return EMPTY if value is None else str(value) if isinstance(value, int) else f"{value:g}"
 
 
@@ -179,6 +185,30 @@ def client_control(group_name: str) -> Control:
                         "in max_req_len − prompt − 1 (init_req_max_new_tokens) and admission reserves "
                         "min(that, 4,096) × new_token_ratio, more than most replies need: fewer admitted, "
                         "fewer retracted, longer queues.")
+
+
+MIX = "mix"  # the request mix's control key and URL parameter
+
+
+def canonical_mix(text: str) -> str:
+    """A link's mix text as the page keeps it (a preset's key, else the custom mix's text); "" is the
+    story's own workload. ValueError says what is allowed."""
+    return encode(decode_mix(text)) if text else ""
+
+
+def mix_control() -> Control:
+    """The request mix (engine_model.mix): "" keeps the story's own workload; a preset's key or a custom
+    mix's text replaces it. It stays what it is in the baseline and on every tour step (where="mix"), so
+    before → after is the same traffic under other flags. Last among a story's controls: it replaces the
+    workload the story's own controls have just set."""
+    def apply(data: dict, value) -> None:
+        if value:
+            apply_mix(data, decode_mix(value))
+    return Control(MIX, "Request mix", "text", "", apply, is_flag=False, where=MIX, fmt=label,
+                   check=canonical_mix,
+                   help="Your traffic instead of the story's: named groups, each a share of the requests "
+                        "with prompt and reply lengths, and how they arrive. Presets are assumptions; edit "
+                        "them.")
 
 
 def tp_label(value: int) -> str:
@@ -423,6 +453,35 @@ class Story:
         return {key: round(figures[name] / unit, 9) if isinstance(unit, float) else figures[name]
                 for key, (name, unit) in COST_FIGURES.items() if key in empty and name in figures}
 
+    def with_mix(self, text: str | None) -> Story:
+        """This story on a request mix (its link text; "" or None: the story as it is): the story's own
+        workload controls go (the mix replaces what they set), and the cards, the watched groups and the
+        tour's words follow the mix's groups — the one most requests belong to (its "stream") and the one
+        with the longest prompts (its "long" group). The tour's steps keep their settings and cursors; their
+        words quote the mix's numbers. Raises ValueError on text that is not a mix."""
+        if not text or all(c.key != MIX for c in self.controls):
+            return self
+        mix = decode_mix(text)
+        stream = max(mix.groups, key=lambda g: g.share).name
+        long = max(mix.groups, key=lambda g: g.prompt_low + g.prompt_high).name
+        stat = "p95" if long != stream else "p99"
+        headlines = (
+            Headline(f"{stream}: p95 first token", stream, "ttft_s", "p95"),
+            Headline(f"Longest pause, a {stream} reply", stream, "max_itl_s", "max"),
+            Headline(f"{long}: {stat} first token", long, "ttft_s", stat),
+            Headline(f"{stream}: p99 gap between tokens", stream, "itl_s", "p99"),
+        )
+        words = (f"On your mix: {stream}' p95 first token {{before:{stream}.ttft_s.p95}} → "
+                 f"{{now:{stream}.ttft_s.p95}}, their longest pause {{before:{stream}.max_itl_s.max}} → "
+                 f"{{now:{stream}.max_itl_s.max}}; {long}' {stat} first token "
+                 f"{{before:{long}.ttft_s.{stat}}} → {{now:{long}.ttft_s.{stat}}}. "
+                 "(The story's own words tell its own workload.)")
+        tour = tuple(step if step.section.get("preset", "rush") != "rush" else replace(step, say=words)
+                     for step in self.tour)
+        controls = tuple(c for c in self.controls if c.is_flag or c.where != "main")
+        return replace(self, controls=controls, headlines=headlines, tour=tour, stream_group=stream,
+                       long_group=long)
+
     def scenario(self, values: dict, sets: tuple[str, ...] = ()) -> Scenario:
         """The validated scenario for these control values, then any `--set dotted.key=value` overrides;
         raises InputError on an impossible combination, a deployment that cannot run included
@@ -603,8 +662,14 @@ RUSH_CONTROLS = (
     Control("qps", "Questions per second", "select", 4.0,
             lambda d, v: group(d, "questions")["arrival"].__setitem__("rate_per_s", v),
             (1.0, 2.0, 4.0, 6.0, 8.0), is_flag=False),
+    Control("qprompt", "Questions' median prompt (tokens)", "select", 600,
+            lambda d, v: group(d, "questions")["prompt_len"].update(median=v, high=max(4000, 4 * v)),
+            (300, 600, 1200, 2400, 4800), is_flag=False, fmt=lambda v: f"{v:,}",
+            help="The middle of the questions' prompt lengths (lognormal, σ 0.6, from 50 tokens up to "
+                 "4,000 or four times the median): an assumption; set it to your users'."),
     *common_controls(),
     *cost_controls(),
+    mix_control(),
 )
 
 POLICY_LABELS = {"fcfs": "fcfs (arrival order)",
@@ -688,6 +753,7 @@ REAL = Story(
                      "says how many it keeps and drops."),
         *common_controls(),
         *cost_controls(),
+        mix_control(),
     ),
     headlines=(
         Headline("Longest pause, any reply", "requests", "max_itl_s", "max"),
