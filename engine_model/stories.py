@@ -479,8 +479,10 @@ class Story:
         tour = tuple(step if step.section.get("preset", "rush") != "rush" else replace(step, say=words)
                      for step in self.tour)
         controls = tuple(c for c in self.controls if c.is_flag or c.where != "main")
+        teaser = (f"{self.title}'s settings on a request mix of your own — {label(text)} — instead of the "
+                  "story's workload: who waits, and what do the flags change?")
         return replace(self, controls=controls, headlines=headlines, tour=tour, stream_group=stream,
-                       long_group=long)
+                       long_group=long, teaser=teaser)
 
     def scenario(self, values: dict, sets: tuple[str, ...] = ()) -> Scenario:
         """The validated scenario for these control values, then any `--set dotted.key=value` overrides;

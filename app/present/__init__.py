@@ -19,7 +19,7 @@ from app.present.pd import KEYS as PD_KEYS
 from app.present.pd import layout_setting, pd_figure
 from app.present.settings import deployment_line
 from app.present.slides import Slide, slides_zip, step_slide, tour_slides, write_slides
-from engine_model import MIX, STORIES, InputError, Story
+from engine_model import MIX, STORIES, InputError, Story, decode_mix, mix_label, mix_words
 
 __all__ = ["FIGURES", "Slide", "figure_epub", "figure_of", "figure_page", "page_values", "pd_options",
            "pd_page", "slides_zip", "story_of", "story_page", "story_slides", "write_slides"]
@@ -43,8 +43,15 @@ def story_figure_of(key: str, vary: tuple[str, ...] | None = None, start: dict |
     grid = run_grid(story, vary, start, sets, runs)
     scenario = story.scenario(grid.first.values, grid.sets)
     setup = (f"{deployment_line(scenario)}; seed {scenario.seed}; SGLang {scenario.engine.version} as "
-             "modelled by Who Waits")
+             "modelled by Who Waits" + mixed_words(grid.first.values.get(MIX), scenario.seed))
     return story_figure(grid, setup)
+
+
+def mixed_words(text: str | None, seed: int) -> str:
+    """'; request mix: support assistant — 3% of requests ...': a story's mix in words for its setup line."""
+    if not text:
+        return ""
+    return f"; request mix: {mix_label(text)} — {mix_words(decode_mix(text), seed)}"
 
 
 def story_page(key: str, vary: tuple[str, ...] | None = None, start: dict | None = None,

@@ -1,0 +1,174 @@
+"""The request mix (engine_model/mix.py): presets, link text, bad input named by field, the words, the rate a
+deployment sustains against the model's own runs, and the story on a mix — its queue order, PD section,
+exports, standalone page and slides follow it (issue 41)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from app.pd.presets import preset_data
+from app.present import story_of, story_page
+from app.present.export import scenario_toml
+from app.present.grid import _run as grid_run
+from app.present.settings import run_settings
+from app.present.slides import step_slide
+from engine_model import (
+    MIX,
+    MIX_PRESETS,
+    STORIES,
+    InputError,
+    checked_mix,
+    decode_mix,
+    encode_mix,
+    mix_words,
+    sampled,
+    simulate,
+    summary,
+    sustain_of,
+)
+from engine_model.config import WorkloadConfig
+from engine_model.mix import MAX_LINK_CHARS, mix_workload
+from engine_model.workload import build
+
+RUSH = STORIES["ten_oclock_rush"]
+SUPPORT = MIX_PRESETS["support"].mix
+
+
+def rush_on(text: str, **values):
+    story = RUSH.with_mix(text)
+    return story, {**story.defaults, MIX: text, **values}
+
+
+def run(scenario):
+    return summary(simulate(scenario))
+
+
+def test_every_preset_is_a_valid_mix_labelled_as_an_assumption_and_its_link_text_is_its_key():
+    for key, preset in MIX_PRESETS.items():
+        assert "assumptions" in preset.about
+        assert encode_mix(preset.mix) == key and decode_mix(key) == preset.mix
+        work = WorkloadConfig.model_validate(mix_workload(preset.mix))
+        assert sum(g.count for g in work.groups) == preset.mix.requests
+
+
+def test_an_edited_mix_round_trips_through_its_link_text():
+    edited = SUPPORT.model_copy(update={"rate": 2.5, "arrival": "burst"})
+    text = encode_mix(edited)
+    assert text.startswith("c.") and len(text) < MAX_LINK_CHARS
+    assert decode_mix(text) == edited
+    assert RUSH.controls[-1].parse(text) == text  # the URL's value as the page keeps it
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("nonsense", "expected a preset"), ("c.!!!", "expected a preset"),
+    ("c." + "A" * MAX_LINK_CHARS, f"at most {MAX_LINK_CHARS:,} characters"),
+])
+def test_a_bad_link_text_is_refused_saying_what_is_allowed(text, says):
+    with pytest.raises(ValueError, match=says):
+        RUSH.controls[-1].parse(text)
+
+
+@pytest.mark.parametrize(("change", "where"), [
+    ({"share": 0}, "mix.groups.0.share"),
+    ({"prompt_high": 10}, "mix.groups.0"),
+    ({"name": "two words"}, "mix.groups.0.name"),
+    ({"shape": "zipf"}, "mix.groups.0.shape"),
+])
+def test_a_bad_group_is_refused_naming_the_field(change, where):
+    data = SUPPORT.model_dump()
+    data["groups"][0].update(change)
+    with pytest.raises(InputError) as err:
+        checked_mix(data)
+    assert err.value.where == where
+
+
+def test_duplicate_names_and_too_many_requests_are_refused():
+    data = SUPPORT.model_dump()
+    data["groups"][1]["name"] = "chats"
+    with pytest.raises(InputError, match="group names must differ"):
+        checked_mix(data)
+    with pytest.raises(InputError) as err:
+        checked_mix({**SUPPORT.model_dump(), "requests": 10**6})
+    assert err.value.where == "mix.requests"
+
+
+def test_the_workload_is_deterministic_for_a_seed_and_follows_shares_rate_and_patterns():
+    def draws(mix, seed):
+        work = build(WorkloadConfig.model_validate(mix_workload(mix)), random.Random(seed), max_requests=10**4)
+        return [(r.rid, r.prompt_len, r.output_len, r.arrival_at) for r in work.open_loop]
+    assert draws(SUPPORT, 3) == draws(SUPPORT, 3) != draws(SUPPORT, 4)
+    groups = mix_workload(SUPPORT)["groups"]
+    assert [g["count"] for g in groups] == [291, 9]
+    assert sum(g["arrival"]["rate_per_s"] for g in groups) == pytest.approx(SUPPORT.rate)
+    closed = mix_workload(MIX_PRESETS["summarise"].mix)
+    assert closed["clients"][0]["concurrency"] == 16 and closed["groups"][0]["arrival"]["kind"] == "closed"
+    mid = SUPPORT.model_copy(update={"groups": [SUPPORT.groups[0].model_copy(update={"mid_reply": True,
+                                                                                      "logprobs": 0.5})]})
+    group = mix_workload(mid)["groups"][0]
+    assert group["already_generated"] > 0 and group["num_return_logprob"] == 150
+
+
+def test_the_words_count_the_requests_the_run_draws():
+    story, values = rush_on("support")
+    result = run(story.scenario(values))
+    reqs = [r for r in simulate(story.scenario(values)).requests]
+    docs = [r for r in reqs if r.group == "documents"]
+    share = sum(r.prompt_len for r in docs) / sum(r.prompt_len for r in reqs)
+    found = {s.name: s for s in sampled(SUPPORT, 0)}
+    assert found["documents"].count == len(docs) == result.metrics.groups["documents"].num_requests
+    assert found["documents"].prompt_share == pytest.approx(share)
+    words = mix_words(SUPPORT, 0)
+    assert f"{len(docs) / len(reqs):.0%} of requests (documents) carry {share:.0%} of prompt tokens" in words
+
+
+def test_the_sustained_rate_said_before_the_run_agrees_with_the_run():
+    """Closed loop (batch summarisation): the run's throughput is within 20 % of the estimate. Support at
+    3/s: said not to keep up, and the run's queue grows (median wait > 5 s); at half the sustained rate it
+    keeps up (median wait under a second)."""
+    story, values = rush_on("summarise")
+    scenario = story.scenario(values)
+    estimate = sustain_of(scenario, MIX_PRESETS["summarise"].mix).rate_per_s
+    done = run(scenario)
+    assert done.metrics.overall.num_requests / done.end_at == pytest.approx(estimate, rel=0.2)
+    story, values = rush_on("support")
+    found = sustain_of(story.scenario(values), SUPPORT)
+    assert found.rate_per_s < SUPPORT.rate and "cannot keep up" in found.words(SUPPORT)
+    assert run(story.scenario(values)).metrics.overall.queue_s.p50 > 5
+    calm = encode_mix(SUPPORT.model_copy(update={"rate": round(found.rate_per_s / 2, 2)}))
+    story, values = rush_on(calm)
+    assert "keeps up" in sustain_of(story.scenario(values), decode_mix(calm)).words(decode_mix(calm))
+    assert run(story.scenario(values)).metrics.overall.queue_s.p50 < 1
+
+
+def test_the_story_on_a_mix_reads_its_groups_and_queue_order_follows_it():
+    story, values = rush_on("support")
+    assert {h.group for h in story.headlines} == {"chats", "documents"}
+    assert all(c.key not in ("contracts", "qps", "qprompt") for c in story.controls)
+    assert story.baseline_values({**values, "policy": "shortest-prefill-first"})[MIX] == "support"
+    fcfs = run(story.scenario(values))
+    spf = run(story.scenario({**values, "policy": "shortest-prefill-first"}))
+    assert set(fcfs.metrics.groups) == {"chats", "documents"}
+    assert spf.metrics.groups["chats"].ttft_s.p95 < fcfs.metrics.groups["chats"].ttft_s.p95
+
+
+def test_the_pd_section_and_the_exports_follow_the_mix():
+    story, values = rush_on("support")
+    data = preset_data("rush", values)
+    assert [g["name"] for g in data["workload"]["groups"]] == ["chats", "documents"]
+    scenario = story.scenario(values)
+    toml = scenario_toml(scenario)
+    assert 'name = "chats"' in toml and 'name = "documents"' in toml
+    config = run(scenario).config
+    assert "Request mix: support assistant" in run_settings(story, values, config)[1]
+
+
+def test_the_standalone_page_and_a_slide_follow_the_mix():
+    values = {**RUSH.defaults, MIX: "support"}
+    html = story_page("ten_oclock_rush", vary=("mixed",), start=values)
+    assert "support assistant" in html and "chats" in html and "Questions' p95" not in html
+    story = story_of("ten_oclock_rush", values)
+    step = story.tour[3]  # mixed chunk
+    slide = step_slide(story, 4, step, grid_run, values)
+    assert "On your mix" in slide.caption and "support assistant" in slide.settings
