@@ -36,7 +36,19 @@ from engine_model.logs.scrape import Scrape, ScrapeSet, read_scrapes
 from engine_model.logs.scrape_report import MetricsReport, Tail, report
 from engine_model.logs.server_info import ServerInfo, read_server_info
 from engine_model.metrics import GroupMetrics, Metrics, Stats, e2e, gaps, max_itl, queue, seen, tpot, ttft
-from engine_model.mix import MIX_PRESETS, GroupShare, MixGroup, RequestMix, Sustain, mix_words, sampled
+from engine_model.mix import ARRIVAL_WORDS as MIX_ARRIVALS
+from engine_model.mix import FIELDS as MIX_FIELDS
+from engine_model.mix import (
+    MAX_MIX_REQUESTS,
+    MIX_PRESETS,
+    GroupShare,
+    MixGroup,
+    RequestMix,
+    Sustain,
+    mix_words,
+    sampled,
+)
+from engine_model.mix import SHAPES as MIX_SHAPES
 from engine_model.mix import checked as checked_mix
 from engine_model.mix import decode as decode_mix
 from engine_model.mix import encode as encode_mix
@@ -132,6 +144,7 @@ __all__ = [
     "Mix", "Trace", "load_trace", "mix_of", "request_mix", "workload_trace",
     # a request mix built by hand or from a preset (engine_model/mix.py): a Scenario workload, in words, the
     # rate a deployment sustains on it, and its text in a link
-    "MIX_PRESETS", "GroupShare", "MixGroup", "RequestMix", "Sustain", "checked_mix", "decode_mix",
+    "MAX_MIX_REQUESTS", "MIX_ARRIVALS", "MIX_FIELDS", "MIX_PRESETS", "MIX_SHAPES", "GroupShare", "MixGroup",
+    "RequestMix", "Sustain", "checked_mix", "decode_mix",
     "encode_mix", "mix_label", "mix_words", "sampled", "sustain_of",
 ]

@@ -132,7 +132,7 @@ def settings_ui(story: Story):
             if is_open:
                 _controls_row(story, rest)
         if any(c.key == MIX for c in story.controls):
-            with folded(mix_fold_title(story.key), state.keys(story.key).widget("mix.open"),
+            with folded(mix_fold_title(story.key), state.keys(story.key).mix_open,
                         icon=":material/group_work:") as is_open:
                 if is_open:
                     mix_builder_ui(story.key)

@@ -22,8 +22,12 @@ import streamlit as st
 from app import state
 from app.charts.mix import mix_chart
 from engine_model import (
+    MAX_MIX_REQUESTS,
     MIX,
+    MIX_ARRIVALS,
+    MIX_FIELDS,
     MIX_PRESETS,
+    MIX_SHAPES,
     InputError,
     RequestMix,
     Scenario,
@@ -36,7 +40,6 @@ from engine_model import (
     sampled,
     sustain_of,
 )
-from engine_model.mix import ARRIVAL_WORDS, ARRIVALS, FIELDS, MAX_MIX_REQUESTS, SHAPES
 
 OWN, CUSTOM = "", "custom"
 COLUMNS = {  # the table's columns: label, help
@@ -97,7 +100,7 @@ def groups_frame(mix: RequestMix) -> pd.DataFrame:
     for row in rows:
         row["share"] = round(row["share"] / sum(g.share for g in mix.groups) * 100, 4)
         row["logprobs"] = round(row["logprobs"] * 100, 4)
-    return pd.DataFrame(rows, columns=list(FIELDS))
+    return pd.DataFrame(rows, columns=list(MIX_FIELDS))
 
 
 def _cell(value):
@@ -115,7 +118,7 @@ def mix_data(frame: pd.DataFrame, arrival: str, requests, rate, concurrency) -> 
     """The builder's table and fields as RequestMix data (percentages as shares)."""
     groups = []
     for _, row in frame.iterrows():
-        group = {f: _cell(row.get(f)) for f in FIELDS}
+        group = {f: _cell(row.get(f)) for f in MIX_FIELDS}
         if all(v is None for k, v in group.items() if k not in ("shape", "mid_reply")):
             continue  # an empty new row
         for pct in ("share", "logprobs"):
@@ -132,12 +135,12 @@ def mix_data(frame: pd.DataFrame, arrival: str, requests, rate, concurrency) -> 
 def mix_builder_ui(page: str) -> None:
     """The builder: the preset select, the groups' table and the arrivals, then the mix as a chart (its words
     and the rate the deployment sustains: `mix_summary_ui`, under the settings)."""
-    key, text = mix_key(page), mix_text(page)
+    text, keys = mix_text(page), state.keys(page)
     tag = _tag(text)
     current = text if text in MIX_PRESETS or not text else CUSTOM
     options = [OWN, *MIX_PRESETS] + ([CUSTOM] if current == CUSTOM else [])
     pick = st.selectbox("Start from", options, index=options.index(current), format_func=_pick_label,
-                        key=f"{key}.pick.{tag}",
+                        key=keys.mix_widget("pick", tag),
                         help="A preset people recognise, as data you can edit; or the story's own workload.")
     if pick != current:
         _set(page, pick if pick != CUSTOM else text)
@@ -150,7 +153,7 @@ def mix_builder_ui(page: str) -> None:
         st.caption(MIX_PRESETS[text].about)
     config = {f: st.column_config.Column(label, help=help_, width="small")
               for f, (label, help_) in COLUMNS.items()}
-    config["shape"] = st.column_config.SelectboxColumn(COLUMNS["shape"][0], options=SHAPES, required=True,
+    config["shape"] = st.column_config.SelectboxColumn(COLUMNS["shape"][0], options=MIX_SHAPES, required=True,
                                                        help=COLUMNS["shape"][1], width="small")
     config["mid_reply"] = st.column_config.CheckboxColumn(COLUMNS["mid_reply"][0],
                                                           help=COLUMNS["mid_reply"][1], width="small")
@@ -161,19 +164,20 @@ def mix_builder_ui(page: str) -> None:
         config[f] = st.column_config.NumberColumn(COLUMNS[f][0], min_value=1, step=1, format="%d",
                                                   help=COLUMNS[f][1], width="small")
     frame = st.data_editor(groups_frame(mix), num_rows="dynamic", hide_index=True, column_config=config,
-                           key=f"{key}.groups.{tag}", width="stretch")
+                           key=keys.mix_widget("groups", tag), width="stretch")
     row = st.container(horizontal=True, gap="medium", vertical_alignment="bottom")
-    arrival = row.selectbox("Arrivals", ARRIVALS, index=ARRIVALS.index(mix.arrival),
-                            key=f"{key}.arrival.{tag}", format_func=lambda a: ARRIVAL_WORDS[a], width=330)
+    arrival = row.selectbox("Arrivals", tuple(MIX_ARRIVALS), index=tuple(MIX_ARRIVALS).index(mix.arrival),
+                            key=keys.mix_widget("arrival", tag), format_func=lambda a: MIX_ARRIVALS[a],
+                            width=330)
     requests = row.number_input("Requests", 1, MAX_MIX_REQUESTS, value=mix.requests, step=10,
-                                key=f"{key}.requests.{tag}", width=150)
+                                key=keys.mix_widget("requests", tag), width=150)
     rate, concurrency = mix.rate, mix.concurrency  # kept, unseen, while the other pattern is on
     if arrival == "poisson":
         rate = row.number_input("Requests per second", 0.01, 10_000.0, value=float(mix.rate), step=0.5,
-                                format="%g", key=f"{key}.rate.{tag}", width=180)
+                                format="%g", key=keys.mix_widget("rate", tag), width=180)
     if arrival == "closed":
         concurrency = row.number_input("Clients", 1, 10_000, value=mix.concurrency, step=1, width=130,
-                                       key=f"{key}.concurrency.{tag}",
+                                       key=keys.mix_widget("concurrency", tag),
                                        help="Closed loop: requests in flight at once (bench_serving's "
                                             "--max-concurrency).")
     try:
