@@ -52,6 +52,7 @@ from engine_model.mix import SHAPES as MIX_SHAPES
 from engine_model.mix import checked as checked_mix
 from engine_model.mix import decode as decode_mix
 from engine_model.mix import encode as encode_mix
+from engine_model.mix import jsonl as mix_jsonl
 from engine_model.mix import label as mix_label
 from engine_model.mix import sustain as sustain_of
 from engine_model.pass_cost import CostTerm, PassCost, attention_note, cost_figures, pass_cost, pass_shape
@@ -87,6 +88,7 @@ from engine_model.stories import (
     interval_control,
     mix_control,
     mixed_control,
+    policy_control,
     tp_help,
 )
 from engine_model.traces import Mix, Trace, load_trace, mix_of, request_mix
@@ -128,7 +130,7 @@ __all__ = [
     "e2e", "gaps", "max_itl", "queue", "tpot", "ttft",
     # the stories as data: settings, headline numbers, guided tours
     "MIX", "STORIES", "Control", "Headline", "Story", "TourStep", "chunk_control", "common_controls",
-    "cost_controls", "interval_control", "mix_control",
+    "cost_controls", "interval_control", "mix_control", "policy_control",
     "mixed_control", "tp_help",
     # server logs
     "ASSUMED_OUTPUT_LEN", "Diagnosis", "ParsedLog", "Timeline", "build_timeline", "diagnose", "log_settings",
@@ -146,5 +148,5 @@ __all__ = [
     # rate a deployment sustains on it, and its text in a link
     "MAX_MIX_REQUESTS", "MIX_ARRIVALS", "MIX_FIELDS", "MIX_PRESETS", "MIX_SHAPES", "GroupShare", "MixGroup",
     "RequestMix", "Sustain", "checked_mix", "decode_mix",
-    "encode_mix", "mix_label", "mix_words", "sampled", "sustain_of",
+    "encode_mix", "mix_jsonl", "mix_label", "mix_words", "sampled", "sustain_of",
 ]

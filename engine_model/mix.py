@@ -214,6 +214,21 @@ def sampled(mix: RequestMix, seed: int) -> list[GroupShare]:
     return out
 
 
+def jsonl(mix: RequestMix, seed: int) -> str:
+    """The mix's requests for this seed as a JSON Lines trace (arrival_at, prompt_len, output_len), for the
+    trace view; a closed loop has no arrival times to write (they follow its finishes): refused."""
+    if mix.arrival == "closed":
+        raise InputError("mix.arrival", "a closed loop's arrivals follow its finishes, so it has no trace to "
+                                        "write: pick Poisson or a burst")
+    from engine_model.config import WorkloadConfig
+    from engine_model.workload import build
+
+    work = build(WorkloadConfig.model_validate(mix_workload(mix)), random.Random(seed),
+                 max_requests=MAX_MIX_REQUESTS)
+    return "".join(json.dumps({"arrival_at": round(r.arrival_at, 6), "prompt_len": r.prompt_len,
+                               "output_len": r.output_len}) + "\n" for r in work.open_loop)
+
+
 def pct(x: float) -> str:
     return f"{x:.0%}" if x >= 0.01 or x == 0 else f"{x:.1%}"
 

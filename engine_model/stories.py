@@ -150,6 +150,19 @@ def chunk_control() -> Control:
                         "SGLang default: picked from GPU memory.", fmt=chunk_label)
 
 
+def policy_control() -> Control:
+    """--schedule-policy, the two a person compares: fcfs and shortest-prefill-first."""
+    return Control("policy", "Queue order", "select", "fcfs", setter("engine", "schedule_policy"),
+                   ("fcfs", "shortest-prefill-first"), fmt=lambda v: POLICY_LABELS[v],
+                   help="--schedule-policy. fcfs (default): the queue in arrival order. "
+                        "shortest-prefill-first (SGLang 0.5.21+): on every prefill attempt the queue is "
+                        "sorted by the prompt tokens a request still has to prefill (what the radix cache "
+                        "does not already hold), fewest first; and while a long prompt is being chunked its "
+                        "next chunk is capped so the shorter waiting requests fit in the same pass "
+                        "(shortest_prefill_chunk_limit). It needs the radix cache: SGLang refuses to start "
+                        "with --disable-radix-cache ('requires prefix caching').")
+
+
 def interval_control() -> Control:
     return Control("interval", "Decode rounds between prefills", "slider", 0,
                    setter("engine", "prefill_decode_interval"), (0, 40, 1),
@@ -651,14 +664,7 @@ OTHER_STALL = Story(
 RUSH_CONTROLS = (
     mixed_control(),
     chunk_control(),
-    Control("policy", "Queue order", "select", "fcfs", setter("engine", "schedule_policy"),
-            ("fcfs", "shortest-prefill-first"), fmt=lambda v: POLICY_LABELS[v],
-            help="--schedule-policy. fcfs (default): the queue in arrival order. shortest-prefill-first "
-                 "(SGLang 0.5.21+): on every prefill attempt the queue is sorted by the prompt tokens a "
-                 "request still has to prefill (what the radix cache does not already hold), fewest first; "
-                 "and while a long prompt is being chunked its next chunk is capped so the shorter waiting "
-                 "requests fit in the same pass (shortest_prefill_chunk_limit). It needs the radix cache: "
-                 "SGLang refuses to start with --disable-radix-cache ('requires prefix caching')."),
+    policy_control(),
     Control("contracts", "Contracts at ten", "slider", 6, group_setter("contracts", "count"), (1, 12, 1),
             is_flag=False, help="How many 120,000-token contracts arrive at once at t = 10 s."),
     Control("qps", "Questions per second", "select", 4.0,

@@ -87,9 +87,9 @@ def _set(page: str, text: str) -> None:
     st.rerun()
 
 
-def _pick_label(key: str) -> str:
+def _pick_label(key: str, own: str = "The story's own workload") -> str:
     if key == OWN:
-        return "The story's own workload"
+        return own
     if key == CUSTOM:
         return "Custom (edited)"
     return MIX_PRESETS[key].label
@@ -132,21 +132,21 @@ def mix_data(frame: pd.DataFrame, arrival: str, requests, rate, concurrency) -> 
             "concurrency": _cell(concurrency)}
 
 
-def mix_builder_ui(page: str) -> None:
+def mix_builder_ui(page: str, own: str = "The story's own workload") -> None:
     """The builder: the preset select, the groups' table and the arrivals, then the mix as a chart (its words
     and the rate the deployment sustains: `mix_summary_ui`, under the settings)."""
     text, keys = mix_text(page), state.keys(page)
     tag = _tag(text)
     current = text if text in MIX_PRESETS or not text else CUSTOM
     options = [OWN, *MIX_PRESETS] + ([CUSTOM] if current == CUSTOM else [])
-    pick = st.selectbox("Start from", options, index=options.index(current), format_func=_pick_label,
-                        key=keys.mix_widget("pick", tag),
+    pick = st.selectbox("Start from", options, index=options.index(current),
+                        format_func=lambda k: _pick_label(k, own), key=keys.mix_widget("pick", tag),
                         help="A preset people recognise, as data you can edit; or the story's own workload.")
     if pick != current:
         _set(page, pick if pick != CUSTOM else text)
     if not text:
-        st.caption("Pick a preset to replace the story's workload by your traffic: the cards, the charts, "
-                   "the link and every export follow it.")
+        st.caption("Pick a preset for your traffic: the cards, the charts, the link and every export follow "
+                   "it.")
         return
     mix = decode_mix(text)
     if text in MIX_PRESETS:
