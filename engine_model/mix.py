@@ -293,14 +293,15 @@ def sustain(scenario: Scenario, mix: RequestMix) -> Sustain:
     cost = cost_of(scenario)
     total = sum(g.share for g in mix.groups)
     chunk = res.chunked_prefill_size or MAX_TOKENS
-    mean_ctx, prefill, outputs = 0.0, 0.0, 0.0
+    held, prefill, outputs = 0.0, 0.0, 0.0
     for g in mix.groups:
         w = g.share / total
         prompt = _mean(g.shape, g.prompt_low, g.prompt_high)
         output = _mean(g.shape, g.output_low, g.output_high)
         prefill += w * _prefill_seconds(cost, round(prompt), chunk)
         outputs += w * output
-        mean_ctx += w * (prompt + output / 2)
+        held += w * output * (prompt + output / 2)  # its KV, for as many decode steps as its reply is long
+    mean_ctx = held / outputs  # the KV of a running request, weighted by how long each kind stays running
     batch = max(1, min(res.max_running_requests, int(res.max_total_tokens // max(mean_ctx, 1)), 256))
     ctx = round(mean_ctx)
     step = cost.seconds(PassShape(batch, batch, batch, batch * ctx, batch * attn_pairs(1, ctx)))

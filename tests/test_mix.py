@@ -96,7 +96,8 @@ def test_duplicate_names_and_too_many_requests_are_refused():
 
 def test_the_workload_is_deterministic_for_a_seed_and_follows_shares_rate_and_patterns():
     def draws(mix, seed):
-        work = build(WorkloadConfig.model_validate(mix_workload(mix)), random.Random(seed), max_requests=10**4)
+        work = build(WorkloadConfig.model_validate(mix_workload(mix)), random.Random(seed),
+                     max_requests=10**4)
         return [(r.rid, r.prompt_len, r.output_len, r.arrival_at) for r in work.open_loop]
     assert draws(SUPPORT, 3) == draws(SUPPORT, 3) != draws(SUPPORT, 4)
     groups = mix_workload(SUPPORT)["groups"]
@@ -143,14 +144,29 @@ def test_the_sustained_rate_said_before_the_run_agrees_with_the_run():
 
 
 def test_the_story_on_a_mix_reads_its_groups_and_queue_order_follows_it():
-    story, values = rush_on("support")
+    """On 2 GPUs (on one, shortest-prefill-first runs this mix out of KV memory at 23 s, as SGLang would, and
+    the page says so): the chats' p95 first token falls under shortest-prefill-first."""
+    story, values = rush_on("support", tp=2)
     assert {h.group for h in story.headlines} == {"chats", "documents"}
     assert all(c.key not in ("contracts", "qps", "qprompt") for c in story.controls)
     assert story.baseline_values({**values, "policy": "shortest-prefill-first"})[MIX] == "support"
     fcfs = run(story.scenario(values))
     spf = run(story.scenario({**values, "policy": "shortest-prefill-first"}))
+    assert fcfs.cut_off is None and spf.cut_off is None
     assert set(fcfs.metrics.groups) == {"chats", "documents"}
-    assert spf.metrics.groups["chats"].ttft_s.p95 < fcfs.metrics.groups["chats"].ttft_s.p95
+    assert spf.metrics.groups["chats"].ttft_s.p95 < fcfs.metrics.groups["chats"].ttft_s.p95 / 2
+
+
+@pytest.mark.parametrize("key", list(MIX_PRESETS))
+def test_the_sustained_rate_is_within_a_quarter_of_the_runs_throughput_on_a_burst(key):
+    """Every request at once: the run's requests per second against the estimate (support: 1.9 run, 2.33
+    said; RAG 2.98 / 3.1; coding 2.74 / 2.78; summarisation 0.89 / 0.85 on one H100, Llama-3.1-8B)."""
+    mix = MIX_PRESETS[key].mix.model_copy(update={"arrival": "burst"})
+    story, values = rush_on(encode_mix(mix))
+    scenario = story.scenario(values)
+    done = run(scenario)
+    assert done.cut_off is None
+    assert sustain_of(scenario, mix).rate_per_s == pytest.approx(mix.requests / done.end_at, rel=0.25)
 
 
 def test_the_pd_section_and_the_exports_follow_the_mix():
@@ -165,10 +181,12 @@ def test_the_pd_section_and_the_exports_follow_the_mix():
 
 
 def test_the_standalone_page_and_a_slide_follow_the_mix():
-    values = {**RUSH.defaults, MIX: "support"}
+    """A small edited mix (40 requests: the page precomputes its runs and their seed band)."""
+    small = encode_mix(SUPPORT.model_copy(update={"requests": 40}))
+    values = {**RUSH.defaults, MIX: small}
     html = story_page("ten_oclock_rush", vary=("mixed",), start=values)
-    assert "support assistant" in html and "chats" in html and "Questions' p95" not in html
+    assert "request mix: custom: chats, documents, 40 requests" in html
+    assert "chats: p95 first token" in html and "Questions' p95" not in html
     story = story_of("ten_oclock_rush", values)
-    step = story.tour[3]  # mixed chunk
-    slide = step_slide(story, 4, step, grid_run, values)
-    assert "On your mix" in slide.caption and "support assistant" in slide.settings
+    slide = step_slide(story, 4, story.tour[3], grid_run, values)  # the tour's mixed-chunk step
+    assert "On your mix" in slide.caption and "Request mix: custom: chats" in slide.settings

@@ -105,6 +105,9 @@ def output_mix(mix: pd.DataFrame) -> alt.Chart:
     ).properties(width=WIDTH, height=300)
 
 
+PANEL_WIDTH = 190  # px: three panels and their axes fit the page's column (wider ones were cut at its edge)
+
+
 def decade_above(seconds: float) -> float:
     """The power of ten above `seconds` with room to spare (10 ms at least): a bar's top never touches the
     frame."""
@@ -135,7 +138,7 @@ def bucket_latency(frame: pd.DataFrame) -> alt.Chart:
                                                                  "#000000"])),
             tooltip=[alt.Tooltip("bucket:N", title="prompt length"), alt.Tooltip("stat:N"),
                      alt.Tooltip("seconds:Q", format=".3f"), alt.Tooltip("num_requests:Q", title="requests")],
-        ).properties(width=240, height=280, title=metric))
+        ).properties(width=PANEL_WIDTH, height=280, title=metric))
     if not panels:
         return alt.Chart(pd.DataFrame({"x": []})).mark_bar().encode(x=alt.X("x:Q", title="seconds"))
     return alt.hconcat(*panels).resolve_scale(y="independent")

@@ -199,7 +199,8 @@ def trace_run_ui(trace: Trace, values: dict, name: str = "") -> None:
     cut_off_ui(run)
     set_export_note(PAGE, trace_note(trace, values, name))
     headline_ui(before, run if before is not run else None)
-    st.caption("SGLang's defaults → your switches (mixed chunk, chunk size, decode rounds between prefills), "
+    st.caption("SGLang's defaults → your switches (mixed chunk, chunk size, decode rounds between prefills, "
+               "queue order), "
                "on the same requests, GPU and model." if before is not run else
                "At SGLang's defaults: flip a switch above to see each number before → after.")
     if (run.summary.metrics.overall.queue_s.p50 or 0) > OVERLOADED_QUEUE_S:
