@@ -190,3 +190,35 @@ def test_the_standalone_page_and_a_slide_follow_the_mix():
     story = story_of("ten_oclock_rush", values)
     slide = step_slide(story, 4, story.tour[3], grid_run, values)  # the tour's mixed-chunk step
     assert "On your mix" in slide.caption and "Request mix: custom: chats" in slide.settings
+
+
+def test_a_built_mix_reads_as_a_trace_and_a_closed_loop_is_refused():
+    from engine_model import load_trace, mix_jsonl
+
+    trace = load_trace(mix_jsonl(SUPPORT, 0), fmt="jsonl")
+    drawn = sampled(SUPPORT, 0)
+    assert len(trace.requests) == SUPPORT.requests and trace.num_skipped == 0
+    assert sum(r.prompt_len for r in trace.requests) == pytest.approx(
+        sum(s.mean_prompt * s.count for s in drawn))
+    with pytest.raises(InputError) as err:
+        mix_jsonl(MIX_PRESETS["summarise"].mix, 0)
+    assert err.value.where == "mix.arrival"
+
+
+def test_the_trace_view_runs_its_queue_order_and_its_bucket_chart_ends_above_the_tallest_bar():
+    from app.server import charts as server_charts
+    from app.server import frames as server_frames
+    from app.server.controls import CONTROLS
+    from app.server.trace_ui import trace_data
+    from engine_model import validate
+
+    values = {c.key: c.default for c in CONTROLS}
+    scenario = validate(trace_data({**values, "policy": "shortest-prefill-first"}, 10))
+    assert scenario.engine.schedule_policy == "shortest-prefill-first"
+    story, on = rush_on("support", tp=2)
+    frame = server_frames.bucket_latency(run(story.scenario(on)))
+    spec = server_charts.bucket_latency(frame).to_dict()
+    for panel in spec["hconcat"]:
+        top = frame[frame["metric"] == panel["title"]]["seconds"].max()
+        assert panel["encoding"]["y"]["scale"]["domain"][1] > top * 1.1
+        assert panel["width"] * len(spec["hconcat"]) <= 600  # three panels and their axes fit the column
