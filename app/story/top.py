@@ -118,7 +118,8 @@ def settings_ui(story: Story):
         moved = any(values[c.key] != c.default for c in story.controls if c.where in DEPLOYMENT_WHERE)
         row.container(width="stretch").markdown(
             " · ".join(f"{c.label} **{shown_value(c, values[c.key])}**" for c in main)
-            + (f" · {deployment_words(values)}" if moved else ""))
+            + (f" · {deployment_words(values)}" if moved else "")
+            + (f" · {mix_fold_title(story.key)}" if values.get(MIX) else ""))
         return values, tools
     switch, rest = switch_and_rest(story)
     with st.container(border=True):
