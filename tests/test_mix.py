@@ -222,3 +222,12 @@ def test_the_trace_view_runs_its_queue_order_and_its_bucket_chart_ends_above_the
         top = frame[frame["metric"] == panel["title"]]["seconds"].max()
         assert panel["encoding"]["y"]["scale"]["domain"][1] > top * 1.1
         assert panel["width"] * len(spec["hconcat"]) <= 600  # three panels and their axes fit the column
+
+
+def test_the_ten_oclock_questions_take_their_median_prompt_from_the_control():
+    def prompts(median):
+        scenario = RUSH.scenario({**RUSH.defaults, "qprompt": median})
+        return sorted(r.prompt_len for r in simulate(scenario).requests if r.group == "questions")
+    short, long = prompts(600), prompts(2400)
+    assert short == prompts(600)  # the same draws for the seed
+    assert short[len(short) // 2] < 1000 < 2000 < long[len(long) // 2] and max(long) > 4000
