@@ -231,3 +231,14 @@ def test_the_ten_oclock_questions_take_their_median_prompt_from_the_control():
     short, long = prompts(600), prompts(2400)
     assert short == prompts(600)  # the same draws for the seed
     assert short[len(short) // 2] < 1000 < 2000 < long[len(long) // 2] and max(long) > 4000
+
+
+def test_compares_load_sweep_on_a_mix_scales_the_mixs_own_load():
+    from app.compare.sweep import MIX_LOADS, mix_loads
+
+    points, title, now = mix_loads("support")
+    assert now == SUPPORT.rate and "requests per second" in title
+    assert [x for x, _ in points] == [round(SUPPORT.rate * t, 3) for t in MIX_LOADS]
+    assert [decode_mix(change[MIX]).rate for _, change in points] == [x for x, _ in points]
+    closed, _, clients = mix_loads("summarise")
+    assert clients == 16 and [x for x, _ in closed] == [4, 8, 16, 24, 32]
