@@ -45,7 +45,9 @@ from engine_model.mix import (
     MixGroup,
     RequestMix,
     Sustain,
+    apply_mix,
     mix_words,
+    mix_workload,
     sampled,
 )
 from engine_model.mix import SHAPES as MIX_SHAPES
@@ -148,5 +150,5 @@ __all__ = [
     # rate a deployment sustains on it, and its text in a link
     "MAX_MIX_REQUESTS", "MIX_ARRIVALS", "MIX_FIELDS", "MIX_PRESETS", "MIX_SHAPES", "GroupShare", "MixGroup",
     "RequestMix", "Sustain", "checked_mix", "decode_mix",
-    "encode_mix", "mix_jsonl", "mix_label", "mix_words", "sampled", "sustain_of",
+    "encode_mix", "apply_mix", "mix_workload", "mix_jsonl", "mix_label", "mix_words", "sampled", "sustain_of",
 ]
