@@ -242,3 +242,13 @@ def test_compares_load_sweep_on_a_mix_scales_the_mixs_own_load():
     assert [decode_mix(change[MIX]).rate for _, change in points] == [x for x, _ in points]
     closed, _, clients = mix_loads("summarise")
     assert clients == 16 and [x for x, _ in closed] == [4, 8, 16, 24, 32]
+
+
+def test_a_link_with_a_bad_mix_gets_a_note_and_the_storys_own_workload():
+    from test_app import cards_of, open_page
+
+    at = open_page("app_pages/ten_oclock_rush.py", {"mix": "c.not-a-mix"})
+    notes = " ".join(w.value for w in at.warning)
+    assert "mix=c.not-a-mix" in notes and "expected a preset (support, rag, summarise, coding)" in notes
+    assert cards_of(at)[0].label.startswith("Questions' p95 first token")
+    assert "mix" not in at.query_params
