@@ -58,6 +58,10 @@ class MixGroup(Frozen):
                 raise ValueError(f"{what}_high ({high:,}) must be at least {what}_low ({low:,})")
         return self
 
+    @property
+    def mean_prompt(self) -> float:
+        return _mean(self.shape, self.prompt_low, self.prompt_high)
+
 
 class RequestMix(Frozen):
     """The whole mix: its groups, how many requests, and how they arrive."""
@@ -202,7 +206,7 @@ def sampled(mix: RequestMix, seed: int) -> list[GroupShare]:
     from engine_model.workload import build
 
     work = build(WorkloadConfig.model_validate(mix_workload(mix)), random.Random(seed),
-                 max_requests=MAX_MIX_REQUESTS)
+                 max_requests=MAX_MIX_REQUESTS + MAX_GROUPS)  # each group one request at least
     reqs = work.open_loop + [r for pool in work.pools for r in pool.queue]
     total_prompt = sum(r.prompt_len for r in reqs)
     out = []
@@ -224,7 +228,7 @@ def jsonl(mix: RequestMix, seed: int) -> str:
     from engine_model.workload import build
 
     work = build(WorkloadConfig.model_validate(mix_workload(mix)), random.Random(seed),
-                 max_requests=MAX_MIX_REQUESTS)
+                 max_requests=MAX_MIX_REQUESTS + MAX_GROUPS)
     return "".join(json.dumps({"arrival_at": round(r.arrival_at, 6), "prompt_len": r.prompt_len,
                                "output_len": r.output_len}) + "\n" for r in work.open_loop)
 

@@ -476,7 +476,7 @@ class Story:
             return self
         mix = decode_mix(text)
         stream = max(mix.groups, key=lambda g: g.share).name
-        long = max(mix.groups, key=lambda g: g.prompt_low + g.prompt_high).name
+        long = max(mix.groups, key=lambda g: g.mean_prompt).name
         stat = "p95" if long != stream else "p99"
         headlines = (
             Headline(f"{stream}: p95 first token", stream, "ttft_s", "p95"),
