@@ -105,7 +105,7 @@ def output_mix(mix: pd.DataFrame) -> alt.Chart:
     ).properties(width=WIDTH, height=300)
 
 
-PANEL_WIDTH = 190  # px: three panels and their axes fit the page's column (wider ones were cut at its edge)
+PANEL_WIDTH = 165  # px: three panels and their axes fit the page's column (wider ones were cut at its edge)
 
 
 def decade_above(seconds: float) -> float:
