@@ -40,6 +40,8 @@ PRESENT = "present"  # presenter mode: ?present=1
 ROOM = "room"  # a follower's room code: ?room=ABCDE-FGHJK (app/room/ui.py)
 STORY = "story"  # Compare: which story
 SWEEP = "sweep"  # Compare: what the sweep varies
+# the request mix is a story control (engine_model.MIX, "mix"): a preset's key or a custom mix's text "c.…"
+# (base64url of compact JSON, at most engine_model.mix.MAX_LINK_CHARS); an uploaded trace is never in a link
 EXTRA_PARAMS = {"ten_oclock_rush": PD_PARAMS}  # page -> URL parameters its sections read beside the controls
 PAGE_PARAMS = (CURSOR_T, STEP, PRESENT, ROOM)  # every page may carry these
 STREAMLIT_PARAMS = ("embed", "embed_options")  # Streamlit's own; never touched
@@ -88,6 +90,15 @@ class Keys:
     def widget(self, name: str) -> str:
         """A control's widget (name = its URL parameter), or any other named widget on the page."""
         return f"{self.page}.{name}"
+
+    def mix_widget(self, part: str, tag: str) -> str:
+        """A widget of the request-mix builder (app.ui.mix) for the mix whose text hashes to `tag`: a new mix
+        gets fresh widgets that start from it."""
+        return self.widget(f"mix.{part}.{tag}")
+
+    @property
+    def mix_open(self) -> str:  # the request-mix builder's fold
+        return self.widget("mix.open")
 
     def tour_button(self, i: int) -> str:
         return self.widget(f"tour.{i}")

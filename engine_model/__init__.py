@@ -36,6 +36,27 @@ from engine_model.logs.scrape import Scrape, ScrapeSet, read_scrapes
 from engine_model.logs.scrape_report import MetricsReport, Tail, report
 from engine_model.logs.server_info import ServerInfo, read_server_info
 from engine_model.metrics import GroupMetrics, Metrics, Stats, e2e, gaps, max_itl, queue, seen, tpot, ttft
+from engine_model.mix import ARRIVAL_WORDS as MIX_ARRIVALS
+from engine_model.mix import FIELDS as MIX_FIELDS
+from engine_model.mix import (
+    MAX_MIX_REQUESTS,
+    MIX_PRESETS,
+    GroupShare,
+    MixGroup,
+    RequestMix,
+    Sustain,
+    apply_mix,
+    mix_words,
+    mix_workload,
+    sampled,
+)
+from engine_model.mix import SHAPES as MIX_SHAPES
+from engine_model.mix import checked as checked_mix
+from engine_model.mix import decode as decode_mix
+from engine_model.mix import encode as encode_mix
+from engine_model.mix import jsonl as mix_jsonl
+from engine_model.mix import label as mix_label
+from engine_model.mix import sustain as sustain_of
 from engine_model.pass_cost import CostTerm, PassCost, attention_note, cost_figures, pass_cost, pass_shape
 from engine_model.pd.checklist import Check, checklist, settings_of, settings_of_log
 from engine_model.pd.checklist import of_scenario as scenario_checklist
@@ -57,6 +78,7 @@ from engine_model.scenario_io import (
 )
 from engine_model.simulation import Result, Run, simulate
 from engine_model.stories import (
+    MIX,
     STORIES,
     Control,
     Headline,
@@ -66,7 +88,9 @@ from engine_model.stories import (
     common_controls,
     cost_controls,
     interval_control,
+    mix_control,
     mixed_control,
+    policy_control,
     tp_help,
 )
 from engine_model.traces import Mix, Trace, load_trace, mix_of, request_mix
@@ -107,8 +131,8 @@ __all__ = [
     # metrics of one request (docs/metrics.md)
     "e2e", "gaps", "max_itl", "queue", "tpot", "ttft",
     # the stories as data: settings, headline numbers, guided tours
-    "STORIES", "Control", "Headline", "Story", "TourStep", "chunk_control", "common_controls",
-    "cost_controls", "interval_control",
+    "MIX", "STORIES", "Control", "Headline", "Story", "TourStep", "chunk_control", "common_controls",
+    "cost_controls", "interval_control", "mix_control", "policy_control",
     "mixed_control", "tp_help",
     # server logs
     "ASSUMED_OUTPUT_LEN", "Diagnosis", "ParsedLog", "Timeline", "build_timeline", "diagnose", "log_settings",
@@ -122,4 +146,9 @@ __all__ = [
     "base_url", "check_server", "poll", "read_scrapes", "read_server_info", "report",
     # request traces
     "Mix", "Trace", "load_trace", "mix_of", "request_mix", "workload_trace",
+    # a request mix built by hand or from a preset (engine_model/mix.py): a Scenario workload, in words, the
+    # rate a deployment sustains on it, and its text in a link
+    "MAX_MIX_REQUESTS", "MIX_ARRIVALS", "MIX_FIELDS", "MIX_PRESETS", "MIX_SHAPES", "GroupShare", "MixGroup",
+    "RequestMix", "Sustain", "checked_mix", "decode_mix",
+    "encode_mix", "apply_mix", "mix_workload", "mix_jsonl", "mix_label", "mix_words", "sampled", "sustain_of",
 ]

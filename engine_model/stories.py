@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from engine_model.config import Scenario
 from engine_model.feasibility import check as check_deployment
 from engine_model.hardware import GPUS, MODELS
+from engine_model.mix import apply_mix, encode, label
+from engine_model.mix import decode as decode_mix
 from engine_model.pass_cost import cost_figures
 from engine_model.resolve import INIT_NEW_TOKEN_RATIO
 from engine_model.scenario_io import apply_sets, read_toml, validate
@@ -46,10 +48,14 @@ class Control:
     # shapes; "cost": the cost panel
     where: str = "main"
     fmt: Callable[[object], str] = str
+    # a "text" control's URL value -> its value (ValueError with what is allowed): the request mix
+    check: Callable[[str], object] | None = None
 
     def parse(self, text: str):
         """A URL value -> a control value, or ValueError with what is allowed."""
         text = text.strip()
+        if self.check is not None:
+            return self.check(text)
         if self.widget == "toggle":
             if text.lower() in ("1", "true", "on", "yes"):
                 return True
@@ -78,7 +84,7 @@ class Control:
         if self.widget == "toggle":
             return "1" if value else "0"
         if self.widget != "number":
-            return str(value)
+            return str(value)  # a "text" control's value is its URL text
         return EMPTY if value is None else str(value) if isinstance(value, int) else f"{value:g}"
 
 
@@ -142,6 +148,19 @@ def chunk_control() -> Control:
                    lambda d, v: setter("engine", "chunked_prefill_size")(d, chunk_value(v)), CHUNK_OPTIONS,
                    help="--chunked-prefill-size: prompt tokens per pass. "
                         "SGLang default: picked from GPU memory.", fmt=chunk_label)
+
+
+def policy_control() -> Control:
+    """--schedule-policy, the two a person compares: fcfs and shortest-prefill-first."""
+    return Control("policy", "Queue order", "select", "fcfs", setter("engine", "schedule_policy"),
+                   ("fcfs", "shortest-prefill-first"), fmt=lambda v: POLICY_LABELS[v],
+                   help="--schedule-policy. fcfs (default): the queue in arrival order. "
+                        "shortest-prefill-first (SGLang 0.5.21+): on every prefill attempt the queue is "
+                        "sorted by the prompt tokens a request still has to prefill (what the radix cache "
+                        "does not already hold), fewest first; and while a long prompt is being chunked its "
+                        "next chunk is capped so the shorter waiting requests fit in the same pass "
+                        "(shortest_prefill_chunk_limit). It needs the radix cache: SGLang refuses to start "
+                        "with --disable-radix-cache ('requires prefix caching').")
 
 
 def interval_control() -> Control:
@@ -228,6 +247,30 @@ def client_control(group_name: str) -> Control:
                         "in max_req_len − prompt − 1 (init_req_max_new_tokens) and admission reserves "
                         "min(that, 4,096) × new_token_ratio, more than most replies need: fewer admitted, "
                         "fewer retracted, longer queues.")
+
+
+MIX = "mix"  # the request mix's control key and URL parameter
+
+
+def canonical_mix(text: str) -> str:
+    """A link's mix text as the page keeps it (a preset's key, else the custom mix's text); "" is the
+    story's own workload. ValueError says what is allowed."""
+    return encode(decode_mix(text)) if text else ""
+
+
+def mix_control() -> Control:
+    """The request mix (engine_model.mix): "" keeps the story's own workload; a preset's key or a custom
+    mix's text replaces it. It stays what it is in the baseline and on every tour step (where="mix"), so
+    before → after is the same traffic under other flags. Last among a story's controls: it replaces the
+    workload the story's own controls have just set."""
+    def apply(data: dict, value) -> None:
+        if value:
+            apply_mix(data, decode_mix(value))
+    return Control(MIX, "Request mix", "text", "", apply, is_flag=False, where=MIX, fmt=label,
+                   check=canonical_mix,
+                   help="Your traffic instead of the story's: named groups, each a share of the requests "
+                        "with prompt and reply lengths, and how they arrive. Presets are assumptions; edit "
+                        "them.")
 
 
 def tp_label(value: int) -> str:
@@ -472,6 +515,37 @@ class Story:
         return {key: round(figures[name] / unit, 9) if isinstance(unit, float) else figures[name]
                 for key, (name, unit) in COST_FIGURES.items() if key in empty and name in figures}
 
+    def with_mix(self, text: str | None) -> Story:
+        """This story on a request mix (its link text; "" or None: the story as it is): the story's own
+        workload controls go (the mix replaces what they set), and the cards, the watched groups and the
+        tour's words follow the mix's groups — the one most requests belong to (its "stream") and the one
+        with the longest prompts (its "long" group). The tour's steps keep their settings and cursors; their
+        words quote the mix's numbers. Raises ValueError on text that is not a mix."""
+        if not text or all(c.key != MIX for c in self.controls):
+            return self
+        mix = decode_mix(text)
+        stream = max(mix.groups, key=lambda g: g.share).name
+        long = max(mix.groups, key=lambda g: g.mean_prompt).name
+        stat = "p95" if long != stream else "p99"
+        headlines = (
+            Headline(f"{stream}: p95 first token", stream, "ttft_s", "p95"),
+            Headline(f"Longest pause, a {stream} reply", stream, "max_itl_s", "max"),
+            Headline(f"{long}: {stat} first token", long, "ttft_s", stat),
+            Headline(f"{stream}: p99 gap between tokens", stream, "itl_s", "p99"),
+        )
+        words = (f"On your mix: {stream}' p95 first token {{before:{stream}.ttft_s.p95}} → "
+                 f"{{now:{stream}.ttft_s.p95}}, their longest pause {{before:{stream}.max_itl_s.max}} → "
+                 f"{{now:{stream}.max_itl_s.max}}; {long}' {stat} first token "
+                 f"{{before:{long}.ttft_s.{stat}}} → {{now:{long}.ttft_s.{stat}}}. "
+                 "(The story's own words tell its own workload.)")
+        tour = tuple(step if step.section.get("preset", "rush") != "rush" else replace(step, say=words)
+                     for step in self.tour)
+        controls = tuple(c for c in self.controls if c.is_flag or c.where != "main")
+        teaser = (f"{self.title}'s settings on a request mix of your own — {label(text)} — instead of the "
+                  "story's workload: who waits, and what do the flags change?")
+        return replace(self, controls=controls, headlines=headlines, tour=tour, stream_group=stream,
+                       long_group=long, teaser=teaser)
+
     def scenario(self, values: dict, sets: tuple[str, ...] = ()) -> Scenario:
         """The validated scenario for these control values, then any `--set dotted.key=value` overrides;
         raises InputError on an impossible combination, a deployment that cannot run included
@@ -685,21 +759,20 @@ RUSH_CONTROLS = (
             SLOT_OPTIONS, fmt=slots_label,
             help="--max-running-requests: how many requests may run at once. SGLang default: from the KV "
                  "pool (2,048 here). Priority preemption fires only when these are all taken."),
-    Control("policy", "Queue order", "select", "fcfs", setter("engine", "schedule_policy"),
-            ("fcfs", "shortest-prefill-first"), fmt=lambda v: POLICY_LABELS[v],
-            help="--schedule-policy. fcfs (default): the queue in arrival order. shortest-prefill-first "
-                 "(SGLang 0.5.21+): on every prefill attempt the queue is sorted by the prompt tokens a "
-                 "request still has to prefill (what the radix cache does not already hold), fewest first; "
-                 "and while a long prompt is being chunked its next chunk is capped so the shorter waiting "
-                 "requests fit in the same pass (shortest_prefill_chunk_limit). It needs the radix cache: "
-                 "SGLang refuses to start with --disable-radix-cache ('requires prefix caching')."),
+    policy_control(),
     Control("contracts", "Contracts at ten", "slider", 6, group_setter("contracts", "count"), (1, 12, 1),
             is_flag=False, help="How many 120,000-token contracts arrive at once at t = 10 s."),
     Control("qps", "Questions per second", "select", 4.0,
             lambda d, v: group(d, "questions")["arrival"].__setitem__("rate_per_s", v),
             (1.0, 2.0, 4.0, 6.0, 8.0), is_flag=False),
+    Control("qprompt", "Questions' median prompt (tokens)", "select", 600,
+            lambda d, v: group(d, "questions")["prompt_len"].update(median=v, high=max(4000, 4 * v)),
+            (300, 600, 1200, 2400, 4800), is_flag=False, fmt=lambda v: f"{v:,}",
+            help="The middle of the questions' prompt lengths (lognormal, σ 0.6, from 50 tokens up to "
+                 "4,000 or four times the median): an assumption; set it to your users'."),
     *common_controls(),
     *cost_controls(),
+    mix_control(),
 )
 
 POLICY_LABELS = {"fcfs": "fcfs (arrival order)",
@@ -803,6 +876,7 @@ REAL = Story(
                      "says how many it keeps and drops."),
         *common_controls(),
         *cost_controls(),
+        mix_control(),
     ),
     headlines=(
         Headline("Longest pause, any reply", "requests", "max_itl_s", "max"),

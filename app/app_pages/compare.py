@@ -12,6 +12,7 @@ st.markdown("Two configurations of one story, same workload, same seed. A starts
             "B starts with mixed chunk on. Change either.")
 story = pair.story_ui()
 a, b, shared = pair.configurations_ui(story)
+story = pair.on_mix(story, shared)  # the cards and words follow the shared request mix, if any
 run_a, run_b, key = pair.run_pair(story, a, b, shared)
 resolved_pair_ui(run_a, run_b)
 pair.headline_pair_ui(story, run_a, run_b, b, shared)

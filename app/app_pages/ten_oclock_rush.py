@@ -10,10 +10,11 @@ from app.story.link import url_state
 from app.story.sections import itl_ui, playback_ui, stalls_apart_ui
 from app.story.timeline import timeline_ui
 from app.story.top import story_ui
+from app.ui.mix import mix_story
 from app.ui.simplifications import simplifications_ui
 from engine_model import STORIES
 
-story = STORIES["ten_oclock_rush"]
+story = mix_story(STORIES["ten_oclock_rush"])  # on the link's request mix, if any
 
 values, current = story_ui(story)
 timeline_ui(story, current)

@@ -24,12 +24,12 @@ if view == "log":
 elif view == "live":
     live_ui()
 else:
-    source = trace_ui.trace_source_ui()
+    source = trace_ui.trace_source_ui(values)
     if source is not None:
         name, data = source
         trace_ui.trace_options_ui()
         trace = trace_ui.load_trace_or_stop(name, data, values)
         trace_ui.mix_ui(trace, name, values["long"])
-        trace_ui.trace_run_ui(trace, values)
+        trace_ui.trace_run_ui(trace, values, name)
 simplifications_ui()
 page.share_ui(values)

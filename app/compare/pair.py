@@ -24,7 +24,8 @@ from app.ui.controls import Control, control_ui
 from app.ui.deployment import DEPLOYMENT_WHERE, deployment_title, deployment_ui
 from app.ui.exports import charts_image, set_export_note
 from app.ui.fold import folded
-from engine_model import STORIES, InputError, Story, ranged
+from app.ui.mix import mix_builder_ui, mix_fold_title
+from engine_model import MIX, STORIES, InputError, Story, ranged
 
 PAGE = state.COMPARE_PAGE
 DEFAULT_STORY = "forty_replies"
@@ -85,13 +86,18 @@ def configurations_ui(story: Story) -> tuple[dict, dict, dict]:
                 if is_open:
                     for control in rest:
                         control_ui(page, control)
-    workload = [c for c in shared_controls(story) if c.where not in DEPLOYMENT_WHERE]
-    with folded("Shared by A and B: the workload", state.keys(page).widget("workload")) as is_open:
+    mixed = bool(values.get(MIX))  # the story's own workload controls do nothing on a mix: not shown
+    workload = [c for c in shared_controls(story)
+                if c.where not in DEPLOYMENT_WHERE and c.key != MIX and not (mixed and c.where == "main")]
+    title = "Shared by A and B: the workload" + (f" ({mix_fold_title(page)})" if mixed else "")
+    with folded(title, state.keys(page).widget("workload")) as is_open:
         if is_open:
             cols = st.columns(3)
             for i, control in enumerate(workload):
                 with cols[i % 3]:
                     control_ui(page, control)
+            if any(c.key == MIX for c in story.controls):
+                mix_builder_ui(page)
     values = state.values(page, controls)
     title = "Shared by A and B: " + deployment_title(shared_controls(story), values)
     with folded(title, state.keys(page).widget("deployment"), icon=":material/memory:") as is_open:
@@ -101,6 +107,15 @@ def configurations_ui(story: Story) -> tuple[dict, dict, dict]:
     flags = [c.key for c in story.controls if c.is_flag]
     a, b = ({key: values[state.side_param(side, key)] for key in flags} for side in SIDES)
     return a, b, {c.key: values[c.key] for c in shared_controls(story)}
+
+
+def on_mix(story: Story, shared: dict) -> Story:
+    """The story on A's and B's shared request mix (Story.with_mix), for the cards and words; its runs are
+    the same either way (the mix control is applied last)."""
+    try:
+        return story.with_mix(shared.get(MIX))
+    except ValueError:
+        return story
 
 
 def _story_page(story: Story) -> str:

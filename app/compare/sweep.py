@@ -14,7 +14,18 @@ from app.present import numbers
 from app.present.fmt import fmt_seconds
 from app.ui.chart import chart_ui
 from app.ui.fold import folded
-from engine_model import InputError, Scenario, Story, Summary, simulate, summary
+from engine_model import (
+    MIX,
+    InputError,
+    Scenario,
+    Story,
+    Summary,
+    checked_mix,
+    decode_mix,
+    encode_mix,
+    simulate,
+    summary,
+)
 
 CHUNK_SWEEP = (512, 1024, 2048, 4096, 8192, 16384)
 LOAD_SWEEP = {  # story -> (control key, values, axis title)
@@ -23,6 +34,24 @@ LOAD_SWEEP = {  # story -> (control key, values, axis title)
     "ten_oclock_rush": ("qps", (1.0, 2.0, 4.0, 6.0, 8.0), "questions per second"),
 }
 SWEEPS = ("chunk size", "load")
+MIX_LOADS = (0.25, 0.5, 1.0, 1.5, 2.0)  # a request mix's load times these
+
+
+def mix_loads(text: str) -> tuple[list[tuple[float, dict]], str, float]:
+    """A request mix's load, swept: its Poisson rate, its closed loop's clients or its burst's requests, each
+    times MIX_LOADS, as (x, the mix control's value) points, the axis title and the mix's own x."""
+    mix = decode_mix(text)
+    field, title = {"poisson": ("rate", "requests per second"), "closed": ("concurrency", "clients"),
+                    "burst": ("requests", "requests at once")}[mix.arrival]
+    now = getattr(mix, field)
+    points = []
+    for times in MIX_LOADS:
+        x = round(now * times, 3) if field == "rate" else max(1, round(now * times))
+        try:
+            points.append((x, {MIX: encode_mix(checked_mix({**mix.model_dump(), field: x}))}))
+        except InputError:  # past the builder's limits (a burst of more than 5,000 requests)
+            continue
+    return list(dict(points).items()), f"{title} (the request mix's load)", now
 
 
 @st.cache_data(max_entries=512, show_spinner=False)
@@ -36,16 +65,21 @@ def _stat(s: Summary, group: str, metric: str, stat: str):
 
 
 def sweep(story: Story, values: dict, what: str) -> tuple[pd.DataFrame, str, float | None]:
-    """One run per setting (the rest as configuration B). Returns (rows, x title, current setting)."""
+    """One run per setting (the rest as configuration B). Returns (rows, x title, current setting). On a
+    request mix the load is the mix's own: its rate, its clients or its burst, scaled (`mix_loads`)."""
     if what == "chunk size":
         key, settings, title = "chunk", CHUNK_SWEEP, "chunk size (tokens, log scale)"
+        points = [(setting, {key: setting}) for setting in settings]
+    elif values.get(MIX):
+        key, points, title, now = MIX, *mix_loads(values[MIX])
     else:
         key, settings, title = LOAD_SWEEP[story.key]
+        points = [(setting, {key: setting}) for setting in settings]
     rows = []
     progress = st.progress(0.0, text="Sweeping…")
-    for i, setting in enumerate(settings):
+    for i, (setting, change) in enumerate(points):
         try:
-            s = _summary(story.scenario({**values, key: setting}).model_dump_json())
+            s = _summary(story.scenario({**values, **change}).model_dump_json())
         except InputError:
             continue
         rows.append({"setting": float(setting),
@@ -53,8 +87,10 @@ def sweep(story: Story, values: dict, what: str) -> tuple[pd.DataFrame, str, flo
                      "streams_p99_itl_s": _stat(s, story.stream_group, "itl_s", "p99"),
                      "streams_max_gap_s": _stat(s, story.stream_group, "max_itl_s", "max"),
                      "long_ttft_s": _stat(s, story.long_group, "ttft_s", "p95")})
-        progress.progress((i + 1) / len(settings), text=f"Sweeping… {i + 1}/{len(settings)}")
+        progress.progress((i + 1) / len(points), text=f"Sweeping… {i + 1}/{len(points)}")
     progress.empty()
+    if key == MIX:
+        return pd.DataFrame(rows), title, float(now)
     current = values.get(key)
     if key == "chunk":
         current = st.session_state.get(state.keys(PAGE).resolved_chunk)

@@ -11,7 +11,8 @@ from app.pd.presets import BASELINES
 from engine_model import read_toml
 
 CAPS = (0, 32768, 65536, 131072, 163840, 262144)  # 0: the preset's own (None would blank the selectbox)
-PRESETS = {"rush": "Ten o'clock workload, split", "upstream": "Upstream test replica (scaled)"}
+PRESETS = {"rush": "This page's workload, split",
+           "upstream": "Upstream test replica (scaled)"}
 MAX_WORKERS = 8
 WORKER_TPS = (0, 1, 2, 4, 8)  # 0: the story's GPUs split between the workers (app.pd.presets.split_tp)
 DEFAULTS = {state.PD_ON: False, state.PD_PRESET: "rush", state.PD_CAP: 0, state.PD_PREFILL_WORKERS: 1,

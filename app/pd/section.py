@@ -31,6 +31,7 @@ from app.ui.chart import chart_ui
 from app.ui.exports import pd_numbers_ui
 from app.ui.fold import folded
 from engine_model import (
+    MIX,
     STORIES,
     UPSTREAM_SOURCE,
     InputError,
@@ -147,7 +148,7 @@ def today_cards_ui(values: dict, today: RunFrames) -> bool:
     section = section_values()
     if not section[state.PD_ON] or section[state.PD_PRESET] != "rush":
         return False
-    story = STORIES["ten_oclock_rush"]
+    story = STORIES["ten_oclock_rush"].with_mix(values.get(MIX))
     data = preset_data("rush", values)
     counts = (section[state.PD_PREFILL_WORKERS], section[state.PD_DECODE_WORKERS])
     shaped, runs, refused = policy_runs(data, section[state.PD_CAP], *counts, section[state.PD_TP],
@@ -184,7 +185,7 @@ def deferred_allocation_ui(rush_values: dict | None = None, single: RunFrames | 
     """The ten o'clock page's PD section: the page's single-engine run (`single`) beside the same requests
     on PD's GPUs without PD, and PD under both allocation policies. Returns its URL parameters (non-default
     only)."""
-    story = STORIES["ten_oclock_rush"]
+    story = STORIES["ten_oclock_rush"].with_mix((rush_values or {}).get(MIX))
     st.markdown("### Split prefill from decode (PD disaggregation)")
     focus_marker(story, "pd")
     on = st.toggle("Show PD disaggregation: early vs prefill_complete decode allocation",

@@ -20,7 +20,7 @@ from app.present.pd import KEYS as PD_KEYS
 from app.present.pd import layout_setting, pd_figure
 from app.present.settings import deployment_line
 from app.present.slides import Slide, slides_zip, step_slide, tour_slides, write_slides
-from engine_model import STORIES, InputError, Story
+from engine_model import MIX, STORIES, InputError, Story, decode_mix, mix_label, mix_words
 
 __all__ = ["FIGURES", "Slide", "figure_epub", "figure_of", "figure_page", "page_values", "pd_options",
            "pd_page", "slides_zip", "story_of", "story_page", "story_slides", "write_slides"]
@@ -28,10 +28,11 @@ __all__ = ["FIGURES", "Slide", "figure_epub", "figure_of", "figure_page", "page_
 FIGURES = (*STORIES, *PD_KEYS)  # what `figure` takes: a story, or a PD preset (the PD figure opens on it)
 
 
-def story_of(key: str) -> Story:
+def story_of(key: str, values: dict | None = None) -> Story:
+    """A story by key; on `values` whose request mix is set, the story on that mix (Story.with_mix)."""
     if key not in STORIES:
         raise InputError("story", f"unknown story {key!r}; expected one of {', '.join(FIGURES)}")
-    return STORIES[key]
+    return STORIES[key].with_mix((values or {}).get(MIX))
 
 
 def story_figure_of(key: str, vary: tuple[str, ...] | None = None, start: dict | None = None,
@@ -39,11 +40,19 @@ def story_figure_of(key: str, vary: tuple[str, ...] | None = None, start: dict |
     """A story's figure: `vary` the controls a reader flips, `start` the control values it opens at (as the
     app's export passes them), `sets` --set overrides."""
     story = story_of(key)
+    story = story_of(key, apply_sets(story, {**story.defaults, **(start or {})}, sets)[0])
     grid = run_grid(story, vary, start, sets, runs)
     scenario = story.scenario(grid.first.values, grid.sets)
     setup = (f"{deployment_line(scenario)}; seed {scenario.seed}; SGLang {scenario.engine.version} as "
-             "modelled by Who Waits")
+             "modelled by Who Waits" + mixed_words(grid.first.values.get(MIX), scenario.seed))
     return story_figure(grid, setup, source_line(scenario))
+
+
+def mixed_words(text: str | None, seed: int) -> str:
+    """'; request mix: support assistant — 3% of requests ...': a story's mix in words for its setup line."""
+    if not text:
+        return ""
+    return f"; request mix: {mix_label(text)} — {mix_words(decode_mix(text), seed)}"
 
 
 def story_page(key: str, vary: tuple[str, ...] | None = None, start: dict | None = None,
@@ -124,7 +133,7 @@ def story_slides(key: str, runs=None, values: dict | None = None) -> list[Slide]
     page's control values, whose deployment every step keeps as the app's tour keeps it (None: the story's
     defaults)."""
     if key in PD_KEYS:
-        story = STORIES["ten_oclock_rush"]
+        story = story_of("ten_oclock_rush", values)
         return [step_slide(story, i, step, runs or _run, values) for i, step in enumerate(story.tour, 1)
                 if step.focus == "pd"]
-    return tour_slides(story_of(key), runs or _run, values)
+    return tour_slides(story_of(key, values), runs or _run, values)

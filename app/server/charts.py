@@ -6,6 +6,8 @@ these are the ones a simulated run has no counterpart for. Colours come from app
 
 from __future__ import annotations
 
+import math
+
 import altair as alt
 import pandas as pd
 
@@ -129,6 +131,17 @@ def output_mix(mix: pd.DataFrame) -> alt.Chart:
     ).properties(width=WIDTH, height=300)
 
 
+PANEL_WIDTH = 165  # px: three panels and their axes fit the page's column (wider ones were cut at its edge)
+
+
+def decade_above(seconds: float) -> float:
+    """The power of ten above `seconds` with room to spare (10 ms at least): a bar's top never touches the
+    frame."""
+    if not seconds or not math.isfinite(seconds) or seconds <= 0:
+        return 0.01
+    return max(0.01, 10.0 ** math.ceil(math.log10(seconds * 1.2)))
+
+
 def bucket_latency(frame: pd.DataFrame) -> alt.Chart:
     """p50 / p95 / p99 of each wait, per prompt-length bucket; one panel per wait (symmetric log scale, so a
     bar can start at 0 and milliseconds and minutes both read)."""
@@ -137,18 +150,21 @@ def bucket_latency(frame: pd.DataFrame) -> alt.Chart:
     panels = []
     for metric in dict.fromkeys(frame["metric"]):
         part = frame[frame["metric"] == metric]
+        top = decade_above(part["seconds"].max())  # the tallest bar ends inside the frame, never at its edge
+        ticks = [10.0**k for k in range(-3, round(math.log10(top)) + 1)]
         panels.append(alt.Chart(part).mark_bar().encode(
             x=alt.X("bucket:N", title="prompt length (tokens)", sort=buckets, axis=alt.Axis(labelAngle=0)),
             xOffset=alt.XOffset("stat:N", sort=stats),
-            y=alt.Y("seconds:Q", title="seconds (log scale)", scale=alt.Scale(type="symlog", constant=0.001),
-                    axis=alt.Axis(values=[0.01, 0.1, 1, 10, 100, 1000], format=",~r")),
+            y=alt.Y("seconds:Q", title="seconds (log scale)",
+                    scale=alt.Scale(type="symlog", constant=0.001, domain=[0, top], nice=False),
+                    axis=alt.Axis(values=ticks, format=",~r")),
             y2=alt.datum(0),
             color=alt.Color("stat:N", title="", sort=stats, legend=alt.Legend(orient="top"),
                             scale=alt.Scale(domain=stats, range=[SERIES_COLOURS[2], SERIES_COLOURS[0],
                                                                  "#000000"])),
             tooltip=[alt.Tooltip("bucket:N", title="prompt length"), alt.Tooltip("stat:N"),
                      alt.Tooltip("seconds:Q", format=".3f"), alt.Tooltip("num_requests:Q", title="requests")],
-        ).properties(width=240, height=280, title=metric))
+        ).properties(width=PANEL_WIDTH, height=280, title=metric))
     if not panels:
         return alt.Chart(pd.DataFrame({"x": []})).mark_bar().encode(x=alt.X("x:Q", title="seconds"))
     return alt.hconcat(*panels).resolve_scale(y="independent")

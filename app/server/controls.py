@@ -14,7 +14,9 @@ from engine_model import (
     chunk_control,
     common_controls,
     interval_control,
+    mix_control,
     mixed_control,
+    policy_control,
 )
 from engine_model import MAX_REQUESTS as HARD_CAP
 
@@ -42,8 +44,10 @@ OUTPUT = Control("out", "Reply length (tokens)", "select", "auto", _keeps,
                  help="A log does not say how long replies were. 'Estimated': decode steps x running "
                       f"requests from the Decode lines, over the requests seen ({ASSUMED_OUTPUT_LEN} if "
                       "there are none); or pick one.")
-TRACE = Control("trace", "Trace", "select", "azure", _keeps, (*TRACE_SAMPLES, "upload"), is_flag=False,
-                fmt=lambda v: TRACE_SAMPLES[v].label if v in TRACE_SAMPLES else "Upload a file")
+MIXED = "mix"  # the trace choice that builds a request mix (app.ui.mix) instead of reading a file
+TRACE = Control("trace", "Trace", "select", "azure", _keeps, (*TRACE_SAMPLES, MIXED, "upload"), is_flag=False,
+                fmt=lambda v: (TRACE_SAMPLES[v].label if v in TRACE_SAMPLES
+                               else {MIXED: "Build a request mix", "upload": "Upload a file"}[v]))
 WINDOW_START = Control("wstart", "Window starts at (s after the first request)", "slider", 0, _keeps,
                        (0, 3600, 10), is_flag=False)
 WINDOW_LEN = Control("wlen", "Window length", "select", "all", _keeps, ("all", 30, 60, 120, 300, 600, 1800),
@@ -87,7 +91,8 @@ REPLAY_MAX = Control("rmax", "Replay at most (requests)", "select", 2000, _keeps
                      help="The first N requests the log's Prefill lines introduce; the page says how many it "
                           "kept and dropped. Up to the most the engine reads from a log.")
 REPLAY_SWITCHES = {"mixed": REPLAY_MIXED, "chunk": REPLAY_CHUNK, "interval": REPLAY_INTERVAL}
-FLAGS = (mixed_control(), chunk_control(), interval_control())  # a trace's run
+FLAGS = (mixed_control(), chunk_control(), interval_control(), policy_control())  # a trace's run
+MIX = mix_control()  # the built mix's text, in the link (its `apply` is unused here: the mix becomes a trace)
 DEPLOYMENT = common_controls()  # GPU, tensor parallel, model, precision, seed, and every figure behind them
 GPU = next(c for c in DEPLOYMENT if c.key == "gpu")
 FIGURES = tuple(c for c in DEPLOYMENT if c.where == "figure")
@@ -125,7 +130,7 @@ PD_CONTROLS = (PD_SPLIT, PD_PREFILL, PD_DECODE, PD_BASE, PD_TP)
 TRACE_OPTIONS = (WINDOW_START, WINDOW_LEN, SPEEDUP, SAMPLE, MAX_REQUESTS, LONG)
 CONTROLS = (VIEW, LOG, METRICS, OUTPUT, TRACE, WINDOW_START, WINDOW_LEN, SPEEDUP, SAMPLE, MAX_REQUESTS, LONG,
             *FLAGS, *DEPLOYMENT, *REPLAY_SWITCHES.values(), *REPLAY_DEPLOYMENT.values(), REPLAY_MAX,
-            *PD_CONTROLS)
+            *PD_CONTROLS, MIX)
 
 
 def base_data(values: dict) -> dict:

@@ -9,10 +9,11 @@ from app.charts import timelines
 from app.charts.words import kept_words
 from app.present.export import csv_bytes
 from app.present.fmt import fmt_seconds
+from app.present.settings import settings_words
 from app.server import charts as server_charts
 from app.server import compute
 from app.server import frames as sf
-from app.server.controls import DEPLOYMENT, FLAGS, PAGE, TRACE, TRACE_OPTIONS, base_data
+from app.server.controls import DEPLOYMENT, FLAGS, MIXED, PAGE, TRACE, TRACE_OPTIONS, base_data
 from app.server.input import TRACE_LIMIT_MB, TRACE_SAMPLES, Sample, sample_text
 from app.server.page import cache_key, error_ui, headline_ui, upload_ui
 from app.server.trace_pd import trace_pd_ui
@@ -20,24 +21,60 @@ from app.ui.cards import Card, cards_ui
 from app.ui.chart import chart_ui
 from app.ui.controls import control_ui
 from app.ui.deployment import deployment_ui, deployment_words
+from app.ui.exports import set_export_note
+from app.ui.mix import mix_builder_ui, mix_text
 from app.ui.resolved import cut_off_ui, resolved_ui
 from engine_model import MAX_REQUESTS as HARD_CAP
-from engine_model import InputError, Trace, check_deployment, request_mix, validate
+from engine_model import (
+    InputError,
+    Trace,
+    check_deployment,
+    decode_mix,
+    mix_jsonl,
+    mix_label,
+    request_mix,
+    validate,
+)
+from engine_model import mix_words as built_mix_words
 
 OVERLOADED_QUEUE_S = 10.0
 
-def trace_source_ui() -> tuple[str, str | bytes] | None:
+def trace_source_ui(values: dict) -> tuple[str, str | bytes] | None:
     choice = control_ui(PAGE, TRACE, radio=True)
     if choice in TRACE_SAMPLES:
         sample: Sample = TRACE_SAMPLES[choice]
         st.caption(f"{sample.says} The head of a public trace: {sample.source}.")
         return sample.file, sample_text(sample)
+    if choice == MIXED:
+        return built_mix_ui(values)
+    st.caption(":material/link_off: An uploaded trace stays in this session: a link carries settings, never "
+               "a file, so it cannot go in one. To hand a workload over by link, build it as a request mix "
+               "(the choice above).")
     return upload_ui(f"Trace file (up to {TRACE_LIMIT_MB} MB): Azure CSV, Mooncake JSONL, BurstGPT CSV or "
                      "JSONL with arrival_at, prompt_len, output_len", "trace_file", TRACE_LIMIT_MB,
                      "Upload a trace. Formats: Azure (`TIMESTAMP,ContextTokens,GeneratedTokens`), Mooncake "
                      "(`timestamp`, `input_length`, `output_length`), BurstGPT (`Timestamp`, "
                      "`Request tokens`, `Response tokens`) or JSON Lines with `arrival_at`, `prompt_len`, "
                      "`output_len`.")
+
+
+def built_mix_ui(values: dict) -> tuple[str, str] | None:
+    """A request mix built here (app.ui.mix), its requests drawn with the page's seed and read as a trace
+    file: everything below (window, speed-up, buckets, the run, PD) treats it as one. In the link."""
+    mix_builder_ui(PAGE, own="None yet: pick a preset")
+    text = mix_text(PAGE)
+    if not text:
+        return None
+    mix = decode_mix(text)
+    try:
+        lines = mix_jsonl(mix, values["seed"])
+    except InputError as err:
+        st.warning(f"`{err.where}`: {err.problem}. (The story pages run closed loops.)",
+                   icon=":material/block:")
+        return None
+    st.caption(f"{built_mix_words(mix, values['seed'])} As a trace here, each request keeps its prompt and "
+               "reply length and arrival; mid-reply and logprobs apply on the story pages only.")
+    return f"request mix: {mix_label(text)}", lines
 
 
 def trace_options_ui() -> None:
@@ -119,6 +156,14 @@ def trace_data(values: dict, num_requests: int, switches: bool = True) -> dict:
     return data
 
 
+def trace_note(trace: Trace, values: dict, name: str) -> tuple[str, ...]:
+    """What every chart exported from the trace's run carries under its title: which requests, the flags and
+    the deployment."""
+    return (f"Requests: {name or 'a trace'}, {len(trace.requests):,} of them",
+            f"SGLang flags: {settings_words(list(FLAGS), values)}",
+            f"Deployment: {deployment_words(values)} · seed {values['seed']}")
+
+
 def trace_runner(trace: Trace):
     """A run of any scenario on the trace's requests, and the key its charts are cached under."""
     rows = sf.trace_rows(trace)
@@ -130,12 +175,12 @@ def trace_runner(trace: Trace):
     return run
 
 
-def trace_run_ui(trace: Trace, values: dict) -> None:
+def trace_run_ui(trace: Trace, values: dict, name: str = "") -> None:
     st.divider()
     st.markdown("### Run it through the scheduler")
     with st.container(border=True):
         st.markdown("**Server** — flags marked ⚑ are SGLang server flags")
-        for col, control in zip(st.columns(3), FLAGS, strict=True):
+        for col, control in zip(st.columns(len(FLAGS)), FLAGS, strict=True):
             with col:
                 control_ui(PAGE, control)
         st.markdown(f"**Deployment** — {deployment_words(values)}")
@@ -152,8 +197,10 @@ def trace_run_ui(trace: Trace, values: dict) -> None:
         return
     resolved_ui(run)
     cut_off_ui(run)
+    set_export_note(PAGE, trace_note(trace, values, name))
     headline_ui(before, run if before is not run else None)
-    st.caption("SGLang's defaults → your switches (mixed chunk, chunk size, decode rounds between prefills), "
+    st.caption("SGLang's defaults → your switches (mixed chunk, chunk size, decode rounds between prefills, "
+               "queue order), "
                "on the same requests, GPU and model." if before is not run else
                "At SGLang's defaults: flip a switch above to see each number before → after.")
     if (run.summary.metrics.overall.queue_s.p50 or 0) > OVERLOADED_QUEUE_S:

@@ -28,8 +28,9 @@ from app.ui.controls import control_ui
 from app.ui.deployment import DEPLOYMENT_WHERE, deployment_title, deployment_ui, deployment_words
 from app.ui.fold import folded
 from app.ui.link import copy_link_ui
+from app.ui.mix import mix_builder_ui, mix_fold_title, mix_summary_ui
 from app.ui.resolved import cut_off_ui, resolved_ui
-from engine_model import InputError, Story
+from engine_model import MIX, InputError, Story
 
 
 def story_ui(story: Story) -> tuple[dict, RunFrames]:
@@ -38,6 +39,7 @@ def story_ui(story: Story) -> tuple[dict, RunFrames]:
     page_header(story)
     narration = tour_ui(story)
     values, row = settings_ui(story)
+    mix_summary_ui(story.key, _scenario_of(story, values))
     cost_panel_ui(story, row if state.is_presenting() else None)
     current, baseline = runs_or_stop(story, values)
     trace_kept_ui(story)
@@ -105,6 +107,8 @@ def settings_ui(story: Story):
         with row.popover("Settings", icon=":material/tune:"):
             _controls_row(story, main)
             deployment_ui(story.key, story.controls, values)
+            if any(c.key == MIX for c in story.controls):
+                mix_builder_ui(story.key)
         # the cost model's and "What runs" popovers go here, before the line, so a long line wraps beside
         # them instead of pushing them onto a row of their own (the token streams stay on the first screen)
         tools = row.container(horizontal=True, vertical_alignment="center", gap="medium", width="content")
@@ -114,7 +118,8 @@ def settings_ui(story: Story):
         moved = any(values[c.key] != c.default for c in story.controls if c.where in DEPLOYMENT_WHERE)
         row.container(width="stretch").markdown(
             " · ".join(f"{c.label} **{shown_value(c, values[c.key])}**" for c in main)
-            + (f" · {deployment_words(values)}" if moved else ""))
+            + (f" · {deployment_words(values)}" if moved else "")
+            + (f" · {mix_fold_title(story.key)}" if values.get(MIX) else ""))
         return values, tools
     switch, rest = switch_and_rest(story)
     with st.container(border=True):
@@ -127,11 +132,21 @@ def settings_ui(story: Story):
                     icon=":material/tune:") as is_open:
             if is_open:
                 _controls_row(story, rest)
+        if any(c.key == MIX for c in story.controls):
+            with folded(mix_fold_title(story.key), state.keys(story.key).mix_open,
+                        icon=":material/group_work:") as is_open:
+                if is_open:
+                    mix_builder_ui(story.key)
         with folded(deployment_title(story.controls, values), state.keys(story.key).widget("deployment"),
                     icon=":material/memory:") as is_open:
             if is_open:
                 deployment_ui(story.key, story.controls, values)
     return state.values(story.key, story.controls), row
+
+
+def _scenario_of(story: Story, values: dict):
+    """The page's scenario on a mix's text (the builder's sustain sentence)."""
+    return lambda text: story.scenario({**values, MIX: text})
 
 
 def _controls_row(story: Story, controls: list):

@@ -21,6 +21,10 @@ def control_ui(page: str, control: Control, radio: bool = False, placeholder: st
                         help=control.help)
     if control.widget == "toggle":
         return st.toggle(label, key=key, help=control.help, **sized)
+    if control.widget == "text":  # the request mix: its builder (app.ui.mix), the one "text" control
+        from app.ui.mix import mix_builder_ui  # here: app.ui.mix imports app.state, as this module does
+
+        return mix_builder_ui(page)
     if control.widget == "select":
         return st.selectbox(label, control.options, key=key, format_func=control.fmt, help=control.help,
                             **sized)
