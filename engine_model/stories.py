@@ -540,7 +540,10 @@ class Story:
                  "(The story's own words tell its own workload.)")
         tour = tuple(step if step.section.get("preset", "rush") != "rush" else replace(step, say=words)
                      for step in self.tour)
-        controls = tuple(c for c in self.controls if c.is_flag or c.where != "main")
+        # the story's own workload controls go; so does "questions outrank contracts", which names the
+        # story's groups (a mix's groups carry no priority)
+        controls = tuple(c for c in self.controls
+                         if (c.is_flag or c.where != "main") and c.key not in GROUP_NAMED)
         teaser = (f"{self.title}'s settings on a request mix of your own — {label(text)} — instead of the "
                   "story's workload: who waits, and what do the flags change?")
         return replace(self, controls=controls, headlines=headlines, tour=tour, stream_group=stream,
@@ -737,6 +740,7 @@ def outrank(data: dict, value: bool) -> None:
         group(data, "contracts")["priority"] = CONTRACTS_PRIORITY
 
 
+GROUP_NAMED = ("outrank",)  # controls that set the story's own groups: not offered on a request mix
 SLOT_OPTIONS = ("auto", 16, 32, 64, 256)
 
 
