@@ -80,7 +80,10 @@ def _presenter_room() -> str | None:
 def _reclaim() -> None:
     """A presenter who reloads the page (a new session) keeps their room: the browser's cookie holds the
     code and token, and the store accepts the token for that code (else a new room is opened)."""
-    code, _, token = (st.context.cookies.get(state.ROOM_COOKIE) or "").partition(".")
+    kept = st.context.cookies.get(state.ROOM_COOKIE)
+    if not isinstance(kept, str):  # no cookie (or no browser: a test's script runner)
+        return
+    code, _, token = kept.partition(".")
     if not (room_store.clean_code(code) and token):
         return
     try:
