@@ -49,7 +49,7 @@ def warnings(at: AppTest) -> list[str]:
     ({"pd": "banana"}, "`pd=banana`: expected 1 (shown) or 0 (hidden)", "pd"),
     ({"t": "nan"}, "`t=nan`: expected seconds from 0 to the run's end", None),
     ({"t": "99999"}, "`t=99999`: expected seconds from 0 to the run's end", None),
-    ({"step": "9"}, f"`step=9`: expected a tour step from 1 to {len(STORIES['ten_oclock_rush'].tour)}",
+    ({"step": "99"}, f"`step=99`: expected a tour step from 1 to {len(STORIES['ten_oclock_rush'].tour)}",
      "step"),
     ({"mixed": ["0", "1"]}, "`mixed` is given 2 times; using the last, `mixed=1`", None),
 ])
