@@ -25,7 +25,7 @@ SERVER_ARGS = {
     "page_size",
     "disable_radix_cache", "schedule_conservativeness", "retraction_policy", "prefill_max_requests",
 }
-NOT_MODELLED = {"disable_radix_cache": (True, False), "retraction_policy": ("length",)}
+NOT_MODELLED = {"retraction_policy": ("length",)}
 MODES = {PassKind.PREFILL: "EXTEND", PassKind.DECODE: "DECODE", PassKind.MIXED: "MIXED"}
 TTFT_TOLERANCE = 0.02
 ITL_TOLERANCE = 0.02
@@ -53,6 +53,10 @@ def scenario_from_workload(path: Path) -> Scenario:
     if args.get("disable_radix_cache") and args.get("schedule_policy") == "shortest-prefill-first":
         raise InputError(f"{path}: server_args.schedule_policy", "shortest-prefill-first needs the radix "
                          "cache (SGLang: 'Experimental shortest-prefill-first requires prefix caching')")
+    if args.get("disable_radix_cache") and any(isinstance(r, dict) and r.get("ignore_eos")
+                                               for r in data["requests"]):
+        raise InputError(f"{path}: server_args.disable_radix_cache", "with ignore_eos requests SGLang admits "
+                         "through add_one_req_ignore_eos, which is not modelled")
     for key, allowed in NOT_MODELLED.items():
         if key in args and args.pop(key) not in allowed:
             raise InputError(f"{path}: server_args.{key}", f"only {allowed} is modelled")

@@ -19,6 +19,7 @@ from engine_model.core import Iteration, PassKind, Request, RequestState, Retrac
 from engine_model.cost import PassShape, attn_pairs
 from engine_model.policy import (
     CLIP_MAX_NEW_TOKENS,
+    RETRACT_DECODE_STEPS,
     NewTokenRatio,
     PrefillAdder,
     Verdict,
@@ -29,7 +30,7 @@ from engine_model.policy import (
     shortest_prefill_chunk_limit,
     sort_shortest_prefill_first,
 )
-from engine_model.prefix import PrefixCache
+from engine_model.prefix import CACHE_AWARE, PrefixCache
 from engine_model.resolve import Resolved
 from engine_model.rules import mirrors
 
@@ -112,7 +113,7 @@ class Scheduler:
         self.ratio = NewTokenRatio(cfg)
         self.countdown = 0  # prefill_decode_interval
         self.kv_used = 0
-        self.prefix = PrefixCache(cfg.page_size)
+        self.prefix = PrefixCache(cfg.page_size, enabled=not cfg.disable_radix_cache)
         self.iterations: list[Iteration] = []
         self.retractions: list[Retraction] = []
         self.finished: list[Request] = []  # in finishing order
@@ -124,6 +125,7 @@ class Scheduler:
         self.entered: dict[str, int] = {}  # rid -> when it last entered the queue, as a count
         self.num_entered = 0
         self.chunk_cap: int | None = None  # shortest-prefill-first's cap on this pass's continuing chunk
+        self.to_stash: Request | None = None  # the chunked request whose last chunk is not in the tree yet
 
     # -- arrivals ---------------------------------------------------------------------------------
     def arrive(self, req: Request) -> None:
@@ -233,6 +235,7 @@ class Scheduler:
     @mirrors("get_next_batch_to_run")
     def schedule(self) -> Plan:
         """`Scheduler.get_next_batch_to_run`."""
+        self._stash_chunked()
         self._merge_last_extend()
         if self.countdown > 0 and self._defer_prefill():
             rounds = count(self.countdown + 1, "decode round")
@@ -244,6 +247,13 @@ class Scheduler:
         if plan.kind in EXTEND_KINDS:
             self.countdown = self.cfg.prefill_decode_interval  # _arm_prefill_decode_interval
         return plan
+
+    @mirrors("stash_chunked_request")
+    def _stash_chunked(self) -> None:
+        """`stash_chunked_request`: the chunked request's prefilled part goes into the radix cache."""
+        if self.to_stash is not None:
+            self.kv_used += self.prefix.checkpoint(self.to_stash)
+            self.to_stash = None
 
     def _merge_last_extend(self) -> None:
         """get_next_batch_to_run step 3: the last prefill batch joins the running batch.
@@ -272,6 +282,7 @@ class Scheduler:
     def _prefill_plan(self) -> tuple[Plan | None, str]:
         """`get_new_batch_prefill` / `_get_new_batch_prefill_raw` with `PrefillAdder`."""
         cfg = self.cfg
+        self._stash_chunked()
         if cfg.caps.clears_full_when_idle and not self.running:
             self.batch_is_full = False
         if self.chunked is None:
@@ -304,18 +315,27 @@ class Scheduler:
     @mirrors("calc_priority")
     def _sort_waiting(self) -> None:
         """`SchedulePolicy.calc_priority`, on every prefill attempt: fcfs keeps list order; lof puts the
-        longest max_new_tokens first; random shuffles; shortest-prefill-first puts the least uncached
-        prefill work first."""
-        policy = self.cfg.schedule_policy
+        longest max_new_tokens first; random shuffles; the cache-aware policies match every waiting request
+        against the radix cache first: lpm puts the longest cached prefix first, dfs-weight walks the tree,
+        shortest-prefill-first puts the least uncached prefill work first."""
+        policy = self.prefix.active_policy(self.cfg.schedule_policy, len(self.waiting))
+        if policy in CACHE_AWARE:
+            deferred = self.prefix.prefix_matches(self.waiting)
+            if policy == "lpm":
+                self.prefix.sort_longest_prefix(self.waiting, deferred)
+            elif policy == "dfs-weight":
+                self.prefix.sort_dfs_weight(self.waiting)
+            else:
+                for req in self.waiting:  # a PD prefill rank queues without _enqueue: in list order
+                    if req.rid not in self.entered:
+                        self.entered[req.rid] = self.num_entered = self.num_entered + 1
+                sort_shortest_prefill_first(self.waiting, self.prefix.num_matched, self.entered, deferred)
+            return
         if policy == "lof":
             self.waiting.sort(key=lambda r: -r.max_new_tokens)
         elif policy == "random":
             self.rng.shuffle(self.waiting)
-        elif policy == "shortest-prefill-first":
-            for req in self.waiting:  # a PD prefill rank queues without _enqueue: in list order
-                if req.rid not in self.entered:
-                    self.entered[req.rid] = self.num_entered = self.num_entered + 1
-            sort_shortest_prefill_first(self.waiting, self.prefix.match, self.entered)
+        self.prefix.touch_waiting(self.waiting)
 
     def _add_chunked(self, adder: PrefillAdder) -> bool:
         """The continuing chunk first (`add_chunked_req`). Under shortest-prefill-first its chunk is capped
@@ -325,7 +345,7 @@ class Scheduler:
         if self.cfg.schedule_policy != "shortest-prefill-first":
             return adder.add_chunked(self.chunked)
         limit = shortest_prefill_chunk_limit(self.chunked, self.waiting, adder.rem_chunk or 0,
-                                             self.cfg.page_size, self.prefix.match)
+                                             self.cfg.page_size, self.prefix.num_matched)
         self.chunk_cap = limit
         still_chunked = adder.add_chunked(self.chunked, limit)
         adder.no_second_chunk = still_chunked
@@ -345,9 +365,11 @@ class Scheduler:
                 self.batch_is_full = True
                 return f"max_running_requests ({self.cfg.max_running_requests}) reached", num_walked
             req.kv_len = self.prefix.match(req)  # init_next_round_input: the cached prefix is not recomputed
-            verdict = adder.add_one(req, self.prefix.newly_locked(req, req.kv_len))
+            verdict = adder.add_one(req, self.prefix.newly_locked(req))
             admitted = bool(adder.admitted) and adder.admitted[-1][0] is req
-            if not admitted:
+            if admitted:
+                self.kv_used += self.prefix.admit(req)
+            else:
                 req.kv_len = 0
             if verdict is Verdict.CONTINUE:
                 num_walked += 1
@@ -382,6 +404,9 @@ class Scheduler:
         share = done_share(continuing) if continuing is not None else ""  # before this pass's chunk
         self.chunked = adder.new_chunked or (continuing if still_chunked else None)
         kv_before = self.kv_used
+        page = self.cfg.page_size
+        need = sum(ceil_page(r.kv_len + e, page) - ceil_page(r.kv_len, page) for r, e in adder.admitted)
+        self.prefix.make_room(need, self.kv_free)
         for req, extend in adder.admitted:  # prepare_for_extend allocates the KV now
             self._allocate_prefill(req, extend)
         if self.kv_used > self.cfg.max_total_tokens:
@@ -397,13 +422,9 @@ class Scheduler:
         return plan
 
     def _allocate_prefill(self, req: Request, extend: int) -> None:
-        if req.prefix_group:
-            req.kv_len += extend
-            self.kv_used += self.prefix.hold(req)
-        else:
-            page = self.cfg.page_size
-            self.kv_used += ceil_page(req.kv_len + extend, page) - ceil_page(req.kv_len, page)
-            req.kv_len += extend
+        page = self.cfg.page_size
+        self.kv_used += ceil_page(req.kv_len + extend, page) - ceil_page(req.kv_len, page)
+        req.kv_len += extend
         req.state = RequestState.PREFILLING
         if req.first_scheduled_at is None:
             req.first_scheduled_at = self.now
@@ -435,6 +456,8 @@ class Scheduler:
                     "requests wait")
         rows = self._decode_rows()
         needed = num_decode_slots_needed(rows, self.cfg.page_size)
+        if self.cfg.caps.mixed_checks_decode_mem:
+            self.prefix.make_room(needed, self.kv_free)  # check_decode_mem evicts first
         if self.cfg.caps.mixed_checks_decode_mem and self.kv_free < needed:
             return "mixing skipped: not enough KV for the decode rows (check_decode_mem)"
         past = self._allocate_decode(rows)  # before 0.5.22 unchecked: _build_prefill sees if it overflows
@@ -483,7 +506,9 @@ class Scheduler:
             return Plan(PassKind.IDLE, reason=f"idle: {why}", mirrors="Scheduler.on_idle")
         num_before = len(self.running)
         retraction = None
-        if self.kv_free < num_decode_slots_needed(rows, self.cfg.page_size):
+        needed = num_decode_slots_needed(rows, self.cfg.page_size)
+        self.prefix.make_room(needed, self.kv_free)  # check_decode_mem evicts first
+        if self.kv_free < needed:
             finishing = self._finishing_by_length()
             if finishing:
                 self.batch_is_full = False
@@ -546,6 +571,7 @@ class Scheduler:
         """`prepare_for_decode`: one new KV slot per request. Returns their KV before it."""
         past = sum(map(KV_LEN, reqs))
         page = self.cfg.page_size
+        self.prefix.make_room(num_decode_slots_needed(reqs, page), self.kv_free)
         if page == 1:
             self.kv_used += len(reqs)
         else:
@@ -561,14 +587,16 @@ class Scheduler:
         order = [r for r in retraction_order(self.running) if r not in self.in_flight]  # those leave anyway
         survivors = list(self.running)
         retracted: list[Request] = []
-        while not retracted or self.kv_free < num_decode_slots_needed(survivors, self.cfg.page_size):
+        while not retracted or not self._decode_fits(survivors):
             if len(survivors) == 1 or not order:
                 break
             req = order.pop(0)
             survivors.remove(req)
             retracted.append(req)
             self._release(req)
-        if self.kv_free < num_decode_slots_needed(survivors, self.cfg.page_size):
+            # release_req: "we should use the newly evictable memory instantly"
+            self.prefix.make_room(len(survivors) * RETRACT_DECODE_STEPS, self.kv_free)
+        if not self._decode_fits(survivors):
             last = survivors.pop()  # "Out of memory even after retracting all other requests": aborted
             self._release(last)
             self._reject(last, "out of KV memory even after retracting every other request")
@@ -586,10 +614,17 @@ class Scheduler:
         self.retractions.append(event)
         return event
 
-    def _release(self, req: Request) -> None:
-        """`release_kv_cache`: the request's KV slots go back to the pool (a shared prefix stays cached)."""
-        freed = self.prefix.release(req)
-        self.kv_used -= freed if freed >= 0 else ceil_page(req.kv_len, self.cfg.page_size)
+    @mirrors("check_decode_mem")
+    def _decode_fits(self, reqs: list[Request]) -> bool:
+        """`check_decode_mem`: evict cache for the rows' new slots, then check they fit."""
+        needed = num_decode_slots_needed(reqs, self.cfg.page_size)
+        self.prefix.make_room(needed, self.kv_free)
+        return self.kv_free >= needed
+
+    def _release(self, req: Request, checkpoint: bool = False) -> None:
+        """`release_kv_cache`: the request's own KV slots go back to the pool; with `checkpoint` (it
+        finished) its tokens stay in the radix cache as evictable."""
+        self.kv_used += self.prefix.release(req, checkpoint=checkpoint)
         req.kv_len = 0
 
     # -- apply and record -------------------------------------------------------------------------
@@ -600,6 +635,7 @@ class Scheduler:
         for req, _ in plan.prefill:
             if req is self.chunked:
                 dropped = True  # a truncated chunk yields no token and is kept out of the merge
+                self.to_stash = req
                 continue
             req.add_token(end)
             if req.is_done and not self.cfg.overlap_schedule:
@@ -609,6 +645,8 @@ class Scheduler:
                 req.state = RequestState.RUNNING
                 self.last_extend.append(req)
                 self._hold_if_done(req)
+                if not req.is_done:
+                    self.kv_used += self.prefix.checkpoint(req)
         finished = self._apply_decode(plan, end)
         if plan.kind is PassKind.DECODE and finished:  # only a finish changes a running request's state
             self.running = [r for r in self.running if r.state is RUNNING]
@@ -657,7 +695,7 @@ class Scheduler:
 
     def _finish(self, req: Request, end: float) -> None:
         req.state, req.finished_at = RequestState.FINISHED, end
-        self._release(req)
+        self._release(req, checkpoint=True)
         self.finished.append(req)
         self.done.append(req)
 
