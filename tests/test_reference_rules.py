@@ -8,7 +8,7 @@ from unittest.mock import patch
 
 import numpy as np
 
-from engine_model import policy, scheduler
+from engine_model import policy, prefix, scheduler
 from engine_model.reference import compare, read_jsonl, scenario_from_workload, write_trace
 from engine_model.resolve import resolve
 from engine_model.simulation import simulate
@@ -60,6 +60,13 @@ def test_shortest_prefill_first_in_sglang_lowers_the_questions_p95_first_token()
     assert agreement("spf_rush") == agreement("spf_rush_fcfs") == 1.0
 
 
+def no_deferral(cache, waiting):
+    """`_compute_prefix_matches` without its in-batch check: every request matched, none deferred."""
+    for req in waiting:
+        cache.match(req)
+    return set()
+
+
 def test_the_running_chunk_cap_and_in_batch_deferral_are_what_the_traces_need():
     """Recorded passes where a contract's chunk is cut short beside questions exist, and the model matches
     them only with the cap; the shared-prefix workload needs the in-batch deferral too."""
@@ -68,7 +75,7 @@ def test_the_running_chunk_cap_and_in_batch_deferral_are_what_the_traces_need():
     assert beside and all(sum(r["extend"] for r in it["rows"]) <= 4096 for it in beside)
     with patch.object(scheduler, "shortest_prefill_chunk_limit", lambda *args: None):
         assert agreement("spf_rush") < 0.95
-    with patch.object(policy, "in_batch_deferred", lambda waiting, cached: set()):
+    with patch.object(prefix.PrefixCache, "prefix_matches", no_deferral):
         assert agreement("spf_prefix") < 0.7
     assert agreement("spf_rush") == agreement("spf_prefix") == 1.0
 
