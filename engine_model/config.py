@@ -199,8 +199,10 @@ class RequestConfig(Frozen):
     return_logprob: bool = False
     ignore_eos: bool = False
     already_generated: int = Field(0, ge=0, le=MAX_TOKENS)
-    # shared prompt prefix (radix cache)
+    # shared prompt prefix (radix cache): a group's prompts share one token stream (the shorter is a prefix of
+    # the longer), or hash_ids name the prompt's 512-token blocks (Mooncake's: equal ids, equal blocks)
     prefix_group: str | None = Field(None, pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
+    hash_ids: tuple[Annotated[int, Field(ge=0, lt=2**31)], ...] = Field((), max_length=MAX_TOKENS // 512 + 1)
 
 
 class ClientConfig(Frozen):

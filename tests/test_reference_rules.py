@@ -8,7 +8,7 @@ from unittest.mock import patch
 
 import numpy as np
 
-from engine_model import policy, prefix, scheduler
+from engine_model import policy, prefix, radix, scheduler
 from engine_model.reference import compare, read_jsonl, scenario_from_workload, write_trace
 from engine_model.resolve import resolve
 from engine_model.simulation import simulate
@@ -145,3 +145,34 @@ def test_a_client_that_sends_no_max_tokens_is_reserved_more_and_retracted_less()
         req = Request(rid=sent.rid, group="g", arrival_at=0.0, prompt_len=sent.prompt_len,
                       output_len=sent.output_len, max_new_tokens=NO_MAX_NEW_TOKENS)
         assert intake(req, cfg) == "" and req.max_new_tokens == sent.max_new_tokens
+
+
+def mru_evict(tree, num_tokens):
+    """Eviction in the wrong order: the most recently used leaf first."""
+    freed = 0
+    while freed < num_tokens and tree.leaves:
+        node = max(tree.leaves, key=lambda n: n.last_access)
+        del node.parent.children[radix.first_page(node.runs, tree.page)]
+        tree.leaves.discard(node)
+        tree.evictable -= node.size
+        freed += node.size
+        tree._update_leaf(node.parent)
+    return freed
+
+
+def test_prefix_reuse_needs_lpm_the_in_batch_check_and_lru_eviction():
+    """Issue 42's trace (multi-turn chats on two system prompts, Mooncake-style hash_ids, lpm, a pool a
+    third of the distinct tokens): the model matches it only with lpm's order, the in-batch deferral and
+    least-recently-used eviction, and its free + evictable KV is SGLang's on every pass."""
+    its = read_jsonl(EXTRA / "prefix_lpm" / "iteration.jsonl")
+    assert sum(r["past_kv"] > 0 for it in its for r in it["rows"] if r["kind"] == "prefill") >= 30
+    assert agreement("prefix_lpm", schedule_policy="fcfs") < 0.5
+    assert agreement("prefix_lpm", disable_radix_cache=True) < 0.1
+    with patch.object(prefix.PrefixCache, "prefix_matches", no_deferral):
+        assert agreement("prefix_lpm") < 0.6
+    with patch.object(radix.RadixTree, "evict", mru_evict):
+        assert agreement("prefix_lpm") < 0.8
+    ours = simulate(scenario_from_workload(EXTRA / "prefix_lpm" / "workload.json")).iterations
+    assert ([it.kv_capacity - it.kv_used for it in ours if it.kind.value != "idle"]
+            == [it["kv_free"] + it["kv_evictable"] for it in its])
+    assert agreement("prefix_lpm") == 1.0
