@@ -73,9 +73,10 @@ def main():
         python = Path(venv) / "bin" / "python"
         if not python.exists():
             rr.fail(f"no venv at {venv}")
+        path = os.pathsep.join(filter(None, [str(tool / "stubs"), os.environ.get("PYTHONPATH")]))
         env = dict(os.environ, REFSIM_ACTIVE="1", SGLANG_USE_CPU_ENGINE="1", CUDA_VISIBLE_DEVICES="",
                    PYTHONWARNINGS="ignore", PYTHONHASHSEED="0", REFSIM_TOOL=str(tool.resolve()),
-                   PYTHONPATH=os.pathsep.join(filter(None, [str(tool / "stubs"), os.environ.get("PYTHONPATH")])))
+                   PYTHONPATH=path)
         os.execve(str(python), [str(python), str(HERE), *argv], env)
     rr.REQUEST_KEYS = rr.REQUEST_KEYS | {"hash_ids"}
     rr.prompt_token_ids = lambda requests: block_token_ids(rr, requests)

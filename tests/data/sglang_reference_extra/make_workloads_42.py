@@ -5,11 +5,12 @@
 Multi-turn chats on two shared system prompts, in Mooncake's shape: each prompt is a list of 512-token
 blocks (`hash_ids`), a later turn repeats its conversation's earlier full blocks and adds new ones (the block
 where the last prompt ended holds the reply too, so it is new), and a few one-off questions share only a
-system prompt. Eight conversations of three turns and eight one-offs on a 24,000-token pool, chunk 2,048,
-`schedule_policy = lpm`: the first turns arrive together (the in-batch check defers all but one request per
-uncached system prompt), later turns arrive while others still run (lpm puts the longest cached prefix
-first), and the pool holds about a third of the distinct tokens, so finished turns are evicted least
-recently used first. Recorded with bench/sglang_reference/run_blocks.py (the tool plus `hash_ids`).
+system prompt. Eight conversations of three turns (four on each system prompt) and eight one-offs in two
+bursts, on a 24,000-token pool, chunk 4,096, 4 running, `schedule_policy = lpm`: the first turns arrive
+together at 0 s (the in-batch check defers all but one request per uncached system prompt), later turns 2-5 s
+after the last while others still run (lpm puts the longest cached prefix first), and the pool holds about a
+third of the distinct tokens, so finished turns are evicted least recently used first. Recorded with
+bench/sglang_reference/run_blocks.py (the tool plus `hash_ids`).
 """
 
 import json
@@ -46,12 +47,12 @@ def prefix_lpm() -> dict:
         length = len(system) * BLOCK + rng.randint(100, 900)
         blocks = system + [next(next_id) for _ in range(-(-length // BLOCK) - len(system))]
         burst = 3.0 if q < 4 else 7.0
-        requests.append({"rid": f"q{q}", "arrival_s": round(burst + rng.uniform(0.0, 0.05), 4), "prompt_len": length,
-                         "output_len": rng.randint(16, 64), "hash_ids": blocks})
+        requests.append({"rid": f"q{q}", "arrival_s": round(burst + rng.uniform(0.0, 0.05), 4),
+                         "prompt_len": length, "output_len": rng.randint(16, 64), "hash_ids": blocks})
     requests.sort(key=lambda r: r["arrival_s"])
     return {"description": "8 three-turn chats and 8 one-off questions on two system prompts (hash_ids "
-                           f"blocks of {BLOCK}), lpm, a {POOL:,}-token pool: prefix reuse, in-batch deferral, "
-                           "LRU eviction",
+                           f"blocks of {BLOCK}), lpm, a {POOL:,}-token pool: prefix reuse, in-batch "
+                           "deferral, LRU eviction",
             "server_args": {"chunked_prefill_size": 4096, "max_total_tokens": POOL, "max_running_requests": 4,
                             "schedule_policy": "lpm"},
             "predictor": PREDICTOR, "requests": requests}
