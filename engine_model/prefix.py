@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from engine_model.core import Request
 from engine_model.policy import ceil_page
-from engine_model.radix import REPLY, Node, RadixTree, Run, common, head, length
+from engine_model.radix import REPLY, Node, RadixTree, Run, head, length
 from engine_model.rules import mirrors
 
 BLOCK_TOKENS = 512  # Mooncake's hash_ids: one id per 512-token block
@@ -247,13 +247,3 @@ class PrefixCache:
         if shortfall > 0:
             self.tree.evict(shortfall)
 
-
-def hit_rate(requests: list[Request]) -> tuple[int, int]:
-    """Cached prompt tokens and prompt tokens over the requests that were admitted (each at its first
-    admission)."""
-    cached = sum(r.num_cached for r in requests if r.num_cached is not None)
-    prompt = sum(r.prompt_len for r in requests if r.num_cached is not None)
-    return cached, prompt
-
-
-__all__ = ["BLOCK_TOKENS", "PrefixCache", "common", "hit_rate", "prompt_runs"]
