@@ -206,6 +206,7 @@ class Scheduler:
         first, capacity, num_waiting = len(self.iterations), self.cfg.max_total_tokens, len(self.waiting)
         while len(ends) < num_passes and now < horizon:
             self.ratio.decay_step()
+            self.prefix.make_room(n, self.kv_free)  # check_decode_mem, as step() would
             self.kv_used += n
             end = now + self.cost.seconds(PassShape(n, n, n, past, past + n))
             self.iterations.append(Iteration(

@@ -723,13 +723,13 @@ REAL = Story(
                  "{trap} Chunk size sets that size — try 2,048.",
                  {"mixed": True}, ("first_after", 331.0), "itl"),
         TourStep("Prefix reuse", "Mooncake's trace names each prompt's 512-token blocks (hash_ids): a "
-                 "chat's next turn repeats the blocks of the turns before it, and many prompts open with the "
-                 "same system-prompt block. SGLang's radix cache keeps a finished request's KV until the pool "
-                 "needs the room (least recently used first), so a repeated block is not computed again: "
-                 "{before:requests.prefix_cache_share} of these prompt tokens. Little, because the trace's "
-                 "head is a cold start: most chats are on their first turn, and a turn that comes back "
-                 "minutes later may find its blocks evicted by the traffic in between. With the cache off "
-                 "(--disable-radix-cache) the p95 first token goes {before:requests.ttft_s.p95} → "
+                 "chat's next turn repeats the blocks of the turns before it, and many prompts open with "
+                 "the same system-prompt block. SGLang's radix cache keeps a finished request's KV until "
+                 "the pool needs the room (least recently used first), so a repeated block is not computed "
+                 "again: {before:requests.prefix_cache_share} of these prompt tokens. Little, because the "
+                 "trace's head is a cold start: most chats are on their first turn, and a turn that comes "
+                 "back minutes later may find its blocks evicted by the traffic in between. With the cache "
+                 "off (--disable-radix-cache) the p95 first token goes {before:requests.ttft_s.p95} → "
                  "{now:requests.ttft_s.p95}.",
                  {"prefix_cache": False}, ("at", 60.0), "headline"),
     ),

@@ -33,11 +33,6 @@ def fmt_seconds(value: float | None) -> str:
     return f"{value:.1f} s" if value < 100 else f"{value:.0f} s"
 
 
-def fmt_share(value: float | None) -> str:
-    """A fraction as a percentage: '3.4 %'."""
-    return "—" if value is None else f"{value * 100:.1f} %"
-
-
 def seconds_finer(value: float | None) -> str:
     """Seconds with one more digit than `fmt_seconds`, for two numbers that print alike but differ."""
     if value is None:
