@@ -176,3 +176,12 @@ def test_prefix_reuse_needs_lpm_the_in_batch_check_and_lru_eviction():
     assert ([it.kv_capacity - it.kv_used for it in ours if it.kind.value != "idle"]
             == [it["kv_free"] + it["kv_evictable"] for it in its])
     assert agreement("prefix_lpm") == 1.0
+
+
+def test_dfs_weight_orders_the_queue_by_the_tree_not_by_the_longest_match():
+    """The same requests under dfs-weight: SGLang's passes differ from lpm's, and the model matches them
+    only with the depth-first, heaviest-subtree-first order."""
+    dfs, lpm = (read_jsonl(EXTRA / name / "iteration.jsonl") for name in ("prefix_dfs", "prefix_lpm"))
+    assert dfs != lpm
+    assert agreement("prefix_dfs", schedule_policy="lpm") < 0.5
+    assert agreement("prefix_dfs") == 1.0

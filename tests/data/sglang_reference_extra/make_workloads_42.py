@@ -1,4 +1,4 @@
-"""Writes the workload of issue 42's prefix-reuse trace (`prefix_lpm`), from a fixed seed.
+"""Writes the workloads of issue 42's prefix-reuse traces (`prefix_lpm`, `prefix_dfs`), from a fixed seed.
 
     python3 make_workloads_42.py [OUT_DIR]      # default: this folder
 
@@ -10,7 +10,8 @@ bursts, on a 24,000-token pool, chunk 4,096, 4 running, `schedule_policy = lpm`:
 together at 0 s (the in-batch check defers all but one request per uncached system prompt), later turns 2-5 s
 after the last while others still run (lpm puts the longest cached prefix first), and the pool holds about a
 third of the distinct tokens, so finished turns are evicted least recently used first. Recorded with
-bench/sglang_reference/run_blocks.py (the tool plus `hash_ids`).
+bench/sglang_reference/run_blocks.py (the tool plus `hash_ids`). `prefix_dfs` is the same requests under
+`schedule_policy = dfs-weight`.
 """
 
 import json
@@ -58,10 +59,18 @@ def prefix_lpm() -> dict:
             "predictor": PREDICTOR, "requests": requests}
 
 
+def prefix_dfs() -> dict:
+    workload = prefix_lpm()
+    workload["server_args"]["schedule_policy"] = "dfs-weight"
+    workload["description"] = workload["description"].replace(", lpm,", ", dfs-weight,")
+    return workload
+
+
 def main(out: Path) -> None:
-    folder = out / "prefix_lpm"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "workload.json").write_text(json.dumps(prefix_lpm(), indent=1) + "\n")
+    for name, workload in (("prefix_lpm", prefix_lpm()), ("prefix_dfs", prefix_dfs())):
+        folder = out / name
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "workload.json").write_text(json.dumps(workload, indent=1) + "\n")
 
 
 if __name__ == "__main__":
