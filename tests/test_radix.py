@@ -74,3 +74,25 @@ def test_a_finished_turn_stays_cached_for_the_next_and_the_pool_counts_it_free()
     second = request("t2", 2000, (5, 6, 8))
     assert cache.match(second) == 1024  # the two whole blocks; the third differs
     assert cache.newly_locked(second) == 1024
+
+
+def test_lpm_runs_as_fcfs_above_128_waiting_and_every_cache_aware_policy_without_the_cache():
+    cache = PrefixCache(1)
+    assert cache.active_policy("lpm", 128) == "lpm" and cache.active_policy("lpm", 129) == "fcfs"
+    assert cache.active_policy("dfs-weight", 1000) == "dfs-weight"
+    off = PrefixCache(1, enabled=False)
+    assert {off.active_policy(p, 1) for p in ("lpm", "dfs-weight", "shortest-prefill-first")} == {"fcfs"}
+
+
+def test_a_cache_agnostic_queue_stamps_its_first_128_prefixes_every_32nd_sort_head_last():
+    cache = PrefixCache(1)
+    for i in range(3):
+        cache.tree.insert(prompt_runs(request(f"old{i}", 512, (i,))))
+    waiting = [request(f"w{i}", 600, (i,)) for i in range(3)]
+    stamps = []
+    for _ in range(33):
+        cache.touch_waiting(waiting)
+        stamps.append(sorted(n.last_access for n in cache.tree.root.children.values()))
+    assert stamps[1:32] == [stamps[1]] * 31 and stamps[32] != stamps[31]  # the 1st and 33rd sorts touch
+    order = sorted(cache.tree.root.children.values(), key=lambda n: n.last_access)
+    assert [n.runs[0][0] for n in order] == [("block", 2), ("block", 1), ("block", 0)]  # the head newest
