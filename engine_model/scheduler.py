@@ -126,6 +126,8 @@ class Scheduler:
         self.num_entered = 0
         self.chunk_cap: int | None = None  # shortest-prefill-first's cap on this pass's continuing chunk
         self.to_stash: Request | None = None  # the chunked request whose last chunk is not in the tree yet
+        # overlap: prefilled requests whose result has not landed, and their prefill's end (`extend_end`)
+        self.to_checkpoint: list[tuple[Request, int]] = []
 
     # -- arrivals ---------------------------------------------------------------------------------
     def arrive(self, req: Request) -> None:
@@ -228,8 +230,9 @@ class Scheduler:
         prefill to try (the queue is empty or batch_is_full is latched, no chunked request, no interval
         countdown), a KV slot for every row of every pass (page size 1), no request finishing."""
         rows = self.running
-        if (self.last_extend or self.in_flight or self.chunked is not None or self.countdown or not rows
-                or self.cfg.page_size != 1 or (self.waiting and not self.batch_is_full) or self.crash):
+        if (self.last_extend or self.in_flight or self.to_checkpoint or self.chunked is not None
+                or self.countdown or not rows or self.cfg.page_size != 1
+                or (self.waiting and not self.batch_is_full) or self.crash):
             return 0
         return min(self.kv_free // len(rows), min(r.output_len - r.num_generated for r in rows) - 1)
 
@@ -646,7 +649,11 @@ class Scheduler:
                 req.state = RequestState.RUNNING
                 self.last_extend.append(req)
                 self._hold_if_done(req)
-                if not req.is_done:
+                if req.is_done:
+                    pass
+                elif self.cfg.overlap_schedule:
+                    self.to_checkpoint.append((req, req.kv_len))  # its result lands after the next launch
+                else:
                     self.kv_used += self.prefix.checkpoint(req)
         finished = self._apply_decode(plan, end)
         if plan.kind is PassKind.DECODE and finished:  # only a finish changes a running request's state
@@ -681,7 +688,12 @@ class Scheduler:
     @mirrors("pop_and_process")
     def _land(self) -> None:
         """Overlap schedule (`event_loop_overlap`): the last pass's results are processed only now, after the
-        next pass was scheduled and launched; its finished requests leave the batch and free their KV."""
+        next pass was scheduled and launched; its prefilled requests go into the radix cache, its finished
+        requests leave the batch and free their KV."""
+        for req, extend_end in self.to_checkpoint:
+            if req.state is RUNNING:  # not retracted meanwhile
+                self.kv_used += self.prefix.checkpoint(req, extend_end)
+        self.to_checkpoint.clear()
         if not self.in_flight:
             if self.landed:
                 self.landed = []
