@@ -166,17 +166,25 @@ def repeated_block_tokens(path, num: int) -> tuple[int, int]:
 
 
 def test_real_traffic_reuses_the_blocks_its_hash_ids_repeat():
-    """The prefix-reuse step: the cache's hit on the first 120 requests is every repeated block the trace's
-    hash_ids name (nothing is evicted before it is asked for again), and switching the cache off computes
-    them all, so no request gets its first token sooner."""
+    """The prefix-reuse step: without the overlap schedule the cache's hit on the first 120 requests is
+    every repeated block the trace's hash_ids name (nothing is evicted before it is asked for again); with
+    it (the story's default) a prompt's blocks are cached only when its pass's result lands, after the next
+    pass was launched, so a request admitted in that pass computes them again. Switching the cache off
+    computes them all, so no request gets its first token sooner."""
+    from engine_model.metrics import group_metrics
+    from engine_model.scenario_io import load_scenario
+    from engine_model.simulation import simulate
+
     from conftest import REPO
 
     story, step, before, now = step_runs("real_traffic", len(STORIES["real_traffic"].tour) - 1)
     assert step.settings == {"prefix_cache": False}
     cached, total = repeated_block_tokens(REPO / "app/samples/mooncake_conversation_trace_head300.jsonl", 120)
+    plain = load_scenario(REPO / "scenarios/real_traffic.toml", ["engine.disable_overlap_schedule=true"])
+    assert group_metrics(simulate(plain).requests).num_cached_tokens == cached > 0
     on, off = before.summary.metrics, now.summary.metrics
-    assert on.value("requests", "num_cached_tokens") == cached > 0
-    assert on.value("requests", "prefix_cache_share") == pytest.approx(cached / total)
+    assert 0.9 * cached < on.value("requests", "num_cached_tokens") <= cached
+    assert on.value("requests", "prefix_cache_share") <= cached / total
     assert off.value("requests", "num_cached_tokens") == 0
     assert on.value("requests", "ttft_s", "p50") < off.value("requests", "ttft_s", "p50")
     assert on.value("requests", "ttft_s", "p95") < off.value("requests", "ttft_s", "p95")
