@@ -50,8 +50,10 @@ class EngineConfig(Frozen):
     attention_backend: Literal[ATTENTION_BACKENDS] | None = None
     max_running_requests: int | None = Field(None, ge=1, le=MAX_REQUESTS)
     max_total_tokens: int | None = Field(None, ge=16, le=MAX_POOL_TOKENS)  # KV pool in tokens; None: from GPU
-    # shortest-prefill-first: SGLang 0.5.21+; it needs the radix cache, which the model always has on
-    schedule_policy: Literal["fcfs", "lof", "random", "shortest-prefill-first"] = "fcfs"
+    # shortest-prefill-first: SGLang 0.5.21+; it and lpm / dfs-weight need the radix cache (lpm and dfs-weight
+    # run as fcfs without it; shortest-prefill-first refuses to start)
+    schedule_policy: Literal["fcfs", "lof", "random", "lpm", "dfs-weight", "shortest-prefill-first"] = "fcfs"
+    disable_radix_cache: bool = False  # --disable-radix-cache: no prefix reuse across requests
     schedule_conservativeness: float = Field(1.0, ge=0.0, le=100.0)
     prefill_decode_interval: int = Field(0, ge=0, le=10_000)
     prefill_decode_interval_min_bs: int = Field(0, ge=0, le=MAX_REQUESTS)
@@ -228,9 +230,11 @@ class RequestConfig(Frozen):
     return_logprob: bool = False
     ignore_eos: bool = False
     already_generated: int = Field(0, ge=0, le=MAX_TOKENS)
-    # shared prompt prefix (radix cache)
+    # shared prompt prefix (radix cache): a group's prompts share one token stream (the shorter is a prefix of
+    # the longer), or hash_ids name the prompt's 512-token blocks (Mooncake's: equal ids, equal blocks)
     prefix_group: str | None = Field(None, pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
     priority: int | None = Field(None, ge=-MAX_PRIORITY, le=MAX_PRIORITY)
+    hash_ids: tuple[Annotated[int, Field(ge=0, lt=2**31)], ...] = Field((), max_length=MAX_TOKENS // 512 + 1)
 
 
 class ClientConfig(Frozen):

@@ -56,6 +56,7 @@ class Request:
     num_generated_before: int = 0  # tokens already streamed before the run began ("mid-reply")
     prefix_group: str | None = None  # requests of one group share their prompt's leading tokens
     priority: int | None = None  # SGLang's per-request priority (engine_model/priority.py); None: none sent
+    prefix_blocks: tuple[int, ...] = ()  # Mooncake's hash_ids: equal ids are equal 512-token prompt blocks
 
     state: RequestState = RequestState.PENDING
     kv_len: int = 0  # tokens of this request held in KV now
@@ -63,6 +64,7 @@ class Request:
     client_times: list[float] | None = None  # when the client receives each token (engine_model/frontend.py)
     num_retractions: int = 0
     num_preemptions: int = 0  # times a higher-priority request took its place (preempt_to_schedule)
+    num_cached: int | None = None  # prompt tokens the radix cache held at its first admission
     queued_at: float | None = None  # when it last entered the waiting queue
     first_scheduled_at: float | None = None
     finished_at: float | None = None

@@ -9,6 +9,8 @@ For request r with arrival a_r, first token f_r, token times t_r,1 < ... < t_r,n
   E2E_r     = e_r - a_r                         (e2e_s)
   queue_r   = first scheduled - a_r             (queue_s)
   throughput = sum of tokens produced / (last finish - first arrival)   (output_throughput_tok_s)
+  cache hit  = sum of cached prompt tokens / sum of prompt tokens, over the requests admitted, each at its
+               first admission (prefix_cache_share; SGLang's cache_hit_rate counts every prefill batch)
 Where the run models the server's front end (engine_model/frontend.py), the times are the client's: a
 token's receive time, a finish when the last token is received, and each gap as bench_serving's default
 backend counts it (a chunk of k tokens after a gap g: k gaps of g / k); max ITL_r stays the whole g.
@@ -52,6 +54,8 @@ class GroupMetrics(Typed):
     num_retracted: int
     num_output_tokens: int
     num_preempted: int = 0  # requests preempted at least once (priority scheduling)
+    num_cached_tokens: int  # prompt tokens the radix cache held when each request was first admitted
+    prefix_cache_share: float | None  # num_cached_tokens / the admitted requests' prompt tokens
     output_throughput_tok_s: float | None
     ttft_s: Stats
     itl_s: Stats
@@ -157,6 +161,8 @@ def group_metrics(reqs: list[Request]) -> GroupMetrics:
     num_tokens = sum(len(r.token_times) for r in reqs)
     ends = [finish(r) for r in finished]
     span = (max(ends) - min(r.arrival_at for r in reqs)) if ends else 0.0
+    admitted = [r for r in reqs if r.num_cached is not None]
+    num_cached, num_prompt = sum(r.num_cached for r in admitted), sum(r.prompt_len for r in admitted)
     return GroupMetrics(
         num_requests=len(reqs),
         num_finished=len(finished),
@@ -164,6 +170,8 @@ def group_metrics(reqs: list[Request]) -> GroupMetrics:
         num_retracted=sum(r.num_retractions > 0 for r in reqs),
         num_preempted=sum(r.num_preemptions > 0 for r in reqs),
         num_output_tokens=num_tokens,
+        num_cached_tokens=num_cached,
+        prefix_cache_share=num_cached / num_prompt if num_prompt else None,
         output_throughput_tok_s=num_tokens / span if span > 0 else None,
         ttft_s=summarize(present(ttft)),
         itl_s=summarize(np.concatenate(all_gaps) if all_gaps else []),

@@ -18,9 +18,6 @@ from engine_model.rules import mirrors
 
 CLIP_MAX_NEW_TOKENS = 4096  # SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION
 RETRACT_DECODE_STEPS = 20  # SGLANG_RETRACT_DECODE_STEPS
-# IN_BATCH_PREFIX_CACHING_CHECK_THRESHOLD and _DEPRIORITIZE_THRESHOLD: a waiting request with at most this
-# many cached tokens that shares at least this many with one ahead of it in the queue is pushed back
-IN_BATCH_PREFIX_THRESHOLD = 32
 
 
 class NewTokenRatio:
@@ -191,39 +188,12 @@ def shortest_prefill_work(req: Request, num_cached: int) -> int:
     return max(1, req.fill_len - num_cached)
 
 
-def shared_prefix(a: Request, b: Request) -> int:
-    """Leading tokens two requests' prompt-plus-reply sequences share: a prefix group's shorter prompt is
-    a prefix of the longer one, and replies (equal tokens) continue it only past equal prompts."""
-    if not a.prefix_group or a.prefix_group != b.prefix_group:
-        return 0
-    shared = min(a.prompt_len, b.prompt_len)
-    return shared + (min(a.num_generated, b.num_generated) if a.prompt_len == b.prompt_len else 0)
-
-
-@mirrors("_compute_prefix_matches")
-def in_batch_deferred(waiting: list[Request], cached: Callable[[Request], int]) -> set[int]:
-    """`_compute_prefix_matches`: in queue order, a request with at most 32 cached tokens that shares 32
-    or more with a request ahead of it is deferred this pass (so only one of them fills the cache); the
-    others are remembered. Returns the deferred requests' ids."""
-    ahead: dict[str, list[Request]] = {}
-    deferred = set()
-    for req in waiting:
-        if cached(req) > IN_BATCH_PREFIX_THRESHOLD or not req.prefix_group:
-            continue  # not checked; a request of no group shares nothing with any other
-        others = ahead.setdefault(req.prefix_group, [])
-        if max((shared_prefix(req, o) for o in others), default=0) >= IN_BATCH_PREFIX_THRESHOLD:
-            deferred.add(id(req))
-        else:
-            others.append(req)
-    return deferred
-
-
 @mirrors("_sort_by_shortest_prefill")
 def sort_shortest_prefill_first(waiting: list[Request], cached: Callable[[Request], int],
-                                entered: dict[str, int]) -> None:
-    """`_sort_by_shortest_prefill`: deferred requests last, then the least uncached work first, ties by
-    when the request entered the queue (`wait_queue_entry_time`; a retracted request re-enters)."""
-    deferred = in_batch_deferred(waiting, cached)
+                                entered: dict[str, int], deferred: set[int]) -> None:
+    """`_sort_by_shortest_prefill`: deferred requests last (`_compute_prefix_matches`), then the least
+    uncached work first, ties by when the request entered the queue (`wait_queue_entry_time`; a retracted
+    request re-enters)."""
     waiting.sort(key=lambda r: (id(r) in deferred, shortest_prefill_work(r, cached(r)), entered[r.rid]))
 
 

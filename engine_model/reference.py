@@ -28,7 +28,7 @@ SERVER_ARGS = {
     "enable_priority_scheduling", "schedule_low_priority_values_first",
     "priority_scheduling_preemption_threshold", "disable_priority_preemption", "max_queued_requests",
 }
-NOT_MODELLED = {"disable_radix_cache": (True, False)}
+NOT_MODELLED: dict[str, tuple] = {}  # every server arg the tool takes is modelled now
 MODES = {PassKind.PREFILL: "EXTEND", PassKind.DECODE: "DECODE", PassKind.MIXED: "MIXED"}
 TTFT_TOLERANCE = 0.02
 ITL_TOLERANCE = 0.02
@@ -56,6 +56,10 @@ def scenario_from_workload(path: Path) -> Scenario:
     if args.get("disable_radix_cache") and args.get("schedule_policy") == "shortest-prefill-first":
         raise InputError(f"{path}: server_args.schedule_policy", "shortest-prefill-first needs the radix "
                          "cache (SGLang: 'Experimental shortest-prefill-first requires prefix caching')")
+    if args.get("disable_radix_cache") and any(isinstance(r, dict) and r.get("ignore_eos")
+                                               for r in data["requests"]):
+        raise InputError(f"{path}: server_args.disable_radix_cache", "with ignore_eos requests SGLang admits "
+                         "through add_one_req_ignore_eos, which is not modelled")
     for key, allowed in NOT_MODELLED.items():
         if key in args and args.pop(key) not in allowed:
             raise InputError(f"{path}: server_args.{key}", f"only {allowed} is modelled")

@@ -57,6 +57,7 @@ class Resolved:
     max_req_len: int
     max_req_input_len: int
     schedule_policy: str
+    disable_radix_cache: bool
     ratio_init: float
     ratio_min: float
     ratio_decay: float
@@ -330,6 +331,10 @@ def resolve(scenario: Scenario) -> Resolved:
     if engine.schedule_policy == "shortest-prefill-first" and not caps.has_shortest_prefill_first:
         raise InputError("engine.schedule_policy", f"shortest-prefill-first exists from SGLang "
                          f"{first_release('has_shortest_prefill_first')}; engine.version is {engine.version}")
+    if engine.schedule_policy == "shortest-prefill-first" and engine.disable_radix_cache:
+        raise InputError("engine.schedule_policy", "shortest-prefill-first needs the radix cache (SGLang: "
+                         "'Experimental shortest-prefill-first requires prefix caching'): set "
+                         "engine.disable_radix_cache=false or another policy")
     context_len = engine.context_length or model.context_length
     max_req_len = min(context_len - 1, pool - 1)  # Scheduler.__init__: max_req_len
     ratio_init = min(INIT_NEW_TOKEN_RATIO * engine.schedule_conservativeness, 1.0)
@@ -356,6 +361,7 @@ def resolve(scenario: Scenario) -> Resolved:
         max_req_len=max_req_len,
         max_req_input_len=max_req_len - 5,
         schedule_policy=engine.schedule_policy,
+        disable_radix_cache=engine.disable_radix_cache,
         ratio_init=ratio_init,
         ratio_min=ratio_min,
         ratio_decay=(ratio_init - ratio_min) / NEW_TOKEN_RATIO_DECAY_STEPS,

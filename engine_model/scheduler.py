@@ -20,6 +20,7 @@ from engine_model.core import Iteration, PassKind, Request, RequestState, Retrac
 from engine_model.cost import PassShape, attn_pairs
 from engine_model.policy import (
     CLIP_MAX_NEW_TOKENS,
+    RETRACT_DECODE_STEPS,
     NewTokenRatio,
     PrefillAdder,
     Verdict,
@@ -30,11 +31,10 @@ from engine_model.policy import (
     shortest_prefill_chunk_limit,
     sort_shortest_prefill_first,
 )
-from engine_model.prefix import PrefixCache
+from engine_model.prefix import CACHE_AWARE, PrefixCache
 from engine_model.priority import (
     PRIORITY_DISABLED,
     WAITING_TIMEOUT,
-    KeptPrompts,
     Preemption,
     choose_preempted,
     priority_of,
@@ -126,7 +126,7 @@ class Scheduler:
         self.ratio = NewTokenRatio(cfg)
         self.countdown = 0  # prefill_decode_interval
         self.kv_used = 0
-        self.prefix = PrefixCache(cfg.page_size)
+        self.prefix = PrefixCache(cfg.page_size, enabled=not cfg.disable_radix_cache)
         self.iterations: list[Iteration] = []
         self.retractions: list[Retraction] = []
         self.finished: list[Request] = []  # in finishing order
@@ -142,7 +142,9 @@ class Scheduler:
         self.spec_extra: dict[str, int] = {}  # rid -> KV slots allocated beyond its committed tokens
         self.preemptions: list[Preemption] = []  # priority scheduling (engine_model/priority.py)
         self.preempted: list[Request] = []  # this pass's preempt_list, re-queued once admission is done
-        self.kept = KeptPrompts(cfg.page_size)  # preempted requests' prompts, still in the radix cache
+        self.to_stash: Request | None = None  # the chunked request whose last chunk is not in the tree yet
+        # overlap: prefilled requests whose result has not landed, and their prefill's end (`extend_end`)
+        self.to_checkpoint: list[tuple[Request, int]] = []
 
     # -- arrivals ---------------------------------------------------------------------------------
     def arrive(self, req: Request) -> None:
@@ -195,8 +197,6 @@ class Scheduler:
         return ceil_page(self.chunked.fill_len, page) - ceil_page(self.chunked.kv_len, page)
 
     def _reject(self, req: Request, reason: str) -> None:
-        if self.kept.prefilled:
-            self.kept.forget(req)
         req.reject(reason, self.now)
         self.rejected.append(req)
         self.done.append(req)
@@ -243,6 +243,7 @@ class Scheduler:
         first, capacity, num_waiting = len(self.iterations), self.cfg.max_total_tokens, len(self.waiting)
         while len(ends) < num_passes and now < horizon:
             self.ratio.decay_step()
+            self.prefix.make_room(n, self.kv_free)  # check_decode_mem, as step() would
             self.kv_used += n
             end = now + self.cost.seconds(PassShape(n, n, n, past, past + n))
             self.iterations.append(Iteration(
@@ -264,9 +265,9 @@ class Scheduler:
         prefill to try (the queue is empty or batch_is_full is latched, no chunked request, no interval
         countdown), a KV slot for every row of every pass (page size 1), no request finishing."""
         rows = self.running
-        if (self.last_extend or self.in_flight or self.chunked is not None or self.countdown or not rows
-                or self.spec is not None
-                or self.cfg.page_size != 1 or (self.waiting and not self.batch_is_full) or self.crash
+        if (self.last_extend or self.in_flight or self.to_checkpoint or self.chunked is not None
+                or self.countdown or not rows or self.spec is not None or self.cfg.page_size != 1
+                or (self.waiting and not self.batch_is_full) or self.crash
                 or (self.waiting and self.cfg.queueing.every_pass)):
             return 0
         return min(self.kv_free // len(rows), min(r.output_len - r.num_generated for r in rows) - 1)
@@ -276,6 +277,7 @@ class Scheduler:
         """`Scheduler.get_next_batch_to_run` (after `_poll_timeout_aborts` where a waiting timeout is set)."""
         if self.cfg.queueing.waiting_timeout_s is not None and self.waiting:
             self._abort_timed_out()
+        self._stash_chunked()
         self._merge_last_extend()
         if self.countdown > 0 and self._defer_prefill():
             rounds = count(self.countdown + 1, "decode round")
@@ -294,6 +296,13 @@ class Scheduler:
         for req in timed_out(self.waiting, self.now, self.cfg.queueing):
             self.waiting.remove(req)
             self._reject(req, WAITING_TIMEOUT)
+
+    @mirrors("stash_chunked_request")
+    def _stash_chunked(self) -> None:
+        """`stash_chunked_request`: the chunked request's prefilled part goes into the radix cache."""
+        if self.to_stash is not None:
+            self.kv_used += self.prefix.checkpoint(self.to_stash)
+            self.to_stash = None
 
     def _merge_last_extend(self) -> None:
         """get_next_batch_to_run step 3: the last prefill batch joins the running batch.
@@ -322,6 +331,7 @@ class Scheduler:
     def _prefill_plan(self) -> tuple[Plan | None, str]:
         """`get_new_batch_prefill` / `_get_new_batch_prefill_raw` with `PrefillAdder`."""
         cfg = self.cfg
+        self._stash_chunked()
         if cfg.queueing.preemption or (cfg.caps.clears_full_when_idle and not self.running):
             self.batch_is_full = False  # priority preemption: every pass tries again
         if self.chunked is None:
@@ -335,8 +345,6 @@ class Scheduler:
             self.batch_is_full = True
             return None, f"max_running_requests ({cfg.max_running_requests}) are running"
         self._sort_waiting()
-        if self.kept.tokens:
-            self.kept.evict(self.kv_free - self.kept.total)
         num_mixed = len(self.running) if cfg.is_mixed_chunk else 0
         adder = PrefillAdder(cfg, pool=self.kv_free, running=self.running, ratio=self.ratio.value,
                              num_mixed=num_mixed)
@@ -362,20 +370,30 @@ class Scheduler:
     @mirrors("calc_priority")
     def _sort_waiting(self) -> None:
         """`SchedulePolicy.calc_priority`, on every prefill attempt: fcfs keeps list order; lof puts the
-        longest max_new_tokens first; random shuffles; shortest-prefill-first puts the least uncached
-        prefill work first."""
-        policy = self.cfg.schedule_policy
+        longest max_new_tokens first; random shuffles; the cache-aware policies match every waiting request
+        against the radix cache first: lpm puts the longest cached prefix first, dfs-weight walks the tree,
+        shortest-prefill-first puts the least uncached prefill work first."""
+        policy = self.prefix.active_policy(self.cfg.schedule_policy, len(self.waiting))
         if self.cfg.queueing.enabled:  # start-up allows only fcfs and lof with it
             sort_by_priority(self.waiting, self.cfg.queueing, policy, self.entered)
-        elif policy == "lof":
+            return
+        if policy in CACHE_AWARE:
+            deferred = self.prefix.prefix_matches(self.waiting)
+            if policy == "lpm":
+                self.prefix.sort_longest_prefix(self.waiting, deferred)
+            elif policy == "dfs-weight":
+                self.prefix.sort_dfs_weight(self.waiting)
+            else:
+                for req in self.waiting:  # a PD prefill rank queues without _enqueue: in list order
+                    if req.rid not in self.entered:
+                        self.entered[req.rid] = self.num_entered = self.num_entered + 1
+                sort_shortest_prefill_first(self.waiting, self.prefix.num_matched, self.entered, deferred)
+            return
+        if policy == "lof":
             self.waiting.sort(key=lambda r: -r.max_new_tokens)
         elif policy == "random":
             self.rng.shuffle(self.waiting)
-        elif policy == "shortest-prefill-first":
-            for req in self.waiting:  # a PD prefill rank queues without _enqueue: in list order
-                if req.rid not in self.entered:
-                    self.entered[req.rid] = self.num_entered = self.num_entered + 1
-            sort_shortest_prefill_first(self.waiting, self.prefix.match, self.entered)
+        self.prefix.touch_waiting(self.waiting)
 
     def _add_chunked(self, adder: PrefillAdder) -> bool:
         """The continuing chunk first (`add_chunked_req`). Under shortest-prefill-first its chunk is capped
@@ -385,7 +403,7 @@ class Scheduler:
         if self.cfg.schedule_policy != "shortest-prefill-first":
             return adder.add_chunked(self.chunked)
         limit = shortest_prefill_chunk_limit(self.chunked, self.waiting, adder.rem_chunk or 0,
-                                             self.cfg.page_size, self.prefix.match)
+                                             self.cfg.page_size, self.prefix.num_matched)
         self.chunk_cap = limit
         still_chunked = adder.add_chunked(self.chunked, limit)
         adder.no_second_chunk = still_chunked
@@ -407,15 +425,12 @@ class Scheduler:
                     return f"max_running_requests ({self.cfg.max_running_requests}) reached", num_walked
                 num_allocatable = self._num_allocatable()
             req.kv_len = self.prefix.match(req)  # init_next_round_input: the cached prefix is not recomputed
-            kept = self.kept.match(req) if self.kept.tokens else 0
-            req.kv_len = req.kv_len or kept
-            verdict = adder.add_one(req, self.prefix.newly_locked(req, req.kv_len) + kept)
+            verdict = adder.add_one(req, self.prefix.newly_locked(req))
             admitted = bool(adder.admitted) and adder.admitted[-1][0] is req
-            if not admitted:
+            if admitted:
+                self.kv_used += self.prefix.admit(req)
+            else:
                 req.kv_len = 0
-            elif self.cfg.queueing.preemption:
-                self.kv_used += self.kept.take(req)  # its kept prompt is locked again, in use
-                self.kept.admitted(req)
             if verdict is Verdict.CONTINUE:
                 num_walked += 1
                 continue
@@ -451,7 +466,7 @@ class Scheduler:
 
         # `not r.finished()`: with the overlap schedule a request whose last token is in flight leaves anyway
         candidates = [r for r in self.running if r not in self.in_flight]
-        cached = self.prefix.match(req) or self.kept.match(req)
+        cached = self.prefix.match(req)
         need = req.fill_len - cached + min(req.max_new_tokens, CLIP_MAX_NEW_TOKENS) - adder.rem_total
         victims = choose_preempted(req, candidates, rules, self.entered, need=need, offset=offset)
         if not victims:
@@ -460,7 +475,6 @@ class Scheduler:
         for r in self.running:  # batch order, as SGLang walks running_batch.reqs
             if r in chosen:
                 adder.total_offset -= offset(r)
-                self.kept.keep(r)
                 self._release(r)
         self.running = [r for r in self.running if r not in chosen]
         adder.pool += self.kv_free - free_before
@@ -496,6 +510,9 @@ class Scheduler:
         share = done_share(continuing) if continuing is not None else ""  # before this pass's chunk
         self.chunked = adder.new_chunked or (continuing if still_chunked else None)
         kv_before = self.kv_used
+        page = self.cfg.page_size
+        need = sum(ceil_page(r.kv_len + e, page) - ceil_page(r.kv_len, page) for r, e in adder.admitted)
+        self.prefix.make_room(need, self.kv_free)
         for req, extend in adder.admitted:  # prepare_for_extend allocates the KV now
             self._allocate_prefill(req, extend)
         if self.kv_used > self.cfg.max_total_tokens:
@@ -511,13 +528,9 @@ class Scheduler:
         return plan
 
     def _allocate_prefill(self, req: Request, extend: int) -> None:
-        if req.prefix_group:
-            req.kv_len += extend
-            self.kv_used += self.prefix.hold(req)
-        else:
-            page = self.cfg.page_size
-            self.kv_used += ceil_page(req.kv_len + extend, page) - ceil_page(req.kv_len, page)
-            req.kv_len += extend
+        page = self.cfg.page_size
+        self.kv_used += ceil_page(req.kv_len + extend, page) - ceil_page(req.kv_len, page)
+        req.kv_len += extend
         req.state = RequestState.PREFILLING
         if req.first_scheduled_at is None:
             req.first_scheduled_at = self.now
@@ -549,6 +562,8 @@ class Scheduler:
                     "requests wait")
         rows = self._decode_rows()
         needed = self._slots_needed(rows)
+        if self.cfg.caps.mixed_checks_decode_mem:
+            self.prefix.make_room(needed, self.kv_free)  # check_decode_mem evicts first
         if self.cfg.caps.mixed_checks_decode_mem and self.kv_free < needed:
             return "mixing skipped: not enough KV for the decode rows (check_decode_mem)"
         past = self._allocate_decode(rows)  # before 0.5.22 unchecked: _build_prefill sees if it overflows
@@ -597,7 +612,9 @@ class Scheduler:
             return Plan(PassKind.IDLE, reason=f"idle: {why}", mirrors="Scheduler.on_idle")
         num_before = len(self.running)
         retraction = None
-        if self.kv_free < self._slots_needed(rows):
+        needed = self._slots_needed(rows)
+        self.prefix.make_room(needed, self.kv_free)  # check_decode_mem evicts first
+        if self.kv_free < needed:
             finishing = self._finishing_by_length()
             if finishing:
                 self.batch_is_full = False
@@ -685,6 +702,7 @@ class Scheduler:
         (`eagle_prepare_for_decode`), and a verify commits its tokens from there (`_apply_decode`)."""
         past = sum(map(KV_LEN, reqs))
         page = self.cfg.page_size
+        self.prefix.make_room(self._slots_needed(reqs), self.kv_free)
         if self.spec is not None:
             self.kv_used += speculative.allocate(self.spec, reqs, self.spec_extra, page)
             return past
@@ -705,14 +723,16 @@ class Scheduler:
         order = [r for r in ranked if r not in self.in_flight]  # those leave anyway
         survivors = list(self.running)
         retracted: list[Request] = []
-        while not retracted or self.kv_free < self._slots_needed(survivors):
+        while not retracted or not self._decode_fits(survivors):
             if len(survivors) == 1 or not order:
                 break
             req = order.pop(0)
             survivors.remove(req)
             retracted.append(req)
             self._release(req)
-        if self.kv_free < self._slots_needed(survivors):
+            # release_req: "we should use the newly evictable memory instantly"
+            self.prefix.make_room(len(survivors) * RETRACT_DECODE_STEPS, self.kv_free)
+        if not self._decode_fits(survivors):
             last = survivors.pop()  # "Out of memory even after retracting all other requests": aborted
             self._release(last)
             self._reject(last, "out of KV memory even after retracting every other request")
@@ -730,10 +750,17 @@ class Scheduler:
         self.retractions.append(event)
         return event
 
-    def _release(self, req: Request) -> None:
-        """`release_kv_cache`: the request's KV slots go back to the pool (a shared prefix stays cached)."""
-        freed = self.prefix.release(req)
-        self.kv_used -= freed if freed >= 0 else ceil_page(req.kv_len, self.cfg.page_size)
+    @mirrors("check_decode_mem")
+    def _decode_fits(self, reqs: list[Request]) -> bool:
+        """`check_decode_mem`: evict cache for the rows' new slots, then check they fit."""
+        needed = self._slots_needed(reqs)
+        self.prefix.make_room(needed, self.kv_free)
+        return self.kv_free >= needed
+
+    def _release(self, req: Request, checkpoint: bool = False) -> None:
+        """`release_kv_cache`: the request's own KV slots go back to the pool; with `checkpoint` (it
+        finished) its tokens stay in the radix cache as evictable."""
+        self.kv_used += self.prefix.release(req, checkpoint=checkpoint)
         if self.spec is not None:  # the speculative over-allocation goes back too
             self.kv_used -= self.spec_extra.pop(req.rid, 0)
         req.kv_len = 0
@@ -746,6 +773,7 @@ class Scheduler:
         for req, _ in plan.prefill:
             if req is self.chunked:
                 dropped = True  # a truncated chunk yields no token and is kept out of the merge
+                self.to_stash = req
                 continue
             req.add_token(end)
             if req.is_done and not self.cfg.overlap_schedule:
@@ -755,6 +783,12 @@ class Scheduler:
                 req.state = RequestState.RUNNING
                 self.last_extend.append(req)
                 self._hold_if_done(req)
+                if req.is_done:
+                    pass
+                elif self.cfg.overlap_schedule:
+                    self.to_checkpoint.append((req, req.kv_len))  # its result lands after the next launch
+                else:
+                    self.kv_used += self.prefix.checkpoint(req)
         finished = self._apply_decode(plan, end)
         if plan.kind is PassKind.DECODE and finished:  # only a finish changes a running request's state
             self.running = [r for r in self.running if r.state is RUNNING]
@@ -796,7 +830,12 @@ class Scheduler:
     @mirrors("pop_and_process")
     def _land(self) -> None:
         """Overlap schedule (`event_loop_overlap`): the last pass's results are processed only now, after the
-        next pass was scheduled and launched; its finished requests leave the batch and free their KV."""
+        next pass was scheduled and launched; its prefilled requests go into the radix cache, its finished
+        requests leave the batch and free their KV."""
+        for req, extend_end in self.to_checkpoint:
+            if req.state is RUNNING:  # not retracted meanwhile
+                self.kv_used += self.prefix.checkpoint(req, extend_end)
+        self.to_checkpoint.clear()
         if not self.in_flight:
             if self.landed:
                 self.landed = []
@@ -811,9 +850,7 @@ class Scheduler:
 
     def _finish(self, req: Request, end: float) -> None:
         req.state, req.finished_at = RequestState.FINISHED, end
-        if self.kept.prefilled:
-            self.kept.forget(req)
-        self._release(req)
+        self._release(req, checkpoint=True)
         self.finished.append(req)
         self.done.append(req)
 

@@ -41,6 +41,7 @@ class TraceRequest:
     arrival_at: float  # seconds after the first request
     prompt_len: int
     output_len: int
+    hash_ids: tuple[int, ...] = ()  # Mooncake: the prompt's 512-token blocks (equal ids, equal blocks)
 
 
 @dataclass(frozen=True)
@@ -151,11 +152,27 @@ def burstgpt_row(row: dict) -> tuple[float, int, int]:
     )
 
 
-def mooncake_row(row: dict) -> tuple[float, int, int]:
+MAX_HASH_ID = 2**31 - 1
+
+
+def block_ids(value: object) -> tuple[int, ...]:
+    """Mooncake's `hash_ids`: a list of whole numbers from 0 to 2^31 - 1 (absent: no blocks), else Skip."""
+    if not isinstance(value, list) or len(value) > MAX_TOKENS // 512 + 1:
+        raise Skip("bad_hash_ids", f"hash_ids is {str(value)[:30]}, not a list of at most "
+                   f"{MAX_TOKENS // 512 + 1:,} block ids")
+    for item in value:
+        if isinstance(item, bool) or not isinstance(item, int) or not 0 <= item <= MAX_HASH_ID:
+            raise Skip("bad_hash_ids", f"hash_ids holds {str(item)[:30]}; expected whole numbers from 0 to "
+                       f"{MAX_HASH_ID:,}")
+    return tuple(value)
+
+
+def mooncake_row(row: dict) -> tuple[float, int, int, tuple[int, ...]]:
     return (
         seconds("timestamp", row["timestamp"], 0.001),
         tokens("input_length", row["input_length"], allow_zero=False),
         tokens("output_length", row["output_length"], allow_zero=True),
+        block_ids(row.get("hash_ids", [])),
     )
 
 
@@ -270,16 +287,31 @@ class Tally:
 
 @dataclass
 class Rows:
-    """Usable rows, packed: 24 bytes a row, so five million rows take 120 MB, not gigabytes of tuples."""
+    """Usable rows, packed: 24 bytes a row, so five million rows take 120 MB, not gigabytes of tuples;
+    Mooncake's hash_ids 4 bytes an id more, and 8 a row where the file has them."""
 
     times: array = field(default_factory=lambda: array("d"))
     prompts: array = field(default_factory=lambda: array("q"))
     outputs: array = field(default_factory=lambda: array("q"))
+    blocks: array = field(default_factory=lambda: array("i"))  # every row's hash_ids, end to end
+    block_ends: array | None = None  # where each row's hash_ids end in `blocks` (None: no row has any)
 
-    def add(self, row: tuple[float, int, int]) -> None:
+    def add(self, row: tuple) -> None:
         self.times.append(row[0])
         self.prompts.append(row[1])
         self.outputs.append(row[2])
+        if len(row) > 3 and (row[3] or self.block_ends is not None):
+            if self.block_ends is None:
+                self.block_ends = array("q", [0]) * (len(self.times) - 1)
+            self.blocks.extend(row[3])
+            self.block_ends.append(len(self.blocks))
+        elif self.block_ends is not None:
+            self.block_ends.append(len(self.blocks))
+
+    def hash_ids(self, index: int) -> tuple[int, ...]:
+        if self.block_ends is None:
+            return ()
+        return tuple(self.blocks[self.block_ends[index - 1] if index else 0:self.block_ends[index]])
 
     def __len__(self) -> int:
         return len(self.times)
@@ -412,7 +444,8 @@ def shape(
     num = len(at) if max_requests is None else min(len(at), max_requests)
     dropped["past_max_requests"] = dropped.get("past_max_requests", 0) + len(at) - num
     requests = [
-        TraceRequest(round(float(at[i]), 6), rows.prompts[order[i]], rows.outputs[order[i]])
+        TraceRequest(round(float(at[i]), 6), rows.prompts[order[i]], rows.outputs[order[i]],
+                     rows.hash_ids(int(order[i])))
         for i in range(num)
     ]
     return requests, {why: n for why, n in dropped.items() if n}

@@ -153,7 +153,8 @@ def build(cfg: WorkloadConfig, rng: random.Random, *, max_requests: int,
                                  output_len=r.output_len, max_new_tokens=max_new,
                                  return_logprob=r.return_logprob,
                                  ignore_eos=r.ignore_eos, num_generated_before=r.already_generated,
-                                 prefix_group=r.prefix_group, priority=r.priority))
+                                 prefix_group=r.prefix_group, priority=r.priority,
+                                 prefix_blocks=r.hash_ids))
     for name, reqs in members.items():
         if cfg.clients and next(c for c in cfg.clients if c.name == name).shuffle:
             rng.shuffle(reqs)
@@ -200,5 +201,6 @@ def trace_requests(cfg: WorkloadConfig, seed: int) -> list[Request]:
                          "larger speedup")
     width = len(str(len(trace.requests)))
     return [Request(rid=f"{t.group}-{i:0{width}d}", group=t.group, arrival_at=r.arrival_at,
-                    prompt_len=r.prompt_len, output_len=r.output_len, max_new_tokens=r.output_len)
+                    prompt_len=r.prompt_len, output_len=r.output_len, max_new_tokens=r.output_len,
+                    prefix_blocks=r.hash_ids)
             for i, r in enumerate(trace.requests)]

@@ -10,7 +10,8 @@ from app.ui.simplifications import in_words, simplifications_text
 SAID = [  # (what the model does not do as SGLang does, the words that must say it)
     ("PD decode's host backup of retracted KV is unlimited", "Retraction host KV pool exhausted"),
     ("mem_fraction_static is one server's derivation on every PD role", "sizes a decode role's activations"),
-    ("no --disable-radix-cache; shortest-prefill-first needs it", "refuses to start shortest-prefill-first"),
+    ("the cache off, ignore_eos's own admission path", "admission path without the cache"),
+    ("a landed pass's inserts and releases not in batch order", "where SGLang takes them in batch order"),
     ("attention on Hopper and Blackwell is fitted on published kernels, and ranged", "fitted on published"),
     ("an EOS finish in flight is never retracted", "SGLang could still pick one that stopped on EOS"),
 ]

@@ -28,6 +28,11 @@ requests = st.lists(
         mid_reply=st.integers(0, 50),
         prefix_group=st.sampled_from([None, None, "a", "b"]),
         priority=st.sampled_from([None, 0, 5, 20, 40]),
+        # Mooncake-style hash_ids: a chain of one of three families (the earlier turns of a chat, a shared
+        # system prompt), sometimes ending in blocks of its own
+        hash_ids=st.one_of(st.just(()), st.builds(
+            lambda family, depth, own: tuple(range(100 * family, 100 * family + depth)) + own,
+            st.integers(0, 2), st.integers(1, 40), st.lists(st.integers(1000, 1003), max_size=3).map(tuple))),
     ),
     min_size=1, max_size=25,
 )
@@ -41,7 +46,8 @@ engines = st.builds(
     max_total_tokens=st.integers(3_000, 120_000),
     max_running_requests=st.integers(1, 48),
     prefill_decode_interval=st.integers(0, 3),
-    schedule_policy=st.sampled_from(["fcfs", "fcfs", "lof", "random", "shortest-prefill-first"]),
+    schedule_policy=st.sampled_from(["fcfs", "fcfs", "lof", "random", "lpm", "dfs-weight",
+                                     "shortest-prefill-first"]),
     disable_overlap_schedule=st.booleans(),
     speculative_algorithm=st.sampled_from([None, None, None, "EAGLE", "NGRAM", "STANDALONE"]),
     speculative_accept_length=st.floats(1.0, 6.0).map(lambda x: round(x, 2)),
@@ -53,7 +59,9 @@ engines = st.builds(
     abort_on_priority_when_disabled=st.booleans(),
     max_queued_requests=st.sampled_from([None, None, 2, 8]),
     req_waiting_timeout_s=st.sampled_from([None, None, None, 0.5, 2.0]),
-)
+    disable_radix_cache=st.sampled_from([False, False, False, True]),
+).map(lambda e: {**e, "disable_radix_cache": False} if e["schedule_policy"] == "shortest-prefill-first"
+       else e)  # shortest-prefill-first needs the cache
 
 
 def build(reqs, engine, seed=0) -> Scenario:
@@ -75,7 +83,7 @@ def build(reqs, engine, seed=0) -> Scenario:
             rid=f"r{i}", prompt_len=r["prompt_len"], output_len=r["output_len"], arrival_at=r["arrival_at"],
             max_new_tokens=r["output_len"] + (0 if r["ignore_eos"] else r["slack"]),
             return_logprob=r["return_logprob"], ignore_eos=r["ignore_eos"], already_generated=mid,
-            prefix_group=r["prefix_group"], priority=r.get("priority")))
+            prefix_group=r["prefix_group"], priority=r.get("priority"), hash_ids=r.get("hash_ids", ())))
     return Scenario(seed=seed, engine=EngineConfig(context_length=32768, **engine),
                     cost=CostConfig(kind="linear"),
                     workload=WorkloadConfig(requests=configs), limits=LimitsConfig(max_iterations=200_000))
@@ -193,7 +201,16 @@ def test_invariants_hold_for_any_workload(reqs, engine):
         rows = produced.get(req.rid, 0)
         assert rows <= decode_tokens <= rows * most_per_decode_row(result)
     if not crashed:
-        assert sim.topology.scheduler.kv_used == 0  # every slot comes back (shared prefixes stay free cache)
+        scheduler = sim.topology.scheduler
+        assert scheduler.kv_used == 0  # every slot comes back (shared prefixes stay free cache)
+        tree = scheduler.prefix.tree
+        if tree is not None:  # nothing stays locked; the cache holds at most the pool, counted once
+            assert tree.protected == 0
+            assert tree.evictable == tree_tokens(tree.root) <= engine["max_total_tokens"]
+
+
+def tree_tokens(node) -> int:
+    return sum(child.size + tree_tokens(child) for child in node.children.values())
 
 
 @settings(max_examples=examples(25), deadline=None)

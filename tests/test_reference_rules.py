@@ -8,7 +8,7 @@ from unittest.mock import patch
 
 import numpy as np
 
-from engine_model import policy, scheduler
+from engine_model import policy, prefix, radix, scheduler
 from engine_model.reference import compare, read_jsonl, scenario_from_workload, write_trace
 from engine_model.resolve import resolve
 from engine_model.simulation import simulate
@@ -60,6 +60,13 @@ def test_shortest_prefill_first_in_sglang_lowers_the_questions_p95_first_token()
     assert agreement("spf_rush") == agreement("spf_rush_fcfs") == 1.0
 
 
+def no_deferral(cache, waiting):
+    """`_compute_prefix_matches` without its in-batch check: every request matched, none deferred."""
+    for req in waiting:
+        cache.match(req)
+    return set()
+
+
 def test_the_running_chunk_cap_and_in_batch_deferral_are_what_the_traces_need():
     """Recorded passes where a contract's chunk is cut short beside questions exist, and the model matches
     them only with the cap; the shared-prefix workload needs the in-batch deferral too."""
@@ -68,7 +75,7 @@ def test_the_running_chunk_cap_and_in_batch_deferral_are_what_the_traces_need():
     assert beside and all(sum(r["extend"] for r in it["rows"]) <= 4096 for it in beside)
     with patch.object(scheduler, "shortest_prefill_chunk_limit", lambda *args: None):
         assert agreement("spf_rush") < 0.95
-    with patch.object(policy, "in_batch_deferred", lambda waiting, cached: set()):
+    with patch.object(prefix.PrefixCache, "prefix_matches", no_deferral):
         assert agreement("spf_prefix") < 0.7
     assert agreement("spf_rush") == agreement("spf_prefix") == 1.0
 
@@ -138,3 +145,43 @@ def test_a_client_that_sends_no_max_tokens_is_reserved_more_and_retracted_less()
         req = Request(rid=sent.rid, group="g", arrival_at=0.0, prompt_len=sent.prompt_len,
                       output_len=sent.output_len, max_new_tokens=NO_MAX_NEW_TOKENS)
         assert intake(req, cfg) == "" and req.max_new_tokens == sent.max_new_tokens
+
+
+def mru_evict(tree, num_tokens):
+    """Eviction in the wrong order: the most recently used leaf first."""
+    freed = 0
+    while freed < num_tokens and tree.leaves:
+        node = max(tree.leaves, key=lambda n: n.last_access)
+        del node.parent.children[radix.first_page(node.runs, tree.page)]
+        tree.leaves.discard(node)
+        tree.evictable -= node.size
+        freed += node.size
+        tree._update_leaf(node.parent)
+    return freed
+
+
+def test_prefix_reuse_needs_lpm_the_in_batch_check_and_lru_eviction():
+    """Issue 42's trace (multi-turn chats on two system prompts, Mooncake-style hash_ids, lpm, a pool a
+    third of the distinct tokens): the model matches it only with lpm's order, the in-batch deferral and
+    least-recently-used eviction, and its free + evictable KV is SGLang's on every pass."""
+    its = read_jsonl(EXTRA / "prefix_lpm" / "iteration.jsonl")
+    assert sum(r["past_kv"] > 0 for it in its for r in it["rows"] if r["kind"] == "prefill") >= 30
+    assert agreement("prefix_lpm", schedule_policy="fcfs") < 0.5
+    assert agreement("prefix_lpm", disable_radix_cache=True) < 0.1
+    with patch.object(prefix.PrefixCache, "prefix_matches", no_deferral):
+        assert agreement("prefix_lpm") < 0.6
+    with patch.object(radix.RadixTree, "evict", mru_evict):
+        assert agreement("prefix_lpm") < 0.8
+    ours = simulate(scenario_from_workload(EXTRA / "prefix_lpm" / "workload.json")).iterations
+    assert ([it.kv_capacity - it.kv_used for it in ours if it.kind.value != "idle"]
+            == [it["kv_free"] + it["kv_evictable"] for it in its])
+    assert agreement("prefix_lpm") == 1.0
+
+
+def test_dfs_weight_orders_the_queue_by_the_tree_not_by_the_longest_match():
+    """The same requests under dfs-weight: SGLang's passes differ from lpm's, and the model matches them
+    only with the depth-first, heaviest-subtree-first order."""
+    dfs, lpm = (read_jsonl(EXTRA / name / "iteration.jsonl") for name in ("prefix_dfs", "prefix_lpm"))
+    assert dfs != lpm
+    assert agreement("prefix_dfs", schedule_policy="lpm") < 0.5
+    assert agreement("prefix_dfs") == 1.0

@@ -227,7 +227,13 @@ def test_a_shared_prefix_is_computed_once_and_counted_once():
     assert three.kv_used == three.decode_past_kv + 3 - 800  # every row's KV, with the shared 800 counted once
     # all released; the prefix stays cached as evictable (free) slots
     assert sim.topology.scheduler.kv_used == 0
-    assert sim.topology.scheduler.prefix.chains["sys"].num_cached == 900
+    tree = sim.topology.scheduler.prefix.tree
+    # each prompt and reply but its last token, the 800 shared tokens once: 899 + (100 + 19) + 919
+    assert (tree.protected, tree.evictable) == (0, 899 + 119 + 919)
+    from engine_model.core import Request
+    from engine_model.prefix import prompt_runs
+    later = Request("later", "g", 0.0, 1000, 1, 1, prefix_group="sys")
+    assert tree.match(prompt_runs(later), 999)[0] == 900
 
 
 # -- the overlap schedule (sglang-scheduler-facts.md 1.3) ---------------------------------------------

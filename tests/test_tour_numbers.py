@@ -147,6 +147,48 @@ def test_real_traffic_numbers_and_the_cursor_lands_on_the_burst():
         assert 325 < t < 340, (step.title, t)
 
 
+def repeated_block_tokens(path, num: int) -> tuple[int, int]:
+    """From the trace file alone: the prompt tokens of the first `num` requests whose leading hash_ids
+    chain an earlier request already had (at most input length - 1), and all their prompt tokens."""
+    import json
+
+    seen, cached, total = set(), 0, 0
+    for line in path.read_text().splitlines()[:num]:
+        row = json.loads(line)
+        ids, n = row["hash_ids"], 0
+        while n < len(ids) and tuple(ids[: n + 1]) in seen:
+            n += 1
+        cached += min(n * 512, row["input_length"] - 1)
+        total += row["input_length"]
+        seen.update(tuple(ids[: i + 1]) for i in range(len(ids)))
+    return cached, total
+
+
+def test_real_traffic_reuses_the_blocks_its_hash_ids_repeat():
+    """The prefix-reuse step: without the overlap schedule the cache's hit on the first 120 requests is
+    every repeated block the trace's hash_ids name (nothing is evicted before it is asked for again); with
+    it (the story's default) a prompt's blocks are cached only when its pass's result lands, after the next
+    pass was launched, so a request admitted in that pass computes them again. Switching the cache off
+    computes them all, so no request gets its first token sooner."""
+    from engine_model.metrics import group_metrics
+    from engine_model.scenario_io import load_scenario
+    from engine_model.simulation import simulate
+
+    from conftest import REPO
+
+    story, step, before, now = step_runs("real_traffic", len(STORIES["real_traffic"].tour) - 1)
+    assert step.settings == {"prefix_cache": False}
+    cached, total = repeated_block_tokens(REPO / "app/samples/mooncake_conversation_trace_head300.jsonl", 120)
+    plain = load_scenario(REPO / "scenarios/real_traffic.toml", ["engine.disable_overlap_schedule=true"])
+    assert group_metrics(simulate(plain).requests).num_cached_tokens == cached > 0
+    on, off = before.summary.metrics, now.summary.metrics
+    assert 0.9 * cached < on.value("requests", "num_cached_tokens") <= cached
+    assert on.value("requests", "prefix_cache_share") <= cached / total
+    assert off.value("requests", "num_cached_tokens") == 0
+    assert on.value("requests", "ttft_s", "p50") < off.value("requests", "ttft_s", "p50")
+    assert on.value("requests", "ttft_s", "p95") < off.value("requests", "ttft_s", "p95")
+
+
 def test_the_percentile_trap_is_said_only_where_p99_and_the_longest_pause_disagree():
     off, on = run("forty_replies"), run("forty_replies", (("mixed", True),))
     trap = percentile_trap("streams", off, on)
@@ -178,7 +220,7 @@ WRITTEN_OUT = {
     "other_stall": {"120,000", "0.7", "1", "1.43", "1.5", "3", "4,096"},
     "ten_oclock_rush": {"120,000", "163,840", "64", "131,072", "4,096", "27", "49", "93", "0.5.21", "40703",
                         "20", "0", "10", "16"},  # the last four: the priorities, threshold and slots set
-    "real_traffic": {"120", "8,192", "32", "330", "2,048"},
+    "real_traffic": {"120", "8,192", "32", "330", "2,048", "512"},
 }
 
 

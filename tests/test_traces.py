@@ -65,8 +65,10 @@ def test_real_rows_reused_as_a_window_and_a_speedup(copy):
     assert len(kept) > 100  # the head spans 273 s, so the window lies inside it
     first = kept[0].arrival_at
     assert window.requests == [
-        TraceRequest(round((r.arrival_at - first) / 2.0, 6), r.prompt_len, r.output_len) for r in kept
+        TraceRequest(round((r.arrival_at - first) / 2.0, 6), r.prompt_len, r.output_len, r.hash_ids)
+        for r in kept
     ]
+    assert all(r.hash_ids for r in window.requests)  # Mooncake's blocks travel with their rows
 
 
 BURSTGPT = (
@@ -162,13 +164,28 @@ def test_json_rows_with_bad_json_or_missing_fields_are_counted():
         ]
     )
     trace = load_trace(text)
-    assert trace.requests == [TraceRequest(0.0, 10, 2)]
+    assert trace.requests == [TraceRequest(0.0, 10, 2, (0,))]
     assert trace.skipped_by_kind == {
         "missing_field": 1,
         "bad_json": 1,
         "not_a_number": 1,
         "truncated_last_line": 1,
     }
+
+
+def test_hash_ids_are_kept_per_row_and_bad_ones_skip_the_row():
+    text = "\n".join(
+        [
+            '{"timestamp": 0, "input_length": 1000, "output_length": 2, "hash_ids": [7, 8]}',
+            '{"timestamp": 1, "input_length": 10, "output_length": 2}',
+            '{"timestamp": 2, "input_length": 10, "output_length": 2, "hash_ids": [-1]}',
+            '{"timestamp": 3, "input_length": 10, "output_length": 2, "hash_ids": "7"}',
+            '{"timestamp": 4, "input_length": 600, "output_length": 2, "hash_ids": [7]}',
+        ]
+    )
+    trace = load_trace(text)
+    assert [r.hash_ids for r in trace.requests] == [(7, 8), (), (7,)]
+    assert trace.skipped_by_kind == {"bad_hash_ids": 2}
 
 
 def test_wrong_columns_name_what_was_expected_and_found():

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from app.charts.frames import RunFrames
 from app.charts.words import NO_TOKEN
-from app.present.fmt import fmt_count, fmt_seconds, pair, seconds_finer
+from app.present.fmt import fmt_count, fmt_seconds, fmt_share, pair, seconds_finer
 from app.story import cursor
 from engine_model import Headline, Ranged, Story
 
@@ -247,7 +247,14 @@ def figure_value(run: RunFrames, group: str, metric: str, stat: str | None, at: 
 def figure(run: RunFrames, group: str, metric: str, stat: str | None, at: tuple | None = None) -> str:
     """One number of a run as the narration quotes it: seconds for durations, a count otherwise."""
     value = figure_value(run, group, metric, stat, at)
-    return fmt_seconds(value) if metric.endswith("_s") else fmt_count(value)
+    return figure_fmt(metric)[0](value)
+
+
+def figure_fmt(metric: str) -> tuple:
+    """How a metric prints in narration, and with one more digit: seconds, a share, or a count."""
+    if metric.endswith("_s"):
+        return fmt_seconds, seconds_finer
+    return (fmt_share, None) if metric.endswith("_share") else (fmt_count, None)
 
 
 # "{before:X} → {now:X}" or "from {before:X} to {now:X}": one number, before and now
@@ -259,7 +266,7 @@ def figure_pair(before: RunFrames, now: RunFrames, group: str, metric: str, stat
     """Before and now of one number: one more digit where they print alike but differ, and "(unchanged)"
     where they are alike even then, so narration never reads "12.9 s → 12.9 s" as a change."""
     a, b = figure_value(before, group, metric, stat), figure_value(now, group, metric, stat)
-    fmt, finer = (fmt_seconds, seconds_finer) if metric.endswith("_s") else (fmt_count, None)
+    fmt, finer = figure_fmt(metric)
     shown_a, shown_b, unchanged = pair(a, b, fmt, finer)
     return f"{shown_a}{joint}{shown_b}" + (" (unchanged)" if unchanged else "")
 

@@ -47,7 +47,7 @@ class PrefillRank(Scheduler):
         for req in [r for r in self.inflight if r.rid in self.sent]:
             self.inflight.remove(req)
             self.sent.discard(req.rid)
-            self._release(req)  # release_kv_cache(checkpoint=True); no radix cache is modelled
+            self._release(req, checkpoint=True)  # release_kv_cache(checkpoint=True)
         for req in [r for r in self.bootstrap if r.rid in self.bootstrapped]:
             self.bootstrap.remove(req)
             self.bootstrapped.discard(req.rid)
