@@ -54,8 +54,13 @@ class Outcome:
     def to_dict(self) -> dict:
         doc = asdict(self)
         doc.pop("candidate")
-        return {**doc, "setting": self.candidate.words, "layout": self.candidate.layout.words,
-                "pd": self.candidate.layout.is_pd, "output_per_gpu": self.output_per_gpu}
+        return {
+            **doc,
+            "setting": self.candidate.words,
+            "layout": self.candidate.layout.words,
+            "pd": self.candidate.layout.is_pd,
+            "output_per_gpu": self.output_per_gpu,
+        }
 
 
 @lru_cache(maxsize=8)
@@ -67,17 +72,22 @@ def candidate_of(key: str) -> Candidate:
     """The inverse of `Candidate.key` for the keys `space` writes (a key crosses processes as text)."""
     values = dict(item.split("=", 1) for item in key.split(" "))
     pd = "pd.prefill.num_workers" in values
-    layout = Layout(int(values["hardware.tp_size"]),
-                    engines=int(values["engine.dp_size"]),
-                    prefill=int(values.get("pd.prefill.num_workers", 0)),
-                    decode=int(values.get("pd.decode.num_workers", 0)),
-                    policy=json.loads(values["pd.decode_allocation_policy"]) if pd else "")
+    layout = Layout(
+        int(values["hardware.tp_size"]),
+        engines=int(values["engine.dp_size"]),
+        prefill=int(values.get("pd.prefill.num_workers", 0)),
+        decode=int(values.get("pd.decode.num_workers", 0)),
+        policy=json.loads(values["pd.decode_allocation_policy"]) if pd else "",
+    )
     running = values.get("engine.max_running_requests")
-    return Candidate(layout, values["engine.enable_mixed_chunk"] == "true",
-                     json.loads(values["engine.chunked_prefill_size"]),
-                     json.loads(values["engine.schedule_policy"]),
-                     float(values["engine.schedule_conservativeness"]),
-                     None if running is None else int(running))
+    return Candidate(
+        layout,
+        values["engine.enable_mixed_chunk"] == "true",
+        json.loads(values["engine.chunked_prefill_size"]),
+        json.loads(values["engine.schedule_policy"]),
+        float(values["engine.schedule_conservativeness"]),
+        None if running is None else int(running),
+    )
 
 
 def evaluate(scenario_json: str, budget: tuple, key: str) -> Outcome:
@@ -100,7 +110,13 @@ def evaluate(scenario_json: str, budget: tuple, key: str) -> Outcome:
         m = group_metrics(members)
         waits[name] = {wait: m.value(metric, stat) for wait, (metric, stat, _) in WAITS.items()}
     overall = group_metrics(result.requests)
-    return Outcome(key, candidate, num_gpus(scenario), output_tok_s=overall.output_throughput_tok_s,
-                   waits=waits,
-                   unfinished=sum(r.state is not RequestState.FINISHED for r in result.requests),
-                   cut_off=result.cut_off, wall_s=time.perf_counter() - started)
+    return Outcome(
+        key,
+        candidate,
+        num_gpus(scenario),
+        output_tok_s=overall.output_throughput_tok_s,
+        waits=waits,
+        unfinished=sum(r.state is not RequestState.FINISHED for r in result.requests),
+        cut_off=result.cut_off,
+        wall_s=time.perf_counter() - started,
+    )

@@ -33,9 +33,16 @@ def default_workers() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
 
-def run_all(scenario_json: str, budget: tuple, keys: Sequence[str], backend: str = "processes",
-            workers: int | None = None, scheduler: str | None = None, progress: Progress | None = None,
-            cancel=None) -> list[Outcome]:
+def run_all(
+    scenario_json: str,
+    budget: tuple,
+    keys: Sequence[str],
+    backend: str = "processes",
+    workers: int | None = None,
+    scheduler: str | None = None,
+    progress: Progress | None = None,
+    cancel=None,
+) -> list[Outcome]:
     """Every key's outcome, in the order given."""
     if backend not in BACKENDS:
         raise InputError("--backend", f"{backend!r}: expected one of {', '.join(BACKENDS)}")
@@ -93,14 +100,17 @@ def _dask(scenario_json, budget, keys, workers, scheduler, progress, cancel) -> 
     try:
         from distributed import Client, LocalCluster, as_completed
     except ImportError:
-        raise InputError("--backend dask", "needs Dask distributed: pip install 'who-waits[cluster]' "
-                                           "(or pip install 'dask[distributed]')") from None
+        raise InputError(
+            "--backend dask",
+            "needs Dask distributed: pip install 'who-waits[cluster]' (or pip install 'dask[distributed]')",
+        ) from None
     cluster = None
     if scheduler:
         client = Client(scheduler, timeout="10s")
     else:
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                               dashboard_address=None)
+        cluster = LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+        )
         client = Client(cluster)
     done: dict[str, Outcome] = {}
     try:

@@ -55,8 +55,8 @@ class Advice:
         return [o for o in self.outcomes if not o.runs]
 
     def front(self, group: str | None, wait: str) -> list[Outcome]:
-        """The Pareto front of output per GPU (more is better) against one wait (less is better): a group's, or
-        the most-waiting group's (group None)."""
+        """The Pareto front of output per GPU (more is better) against one wait (less is better):
+        a group's, or the most-waiting group's (group None)."""
         return pareto(self.ran, lambda o: o.wait(group, wait) if group else o.worst(wait))
 
     def meets(self, outcome: Outcome) -> bool:
@@ -70,7 +70,8 @@ def complete(outcome: Outcome) -> bool:
 
 
 def violations(outcome: Outcome, targets: Sequence[Target]) -> list[float]:
-    """Per target, value / limit − 1 (≤ 0: met); a refused, unfinished or unmeasured one: REFUSED_VIOLATION."""
+    """Per target, value / limit − 1 (≤ 0: met); a refused, unfinished or unmeasured one:
+    REFUSED_VIOLATION."""
     if not complete(outcome):
         return [REFUSED_VIOLATION] * max(1, len(targets))
     out = []
@@ -98,13 +99,16 @@ def pareto(outcomes: Sequence[Outcome], wait_of) -> list[Outcome]:
     return [o for o, _, _ in sorted(front, key=lambda p: (-p[1], p[2]))]
 
 
-def recommend(outcomes: Sequence[Outcome], targets: Sequence[Target]) -> tuple[Outcome | None, Outcome | None]:
+def recommend(
+    outcomes: Sequence[Outcome], targets: Sequence[Target]
+) -> tuple[Outcome | None, Outcome | None]:
     """(best, closest): the complete candidate meeting every target with the most output per GPU (ties: the
     most headroom, then the first in order); when none meets them all, the one least over its worst target."""
     ok = [o for o in outcomes if meets(o, targets)]
     if ok:
-        return max(ok, key=lambda o: (round(o.output_per_gpu, 6), -max(violations(o, targets)),
-                                      -outcomes.index(o))), None
+        return max(
+            ok, key=lambda o: (round(o.output_per_gpu, 6), -max(violations(o, targets)), -outcomes.index(o))
+        ), None
     ran = [o for o in outcomes if complete(o)]
     if not ran:
         return None, None
@@ -119,17 +123,28 @@ def today_candidate(scenario: Scenario, budget: Budget) -> Candidate:
     tp = scenario.hardware.tp_size
     if scenario.pd is not None:
         pd = scenario.pd
-        layout = Layout(pd.prefill.tp_size or tp, prefill=pd.prefill.num_workers, decode=pd.decode.num_workers,
-                        policy=pd.decode_allocation_policy)
+        layout = Layout(
+            pd.prefill.tp_size or tp,
+            prefill=pd.prefill.num_workers,
+            decode=pd.decode.num_workers,
+            policy=pd.decode_allocation_policy,
+        )
     else:
         layout = Layout(tp, engines=eng.dp_size)
     if layout.gpus != budget.gpus:
         from engine_model.deployment import tp_sizes
         from engine_model.hardware import MODELS
+
         sizes = [t for t in tp_sizes(MODELS[budget.model], budget.gpus) if budget.gpus % t == 0] or [1]
         layout = Layout(max(sizes), engines=budget.gpus // max(sizes))
-    return Candidate(layout, eng.enable_mixed_chunk, chunk, eng.schedule_policy,
-                     eng.schedule_conservativeness, eng.max_running_requests)
+    return Candidate(
+        layout,
+        eng.enable_mixed_chunk,
+        chunk,
+        eng.schedule_policy,
+        eng.schedule_conservativeness,
+        eng.max_running_requests,
+    )
 
 
 # -- the search ---------------------------------------------------------------------------------------------
@@ -144,8 +159,18 @@ class Evaluator:
     """Runs keys through a backend, each key once: this process's cache first, then an optional disk cache
     (a JSON Lines file of outcomes), then the backend. Counts distinct runs against the limit."""
 
-    def __init__(self, scenario: Scenario, budget: Budget, backend: str, workers: int | None,
-                 scheduler: str | None, progress: Progress | None, cancel, total: int, cache_dir=None):
+    def __init__(
+        self,
+        scenario: Scenario,
+        budget: Budget,
+        backend: str,
+        workers: int | None,
+        scheduler: str | None,
+        progress: Progress | None,
+        cancel,
+        total: int,
+        cache_dir=None,
+    ):
         self.scenario_json = scenario.model_dump_json()
         self.budget, self.backend, self.workers, self.scheduler = budget, backend, workers, scheduler
         self.progress, self.cancel, self.total = progress, cancel, total
@@ -153,6 +178,7 @@ class Evaluator:
         self.disk = None
         if cache_dir is not None:
             from engine_model.advise.cache import DiskCache
+
             self.disk = DiskCache(cache_dir)
 
     def __call__(self, keys: Sequence[str]) -> list[Outcome]:
@@ -172,8 +198,16 @@ class Evaluator:
                 self.progress(base + done, self.total)
 
         try:
-            ran = run_all(self.scenario_json, tuple(vars(self.budget).values()), todo, self.backend,
-                          self.workers, self.scheduler, step, self.cancel)
+            ran = run_all(
+                self.scenario_json,
+                tuple(vars(self.budget).values()),
+                todo,
+                self.backend,
+                self.workers,
+                self.scheduler,
+                step,
+                self.cancel,
+            )
         except Cancelled as stop:
             self._keep(stop.done.values())
             raise
@@ -192,18 +226,31 @@ class Evaluator:
                 self.disk.put(ck, o)
 
 
-def advise(scenario: Scenario, budget: Budget, targets: Sequence[Target] = (), space: Space | None = None,
-           seed: int = 0, backend: str = "processes", workers: int | None = None, scheduler: str | None = None,
-           max_candidates: int = MAX_CANDIDATES, trials: int = DEFAULT_TRIALS, method: str = "auto",
-           progress: Progress | None = None, cancel=None, cache_dir=None) -> Advice:
+def advise(
+    scenario: Scenario,
+    budget: Budget,
+    targets: Sequence[Target] = (),
+    space: Space | None = None,
+    seed: int = 0,
+    backend: str = "processes",
+    workers: int | None = None,
+    scheduler: str | None = None,
+    max_candidates: int = MAX_CANDIDATES,
+    trials: int = DEFAULT_TRIALS,
+    method: str = "auto",
+    progress: Progress | None = None,
+    cancel=None,
+    cache_dir=None,
+) -> Advice:
     """Search, run and recommend. Raises InputError on a bad budget or target, or a search past
     `max_candidates`; `runner.Cancelled` when `cancel` is set."""
     budget.check()
     groups = tuple(dict.fromkeys(g.name for g in scenario.workload.groups)) or ("requests",)
     for t in targets:
         if scenario.workload.groups and t.group not in groups:
-            raise InputError(f"--target {t.text}", f"no group {t.group!r}; this workload's groups: "
-                                                   f"{', '.join(groups)}")
+            raise InputError(
+                f"--target {t.text}", f"no group {t.group!r}; this workload's groups: {', '.join(groups)}"
+            )
     space = space or default_space(budget)
     if not 1 <= max_candidates <= MAX_CANDIDATES:
         raise InputError("--max-candidates", f"{max_candidates:,}: expected 1 to {MAX_CANDIDATES:,}")
@@ -212,10 +259,15 @@ def advise(scenario: Scenario, budget: Budget, targets: Sequence[Target] = (), s
     use_grid = method == "grid" or (method == "auto" and space.size <= GRID_LIMIT)
     planned = space.size if use_grid else min(trials, space.size)
     if planned > max_candidates:
-        raise InputError("--max-candidates", (
-            f"this search would run {planned:,} candidates, above the limit of {max_candidates:,}: narrow the "
-            f"space (fewer chunk sizes, layouts or flags)" + (", or let Optuna sample it (method auto)"
-                                                               if use_grid else ", or ask for fewer trials")))
+        raise InputError(
+            "--max-candidates",
+            (
+                f"this search would run {planned:,} candidates, above the limit of {max_candidates:,}: "
+                f"narrow the "
+                f"space (fewer chunk sizes, layouts or flags)"
+                + (", or let Optuna sample it (method auto)" if use_grid else ", or ask for fewer trials")
+            ),
+        )
     today = today_candidate(scenario, budget)
     run = Evaluator(scenario, budget, backend, workers, scheduler, progress, cancel, planned + 1)
     today_outcome = run([today.key])[0]
@@ -224,8 +276,19 @@ def advise(scenario: Scenario, budget: Budget, targets: Sequence[Target] = (), s
     else:
         outcomes = _optuna(space, targets, seed, planned, run)
     best, closest = recommend(outcomes, targets)
-    return Advice(scenario.name, budget, tuple(targets), tuple(outcomes), today_outcome,
-                  "grid" if use_grid else "optuna", space.size, seed, best, closest, groups)
+    return Advice(
+        scenario.name,
+        budget,
+        tuple(targets),
+        tuple(outcomes),
+        today_outcome,
+        "grid" if use_grid else "optuna",
+        space.size,
+        seed,
+        best,
+        closest,
+        groups,
+    )
 
 
 def _optuna(space: Space, targets: Sequence[Target], seed: int, num: int, run: Evaluator) -> list[Outcome]:
@@ -236,8 +299,9 @@ def _optuna(space: Space, targets: Sequence[Target], seed: int, num: int, run: E
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     layouts = {lay.words: lay for lay in space.layouts}
-    sampler = optuna.samplers.NSGAIISampler(population_size=POPULATION, seed=seed,
-                                            constraints_func=lambda t: t.user_attrs["constraints"])
+    sampler = optuna.samplers.NSGAIISampler(
+        population_size=POPULATION, seed=seed, constraints_func=lambda t: t.user_attrs["constraints"]
+    )
     study = optuna.create_study(directions=["maximize", "minimize", "minimize"], sampler=sampler)
     choices = {"layout": list(layouts), **{axis: list(getattr(space, axis)) for axis in Space.AXES}}
     seen: dict[str, Outcome] = {}
@@ -250,7 +314,7 @@ def _optuna(space: Space, targets: Sequence[Target], seed: int, num: int, run: E
         for trial in batch:
             picked = {name: trial.suggest_categorical(name, values) for name, values in choices.items()}
             keys.append(Candidate(layouts[picked.pop("layout")], **picked).key)
-        new = [k for k in dict.fromkeys(keys) if k not in seen][:num - len(order)]
+        new = [k for k in dict.fromkeys(keys) if k not in seen][: num - len(order)]
         for outcome in run(new):
             seen[outcome.key] = outcome
             order.append(outcome.key)
@@ -261,8 +325,14 @@ def _optuna(space: Space, targets: Sequence[Target], seed: int, num: int, run: E
                 continue
             trial.set_user_attr("constraints", violations(outcome, targets))
             if complete(outcome):
-                study.tell(trial, [outcome.output_per_gpu, _finite(outcome.worst("ttft_p95")),
-                                   _finite(outcome.worst("longest_pause"))])
+                study.tell(
+                    trial,
+                    [
+                        outcome.output_per_gpu,
+                        _finite(outcome.worst("ttft_p95")),
+                        _finite(outcome.worst("longest_pause")),
+                    ],
+                )
             else:
                 study.tell(trial, state=optuna.trial.TrialState.FAIL)
     return [seen[key] for key in order]
@@ -272,5 +342,15 @@ def _finite(value: float | None) -> float:
     return value if value is not None and math.isfinite(value) else 1e9
 
 
-__all__ = ["Advice", "MAX_CANDIDATES", "WAITS", "advise", "candidate_of", "meets", "pareto", "recommend",
-           "today_candidate", "violations"]
+__all__ = [
+    "Advice",
+    "MAX_CANDIDATES",
+    "WAITS",
+    "advise",
+    "candidate_of",
+    "meets",
+    "pareto",
+    "recommend",
+    "today_candidate",
+    "violations",
+]

@@ -23,7 +23,9 @@ from engine_model.scenario_io import apply_sets, validate
 
 # The queue orders the advisor tries, where this model's config accepts them (lpm arrives with prefix reuse).
 WANTED_POLICIES = ("fcfs", "lpm", "shortest-prefill-first")
-POLICIES = tuple(p for p in WANTED_POLICIES if p in get_args(EngineConfig.model_fields["schedule_policy"].annotation))
+POLICIES = tuple(
+    p for p in WANTED_POLICIES if p in get_args(EngineConfig.model_fields["schedule_policy"].annotation)
+)
 ALLOCATION_POLICIES: tuple[str, ...] = get_args(AllocationPolicy)
 
 
@@ -76,10 +78,15 @@ class Layout:
     def sets(self) -> list[str]:
         if not self.is_pd:
             return [f"hardware.tp_size={self.tp}", f"engine.dp_size={self.engines}"]
-        return [f"hardware.tp_size={self.tp}", "engine.dp_size=1",
-                f"pd.prefill.num_workers={self.prefill}", f"pd.decode.num_workers={self.decode}",
-                f"pd.prefill.tp_size={self.tp}", f"pd.decode.tp_size={self.tp}",
-                f'pd.decode_allocation_policy="{self.policy}"']
+        return [
+            f"hardware.tp_size={self.tp}",
+            "engine.dp_size=1",
+            f"pd.prefill.num_workers={self.prefill}",
+            f"pd.decode.num_workers={self.decode}",
+            f"pd.prefill.tp_size={self.tp}",
+            f"pd.decode.tp_size={self.tp}",
+            f'pd.decode_allocation_policy="{self.policy}"',
+        ]
 
 
 @dataclass(frozen=True)
@@ -96,10 +103,12 @@ class Candidate:
     def sets(self, budget: Budget | None = None) -> list[str]:
         """The `--set` list `run` takes; with a budget, the GPU and model first."""
         head = [f'hardware.gpu="{budget.gpu}"', f'model.name="{budget.model}"'] if budget else []
-        flags = [f"engine.enable_mixed_chunk={'true' if self.mixed else 'false'}",
-                 f"engine.chunked_prefill_size={json.dumps(self.chunk)}",
-                 f'engine.schedule_policy="{self.policy}"',
-                 f"engine.schedule_conservativeness={self.conservativeness:g}"]
+        flags = [
+            f"engine.enable_mixed_chunk={'true' if self.mixed else 'false'}",
+            f"engine.chunked_prefill_size={json.dumps(self.chunk)}",
+            f'engine.schedule_policy="{self.policy}"',
+            f"engine.schedule_conservativeness={self.conservativeness:g}",
+        ]
         if self.max_running is not None:
             flags.append(f"engine.max_running_requests={self.max_running}")
         return [*head, *self.layout.sets(), *flags]
@@ -112,8 +121,10 @@ class Candidate:
     def words(self) -> str:
         chunk = "auto" if self.chunk == "auto" else f"{self.chunk:,}"
         running = "auto" if self.max_running is None else f"{self.max_running:,}"
-        return (f"{self.layout.words}; mixed chunk {'on' if self.mixed else 'off'}, chunk {chunk}, "
-                f"{self.policy}, conservativeness {self.conservativeness:g}, max running {running}")
+        return (
+            f"{self.layout.words}; mixed chunk {'on' if self.mixed else 'off'}, chunk {chunk}, "
+            f"{self.policy}, conservativeness {self.conservativeness:g}, max running {running}"
+        )
 
     def scenario(self, base: Scenario, budget: Budget) -> Scenario:
         """The base scenario (its workload and seed) on this setting; raises InputError where the config
@@ -146,30 +157,39 @@ class Space:
 
     def candidates(self) -> list[Candidate]:
         """Every combination, in a fixed order: layout first, then each flag in AXES order."""
-        return [Candidate(layout, *values) for layout in self.layouts
-                for values in itertools.product(*(getattr(self, axis) for axis in self.AXES))]
+        return [
+            Candidate(layout, *values)
+            for layout in self.layouts
+            for values in itertools.product(*(getattr(self, axis) for axis in self.AXES))
+        ]
 
     def to_json(self) -> str:
         """What a cache keys on."""
-        return json.dumps({"layouts": [vars(layout) for layout in self.layouts],
-                           **{axis: list(getattr(self, axis)) for axis in self.AXES}}, sort_keys=True)
+        return json.dumps(
+            {
+                "layouts": [vars(layout) for layout in self.layouts],
+                **{axis: list(getattr(self, axis)) for axis in self.AXES},
+            },
+            sort_keys=True,
+        )
 
     def narrowed(self, **values) -> Space:
         return replace(self, **{k: tuple(v) for k, v in values.items()})
 
 
 def layouts(budget: Budget, pd: bool = True) -> tuple[Layout, ...]:
-    """Every way to lay out exactly the budget's GPUs: k engines × TP t (k·t = N), and PD with P : D workers of
-    TP t (P + D = N / t, both at least one) under each decode allocation policy. TP sizes are those that split
-    the model's heads; those whose weights do not fit are kept, for feasibility to refuse by name."""
+    """Every way to lay out exactly the budget's GPUs: k engines × TP t (k·t = N), and PD with P : D
+    workers of TP t (P + D = N / t, both at least one) under each decode allocation policy. TP sizes are those
+    that split the model's heads; those whose weights do not fit are kept for feasibility to refuse."""
     sizes = [t for t in tp_sizes(MODELS[budget.model], budget.gpus) if budget.gpus % t == 0]
     out = [Layout(t, engines=budget.gpus // t) for t in sorted(sizes, reverse=True)]
     if pd:
         for t in sorted(sizes, reverse=True):
             workers = budget.gpus // t
             for p in range(1, workers):
-                out += [Layout(t, prefill=p, decode=workers - p, policy=policy)
-                        for policy in ALLOCATION_POLICIES]
+                out += [
+                    Layout(t, prefill=p, decode=workers - p, policy=policy) for policy in ALLOCATION_POLICIES
+                ]
     return tuple(out)
 
 

@@ -9,9 +9,11 @@ from dataclasses import dataclass
 from engine_model.errors import InputError
 
 # wait -> (GroupMetrics field, statistic, words)
-WAITS = {"ttft_p95": ("ttft_s", "p95", "p95 first token"),
-         "longest_pause": ("max_itl_s", "max", "longest pause"),
-         "itl_p99": ("itl_s", "p99", "p99 gap between tokens")}
+WAITS = {
+    "ttft_p95": ("ttft_s", "p95", "p95 first token"),
+    "longest_pause": ("max_itl_s", "max", "longest pause"),
+    "itl_p99": ("itl_s", "p99", "p99 gap between tokens"),
+}
 ALIASES = {"max_itl": "longest_pause", "pause": "longest_pause", "ttft": "ttft_p95", "itl": "itl_p99"}
 UNITS = {"ms": 0.001, "s": 1.0, "": 1.0}
 
@@ -38,8 +40,9 @@ def parse_target(text: str, groups: tuple[str, ...] = ()) -> Target:
     group, dot, wait = name.strip().rpartition(".")
     wait = ALIASES.get(wait, wait)
     if not sep or not dot or not group or wait not in WAITS:
-        raise InputError(where, f"expected GROUP.WAIT=SECONDS, WAIT one of {', '.join(WAITS)} "
-                                "(e.g. questions.ttft_p95=2s)")
+        raise InputError(
+            where, f"expected GROUP.WAIT=SECONDS, WAIT one of {', '.join(WAITS)} (e.g. questions.ttft_p95=2s)"
+        )
     if groups and group not in groups:
         raise InputError(where, f"no group {group!r} in this workload; its groups: {', '.join(groups)}")
     found = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e-?[0-9]+)?)\s*(ms|s|)\s*", value)

@@ -41,15 +41,22 @@ def headline(advice: Advice) -> str:
     pick = advice.best or advice.closest
     on = f"on {advice.budget.words}"
     if pick is None:
-        return (f"No candidate {on} ran every request to the end; {len(advice.refused):,} of "
-                f"{len(advice.outcomes):,} were refused. Nothing to recommend.")
+        return (
+            f"No candidate {on} ran every request to the end; {len(advice.refused):,} of "
+            f"{len(advice.outcomes):,} were refused. Nothing to recommend."
+        )
     if advice.best is None:
-        missed = [t.words for t in advice.targets if (v := pick.wait(t.group, t.wait)) is None or v > t.limit_s]
-        return (f"No setting {on} meets every target ({len(advice.ran):,} ran). Closest: {pick.candidate.words} "
-                f"— {output_words(pick)}; it misses {'; '.join(missed)}.")
+        missed = [
+            t.words for t in advice.targets if (v := pick.wait(t.group, t.wait)) is None or v > t.limit_s
+        ]
+        return (
+            f"No setting {on} meets every target ({len(advice.ran):,} ran). Closest: {pick.candidate.words} "
+            f"— {output_words(pick)}; it misses {'; '.join(missed)}."
+        )
     gain = ""
     if complete(today) and today.output_per_gpu:
-        gain = f" (today {today.output_per_gpu:,.1f}, {100 * (pick.output_per_gpu / today.output_per_gpu - 1):+.0f} %)"
+        ratio = pick.output_per_gpu / today.output_per_gpu - 1
+        gain = f" (today {today.output_per_gpu:,.1f}, {100 * ratio:+.0f} %)"
     met = "every target" if advice.targets else "no target given, so the most output"
     return f"Set {pick.candidate.words} {on}: it meets {met} with {output_words(pick)}{gain}."
 
@@ -69,11 +76,16 @@ def trade_lines(advice: Advice) -> list[str]:
         for wait, (_, _, noun) in WAITS.items():
             a, b = today.wait(group, wait), pick.wait(group, wait)
             way = side(a, b)
-            said = f"{group}' {noun} {change(a, b)}" if group.endswith("s") else f"{group}'s {noun} {change(a, b)}"
+            said = (
+                f"{group}' {noun} {change(a, b)}"
+                if group.endswith("s")
+                else f"{group}'s {noun} {change(a, b)}"
+            )
             {"worse": more, "better": less, "same": same}.get(way, same).append(said)
     lines = [f"Against today ({today.candidate.words}):"]
-    lines.append("Who waits more: " + ("; ".join(more) if more else "nobody — no wait is longer than today's")
-                 + ".")
+    lines.append(
+        "Who waits more: " + ("; ".join(more) if more else "nobody — no wait is longer than today's") + "."
+    )
     if less:
         lines.append("Who waits less: " + "; ".join(less) + ".")
     if same:
@@ -83,6 +95,8 @@ def trade_lines(advice: Advice) -> list[str]:
 
 def counts_line(advice: Advice) -> str:
     crashed = sum(1 for o in advice.outcomes if o.runs and not complete(o))
-    return (f"{len(advice.outcomes):,} candidates ({advice.method}, of {advice.space_size:,} in the space, seed "
-            f"{advice.seed}): {len(advice.ran) - crashed:,} ran to the end, {crashed:,} stopped or left requests "
-            f"unfinished, {len(advice.refused):,} refused by SGLang's start-up checks (never proposed).")
+    return (
+        f"{len(advice.outcomes):,} candidates ({advice.method}, of {advice.space_size:,} in the space, seed "
+        f"{advice.seed}): {len(advice.ran) - crashed:,} ran to the end, {crashed:,} stopped or left requests "
+        f"unfinished, {len(advice.refused):,} refused by SGLang's start-up checks (never proposed)."
+    )
