@@ -299,9 +299,7 @@ def _optuna(space: Space, targets: Sequence[Target], seed: int, num: int, run: E
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     layouts = {lay.words: lay for lay in space.layouts}
-    sampler = optuna.samplers.NSGAIISampler(
-        population_size=POPULATION, seed=seed, constraints_func=lambda t: t.user_attrs["constraints"]
-    )
+    sampler = optuna.samplers.NSGAIISampler(population_size=POPULATION, seed=seed)
     study = optuna.create_study(directions=["maximize", "minimize", "minimize"], sampler=sampler)
     choices = {"layout": list(layouts), **{axis: list(getattr(space, axis)) for axis in Space.AXES}}
     seen: dict[str, Outcome] = {}
@@ -323,7 +321,8 @@ def _optuna(space: Space, targets: Sequence[Target], seed: int, num: int, run: E
             if outcome is None:  # past the number asked for: not run, not told
                 study.tell(trial, state=optuna.trial.TrialState.FAIL)
                 continue
-            trial.set_user_attr("constraints", violations(outcome, targets))
+            for i, value in enumerate(violations(outcome, targets)):
+                trial.set_constraint(f"target{i}", value)
             if complete(outcome):
                 study.tell(
                     trial,
