@@ -10,6 +10,7 @@ threading.Event, or anything with `is_set()`) is looked at between outcomes: onc
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -77,7 +78,7 @@ def _processes(scenario_json, budget, keys, workers, progress, cancel) -> dict[s
     """A pool of `workers` local processes, at most two runs queued per worker, so a cancel stops soon."""
     done: dict[str, Outcome] = {}
     todo = list(reversed(keys))
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_context()) as pool:
         running = {}
         while todo or running:
             while todo and len(running) < 2 * workers and not _stopped(cancel):
@@ -93,6 +94,14 @@ def _processes(scenario_json, budget, keys, workers, progress, cancel) -> dict[s
                 if progress:
                     progress(len(done), len(keys))
     return done
+
+
+def _context():
+    """Workers forked from a clean server process that has imported the engine once: safe from a threaded
+    caller (the app's server, a Dask client) and quick to start."""
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["engine_model.advise.evaluate"])
+    return ctx
 
 
 def _dask(scenario_json, budget, keys, workers, scheduler, progress, cancel) -> dict[str, Outcome]:
