@@ -1,0 +1,54 @@
+"""The "What should I set?" page in Streamlit's AppTest: a small search runs from the page and shows the
+recommendation, its trade in words, the chart, the table and the exports; the links it builds open the
+story's own URL parameters."""
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from app import state
+from app.present.advise import COMPARE_STORY, links
+from engine_model import STORIES, Budget, Candidate, Layout
+
+MAIN = str(Path(__file__).resolve().parents[1] / "app" / "main.py")
+KEYS = state.keys(state.ADVISE_PAGE)
+
+
+def test_a_small_search_runs_from_the_page_and_recommends():
+    at = AppTest.from_file(MAIN, default_timeout=120)
+    at.run()
+    at.switch_page("app_pages/advise.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    at.selectbox(key=KEYS.widget("story")).set_value("forty_replies")
+    at.selectbox(key=KEYS.widget("gpus")).set_value(1)
+    at.selectbox(key=KEYS.widget("model")).set_value("llama-3.1-8b")
+    at.multiselect(key=KEYS.widget("s.chunk")).set_value(["auto"])
+    at.run()
+    at.button(key=KEYS.widget("run")).click()
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    said = [s.value for s in at.success] + [w.value for w in at.warning]
+    assert any(text.startswith(("Set ", "No setting")) for text in said), said
+    assert any("candidates (grid" in c.value for c in at.caption)
+    assert at.get("arrow_vega_lite_chart") and at.dataframe
+    assert [b for b in at.get("download_button")]
+
+
+def test_a_candidates_links_carry_the_story_parameters_and_say_what_they_cannot():
+    budget = Budget(8, "h100-sxm", "llama-3.1-70b")
+    rush = STORIES["ten_oclock_rush"]
+    assert COMPARE_STORY == state.STORY
+    found = links("ten_oclock_rush", budget, Candidate(Layout(8), True, 4096, "shortest-prefill-first"))
+    assert found["story"].startswith(f"/{rush.key}?") and "mixed=1" in found["story"]
+    for part in ("chunk=4096", "tp=8", "model=llama-3.1-70b"):
+        assert part in found["story"]
+    assert "b_policy=shortest-prefill-first" in found["compare"] and "missing" not in found
+    keys = {c.key for c in rush.controls} | set(state.EXTRA_PARAMS[rush.key])
+    for param in found["story"].split("?")[1].split("&"):
+        assert param.split("=")[0] in keys
+    pd = links("ten_oclock_rush", budget, Candidate(Layout(4, prefill=1, decode=1, policy="early")))
+    assert "pd=1" in pd["story"] and "wtp=4" in pd["story"] and "tp=8" in pd["story"]
+    two = links("ten_oclock_rush", budget, Candidate(Layout(4, engines=2), conservativeness=1.5))
+    assert "2 engines" in two["missing"] and "conservativeness 1.5" in two["missing"]
+    assert links("custom", budget, Candidate(Layout(8))) == {}
