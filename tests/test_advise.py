@@ -258,3 +258,18 @@ def test_the_cli_recommends_and_says_how_to_open_it(tmp_path):
     assert lines[0].startswith("setting,layout") and len(lines) == len(doc["candidates"]) + 1
     bad = cli("advise", "ten_oclock_rush", "--target", "nobody.ttft_p95=1s")
     assert bad.returncode == 2 and "nobody" in bad.stderr
+
+
+def test_the_lean_waits_agree_with_the_engines_metrics():
+    from engine_model import simulate
+    from engine_model.advise.evaluate import waits_of
+    from engine_model.advise.targets import WAITS
+    from engine_model.metrics import group_metrics
+
+    result = simulate(small())
+    waits, output = waits_of(result.requests)
+    assert output == group_metrics(result.requests).output_throughput_tok_s
+    for group in ("questions", "contracts"):
+        members = group_metrics([r for r in result.requests if r.group == group])
+        for wait, (metric, stat, _) in WAITS.items():
+            assert waits[group][wait] == members.value(metric, stat)

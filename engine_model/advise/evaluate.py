@@ -9,13 +9,14 @@ import time
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 
+import numpy as np
+
 from engine_model.advise.space import Budget, Candidate, Layout
-from engine_model.advise.targets import WAITS
 from engine_model.config import Scenario
 from engine_model.core import RequestState
 from engine_model.errors import InputError
 from engine_model.feasibility import refusal
-from engine_model.metrics import group_metrics
+from engine_model.metrics import finish, gaps, max_itl, ttft
 from engine_model.replicas import num_gpus
 from engine_model.scenario_io import validate
 from engine_model.simulation import simulate
@@ -102,21 +103,37 @@ def evaluate(scenario_json: str, budget: tuple, key: str) -> Outcome:
     if refused is not None:
         return Outcome(key, candidate, num_gpus(scenario), refused=f"{refused.where}: {refused.problem}")
     result = simulate(scenario)
-    groups: dict[str, list] = {}
-    for req in result.requests:
-        groups.setdefault(req.group, []).append(req)
-    waits = {}
-    for name, members in groups.items():
-        m = group_metrics(members)
-        waits[name] = {wait: m.value(metric, stat) for wait, (metric, stat, _) in WAITS.items()}
-    overall = group_metrics(result.requests)
+    waits, output_tok_s = waits_of(result.requests)
     return Outcome(
         key,
         candidate,
         num_gpus(scenario),
-        output_tok_s=overall.output_throughput_tok_s,
+        output_tok_s=output_tok_s,
         waits=waits,
         unfinished=sum(r.state is not RequestState.FINISHED for r in result.requests),
         cut_off=result.cut_off,
         wall_s=time.perf_counter() - started,
     )
+
+
+def waits_of(requests) -> tuple[dict, float | None]:
+    """Each group's waits and the output throughput, as engine_model.metrics.group_metrics computes them
+    (`ttft_s.p95`, `max_itl_s.max`, `itl_s.p99`, `output_throughput_tok_s`), each request's gaps computed
+    once rather than once per group and again overall (tests/test_advise.py checks they agree)."""
+    groups: dict[str, list] = {}
+    for req in requests:
+        groups.setdefault(req.group, []).append((ttft(req), max_itl(req), gaps(req)))
+    waits = {}
+    for name, rows in groups.items():
+        firsts = [t for t, _, _ in rows if t is not None]
+        pauses = [m for _, m, _ in rows if m is not None]
+        spread = [g for _, _, g in rows if g.size]
+        waits[name] = {
+            "ttft_p95": float(np.percentile(firsts, 95)) if firsts else None,
+            "longest_pause": float(max(pauses)) if pauses else None,
+            "itl_p99": float(np.percentile(np.concatenate(spread), 99)) if spread else None,
+        }
+    ends = [finish(r) for r in requests if r.state is RequestState.FINISHED]
+    span = (max(ends) - min(r.arrival_at for r in requests)) if ends else 0.0
+    num_tokens = sum(len(r.token_times) for r in requests)
+    return waits, (num_tokens / span if span > 0 else None)
