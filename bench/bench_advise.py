@@ -71,6 +71,7 @@ def measure(backend: str, workers: int) -> dict:
         "refused": sum(not o.runs for o in outcomes),
         "run_s_mean": round(sum(runs) / len(runs), 3),
         "run_s_max": round(max(runs), 3),
+        "worker_peak_mib": round(max(o.peak_mib for o in outcomes), 1),
         "run_s": runs,
         **peak_mib(),
     }

@@ -8,6 +8,7 @@ This file is the public face: the app, notebooks and users import from here and 
 """
 
 from engine_model.advise import (
+    WAITS,
     Advice,
     Budget,
     Cancelled,
@@ -140,9 +141,9 @@ __all__ = [
     "Aligned", "MetricsReport", "Poll", "Scrape", "ScrapeSet", "ServerCheck", "ServerInfo", "Tail",
     "base_url", "check_server", "poll", "read_scrapes", "read_server_info", "report",
     # what should I set? the advisor's search, its recommendation and trade in words, its table
-    "Advice", "Budget", "Cancelled", "Candidate", "Layout", "Outcome", "Space", "Target", "advice_csv",
-    "advice_headline", "advice_rows", "advise", "counts_line", "default_space", "parse_target", "trade_lines",
-    "why_not",
+    "Advice", "Budget", "Cancelled", "Candidate", "Layout", "Outcome", "Space", "Target", "WAITS",
+    "advice_csv", "advice_headline", "advice_rows", "advise", "counts_line", "default_space", "parse_target",
+    "trade_lines", "why_not",
     # request traces
     "Mix", "Trace", "load_trace", "mix_of", "request_mix", "workload_trace",
 ]

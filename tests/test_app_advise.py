@@ -31,7 +31,7 @@ def test_a_small_search_runs_from_the_page_and_recommends():
     said = [s.value for s in at.success] + [w.value for w in at.warning]
     assert any(text.startswith(("Set ", "No setting")) for text in said), said
     assert any("candidates (grid" in c.value for c in at.caption)
-    assert at.get("arrow_vega_lite_chart") and at.dataframe
+    assert at.get("vega_lite_chart") and at.dataframe
     assert [b for b in at.get("download_button")]
 
 

@@ -10,11 +10,12 @@ import pandas as pd
 import streamlit as st
 
 from app import state
-from app.present.advise import chart_png, links, pareto_chart
+from app.present.advise import axis_title, chart_png, links, pareto_chart
 from engine_model import (
     GPUS,
     MODELS,
     STORIES,
+    WAITS,
     Advice,
     Budget,
     Cancelled,
@@ -178,12 +179,20 @@ def advice_ui(advice: Advice) -> None:
     for line in trade_lines(advice):
         st.markdown(f"- {line}" if not line.startswith("Against") else line)
     st.caption(counts_line(advice))
-    st.altair_chart(pareto_chart(advice), use_container_width=True)
+    group, wait = axis_ui(advice)
+    st.altair_chart(pareto_chart(advice, group, wait), width="stretch")
     st.caption(
         "Each point a candidate that ran every request to the end; the dashed line is the Pareto front "
         "(no other candidate has more output per GPU and a shorter wait). Ringed: today and the "
         "recommendation."
     )
+
+
+def axis_ui(advice: Advice) -> tuple[str | None, str]:
+    """Which wait the chart sets against output per GPU: the most-waiting group's, or one group's."""
+    options = [(None, w) for w in WAITS] + [(g, w) for g in advice.groups for w in WAITS]
+    picked = st.selectbox("Against", options, format_func=lambda o: axis_title(*o), key=KEYS.widget("axis"))
+    return picked
 
 
 def table_ui(advice: Advice) -> None:
@@ -239,9 +248,10 @@ def exports_ui(advice: Advice, scenario) -> None:
         key=KEYS.widget("csv"),
         on_click="ignore",
     )
+    axis = st.session_state.get(KEYS.widget("axis")) or (None, "ttft_p95")
     cols[1].download_button(
         "The chart (PNG)",
-        lambda: chart_png(advice),
+        lambda: chart_png(advice, *axis),
         "advice.png",
         "image/png",
         icon=":material/download:",

@@ -12,7 +12,7 @@ import pandas as pd
 
 from app.pd import names as pd_names
 from app.present.export import export_spec, render
-from engine_model import STORIES, Advice, Budget, Candidate, advice_headline
+from engine_model import STORIES, WAITS, Advice, Budget, Candidate, advice_headline
 
 COMPARE_STORY = "story"  # app.state.STORY: Compare's story parameter (app.state imports Streamlit)
 TP_OPTIONS = (1, 2, 4, 8)  # the story pages' TP select (engine_model.stories.TP_OPTIONS)
@@ -87,20 +87,27 @@ def cli_links(scenario, budget: Budget, candidate: Candidate, base: str = "http:
 
 
 # -- the Pareto chart ---------------------------------------------------------------------------------
-def frame(advice: Advice) -> pd.DataFrame:
-    """One row per candidate that ran to the end: output per GPU, the most-waiting group's p95 first token,
-    its kind, on the front or not, today's and the recommended marked."""
-    front = {o.key for o in advice.front(None, "ttft_p95")}
+def axis_title(group: str | None, wait: str) -> str:
+    """'p95 first token of the most-waiting group (s)', 'questions: longest pause (s)'."""
+    noun = WAITS[wait][2]
+    return f"{noun} of the most-waiting group (s)" if group is None else f"{group}: {noun} (s)"
+
+
+def frame(advice: Advice, group: str | None = None, wait: str = "ttft_p95") -> pd.DataFrame:
+    """One row per candidate that ran to the end: output per GPU, the wait on the x axis (a group's, or the
+    most-waiting group's), its kind, on the front or not, today's and the recommended marked."""
+    front = {o.key for o in advice.front(group, wait)}
     best = advice.best.key if advice.best else None
     rows = []
     for o in (advice.today, *advice.outcomes):
-        if not o.runs or o.unfinished or o.cut_off or o.worst("ttft_p95") is None:
+        value = o.worst(wait) if group is None else o.wait(group, wait)
+        if not o.runs or o.unfinished or o.cut_off or value is None:
             continue
         role = "recommended" if o.key == best else "today" if o.key == advice.today.key else ""
         rows.append(
             {
                 "output_per_gpu": o.output_per_gpu,
-                "ttft_p95": o.worst("ttft_p95"),
+                "wait_s": value,
                 "kind": KIND_PD if o.candidate.layout.is_pd else KIND_ENGINE,
                 "front": o.key in front,
                 "role": role,
@@ -111,18 +118,16 @@ def frame(advice: Advice) -> pd.DataFrame:
     return pd.DataFrame(rows).drop_duplicates(subset=["setting"])
 
 
-def pareto_chart(advice: Advice) -> alt.Chart:
-    """Output per GPU against the most-waiting group's p95 first token: every candidate, coloured by layout
-    kind, the front as a line, today and the recommendation marked and labelled."""
-    data = frame(advice)
-    x = alt.X(
-        "ttft_p95:Q", title="p95 first token of the most-waiting group (s)", scale=alt.Scale(zero=False)
-    )
+def pareto_chart(advice: Advice, group: str | None = None, wait: str = "ttft_p95") -> alt.Chart:
+    """Output per GPU against one wait (default: the most-waiting group's p95 first token): every candidate,
+    coloured by layout kind, the front as a line, today and the recommendation marked and labelled."""
+    data = frame(advice, group, wait)
+    x = alt.X("wait_s:Q", title=axis_title(group, wait), scale=alt.Scale(zero=False))
     y = alt.Y("output_per_gpu:Q", title="output tokens/s per GPU", scale=alt.Scale(zero=False))
     tip = [
         alt.Tooltip("setting:N"),
         alt.Tooltip("output_per_gpu:Q", format=",.1f"),
-        alt.Tooltip("ttft_p95:Q", format=",.2f", title="p95 first token (s)"),
+        alt.Tooltip("wait_s:Q", format=",.2f", title=axis_title(group, wait)),
         alt.Tooltip("meets:N"),
     ]
     points = (
@@ -133,7 +138,7 @@ def pareto_chart(advice: Advice) -> alt.Chart:
     line = (
         alt.Chart(data[data["front"]])
         .mark_line(color="#555", strokeDash=[4, 3])
-        .encode(x=x, y=y, order="ttft_p95:Q")
+        .encode(x=x, y=y, order="wait_s:Q")
     )
     marked = data[data["role"] != ""]
     rings = (
@@ -149,7 +154,7 @@ def pareto_chart(advice: Advice) -> alt.Chart:
     return (points + line + rings + labels).properties(width="container", height=360)
 
 
-def chart_png(advice: Advice) -> bytes:
-    spec = pareto_chart(advice).to_dict()
+def chart_png(advice: Advice, group: str | None = None, wait: str = "ttft_p95") -> bytes:
+    spec = pareto_chart(advice, group, wait).to_dict()
     title = f"What should I set? {advice.scenario} on {advice.budget.words}"
     return render(export_spec(spec, title, (advice_headline(advice),)), "png")

@@ -5,6 +5,7 @@ process pool or a Dask worker runs it as the caller would, and the same inputs g
 from __future__ import annotations
 
 import json
+import resource
 import time
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
@@ -35,6 +36,7 @@ class Outcome:
     unfinished: int = 0  # requests that did not finish (refused at intake, cut off)
     cut_off: str | None = None
     wall_s: float = 0.0
+    peak_mib: float = 0.0  # the peak resident memory of the process that ran it, after the run
 
     @property
     def runs(self) -> bool:
@@ -113,6 +115,7 @@ def evaluate(scenario_json: str, budget: tuple, key: str) -> Outcome:
         unfinished=sum(r.state is not RequestState.FINISHED for r in result.requests),
         cut_off=result.cut_off,
         wall_s=time.perf_counter() - started,
+        peak_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     )
 
 
