@@ -8,7 +8,7 @@ and workers, with wall time and peak memory (docs/performance.md, "What should I
 The 200 candidates: every flag combination (mixed chunk off/on, chunk auto/2,048/4,096/8,192/16,384,
 fcfs/shortest-prefill-first, conservativeness 1/1.5, max running auto/64) on the layouts of the 8 GPUs that
 SGLang starts for this model in bf16 (one engine × TP 8, two engines × TP 4, PD 1 : 1 × TP 4 early), the
-first 200 in the space's order. Past two cores the scaling is simulated: each candidate's measured run time
+first 200 in the space's order. Past two cores the scaling is simulated: each candidate's CPU seconds
 list-scheduled, in submission order, onto k workers (no start-up or transfer cost), said as "simulated".
 """
 
@@ -62,6 +62,7 @@ def measure(backend: str, workers: int) -> dict:
     outcomes = run_all(scenario_json, budget, keys(), backend, workers)
     wall = time.perf_counter() - started
     runs = [o.wall_s for o in outcomes]
+    cpu = [o.cpu_s for o in outcomes]
     return {
         "backend": backend,
         "workers": workers,
@@ -72,7 +73,11 @@ def measure(backend: str, workers: int) -> dict:
         "run_s_mean": round(sum(runs) / len(runs), 3),
         "run_s_max": round(max(runs), 3),
         "worker_peak_mib": round(max(o.peak_mib for o in outcomes), 1),
+        "cpu_s_sum": round(sum(cpu), 1),
+        "cpu_s_mean": round(sum(cpu) / len(cpu), 3),
+        "load_avg_1min": round(os.getloadavg()[0], 1),
         "run_s": runs,
+        "cpu_s": cpu,
         **peak_mib(),
     }
 
@@ -122,20 +127,20 @@ def main() -> None:
     for backend, workers in todo:
         row = measure(backend, workers)
         rows.append(row)
-        print(json.dumps({k: v for k, v in row.items() if k != "run_s"}))
-    serial = next((r for r in rows if r["workers"] == 1), None)
-    if serial is not None:
-        for k in (2, 4, 8, 16):
-            print(
-                json.dumps(
-                    {
-                        "backend": "simulated",
-                        "workers": k,
-                        "wall_s": round(simulated(serial["run_s"], k), 2),
-                        "how": "the serial run's per-candidate times list-scheduled onto k workers",
-                    }
-                )
+        print(json.dumps({k: v for k, v in row.items() if k not in ("run_s", "cpu_s")}))
+    serial = rows[0]
+    for k in (1, 2, 4, 8, 16):
+        print(
+            json.dumps(
+                {
+                    "backend": "simulated",
+                    "workers": k,
+                    "wall_s": round(simulated(serial["cpu_s"], k), 2),
+                    "how": f"the {serial['backend']} run's per-candidate CPU seconds list-scheduled onto k "
+                    "free cores, no start-up or transfer",
+                }
             )
+        )
     if args.search:
         print(json.dumps(search_end_to_end(args.workers)))
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from engine_model.advise.evaluate import Outcome, candidate_of
 
 FILE = "advise-cache.jsonl"
-FIELDS = ("gpus", "refused", "output_tok_s", "waits", "unfinished", "cut_off", "wall_s", "peak_mib")
+FIELDS = ("gpus", "refused", "output_tok_s", "waits", "unfinished", "cut_off", "wall_s", "cpu_s", "peak_mib")
 
 
 class DiskCache:

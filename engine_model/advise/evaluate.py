@@ -36,6 +36,7 @@ class Outcome:
     unfinished: int = 0  # requests that did not finish (refused at intake, cut off)
     cut_off: str | None = None
     wall_s: float = 0.0
+    cpu_s: float = 0.0  # CPU seconds of the run in its process (wall_s less what other processes took)
     peak_mib: float = 0.0  # the peak resident memory of the process that ran it, after the run
 
     @property
@@ -95,7 +96,7 @@ def candidate_of(key: str) -> Candidate:
 
 def evaluate(scenario_json: str, budget: tuple, key: str) -> Outcome:
     """Run one candidate: refused with SGLang's reason (the config's or feasibility's), or its waits."""
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     candidate, budget = candidate_of(key), Budget(*budget)
     try:
         scenario = candidate.scenario(base_of(scenario_json), budget)
@@ -115,6 +116,7 @@ def evaluate(scenario_json: str, budget: tuple, key: str) -> Outcome:
         unfinished=sum(r.state is not RequestState.FINISHED for r in result.requests),
         cut_off=result.cut_off,
         wall_s=time.perf_counter() - started,
+        cpu_s=time.process_time() - cpu,
         peak_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     )
 
