@@ -256,6 +256,12 @@ def advise(
         raise InputError("--max-candidates", f"{max_candidates:,}: expected 1 to {MAX_CANDIDATES:,}")
     if method not in ("auto", "grid", "optuna"):
         raise InputError("method", f"{method!r}: expected auto, grid or optuna")
+    if not 1 <= trials <= MAX_CANDIDATES:
+        raise InputError("--trials", f"{trials:,}: expected 1 to {MAX_CANDIDATES:,}")
+    if not 0 <= seed < 2**32:
+        raise InputError("--seed", f"{seed}: expected a whole number from 0 to {2**32 - 1:,}")
+    if space.size == 0:
+        raise InputError("--space", "no candidate: every axis needs at least one value")
     use_grid = method == "grid" or (method == "auto" and space.size <= GRID_LIMIT)
     planned = space.size if use_grid else min(trials, space.size)
     if planned > max_candidates:
