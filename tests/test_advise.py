@@ -273,3 +273,14 @@ def test_the_lean_waits_agree_with_the_engines_metrics():
         members = group_metrics([r for r in result.requests if r.group == group])
         for wait, (metric, stat, _) in WAITS.items():
             assert waits[group][wait] == members.value(metric, stat)
+
+
+def test_outcomes_are_cached_in_memory_and_on_disk(tmp_path):
+    narrow = small_space().narrowed(mixed=(True,), policy=("fcfs",))
+    first = fresh(narrow, cache_dir=tmp_path)
+    again = advise(small(), BUDGET, TARGETS, narrow, workers=1)  # this process's cache: nothing reruns
+    assert [o.wall_s for o in again.outcomes] == [o.wall_s for o in first.outcomes]
+    from_disk = fresh(narrow, cache_dir=tmp_path)  # the memory cache emptied: read back from the file
+    assert [o.to_dict() for o in from_disk.outcomes] == [o.to_dict() for o in first.outcomes]
+    (tmp_path / "advise-cache.jsonl").write_text("not json\n", encoding="utf-8")
+    assert same(fresh(narrow, cache_dir=tmp_path), first)  # a line that cannot be read is rerun, not trusted

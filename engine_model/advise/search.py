@@ -275,7 +275,7 @@ def advise(
             ),
         )
     today = today_candidate(scenario, budget)
-    run = Evaluator(scenario, budget, backend, workers, scheduler, progress, cancel, planned + 1)
+    run = Evaluator(scenario, budget, backend, workers, scheduler, progress, cancel, planned + 1, cache_dir)
     today_outcome = run([today.key])[0]
     if use_grid:
         outcomes = run([c.key for c in space.candidates()])
