@@ -169,7 +169,8 @@ def test_the_same_inputs_give_the_same_outcomes_and_optuna_is_seeded():
     assert same(fresh(narrow), fresh(narrow))
     a = fresh(method="optuna", trials=4, seed=3)
     b = fresh(method="optuna", trials=4, seed=3)
-    assert a.method == "optuna" and len(a.outcomes) == 4 and same(a, b)
+    assert a.method == "optuna" and len(a.ran) == 4 and same(a, b)
+    assert len(a.outcomes) == len(a.ran) + len(a.refused)  # refusals are kept beside the four runs
 
 
 def test_processes_and_dask_give_identical_results():

@@ -194,8 +194,8 @@ class Evaluator:
         base = self.num_done + len(found)
 
         def step(done: int, _total: int) -> None:
-            if self.progress:
-                self.progress(base + done, self.total)
+            if self.progress:  # Optuna's refusals do not count against its runs: the bar stops at its end
+                self.progress(min(base + done, self.total), self.total)
 
         try:
             ran = run_all(
@@ -215,7 +215,7 @@ class Evaluator:
         found.update({o.key: o for o in ran})
         self.num_done = base + len(ran)
         if self.progress and not todo:
-            self.progress(self.num_done, self.total)
+            self.progress(min(self.num_done, self.total), self.total)
         return [found[key] for key in keys]
 
     def _keep(self, outcomes) -> None:
@@ -280,7 +280,7 @@ def advise(
     if use_grid:
         outcomes = run([c.key for c in space.candidates()])
     else:
-        outcomes = _optuna(space, targets, seed, planned, run)
+        outcomes = _optuna(space, targets, seed, planned, max_candidates, run)
     best, closest = recommend(outcomes, targets)
     return Advice(
         scenario.name,
@@ -297,10 +297,14 @@ def advise(
     )
 
 
-def _optuna(space: Space, targets: Sequence[Target], seed: int, num: int, run: Evaluator) -> list[Outcome]:
+def _optuna(
+    space: Space, targets: Sequence[Target], seed: int, num: int, cap: int, run: Evaluator
+) -> list[Outcome]:
     """NSGA-II over the space's axes, seeded; objectives: output per GPU (up), the most-waiting group's p95
     first token and longest pause (down); the targets as constraints. Generations of POPULATION trials are
-    asked, run together, and told in order; a candidate asked twice is told its first outcome."""
+    asked, run together, and told in order; a candidate asked twice is told its first outcome. `num`
+    candidates that run (SGLang's refusals, a few milliseconds each, are kept beside them and do not count),
+    at most `cap` in all."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -310,34 +314,34 @@ def _optuna(space: Space, targets: Sequence[Target], seed: int, num: int, run: E
     choices = {"layout": list(layouts), **{axis: list(getattr(space, axis)) for axis in Space.AXES}}
     seen: dict[str, Outcome] = {}
     order: list[str] = []
-    asks = 0
-    while len(order) < num and asks < 20 * num:
+    num_ran, asks = 0, 0
+    while num_ran < num and len(seen) < min(cap, space.size) and asks < 20 * cap:
         batch = [study.ask() for _ in range(POPULATION)]
         asks += POPULATION
         keys = []
         for trial in batch:
             picked = {name: trial.suggest_categorical(name, values) for name, values in choices.items()}
             keys.append(Candidate(layouts[picked.pop("layout")], **picked).key)
-        new = [k for k in dict.fromkeys(keys) if k not in seen][: num - len(order)]
+        new = [k for k in dict.fromkeys(keys) if k not in seen][: cap - len(seen)]
         for outcome in run(new):
             seen[outcome.key] = outcome
-            order.append(outcome.key)
+            if not outcome.runs or num_ran < num:  # past `num` runs: run together, not reported
+                order.append(outcome.key)
+                num_ran += outcome.runs
         for trial, key in zip(batch, keys, strict=True):
             outcome = seen.get(key)
-            if outcome is None:  # past the number asked for: not run, not told
+            if outcome is None:  # past the cap: not run, not told
                 study.tell(trial, state=optuna.trial.TrialState.FAIL)
                 continue
             for i, value in enumerate(violations(outcome, targets)):
                 trial.set_constraint(f"target{i}", value)
             if complete(outcome):
-                study.tell(
-                    trial,
-                    [
-                        outcome.output_per_gpu,
-                        _finite(outcome.worst("ttft_p95")),
-                        _finite(outcome.worst("longest_pause")),
-                    ],
-                )
+                objectives = [
+                    outcome.output_per_gpu,
+                    _finite(outcome.worst("ttft_p95")),
+                    _finite(outcome.worst("longest_pause")),
+                ]
+                study.tell(trial, objectives)
             else:
                 study.tell(trial, state=optuna.trial.TrialState.FAIL)
     return [seen[key] for key in order]
