@@ -4,6 +4,7 @@ and workers, with wall time and peak memory (docs/performance.md, "What should I
     .venv/bin/python bench/bench_advise.py                 # serial, 2 processes, Dask LocalCluster of 2
     .venv/bin/python bench/bench_advise.py --only processes --workers 2
     .venv/bin/python bench/bench_advise.py --search        # also advise() end to end: Optuna, 200 trials
+    .venv/bin/python bench/bench_advise.py --only search   # advise() end to end alone
 
 The 200 candidates: every flag combination (mixed chunk off/on, chunk auto/2,048/4,096/8,192/16,384,
 fcfs/shortest-prefill-first, conservativeness 1/1.5, max running auto/64) on the layouts of the 8 GPUs that
@@ -110,7 +111,7 @@ def search_end_to_end(workers: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--only", choices=["serial", "processes", "dask"])
+    parser.add_argument("--only", choices=["serial", "processes", "dask", "search"])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--search", action="store_true")
     args = parser.parse_args()
@@ -119,6 +120,7 @@ def main() -> None:
         "processes": [("processes", args.workers)],
         "dask": [("dask", args.workers)],
     }
+    plan["search"] = []
     todo = plan[args.only] if args.only else [*plan["serial"], *plan["processes"], *plan["dask"]]
     rows = []
     print(
@@ -128,8 +130,8 @@ def main() -> None:
         row = measure(backend, workers)
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k not in ("run_s", "cpu_s")}))
-    serial = rows[0]
-    for k in (1, 2, 4, 8, 16):
+    serial = rows[0] if rows else {"cpu_s": [], "backend": ""}
+    for k in (1, 2, 4, 8, 16) if rows else ():
         print(
             json.dumps(
                 {
@@ -141,7 +143,7 @@ def main() -> None:
                 }
             )
         )
-    if args.search:
+    if args.search or args.only == "search":
         print(json.dumps(search_end_to_end(args.workers)))
 
 
