@@ -52,3 +52,34 @@ def test_a_candidates_links_carry_the_story_parameters_and_say_what_they_cannot(
     two = links("ten_oclock_rush", budget, Candidate(Layout(4, engines=2), conservativeness=1.5))
     assert "2 engines" in two["missing"] and "conservativeness 1.5" in two["missing"]
     assert links("custom", budget, Candidate(Layout(8))) == {}
+
+
+def test_who_waits_advise_prints_the_recommendations_app_links(capsys):
+    from app.present.cli import main
+
+    small = ["workload.groups.0.count=20", "workload.groups.1.count=1", "workload.groups.1.prompt_len=30000"]
+    code = main(
+        [
+            "advise",
+            "ten_oclock_rush",
+            *[a for s in small for a in ("--set", s)],
+            "--gpus",
+            "1",
+            "--model",
+            "llama-3.1-8b",
+            "--space",
+            "chunk=auto",
+            "--space",
+            "mixed=true",
+            "--space",
+            "conservativeness=1",
+            "--space",
+            "max_running=auto",
+            "--workers",
+            "1",
+            "--quiet",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0 and out.startswith("Set ")
+    assert "story: http://localhost:8501/ten_oclock_rush?" in out and "run: python -m engine_model run" in out
