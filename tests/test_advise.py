@@ -254,6 +254,7 @@ def test_the_cli_recommends_and_says_how_to_open_it(tmp_path):
     proc = cli(*args, check=True)
     doc = json.loads(proc.stdout)
     assert doc["recommended"] and doc["headline"].startswith("Set ")
+    assert doc["fronts"]["worst.ttft_p95"] == doc["front"] and "questions.longest_pause" in doc["fronts"]
     assert doc["recommended"] in doc["links"] and "--set" in doc["links"][doc["recommended"]]["run"]
     lines = out.read_text().splitlines()
     assert lines[0].startswith("setting,layout") and len(lines) == len(doc["candidates"]) + 1

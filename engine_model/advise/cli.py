@@ -126,6 +126,7 @@ def bar(done: int, total: int) -> None:
 
 
 def document(advice, table: list[dict], links: dict) -> dict:
+    from engine_model.advise.targets import WAITS
     from engine_model.advise.words import counts_line, headline, trade_lines
 
     def key_of(o):
@@ -144,6 +145,12 @@ def document(advice, table: list[dict], links: dict) -> dict:
         "recommended": key_of(advice.best),
         "closest": key_of(advice.closest),
         "front": [o.key for o in advice.front(None, "ttft_p95")],
+        # output per GPU against each wait: the most-waiting group's ("worst.WAIT") and each group's
+        "fronts": {
+            f"{group or 'worst'}.{wait}": [o.key for o in advice.front(group, wait)]
+            for group in (None, *advice.groups)
+            for wait in WAITS
+        },
         "candidates": table,
         "links": links,
     }
