@@ -203,6 +203,11 @@ def test_cancel_stops_between_candidates_and_keeps_what_finished():
         fresh(progress=progress, cancel=stop)
     assert 1 <= len(caught.value.done) < small_space().size
     assert seen == sorted(seen)
+    stop.clear()
+    search_mod._CACHE.clear()
+    with pytest.raises(Cancelled) as caught:  # in a pool of processes: no new run once it is set
+        advise(small(), BUDGET, TARGETS, small_space(), workers=2, progress=progress, cancel=stop)
+    assert 1 <= len(caught.value.done) < small_space().size
 
 
 def test_a_search_past_the_limit_is_refused_with_a_clear_message():
