@@ -83,3 +83,34 @@ def test_who_waits_advise_prints_the_recommendations_app_links(capsys):
     out = capsys.readouterr().out
     assert code == 0 and out.startswith("Set ")
     assert "story: http://localhost:8501/ten_oclock_rush?" in out and "run: python -m engine_model run" in out
+
+
+def test_the_exports_are_a_png_and_the_benchmark_of_today_and_the_recommendation():
+    import io
+    import zipfile
+
+    from app.present.advise import chart_png
+    from engine_model import Budget, advise, bench_export, load_scenario, zip_export
+    from engine_model.advise import Space, layouts
+
+    scenario = load_scenario(
+        "ten_oclock_rush",
+        ["workload.groups.0.count=20", "workload.groups.1.count=1", "workload.groups.1.prompt_len=30000"],
+    )
+    budget = Budget(1, "h100-sxm", "llama-3.1-8b")
+    space = Space(
+        layouts(budget),
+        mixed=(True,),
+        chunk=("auto",),
+        policy=("shortest-prefill-first",),
+        conservativeness=(1.0,),
+        max_running=(None,),
+    )
+    advice = advise(scenario, budget, (), space, workers=1)
+    assert chart_png(advice).startswith(b"\x89PNG")
+    pick = advice.best.candidate.scenario(scenario, budget)
+    today = advice.today.candidate.scenario(scenario, budget)
+    files = zipfile.ZipFile(io.BytesIO(zip_export(bench_export(pick, {"today": today, "recommended": pick}))))
+    launch = next(n for n in files.namelist() if n.endswith("launch.sh"))
+    text = files.read(launch).decode()
+    assert "# setting today" in text and "# setting recommended" in text and "--enable-mixed-chunk" in text
