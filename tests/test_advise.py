@@ -291,3 +291,36 @@ def test_outcomes_are_cached_in_memory_and_on_disk(tmp_path):
     assert [o.to_dict() for o in from_disk.outcomes] == [o.to_dict() for o in first.outcomes]
     (tmp_path / "advise-cache.jsonl").write_text("not json\n", encoding="utf-8")
     assert same(fresh(narrow, cache_dir=tmp_path), first)  # a line that cannot be read is rerun, not trusted
+
+
+def test_optuna_stops_when_it_proposes_nothing_new():
+    from engine_model.advise.evaluate import candidate_of
+    from engine_model.advise.search import _optuna
+    from engine_model.advise.space import default_space
+
+    budget = Budget(8, "h100-sxm", "llama-3.1-70b")
+    space = default_space(budget).narrowed(chunk=("auto",), conservativeness=(1.0,), max_running=(None,))
+    asked = []
+
+    def run(keys):  # SGLang starts only TP 4 and 8, early: 12 of the space's candidates ever run
+        asked.extend(keys)
+        out = []
+        for key in keys:
+            c = candidate_of(key)
+            if c.layout.tp < 4 or c.layout.policy == "prefill_complete":
+                out.append(Outcome(key, c, 8, refused="no"))
+            else:
+                out.append(
+                    Outcome(
+                        key,
+                        c,
+                        8,
+                        output_tok_s=600.0 + len(key) % 7,
+                        waits={"q": {"ttft_p95": 1.0 + len(key) % 5, "longest_pause": 1.0, "itl_p99": 0.1}},
+                    )
+                )
+        return out
+
+    found = _optuna(space, (), 0, 50, 2000, run)
+    assert len(asked) == len(set(asked)) == len(found) <= space.size
+    assert sum(o.runs for o in found) <= 12

@@ -27,6 +27,7 @@ MAX_CANDIDATES = 2000  # runs one search may make (--max-candidates lowers it; a
 GRID_LIMIT = 300  # an exhaustive grid up to this many candidates; Optuna above it
 DEFAULT_TRIALS = 200  # candidates Optuna runs when the grid is too large
 POPULATION = 20  # candidates per NSGA-II generation
+STALE_GENERATIONS = 10  # NSGA-II stops after this many generations in a row propose nothing new
 REFUSED_VIOLATION = 1e6  # a refused or unfinished candidate's constraint value: never feasible
 
 
@@ -304,7 +305,8 @@ def _optuna(
     first token and longest pause (down); the targets as constraints. Generations of POPULATION trials are
     asked, run together, and told in order; a candidate asked twice is told its first outcome. `num`
     candidates that run (SGLang's refusals, a few milliseconds each, are kept beside them and do not count),
-    at most `cap` in all."""
+    at most `cap` in all; fewer where STALE_GENERATIONS generations in a row propose nothing new (fewer than
+    `num` of the space run at all)."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -314,15 +316,15 @@ def _optuna(
     choices = {"layout": list(layouts), **{axis: list(getattr(space, axis)) for axis in Space.AXES}}
     seen: dict[str, Outcome] = {}
     order: list[str] = []
-    num_ran, asks = 0, 0
-    while num_ran < num and len(seen) < min(cap, space.size) and asks < 20 * cap:
+    num_ran, stale = 0, 0
+    while num_ran < num and len(seen) < min(cap, space.size) and stale < STALE_GENERATIONS:
         batch = [study.ask() for _ in range(POPULATION)]
-        asks += POPULATION
         keys = []
         for trial in batch:
             picked = {name: trial.suggest_categorical(name, values) for name, values in choices.items()}
             keys.append(Candidate(layouts[picked.pop("layout")], **picked).key)
         new = [k for k in dict.fromkeys(keys) if k not in seen][: cap - len(seen)]
+        stale = 0 if new else stale + 1  # generations in a row that proposed nothing new: converged
         for outcome in run(new):
             seen[outcome.key] = outcome
             if not outcome.runs or num_ran < num:  # past `num` runs: run together, not reported
