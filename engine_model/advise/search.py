@@ -149,6 +149,7 @@ def today_candidate(scenario: Scenario, budget: Budget) -> Candidate:
 
 
 # -- the search ---------------------------------------------------------------------------------------------
+MAX_CACHED = 20_000  # outcomes kept in memory (a few kB each)
 _CACHE: dict[str, Outcome] = {}  # (scenario JSON, budget, candidate key) -> outcome, this process
 
 
@@ -223,6 +224,8 @@ class Evaluator:
         for o in outcomes:
             ck = _cache_key(self.scenario_json, self.budget, o.key)
             _CACHE[ck] = o
+            while len(_CACHE) > MAX_CACHED:  # the oldest first: a server's memory stays bounded
+                del _CACHE[next(iter(_CACHE))]
             if self.disk:
                 self.disk.put(ck, o)
 
