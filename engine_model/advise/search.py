@@ -11,6 +11,7 @@ Deterministic for a seed: the same scenario, budget, targets, space and seed giv
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Sequence
@@ -154,7 +155,10 @@ _CACHE: dict[str, Outcome] = {}  # (scenario JSON, budget, candidate key) -> out
 
 
 def _cache_key(scenario_json: str, budget: Budget, key: str) -> str:
-    return json.dumps([scenario_json, list(vars(budget).values()), key])
+    """The scenario by its SHA-256 (a key per candidate need not carry the whole workload), the budget, the
+    candidate."""
+    digest = hashlib.sha256(scenario_json.encode()).hexdigest()
+    return json.dumps([digest, list(vars(budget).values()), key])
 
 
 class Evaluator:
