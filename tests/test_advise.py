@@ -203,6 +203,7 @@ def test_cancel_stops_between_candidates_and_keeps_what_finished():
         fresh(progress=progress, cancel=stop)
     assert 1 <= len(caught.value.done) < small_space().size
     assert seen == sorted(seen)
+    assert len(search_mod._CACHE) >= len(caught.value.done) + 1  # what finished is kept (and today's)
     stop.clear()
     search_mod._CACHE.clear()
     with pytest.raises(Cancelled) as caught:  # in a pool of processes: no new run once it is set

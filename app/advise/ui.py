@@ -131,8 +131,9 @@ def space_ui(budget: Budget):
 
 def _cancel() -> None:
     event = st.session_state.get(KEYS.widget("cancel_event"))
-    if event is not None:
+    if event is not None and not event.is_set():
         event.set()
+        st.session_state[KEYS.widget("cancelled")] = True
 
 
 def run_ui(scenario, budget: Budget, targets: list[Target], space) -> Advice | None:
@@ -147,6 +148,11 @@ def run_ui(scenario, budget: Budget, targets: list[Target], space) -> Advice | N
     run = cols[0].button("Run", type="primary", icon=":material/play_arrow:", key=KEYS.widget("run"))
     cols[1].button("Cancel", icon=":material/stop:", key=KEYS.widget("cancel"), on_click=_cancel)
     kept = st.session_state.get(KEYS.widget("advice"))
+    if st.session_state.pop(KEYS.widget("cancelled"), False) and not run:
+        st.warning(
+            "Cancelled. The candidates that finished are kept: Run again and they are not rerun.",
+            icon=":material/stop:",
+        )
     if run:
         event = threading.Event()
         st.session_state[KEYS.widget("cancel_event")] = event

@@ -43,19 +43,22 @@ def run_all(
     scheduler: str | None = None,
     progress: Progress | None = None,
     cancel=None,
+    done: dict[str, Outcome] | None = None,
 ) -> list[Outcome]:
-    """Every key's outcome, in the order given."""
+    """Every key's outcome, in the order given. `done`: a dict the outcomes go into as each finishes, so a
+    caller keeps them when the run stops part-way (a cancel, or the app's script interrupted by a click)."""
+    done = {} if done is None else done
     if backend not in BACKENDS:
         raise InputError("--backend", f"{backend!r}: expected one of {', '.join(BACKENDS)}")
     workers = workers or default_workers()
     if not keys:
         return []
     if backend == "dask":
-        done = _dask(scenario_json, budget, keys, workers, scheduler, progress, cancel)
+        _dask(scenario_json, budget, keys, workers, scheduler, progress, cancel, done)
     elif workers == 1:
-        done = _here(scenario_json, budget, keys, progress, cancel)
+        _here(scenario_json, budget, keys, progress, cancel, done)
     else:
-        done = _processes(scenario_json, budget, keys, workers, progress, cancel)
+        _processes(scenario_json, budget, keys, workers, progress, cancel, done)
     return [done[key] for key in keys]
 
 
@@ -63,8 +66,7 @@ def _stopped(cancel) -> bool:
     return cancel is not None and cancel.is_set()
 
 
-def _here(scenario_json, budget, keys, progress, cancel) -> dict[str, Outcome]:
-    done: dict[str, Outcome] = {}
+def _here(scenario_json, budget, keys, progress, cancel, done) -> dict[str, Outcome]:
     for key in keys:
         if _stopped(cancel):
             raise Cancelled(done)
@@ -74,9 +76,8 @@ def _here(scenario_json, budget, keys, progress, cancel) -> dict[str, Outcome]:
     return done
 
 
-def _processes(scenario_json, budget, keys, workers, progress, cancel) -> dict[str, Outcome]:
+def _processes(scenario_json, budget, keys, workers, progress, cancel, done) -> dict[str, Outcome]:
     """A pool of `workers` local processes, at most two runs queued per worker, so a cancel stops soon."""
-    done: dict[str, Outcome] = {}
     todo = list(reversed(keys))
     with ProcessPoolExecutor(max_workers=workers, mp_context=_context()) as pool:
         running = {}
@@ -104,7 +105,7 @@ def _context():
     return ctx
 
 
-def _dask(scenario_json, budget, keys, workers, scheduler, progress, cancel) -> dict[str, Outcome]:
+def _dask(scenario_json, budget, keys, workers, scheduler, progress, cancel, done) -> dict[str, Outcome]:
     """Dask distributed: a LocalCluster of `workers` processes, or the cluster at `scheduler`."""
     try:
         from distributed import Client, LocalCluster, as_completed
@@ -121,7 +122,6 @@ def _dask(scenario_json, budget, keys, workers, scheduler, progress, cancel) -> 
             n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
         )
         client = Client(cluster)
-    done: dict[str, Outcome] = {}
     try:
         futures = {client.submit(evaluate, scenario_json, budget, key, pure=False): key for key in keys}
         for future in as_completed(futures):

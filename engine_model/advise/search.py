@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from engine_model.advise.evaluate import Outcome, candidate_of
-from engine_model.advise.runner import Cancelled, Progress, run_all
+from engine_model.advise.runner import Progress, run_all
 from engine_model.advise.space import Budget, Candidate, Layout, Space, default_space
 from engine_model.advise.targets import WAITS, Target
 from engine_model.config import Scenario
@@ -203,6 +203,7 @@ class Evaluator:
             if self.progress:  # Optuna's refusals do not count against its runs: the bar stops at its end
                 self.progress(min(base + done, self.total), self.total)
 
+        finished: dict[str, Outcome] = {}
         try:
             ran = run_all(
                 self.scenario_json,
@@ -213,11 +214,10 @@ class Evaluator:
                 self.scheduler,
                 step,
                 self.cancel,
+                finished,
             )
-        except Cancelled as stop:
-            self._keep(stop.done.values())
-            raise
-        self._keep(ran)
+        finally:  # a cancel, or the app's script stopped by a click: what finished is kept for the next run
+            self._keep(finished.values())
         found.update({o.key: o for o in ran})
         self.num_done = base + len(ran)
         if self.progress and not todo:
