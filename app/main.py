@@ -36,6 +36,8 @@ PAGES = [
     st.Page("app_pages/compare.py", title="Compare and sweep", icon=":material/compare_arrows:",
             url_path="compare"),
     st.Page("app_pages/your_server.py", title="Your server", icon=":material/dns:", url_path="your_server"),
+    st.Page("app_pages/advise.py", title="What should I set?", icon=":material/recommend:",
+            url_path="advise"),
 ]
 
 no_cut_ui()

@@ -78,6 +78,7 @@ ROOM_FAILED = "room.failed_at"  # when opening a room last failed (the store unr
 ROOM_BAR = "room_bar"  # a follower's bar (a container's key)
 ROOM_LEAVE, ROOM_REJOIN = "room.leave", "room.rejoin"  # its buttons: break away, follow again
 PD_PAGE, COMPARE_PAGE, SERVER_PAGE = "pd", "compare", "your_server"  # key prefixes of the non-story sections
+ADVISE_PAGE = "advise"  # What should I set? (app/advise/ui.py)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,26 @@ This file is the public face: the app, notebooks and users import from here and 
     summary(result).metrics.groups["streams"].max_itl_s.max
 """
 
+from engine_model.advise import (
+    WAITS,
+    Advice,
+    Budget,
+    Cancelled,
+    Candidate,
+    Layout,
+    Outcome,
+    Space,
+    Target,
+    advise,
+    counts_line,
+    default_space,
+    parse_target,
+    trade_lines,
+    why_not,
+)
+from engine_model.advise import headline as advice_headline
+from engine_model.advise.table import rows as advice_rows
+from engine_model.advise.table import to_csv as advice_csv
 from engine_model.backend import Attention, attention_of
 from engine_model.band import Band, Ranged, band_of, ranged
 from engine_model.benchtest import bench_export, zip_export
@@ -144,6 +164,10 @@ __all__ = [
     # a server's /metrics and /server_info beside its log, and polled live (docs/logs-and-traces.md §8)
     "Aligned", "MetricsReport", "Poll", "Scrape", "ScrapeSet", "ServerCheck", "ServerInfo", "Tail",
     "base_url", "check_server", "poll", "read_scrapes", "read_server_info", "report",
+    # what should I set? the advisor's search, its recommendation and trade in words, its table
+    "Advice", "Budget", "Cancelled", "Candidate", "Layout", "Outcome", "Space", "Target", "WAITS",
+    "advice_csv", "advice_headline", "advice_rows", "advise", "counts_line", "default_space", "parse_target",
+    "trade_lines", "why_not",
     # request traces
     "Mix", "Trace", "load_trace", "mix_of", "request_mix", "workload_trace",
     # a request mix built by hand or from a preset (engine_model/mix.py): a Scenario workload, in words, the

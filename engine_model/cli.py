@@ -1,4 +1,4 @@
-"""Command line: `python -m engine_model run|diagnose|trace|scenarios|reference|compare-reference`.
+"""Command line: `python -m engine_model run|advise|diagnose|trace|scenarios|reference|compare-reference`.
 
 Bad input exits with status 2 and one line naming the key or line and what is allowed.
 """
@@ -193,6 +193,9 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("scenarios",
                    help="list built-in scenarios with a line on each").set_defaults(func=cmd_scenarios)
     add_figure(sub)
+    from engine_model.advise.cli import add_advise
+
+    add_advise(sub, SET_HELP)
     return p
 
 
@@ -211,11 +214,12 @@ def refuse(where: str, problem: str, as_json: bool) -> int:
     return 2
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, link=None) -> int:
+    """`link(scenario, budget, candidate)`: {name: app link} for `advise` (who-waits gives the app's)."""
     args = parser().parse_args(argv)
     as_json = bool(getattr(args, "json", False))
     try:
-        return args.func(args)
+        return args.func(args, link) if args.command == "advise" else args.func(args)
     except InputError as err:
         return refuse(err.where, err.problem, as_json)
     except OSError as err:  # a path the commands without their own reader (reference) could not read

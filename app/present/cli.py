@@ -142,6 +142,10 @@ def figure(argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "advise":  # the engine's search, with each candidate's links into the app
+        from app.present.advise import cli_links
+
+        return engine_cli.main(argv, link=cli_links)
     if not argv or argv[0] != "figure":
         return engine_cli.main(argv)
     try:
