@@ -37,7 +37,7 @@ def decks() -> dict:
     out = {}
     for key in STORIES:
         slides = story_slides(key, scenario_run)
-        out[key] = [(slide, fitted(slide)[1]) for slide in slides]
+        out[key] = [(slide, fitted(slide)) for slide in slides]
     return out
 
 
@@ -99,10 +99,10 @@ def test_the_pd_steps_compare_what_they_say(decks):
 
 def test_a_slide_is_one_1920x1080_page_as_svg_and_pdf_and_twice_that_as_png(decks):
     slide, svg = decks["forty_replies"][3]
-    spec, again = fitted(slide)
+    again = fitted(slide)
     assert again == svg and re.search(r'<svg[^>]* width="1920" height="1080"', svg)
-    assert Image.open(io.BytesIO(encoded(spec, svg, "png"))).size == (2 * SIZE[0], 2 * SIZE[1])  # for decks
-    page = PdfReader(io.BytesIO(encoded(spec, svg, "pdf"))).pages[0]
+    assert Image.open(io.BytesIO(encoded(svg, "png"))).size == (2 * SIZE[0], 2 * SIZE[1])  # for decks
+    page = PdfReader(io.BytesIO(encoded(svg, "pdf"))).pages[0]
     assert (float(page.mediabox.width), float(page.mediabox.height)) == SIZE
     assert slide.title in page.extract_text()  # text, not outlines
 
