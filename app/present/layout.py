@@ -60,7 +60,8 @@ def chart_config(config: dict, preset: Preset) -> dict:
     guides = preset.guides
     return {**config, "axis": {**config["axis"], **fonts, "labelOverlap": "greedy", **guides.get("axis", {})},
             "axisY": {"labelOverlap": "greedy"},
-            "legend": {**config["legend"], **fonts, **guides.get("legend", {})},
+            "legend": {**config["legend"], **fonts, **guides.get("legend", {}),
+                       "offset": round(preset.chart * 1.4 + 4)},  # a cursor's label between it and the plot
             "title": {"fontSize": preset.chart_title, **guides.get("title", {})},
             "text": {"fontSize": preset.chart}, "view": {"stroke": None},
             "font": FONT, "aria": False}  # an image: no ARIA text per mark
