@@ -12,7 +12,7 @@ from pathlib import Path
 import vl_convert as vlc
 from PIL import ImageFont
 
-FACES = Path("/usr/share/fonts/truetype/liberation")  # Liberation Sans: what vl-convert draws "sans-serif" with
+FACES = Path("/usr/share/fonts/truetype/liberation")  # what vl-convert draws sans-serif with
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,8 @@ def collisions(spec: dict) -> list[tuple[str, str]]:
     """Labels drawn over a mark or a rule, and texts over one another: (label, what it meets). A mark under
     a veil (a white sheet) does not count: it is not seen."""
     found = boxes(spec)
-    veils = [b for b in found if b.kind == "rect" and b.role == "mark" and b.fill.upper() in ("#FFFFFF", "WHITE")]
+    veils = [b for b in found
+             if b.kind == "rect" and b.role == "mark" and b.fill.upper() in ("#FFFFFF", "WHITE")]
     marks = [b for b in found if b.kind in SHAPES and b.role == "mark" and b not in veils
              and not any(b.inside(v) for v in veils) and b.x2 - b.x1 + b.y2 - b.y1 > 0]
     texts = [b for b in found if b.kind == "text"]

@@ -39,7 +39,8 @@ SCREEN = Preset("screen", (1920, 1080), pad=48,
                 text={"title": 52, "numbers": 30, "caption": 30, "settings": 21}, chart=17, chart_title=22,
                 y_axis=140, chrome=150, spacing=18, png_scale=2)
 PRINT = Preset("print", (432, 243), pad=12, text={"title": 11, "numbers": 8, "caption": 8, "settings": 7},
-               chart=7, chart_title=8, y_axis=34, chrome=46, spacing=4, png_scale=300 / 72, dpi=300, caption=False,
+               chart=7, chart_title=8, y_axis=34, chrome=46, spacing=4, png_scale=300 / 72, dpi=300,
+               caption=False,
                guides={"axis": {"tickSize": 3, "labelPadding": 2, "titlePadding": 3},
                        "legend": {"symbolSize": 30, "columnPadding": 6, "rowPadding": 1, "titlePadding": 2,
                                   "labelOffset": 2, "offset": 6, "columns": 8},
@@ -244,8 +245,8 @@ def with_lanes(spec: dict, count: int) -> dict:
     return {**spec, "lanes": count} if isinstance(spec.get("height"), dict) else spec
 
 
-def compose(size: tuple[int, int], texts: list[tuple[float, float, Text]], panels: list[tuple[float, float, str]],
-            ) -> str:
+def compose(size: tuple[int, int], texts: list[tuple[float, float, Text]],
+            panels: list[tuple[float, float, str]]) -> str:
     """One SVG page of `size`: the texts at their places and each panel's SVG (drawn at its box's size) nested
     at its place, every id a panel defines made its own (two panels' clip paths never clash)."""
     body = [t.svg(x, y) for x, y, t in texts]

@@ -85,7 +85,8 @@ class Slide:
                              "shorten the slide's text")
         chart = opaque(sized_text(self.chart, preset))
         chart = {**chart, "config": chart_config(chart.get("config", {}), preset)}
-        panels = [(pad + x, y + py, w, h, spec) for x, py, w, h, spec in fit_chart(chart, width, room, preset)]
+        panels = [(pad + x, y + py, w, h, spec)
+                  for x, py, w, h, spec in fit_chart(chart, width, room, preset)]
         y += room + gap
         for block in below:
             texts.append((pad, y, block))
@@ -146,8 +147,8 @@ def step_slide(story: Story, i: int, step: TourStep, runs: Runs, page: dict | No
     if ranges is not None and any(h.band for h in rows):
         settings = f"{settings} {ranges.band.words()}"
     view = _view(story, step, now)
-    chart = with_lanes(export_spec(view.build().to_dict(validate=False), view.title, (), SIZE[0], cursor=True),
-                   len(now.request_order) if view.chart_id == "tokens" else len(now.lanes))
+    spec = export_spec(view.build().to_dict(validate=False), view.title, (), SIZE[0], cursor=True)
+    chart = with_lanes(spec, len(now.request_order) if view.chart_id == "tokens" else len(now.lanes))
     return Slide(name, f"{i}. {step.title}", numbers, caption, settings, chart, view.title)
 
 
