@@ -11,7 +11,7 @@ import re
 import textwrap
 from dataclasses import dataclass, field
 
-from app.charts.scales import CURSOR_NAME
+from app.charts.scales import CURSOR_NAME, colour
 from app.present.shown import room_spec
 
 
@@ -45,6 +45,9 @@ PRINT = Preset("print", (432, 243), pad=12, text={"title": 11, "numbers": 8, "ca
                        "legend": {"symbolSize": 30, "columnPadding": 6, "rowPadding": 1, "titlePadding": 2,
                                   "labelOffset": 2, "offset": 6, "columns": 8},
                        "title": {"offset": 4, "subtitlePadding": 2}})
+# Print is often read in grey: the pass kinds' colours at three lightness steps (grey levels about 57, 119
+# and 185 of 255, where the screen's are 87, 106 and 119), each keeping its hue. The screen keeps the app's.
+GREY_SAFE = {colour("decode"): "#004A7A", colour("mixed"): "#1FA37A", colour("prefill"): "#F7A872"}
 MIN_PLOT = {"screen": 200, "print": 40}  # the least plot height a slide's text may leave its chart
 PRESETS = {p.name: p for p in (SCREEN, PRINT)}
 SIZE = SCREEN.size
@@ -202,6 +205,18 @@ def sized_text(node, preset: Preset):
         title = {k: v for k, v in out["title"].items() if v != []}  # an empty subtitle takes a line
         out["title"] = {**title, "fontSize": preset.chart_title, **preset.guides.get("title", {})}
     return out
+
+
+def recoloured(node, colours: dict[str, str]):
+    """Every colour the chart names (a mark's, a scale's range) swapped as `colours` says; data is not
+    walked."""
+    if isinstance(node, list):
+        return [recoloured(v, colours) for v in node]
+    if isinstance(node, str):
+        return colours.get(node.upper(), node)
+    if not isinstance(node, dict):
+        return node
+    return {k: (v if k in ("data", "datasets") else recoloured(v, colours)) for k, v in node.items()}
 
 
 def opaque(node):

@@ -31,6 +31,7 @@ from app.pd.presets import pd_scenario
 from app.present.export import export_spec, joined, small_png
 from app.present.fmt import fmt_seconds
 from app.present.layout import (
+    GREY_SAFE,
     MIN_PLOT,
     SCREEN,
     SIZE,
@@ -41,6 +42,7 @@ from app.present.layout import (
     compose,
     fit_chart,
     opaque,
+    recoloured,
     sized_text,
     text_block,
     with_lanes,
@@ -84,6 +86,7 @@ class Slide:
             raise ValueError(f"{self.name}: the text leaves the chart {room:.0f} of {preset.size[1]} units; "
                              "shorten the slide's text")
         chart = opaque(sized_text(self.chart, preset))
+        chart = recoloured(chart, GREY_SAFE) if preset.name == "print" else chart
         chart = {**chart, "config": chart_config(chart.get("config", {}), preset)}
         panels = [(pad + x, y + py, w, h, spec)
                   for x, py, w, h, spec in fit_chart(chart, width, room, preset)]
@@ -123,14 +126,16 @@ def tour_slides(story: Story, runs: Runs, values: dict | None = None) -> list[Sl
     return [step_slide(story, i, step, runs, values) for i, step in enumerate(story.tour, 1)]
 
 
-def step_slide(story: Story, i: int, step: TourStep, runs: Runs, page: dict | None = None) -> Slide:
+def step_slide(story: Story, i: int, step: TourStep, runs: Runs, page: dict | None = None,
+               deck: str | None = None) -> Slide:
+    """Step `step`, the `i`th slide of deck `deck` (None: the story's own deck)."""
     values = step_values(story, step, page)
     scenario = story.scenario(values)
     now = runs(scenario)
     base = runs(story.scenario(story.baseline_values(values, step.versus)))
     caption = narrate(step.say, story, base, now, step.cursor)
     settings = "Settings: " + " · ".join(run_settings(story, values, now.summary.config)) + "."
-    name = f"{story.key}-{i:02d}"
+    name = f"{deck or story.key}-{i:02d}"
     if step.focus == "pd":
         preset = step.section.get("preset", "rush")
         from app.pd.narration import step_words  # here: app.pd.narration imports app.present's package
