@@ -48,7 +48,7 @@ PRINT = Preset("print", (432, 243), pad=12, text={"title": 11, "numbers": 8, "ca
 # Print is often read in grey: the pass kinds' colours at three lightness steps (grey levels about 57, 119
 # and 185 of 255, where the screen's are 87, 106 and 119), each keeping its hue. The screen keeps the app's.
 GREY_SAFE = {colour("decode"): "#004A7A", colour("mixed"): "#1FA37A", colour("prefill"): "#F7A872"}
-MIN_PLOT = {"screen": 200, "print": 40}  # the least plot height a slide's text may leave its chart
+MIN_PLOT = {"screen": 100, "print": 40}  # the least plot height a slide's text may leave its chart
 PRESETS = {p.name: p for p in (SCREEN, PRINT)}
 SIZE = SCREEN.size
 MIN_PT = 7  # the smallest text a print slide (or a lane label on screen) may carry
