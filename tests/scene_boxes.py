@@ -31,9 +31,10 @@ class Box:
         return (min(self.x2, other.x2) - max(self.x1, other.x1) > tolerance
                 and min(self.y2, other.y2) - max(self.y1, other.y1) > tolerance)
 
-    def inside(self, other: Box) -> bool:
-        return (self.x1 >= other.x1 - 0.5 and self.x2 <= other.x2 + 0.5 and self.y1 >= other.y1 - 0.5
-                and self.y2 <= other.y2 + 0.5)
+    def inside(self, other: Box, tolerance: float = 1.5) -> bool:
+        """Within `other`, give or take a stroke's half width."""
+        return (self.x1 >= other.x1 - tolerance and self.x2 <= other.x2 + tolerance
+                and self.y1 >= other.y1 - tolerance and self.y2 <= other.y2 + tolerance)
 
 
 @functools.lru_cache

@@ -16,18 +16,18 @@ from pathlib import Path
 import pytest
 from PIL import Image
 from pypdf import PdfReader
+from scene_boxes import FACES, collisions
 from story_runs import scenario_run
 
+from app.charts.scales import colour
 from app.pd.narration import step_words
 from app.present import story_slides
-from app.charts.scales import colour
 from app.present.cli import main
 from app.present.layout import FONT, GREY_SAFE, MIN_PT, PRINT, SCREEN, SIZE
 from app.present.numbers import NarrationError, narrate
 from app.present.pd import KEYS as PD_KEYS
 from app.present.slides import encoded, fitted, step_values
 from engine_model import STORIES
-from scene_boxes import FACES, collisions
 
 pytestmark = pytest.mark.xdist_group("figures")  # one worker builds the decks once
 LEFT_OVER = re.compile(r"\{[^{}]*\}")

@@ -7,6 +7,8 @@ slide's spec and corrects it until it is exactly its preset's size.
 from __future__ import annotations
 
 import html
+import json
+import math
 import re
 import textwrap
 from dataclasses import dataclass, field
@@ -135,10 +137,49 @@ def fit_chart(chart: dict, width: float, height: float, preset: Preset) -> list[
            "contains": "padding"}, "padding": {"left": 0, "top": 0, "right": edge, "bottom": edge}}
     if isinstance(own.get("height"), dict) and "step" in own["height"]:
         lanes = max(1, int(own.get("lanes", 1)))
-        step = max(0.2, (height - preset.chrome) / lanes)  # the plot's share per lane, before Vega's fit
-        out = _thin_strokes(_lane_labels(out, step, preset, height - preset.chrome), step)
+        plot = plot_height(out, height, preset)
+        step = max(0.2, plot / lanes)  # each lane's share of the plot
+        out = _thin_strokes(_lane_labels(out, step, preset, plot), step)
     out.pop("lanes", None)
     return [(0, 0, round(width), round(height), out)]
+
+
+def plot_height(spec: dict, height: float, preset: Preset) -> float:
+    """The plot's height in a box `height` tall, from what Vega will put above and below it: the title, the
+    tallest top legend (its title's lines and its rows of entries), the cursor's label, the time axis."""
+    size, guides = preset.chart, preset.guides.get("legend", {})
+    row = size * 1.25 + guides.get("rowPadding", 2)
+    legends = [0.0]
+    for enc in _encodings(spec):
+        for channel in ("color", "fill"):
+            field = enc.get(channel) or {}
+            legend, scale = field.get("legend", {}), field.get("scale", {})
+            if legend is None or not isinstance(scale, dict) or not isinstance(scale.get("domain"), list):
+                continue
+            title = legend.get("title", field.get("title"))
+            lines = len(title) if isinstance(title, list) else int(bool(title))
+            columns = legend.get("columns", guides.get("columns", 8))
+            rows = math.ceil(len(scale["domain"]) / (columns if isinstance(columns, int) else 1))
+            legends.append(lines * size * 1.25 + guides.get("titlePadding", 5) + rows * row)
+    names = json.dumps([v.get("name", "") for v in spec.get("layer", [])])
+    cursor = size * 1.3 if CURSOR_NAME in names else 0
+    title = preset.chart_title * 1.15 + preset.guides.get("title", {}).get("offset", 8)
+    axis = size * 2.3 + sum(preset.guides.get("axis", {}).get(k, 4) for k in ("tickSize", "labelPadding",
+                                                                             "titlePadding"))
+    top = max(legends) + round(size * 1.4 + 4) if max(legends) else cursor  # its offset holds the label
+    return max(preset.chart, height - title - top - axis - round(size / 3))
+
+
+def _encodings(node):
+    if isinstance(node, list):
+        for v in node:
+            yield from _encodings(v)
+    elif isinstance(node, dict):
+        if isinstance(node.get("encoding"), dict):
+            yield node["encoding"]
+        for k, v in node.items():
+            if k not in ("data", "datasets", "encoding"):
+                yield from _encodings(v)
 
 
 def _lane_labels(node, step: float, preset: Preset, plot: float = 0):
