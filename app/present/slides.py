@@ -271,7 +271,8 @@ def encoded(svg: str, fmt: str, preset: Preset = SCREEN) -> bytes:
         return svg.encode()
     if fmt == "png":
         if preset.dpi:
-            return small_png(vlc.svg_to_png(svg, ppi=preset.dpi), preset.dpi)
+            # resvg floors the pixel size, and 432 pt × 300 / 72 in floating point lands a hair under 1,800
+            return small_png(vlc.svg_to_png(svg, ppi=preset.dpi + 1e-3), preset.dpi)
         return small_png(vlc.svg_to_png(svg, scale=preset.png_scale))
     if fmt == "pdf":
         return vlc.svg_to_pdf(svg)
