@@ -26,7 +26,7 @@ from app.present.cli import main
 from app.present.layout import FONT, GREY_SAFE, MIN_PT, PRINT, SCREEN, SIZE
 from app.present.numbers import NarrationError, narrate
 from app.present.pd import KEYS as PD_KEYS
-from app.present.slides import encoded, fitted, step_values
+from app.present.slides import encoded, fitted, step_values, still
 from engine_model import STORIES
 
 pytestmark = pytest.mark.xdist_group("figures")  # one worker builds the decks once
@@ -294,3 +294,16 @@ def test_a_pd_deck_is_named_for_its_preset_and_says_its_own_deployment():
             assert "Settings:" not in first.settings and "ten o'clock" not in first.settings
         else:
             assert first.settings.startswith("Settings:") and "ten o'clock workload" in first.settings
+
+
+def test_a_step_still_is_the_slide_or_its_chart_alone(print_decks):
+    """`still`: what another deck format (PowerPoint) places for a step — the whole slide, or the chart in the
+    box the slide gives it, without the slide's title, numbers and settings."""
+    slide, svg = print_decks["forty_replies"][2]
+    assert still(slide, "svg", PRINT).decode() == svg
+    chart = still(slide, "svg", PRINT, "chart").decode()
+    (_, _, w, h, _), = slide.layout(PRINT)[1]
+    assert re.match(rf'<svg[^>]* width="{w}" height="{h}"', chart) and chart_part(chart) == chart_part(svg)
+    assert slide.title not in chart and "Settings:" not in chart
+    with pytest.raises(ValueError, match="expected slide or chart"):
+        still(slide, "svg", PRINT, "notes")

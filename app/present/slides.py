@@ -279,13 +279,22 @@ def encoded(svg: str, fmt: str, preset: Preset = SCREEN) -> bytes:
     raise ValueError(f"unknown slide format {fmt!r}; expected png, svg or pdf")
 
 
-def still(story_key: str, step: int, fmt: str = "svg", preset: Preset = SCREEN, runs: Runs | None = None,
-          values: dict | None = None) -> bytes:
-    """One tour step's still (1-based `step`) as `fmt` bytes: the slide a deck carries for it (for another
-    deck format, e.g. a PowerPoint slide's picture)."""
-    from app.present import story_slides  # here: the package imports this module
+def chart_svg(slide: Slide, preset: Preset = SCREEN) -> str:
+    """The slide's chart alone, as SVG the size of the box the slide gives it (its title, legend, axes and
+    plot; no slide title, numbers or settings): for a format that sets the slide's words itself."""
+    _, panels = slide.layout(preset)
+    x0, y0 = min(p[0] for p in panels), min(p[1] for p in panels)
+    size = (round(max(p[0] + p[2] for p in panels) - x0), round(max(p[1] + p[3] for p in panels) - y0))
+    return compose(size, [], [(x - x0, y - y0, vlc.vegalite_to_svg(spec)) for x, y, _, _, spec in panels])
 
-    return slide_bytes(story_slides(story_key, runs, values)[step - 1], fmt, preset)
+
+def still(slide: Slide, fmt: str = "svg", preset: Preset = SCREEN, part: str = "slide") -> bytes:
+    """One tour step's still as `fmt` (svg, png, pdf) bytes: the whole slide (`part="slide"`), as the deck
+    carries it, or its chart alone (`part="chart"`), for another deck format (a PowerPoint slide's picture,
+    its title and notes set as text). The slides of a story: `app.present.story_slides`."""
+    if part not in ("slide", "chart"):
+        raise ValueError(f"unknown still part {part!r}; expected slide or chart")
+    return encoded(fitted(slide, preset) if part == "slide" else chart_svg(slide, preset), fmt, preset)
 
 
 FORMATS = ("png", "svg", "pdf")
