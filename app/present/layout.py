@@ -138,8 +138,8 @@ def fit_chart(chart: dict, width: float, height: float, preset: Preset) -> list[
     if isinstance(own.get("height"), dict) and "step" in own["height"]:
         lanes = max(1, int(own.get("lanes", 1)))
         plot = plot_height(out, height, preset)
-        step = max(0.2, plot / lanes)  # each lane's share of the plot
-        out = _thin_strokes(_lane_labels(out, step, preset, plot), step)
+        step = plot / lanes  # each lane's share of the plot
+        out = _thin_strokes(_lane_labels(out, step, preset, plot), max(0.2, step))
     out.pop("lanes", None)
     return [(0, 0, round(width), round(height), out)]
 
@@ -217,10 +217,13 @@ def _lane_labels(node, step: float, preset: Preset, plot: float = 0):
 
 def kept_lanes(lanes: list[str], apart: float) -> list[str]:
     """The lanes whose labels fit `apart` lanes from one another: each group's first and last lane (a group:
-    the lane's name before its number), then lanes evenly between."""
+    the lane's name before its number), the smallest group's first ("log", "contracts-00"), then lanes
+    evenly between."""
     group = [str(lane).rsplit("-", 1)[0] for lane in lanes]
-    edges = [i for i in range(len(lanes)) if i == 0 or group[i] != group[i - 1]]
-    edges += [i for i in range(len(lanes)) if i == len(lanes) - 1 or group[i] != group[i + 1]]
+    size = {g: group.count(g) for g in set(group)}
+    first = [group.index(g) for g in sorted(size, key=lambda g: (size[g], group.index(g)))]
+    last = [len(group) - 1 - group[::-1].index(g) for g in sorted(size, key=lambda g: (size[g], g))]
+    edges = [i for pair in zip(first, last, strict=True) for i in pair]
     every = [round(k * apart) for k in range(int(len(lanes) / apart) + 1)]
     kept: list[int] = []
     for i in [*edges, *every]:
