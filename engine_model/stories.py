@@ -695,7 +695,7 @@ OTHER_STALL = Story(
         TourStep("The pool fills",
                  "KV used (blue) climbs to the pool size. No prefill is to blame — the running replies are "
                  "growing.",
-                 {}, ("retraction", 0), "kv"),
+                 {}, ("retraction", 0), "kv", veiled=True),
         TourStep("Retraction",
                  "There is no slot for the next token of every running reply, so SGLang retracts the ones "
                  "with the fewest tokens generated and sends them to the back of the queue. The dark grey "

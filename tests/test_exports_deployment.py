@@ -118,12 +118,12 @@ def test_the_slides_command_takes_the_deployment_and_draws_it(tmp_path, capsys):
     argv = ["figure", "ten_oclock_rush_pd", "--slides", str(out), "--formats", "svg", "--set",
             "model=llama-3.1-70b", "--set", "tp=8"]
     assert main(argv) == 0, capsys.readouterr().err
-    svg = svg_words((out / "ten_oclock_rush-05.svg").read_text())
+    svg = svg_words((out / "ten_oclock_rush_pd-01.svg").read_text())
     for text in (GPUS.split(" ", 2)[2], MODEL, "TP 8", SPLIT.split(" + ")[0]):
         assert text in svg, text
     assert not NOT_THE_PAGE.search(svg)
-    assert_the_buyers((out / "ten_oclock_rush-05.md").read_text())
-    upstream = (out / "ten_oclock_rush-06.md").read_text()
+    assert_the_buyers((out / "ten_oclock_rush_pd-01.md").read_text())
+    upstream = (out / "ten_oclock_rush_pd-02.md").read_text()
     assert "GLM-5" in upstream and "Llama" not in upstream
 
 

@@ -9,20 +9,24 @@ from __future__ import annotations
 
 import io
 import math
+import os
 import re
 from pathlib import Path
 
 import pytest
 from PIL import Image
 from pypdf import PdfReader
+from scene_boxes import FACES, collisions
 from story_runs import scenario_run
 
+from app.charts.scales import colour
 from app.pd.narration import step_words
 from app.present import story_slides
 from app.present.cli import main
-from app.present.layout import MIN_PT, PRINT, SCREEN, SIZE
+from app.present.layout import FONT, GREY_SAFE, MIN_PT, PRINT, SCREEN, SIZE
 from app.present.numbers import NarrationError, narrate
-from app.present.slides import encoded, fitted, step_values
+from app.present.pd import KEYS as PD_KEYS
+from app.present.slides import encoded, fitted, step_values, still
 from engine_model import STORIES
 
 pytestmark = pytest.mark.xdist_group("figures")  # one worker builds the decks once
@@ -37,8 +41,14 @@ def decks() -> dict:
     out = {}
     for key in STORIES:
         slides = story_slides(key, scenario_run)
-        out[key] = [(slide, fitted(slide)[1]) for slide in slides]
+        out[key] = [(slide, fitted(slide)) for slide in slides]
     return out
+
+
+@pytest.fixture(scope="session")
+def print_decks(decks) -> dict:
+    """Every story's tour at the print preset (the screen decks' runs), each slide with its SVG."""
+    return {key: [(slide, fitted(slide, PRINT)) for slide, _ in deck] for key, deck in decks.items()}
 
 
 @pytest.fixture(scope="session")
@@ -99,10 +109,10 @@ def test_the_pd_steps_compare_what_they_say(decks):
 
 def test_a_slide_is_one_1920x1080_page_as_svg_and_pdf_and_twice_that_as_png(decks):
     slide, svg = decks["forty_replies"][3]
-    spec, again = fitted(slide)
+    again = fitted(slide)
     assert again == svg and re.search(r'<svg[^>]* width="1920" height="1080"', svg)
-    assert Image.open(io.BytesIO(encoded(spec, svg, "png"))).size == (2 * SIZE[0], 2 * SIZE[1])  # for decks
-    page = PdfReader(io.BytesIO(encoded(spec, svg, "pdf"))).pages[0]
+    assert Image.open(io.BytesIO(encoded(svg, "png"))).size == (2 * SIZE[0], 2 * SIZE[1])  # for decks
+    page = PdfReader(io.BytesIO(encoded(svg, "pdf"))).pages[0]
     assert (float(page.mediabox.width), float(page.mediabox.height)) == SIZE
     assert slide.title in page.extract_text()  # text, not outlines
 
@@ -174,15 +184,132 @@ def text_problems(page, name: str, svg: str, size: tuple[int, int], smallest: fl
 
 
 @pytest.mark.browser
-def test_no_text_of_any_slide_overlaps_another_or_leaves_the_slide(browser, decks, printed):
+def test_no_text_of_any_slide_overlaps_another_or_leaves_the_slide(browser, decks, printed, print_decks):
     """Drawn text only: labels Vega hid to avoid an overlap (opacity 0) do not count. Every story's screen
-    slides, and the forty replies' print slides (there also: no text under 7 pt)."""
+    and print slides, and the forty replies' print slides as the command writes them (in print also: no
+    text under 7 pt)."""
     problems = []
     page = browser.new_page(viewport={"width": SIZE[0], "height": SIZE[1]})
     for deck in decks.values():
         for slide, svg in deck:
             problems += text_problems(page, slide.name, svg, SCREEN.size)
+    for deck in print_decks.values():
+        for slide, svg in deck:
+            problems += text_problems(page, f"print {slide.name}", svg, PRINT.size, MIN_PT)
     for path in sorted(printed.glob("*.svg")):
         problems += text_problems(page, f"print {path.stem}", path.read_text(), PRINT.size, MIN_PT)
     page.context.close()
     assert problems == []
+
+
+def chart_part(svg: str) -> str:
+    """A slide's SVG below its title: the chart panels drawn by Vega, nested in the page (layout.compose)."""
+    return "".join(re.findall(r"<svg x=.*?</svg>", svg, re.S))
+
+
+def test_every_story_builds_a_print_deck_whose_stills_all_differ_below_the_title(print_decks):
+    """Laid out by design, every print slide is 432 × 243 pt; each step's still shows its own cursor (and
+    veil, and marked lanes) as the app's tour does, so no two stills of a deck draw the same chart."""
+    for key, deck in print_decks.items():
+        for slide, svg in deck:
+            assert re.match(r'<svg[^>]* width="432" height="243"', svg), slide.name
+            assert chart_part(svg), slide.name
+        charts = [chart_part(svg) for _, svg in deck]
+        alike = [(a.name, b.name) for i, (a, _) in enumerate(deck) for j, (b, _) in enumerate(deck)
+                 if i < j and charts[i] == charts[j]]
+        assert alike == [], key
+
+
+def test_no_label_of_a_print_still_meets_a_mark_a_rule_or_another_text(print_decks):
+    """Vega's own scenegraph of each chart panel, every text measured in the face it is drawn with
+    (tests/scene_boxes.py): a label placed among the marks (a percentile's, the cursor's, a veil's) never
+    lies over a bar, a rule or a marker, and no text over another (axis, legend and title included)."""
+    found = []
+    for deck in print_decks.values():
+        for slide, _ in deck:
+            for *_, spec in slide.layout(PRINT)[1]:
+                found += [(slide.name, *pair) for pair in collisions(spec)]
+    assert found == []
+
+
+def test_the_collision_check_sees_a_label_over_a_bar():
+    bars = {"data": {"values": [{"x": 0, "x2": 10, "y": 0, "y2": 10}]}, "width": 100, "height": 50,
+            "layer": [{"mark": "rect", "encoding": {"x": {"field": "x", "type": "quantitative"},
+                                                    "x2": {"field": "x2"},
+                                                    "y": {"field": "y", "type": "quantitative"},
+                                                    "y2": {"field": "y2"}}},
+                      {"mark": {"type": "text", "text": "p50 0.015 s"},
+                       "encoding": {"x": {"datum": 5, "type": "quantitative"},
+                                    "y": {"datum": 5, "type": "quantitative"}}}]}
+    assert [label for label, _ in collisions(bars)] == ["p50 0.015 s"]
+
+
+def grey(hex_colour: str) -> int:
+    return Image.new("RGB", (1, 1), hex_colour).convert("L").getpixel((0, 0))
+
+
+def test_a_print_png_is_300_dpi_in_its_file_and_its_pass_kinds_stay_apart_in_grey(print_decks):
+    """The PNG says 300 dpi in its pHYs chunk (a layout program places it at 6 in); in grey, prefill, mixed
+    and decode are three levels at least 40 apart, and the still draws them (its greyscale pixels)."""
+    slide, svg = print_decks["ten_oclock_rush"][1]  # "Ten o'clock": the pass timeline, prefill and decode
+    image = Image.open(io.BytesIO(encoded(svg, "png", PRINT)))
+    assert image.info["dpi"] == pytest.approx((300, 300), abs=0.01)
+    assert image.size == (6 * 300, int(3.375 * 300))
+    levels = sorted(grey(c) for c in GREY_SAFE.values())
+    assert min(b - a for a, b in zip(levels, levels[1:], strict=False)) >= 40, levels
+    counts = image.convert("RGB").convert("L").histogram()
+    for kind in ("prefill", "decode"):
+        level = grey(GREY_SAFE[colour(kind)])
+        assert sum(counts[level - 1:level + 2]) > 2000, (kind, level)
+
+
+def test_print_keeps_lane_labels_where_lanes_are_thinner_than_a_label(print_decks):
+    """The forty replies' 41 lanes and the ten o'clock rush's 246 are a few points each in print: labels at
+    7 pt, the smallest group's first lane among them ("log", the long prompt's; the first contract's)."""
+    forty = " ".join(svg_texts(print_decks["forty_replies"][2][1]))
+    assert re.search(r"\blog\b", forty) and "streams-00" in forty
+    rush = " ".join(svg_texts(print_decks["ten_oclock_rush"][2][1]))
+    assert "contracts-00" in rush and re.search(r"questions-\d{3}", rush)
+
+
+def test_the_svg_names_the_face_its_pdf_and_png_are_drawn_with(print_decks):
+    """Every font-family of a print SVG is the stack naming Liberation Sans first (the face vl-convert draws
+    and embeds), then metric twins and generic sans-serif; the PDF embeds that face."""
+    if not (FACES / "LiberationSans-Regular.ttf").exists():
+        if os.environ.get("CI", "").lower() in ("1", "true"):
+            pytest.fail("fonts-liberation is missing and CI is set")
+        pytest.skip("fonts-liberation not installed")
+    slide, svg = print_decks["forty_replies"][0]
+    families = set(re.findall(r'font-family="([^"]*)"', svg))
+    assert families == {FONT} and FONT.startswith("Liberation Sans") and FONT.endswith("sans-serif")
+    pdf = PdfReader(io.BytesIO(encoded(svg, "pdf", PRINT)))
+    fonts = {str(f["/BaseFont"]) for f in pdf.pages[0]["/Resources"]["/Font"].get_object().values()}
+    assert fonts and all("LiberationSans" in f for f in fonts), fonts
+
+
+def test_a_pd_deck_is_named_for_its_preset_and_says_its_own_deployment():
+    for key, (workload, _) in PD_KEYS.items():
+        slides = story_slides(key, scenario_run)
+        assert [s.name for s in slides] == [f"{key}-{i:02d}" for i in range(1, len(slides) + 1)]
+        first = slides[0]
+        assert first.title.startswith("1. ")
+        if workload == "upstream":
+            assert "upstream test replica's own deployment" in first.settings
+            assert "Settings:" not in first.settings and "ten o'clock" not in first.settings
+        else:
+            assert first.settings.startswith("Settings:") and "ten o'clock workload" in first.settings
+
+
+def test_a_step_still_is_the_slide_or_its_chart_alone(print_decks):
+    """`still`: what another deck format (PowerPoint) places for a step — the whole slide, or the chart in the
+    box the slide gives it, without the slide's title, numbers and settings."""
+    slide, svg = print_decks["forty_replies"][2]
+    assert still(slide, "svg", PRINT).decode() == svg
+    chart = still(slide, "svg", PRINT, "chart").decode()
+    (_, _, w, h, _), = slide.layout(PRINT)[1]
+    placed = re.compile(r'<svg x="[^"]*" y="[^"]*"')  # each panel where its page puts it
+    assert re.match(rf'<svg[^>]* width="{w}" height="{h}"', chart)
+    assert placed.sub("<svg", chart_part(chart)) == placed.sub("<svg", chart_part(svg))
+    assert slide.title not in chart and "Settings:" not in chart
+    with pytest.raises(ValueError, match="expected slide or chart"):
+        still(slide, "svg", PRINT, "notes")

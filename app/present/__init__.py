@@ -129,11 +129,13 @@ def figure_epub(key: str | list[tuple[str, dict]], bundle: str | None = None, im
 
 
 def story_slides(key: str, runs=None, values: dict | None = None) -> list[Slide]:
-    """One slide per tour step of a story (the PD presets: the ten o'clock rush's PD steps). `values`: the
-    page's control values, whose deployment every step keeps as the app's tour keeps it (None: the story's
-    defaults)."""
+    """One slide per tour step of a story. A PD preset's deck: the ten o'clock rush's PD steps, those on the
+    preset's own workload first, named for the preset (`upstream_pd_replica-01`), numbered from 1, each with
+    its own deployment's settings line. `values`: the page's control values, whose deployment every step
+    keeps as the app's tour keeps it (None: the story's defaults)."""
     if key in PD_KEYS:
-        story = story_of("ten_oclock_rush", values)
-        return [step_slide(story, i, step, runs or _run, values) for i, step in enumerate(story.tour, 1)
-                if step.focus == "pd"]
+        story, workload = story_of("ten_oclock_rush", values), PD_KEYS[key][0]
+        steps = sorted((s for s in story.tour if s.focus == "pd"),
+                       key=lambda s: s.section.get("preset", "rush") != workload)
+        return [step_slide(story, i, step, runs or _run, values, deck=key) for i, step in enumerate(steps, 1)]
     return tour_slides(story_of(key, values), runs or _run, values)

@@ -84,10 +84,13 @@ def wrapped(line: str, limit: int = LINE_CHARS) -> list[str]:
     return out
 
 
-def export_spec(spec: dict, title: str, lines: tuple[str, ...] = (), width: int = EXPORT_WIDTH) -> dict:
+def export_spec(spec: dict, title: str, lines: tuple[str, ...] = (), width: int = EXPORT_WIDTH,
+                cursor: bool = False) -> dict:
     """The spec as a downloaded image shows it: a title with the settings and headline under it, a fixed
-    width, white background; no cursor and no click selection (`params`)."""
-    out = _fixed_width(_without_cursor(copy.deepcopy(spec)), width)
+    width, white background; no click selection (`params`), and no cursor unless `cursor` (a tour step's
+    still shows its step's cursor, as the app's tour does)."""
+    spec = copy.deepcopy(spec)
+    out = _fixed_width(spec if cursor else _without_cursor(spec), width)
     out.pop("params", None)
     out["title"] = title_block(title, lines)
     out["background"] = "white"
@@ -167,10 +170,11 @@ def render(spec: dict, fmt: str, scale: float = 2) -> bytes:
     raise ValueError(f"unknown image format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
 
-def small_png(data: bytes) -> bytes:
-    """A chart's PNG in 256 colours (no dithering): it looks the same and is ~15x smaller to attach."""
+def small_png(data: bytes, dpi: float = 0) -> bytes:
+    """A chart's PNG in 256 colours (no dithering): it looks the same and is ~15x smaller to attach; `dpi`
+    written in its pHYs chunk (0: none)."""
     image = Image.open(io.BytesIO(data)).convert("RGB")
     out = io.BytesIO()
     image.quantize(colors=256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE).save(
-        out, "PNG", optimize=True)
+        out, "PNG", optimize=True, **({"dpi": (dpi, dpi)} if dpi else {}))
     return out.getvalue()

@@ -6,13 +6,14 @@ slide's spec and corrects it until it is exactly its preset's size.
 
 from __future__ import annotations
 
+import html
+import json
+import math
 import re
 import textwrap
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import vl_convert as vlc
-
+from app.charts.scales import CURSOR_NAME, colour
 from app.present.shown import room_spec
 
 
@@ -31,6 +32,7 @@ class Preset:
     chrome: int  # room a chart needs around its plot: its title, legend and time axis
     spacing: int
     png_scale: float  # a PNG's pixels per unit: 2× for a deck; 300 dpi in print
+    dpi: int = 0  # print: the PNG's resolution, written in the file (0: a screen's pixels, no stated size)
     caption: bool = True  # the narration on the slide (print: in the notes, for the book to set as caption)
     guides: dict = field(default_factory=dict)  # axis, legend, title spacing where Vega's (px) are too big
 
@@ -39,11 +41,16 @@ SCREEN = Preset("screen", (1920, 1080), pad=48,
                 text={"title": 52, "numbers": 30, "caption": 30, "settings": 21}, chart=17, chart_title=22,
                 y_axis=140, chrome=150, spacing=18, png_scale=2)
 PRINT = Preset("print", (432, 243), pad=12, text={"title": 11, "numbers": 8, "caption": 8, "settings": 7},
-               chart=7, chart_title=8, y_axis=34, chrome=46, spacing=4, png_scale=300 / 72, caption=False,
+               chart=7, chart_title=8, y_axis=34, chrome=46, spacing=4, png_scale=300 / 72, dpi=300,
+               caption=False,
                guides={"axis": {"tickSize": 3, "labelPadding": 2, "titlePadding": 3},
                        "legend": {"symbolSize": 30, "columnPadding": 6, "rowPadding": 1, "titlePadding": 2,
                                   "labelOffset": 2, "offset": 6, "columns": 8},
                        "title": {"offset": 4, "subtitlePadding": 2}})
+# Print is often read in grey: the pass kinds' colours at three lightness steps (grey levels about 57, 119
+# and 185 of 255, where the screen's are 87, 106 and 119), each keeping its hue. The screen keeps the app's.
+GREY_SAFE = {colour("decode"): "#004A7A", colour("mixed"): "#1FA37A", colour("prefill"): "#F7A872"}
+MIN_PLOT = {"screen": 100, "print": 40}  # the least plot height a slide's text may leave its chart
 PRESETS = {p.name: p for p in (SCREEN, PRINT)}
 SIZE = SCREEN.size
 MIN_PT = 7  # the smallest text a print slide (or a lane label on screen) may carry
@@ -59,64 +66,170 @@ def chart_config(config: dict, preset: Preset) -> dict:
     guides = preset.guides
     return {**config, "axis": {**config["axis"], **fonts, "labelOverlap": "greedy", **guides.get("axis", {})},
             "axisY": {"labelOverlap": "greedy"},
-            "legend": {**config["legend"], **fonts, **guides.get("legend", {})},
+            "legend": {**config["legend"], **fonts, **guides.get("legend", {}),
+                       "offset": round(preset.chart * 1.4 + 4)},  # a cursor's label between it and the plot
             "title": {"fontSize": preset.chart_title, **guides.get("title", {})},
             "text": {"fontSize": preset.chart}, "view": {"stroke": None},
-            "aria": False}  # an image: no ARIA text per mark
+            "font": FONT, "aria": False}  # an image: no ARIA text per mark
 
 
-def text_view(text: str, role: str, width: int, preset: Preset, bold: bool = False) -> dict:
+FONT = "Liberation Sans, Arimo, Arial, Helvetica, sans-serif"  # the face vl-convert draws and embeds first
+MARKED_LABEL = f"{CURSOR_NAME}_marked_label"  # app.charts.timelines._marked_lanes: a diamond's words
+GAP = 36  # px between two charts side by side on a screen slide (scaled to the preset)
+
+
+@dataclass(frozen=True)
+class Text:
+    """A block of text laid out by hand: its wrapped lines, at the preset's size for its role."""
+
+    lines: tuple[str, ...]
+    size: float
+    colour: str
+    bold: bool = False
+
+    @property
+    def height(self) -> float:
+        return len(self.lines) * self.size * LINE
+
+    def svg(self, x: float, y: float) -> str:
+        """Each line as an SVG <text>, its baseline one font size under the top of its line box (the half
+        leading and the face's ascent, about 0.1 + 0.9 of a size)."""
+        weight = ' font-weight="bold"' if self.bold else ""
+        return "".join(
+            f'<text x="{x:g}" y="{y + self.size * (i * LINE + 1):.2f}" font-family="{FONT}" '
+            f'font-size="{self.size:g}" fill="{self.colour}"{weight}>{html.escape(line)}</text>'
+            for i, line in enumerate(self.lines))
+
+
+def text_block(text: str, role: str, width: float, preset: Preset, bold: bool = False) -> Text:
+    """`text` wrapped to `width` at the preset's size for `role`; a number never parts from its unit."""
     size = preset.text[role]
     text = re.sub(r" (?=\(unchanged\))", "\u00a0", text)  # "7 → 7 (unchanged)" never parts,
     text = re.sub(r"(\d) (?=(?:ms|s|tok/s|MB)\b)", "\\1\u00a0", text)  # nor "7.0 s"
-    lines = textwrap.wrap(text, max(20, int(width / size * CHARS_PER_EM))) or [""]
-    mark = {"type": "text", "align": "left", "baseline": "top", "fontSize": size, "lineHeight": size * LINE,
-            "color": "#222222" if role != "settings" else "#555555"}
-    if bold:
-        mark["fontWeight"] = "bold"
-    return {"data": {"values": [{}]}, "mark": mark, "width": width, "height": round(len(lines) * size * LINE),
-            "encoding": {"text": {"value": lines}, "x": {"value": 0}, "y": {"value": 0}}}
+    per_line = max(20, int(width / size * CHARS_PER_EM * (0.93 if bold else 1)))
+    lines = textwrap.wrap(text, per_line) or [""]
+    return Text(tuple(lines), size, "#222222" if role != "settings" else "#555555", bold)
 
 
-def fit_chart(chart: dict, width: int, height: int, preset: Preset) -> dict:
-    """The chart at the slide's width and the height left; a chart of lanes gives each lane its share."""
-    out = dict(chart)
-    if "hconcat" in out:
-        spacing = out.get("spacing", 36) * preset.size[0] / SCREEN.size[0]
-        out["spacing"] = round(spacing)
-        part = (width - out["spacing"] * (len(out["hconcat"]) - 1)) // len(out["hconcat"])
-        out["hconcat"] = [fit_chart(v, part, height, preset) for v in out["hconcat"]]
-        return out
-    if "vconcat" in out:
-        out["vconcat"] = [fit_chart(v, width, height // len(out["vconcat"]), preset) for v in out["vconcat"]]
-        return out
-    out["width"] = width - preset.y_axis  # the y axis, its labels and title sit to the left of the plot
-    if isinstance(out.get("height"), dict) and "step" in out["height"]:
-        lanes = max(1, int(out.get("lanes", 1)))
-        step = round(max(0.2, min(out["height"]["step"] * 3, height / lanes)), 2)
-        out["height"] = {"step": step}
-        out = _thin_strokes(_lane_labels(out, step, preset), step)
-    else:
-        out["height"] = max(20, height)
+Panel = tuple[float, float, float, float, dict]  # x, y, width, height (the box it fills) and its spec
+
+
+def fit_chart(chart: dict, width: float, height: float, preset: Preset) -> list[Panel]:
+    """The chart as panels filling the box `width` × `height` exactly: one spec per view, each drawn by Vega
+    with `autosize: fit`, so its axes, legend and title are inside its box by construction and its plot takes
+    the rest (no second draw). Views side by side (hconcat) share the width; stacked ones the height. A chart
+    of lanes shares its plot's height among them, its lane labels sized to the lane."""
+    shared = {k: chart[k] for k in ("$schema", "datasets", "config") if k in chart}
+    own = {k: v for k, v in chart.items() if k not in shared}
+    for how, along in (("hconcat", 0), ("vconcat", 1)):
+        if how in own:
+            views, gap = own[how], round(own.get("spacing", GAP) * preset.size[0] / SCREEN.size[0])
+            share = ((width, height)[along] - gap * (len(views) - 1)) / len(views)
+            panels = []
+            for i, view in enumerate(views):
+                x, y = (i * (share + gap), 0) if along == 0 else (0, i * (share + gap))
+                w, h = (share, height) if along == 0 else (width, share)
+                panels += [(x + px, y + py, pw, ph, spec)
+                           for px, py, pw, ph, spec in fit_chart({**shared, **view}, w, h, preset)]
+            return panels
+    edge = round(preset.chart / 3)  # Vega's bounds stop at a text's baseline box: room for descenders
+    out = {**shared, **own, "width": round(width), "height": round(height), "autosize": {"type": "fit",
+           "contains": "padding"}, "padding": {"left": 0, "top": 0, "right": edge, "bottom": edge}}
+    if isinstance(own.get("height"), dict) and "step" in own["height"]:
+        lanes = max(1, int(own.get("lanes", 1)))
+        plot = plot_height(out, height, preset)
+        step = plot / lanes  # each lane's share of the plot
+        out = _thin_strokes(_lane_labels(out, step, preset, plot), max(0.2, step))
     out.pop("lanes", None)
-    return out
+    return [(0, 0, round(width), round(height), out)]
 
 
-def _lane_labels(node, step: int, preset: Preset):
-    """Lane labels that fit their lane: smaller type, down to MIN_PT, or none when a lane is too thin."""
+def plot_height(spec: dict, height: float, preset: Preset) -> float:
+    """The plot's height in a box `height` tall, from what Vega will put above and below it: the title, the
+    tallest top legend (its title's lines and its rows of entries), the cursor's label, the time axis."""
+    size, guides = preset.chart, preset.guides.get("legend", {})
+    row = size * 1.25 + guides.get("rowPadding", 2)
+    legends = [0.0]
+    for enc in _encodings(spec):
+        for channel in ("color", "fill"):
+            field = enc.get(channel) or {}
+            legend, scale = field.get("legend", {}), field.get("scale", {})
+            if legend is None or not isinstance(scale, dict) or not isinstance(scale.get("domain"), list):
+                continue
+            title = legend.get("title", field.get("title"))
+            lines = len(title) if isinstance(title, list) else int(bool(title))
+            columns = legend.get("columns", guides.get("columns", 8))
+            rows = math.ceil(len(scale["domain"]) / (columns if isinstance(columns, int) else 1))
+            legends.append(lines * size * 1.25 + guides.get("titlePadding", 5) + rows * row)
+    names = json.dumps([v.get("name", "") for v in spec.get("layer", [])])
+    cursor = size * 1.3 if CURSOR_NAME in names else 0
+    title = preset.chart_title * 1.15 + preset.guides.get("title", {}).get("offset", 8)
+    axis = size * 2.3 + sum(preset.guides.get("axis", {}).get(k, 4) for k in ("tickSize", "labelPadding",
+                                                                             "titlePadding"))
+    top = max(legends) + round(size * 1.4 + 4) if max(legends) else cursor  # its offset holds the label
+    return max(preset.chart, height - title - top - axis - round(size / 3))
+
+
+def _encodings(node):
     if isinstance(node, list):
-        return [_lane_labels(v, step, preset) for v in node]
+        for v in node:
+            yield from _encodings(v)
+    elif isinstance(node, dict):
+        if isinstance(node.get("encoding"), dict):
+            yield node["encoding"]
+        for k, v in node.items():
+            if k not in ("data", "datasets", "encoding"):
+                yield from _encodings(v)
+
+
+def _lane_labels(node, step: float, preset: Preset, plot: float = 0):
+    """Lane labels that fit their lane: smaller type, down to MIN_PT; where lanes are thinner than that, the
+    labels that fit at MIN_PT with room between them (`kept_lanes`: each group's first and last lane first,
+    "log" and "questions-239" say where a group sits). A y title longer than the plot (`plot`, its height)
+    breaks into two lines."""
+    if isinstance(node, list):
+        return [_lane_labels(v, step, preset, plot) for v in node]
     if not isinstance(node, dict):
         return node
-    out = {k: _lane_labels(v, step, preset) for k, v in node.items() if k not in ("datasets", "data")}
+    out = {k: _lane_labels(v, step, preset, plot) for k, v in node.items() if k not in ("datasets", "data")}
     out.update({k: node[k] for k in ("datasets", "data") if k in node})
-    axis = out.get("encoding", {}).get("y", {}).get("axis")
-    if isinstance(axis, dict) and axis.get("labels", True):
+    y = out.get("encoding", {}).get("y", {})
+    axis = y.get("axis")
+    if isinstance(axis, dict) and "labelExpr" not in axis:
         size = min(preset.chart, step - 2)
-        fitted = ({**axis, "labelFontSize": size} if size >= MIN_PT
-                  else {**axis, "labels": False, "ticks": False})
-        out["encoding"] = {**out["encoding"], "y": {**out["encoding"]["y"], "axis": fitted}}
+        domain = (y.get("scale") or {}).get("domain")
+        if size >= MIN_PT:
+            fitted = {**axis, "labels": True, "ticks": True, "labelFontSize": size}
+        elif isinstance(domain, list) and domain:
+            fitted = {**axis, "labels": True, "ticks": True, "labelFontSize": MIN_PT,
+                      "values": kept_lanes(domain, MIN_PT * 1.15 / step), "labelOverlap": False}
+        else:
+            fitted = {**axis, "labels": False, "ticks": False}
+        y = {**y, "axis": fitted}
+    title = y.get("title")
+    if isinstance(title, str) and plot and len(title) * preset.chart * 0.55 > plot and " " in title:
+        cut = min((i for i, c in enumerate(title) if c == " "), key=lambda i: abs(i - len(title) / 2))
+        y = {**y, "title": [title[:cut], title[cut + 1:]]}
+    if y:
+        out["encoding"] = {**out["encoding"], "y": y}
     return out
+
+
+def kept_lanes(lanes: list[str], apart: float) -> list[str]:
+    """The lanes whose labels fit `apart` lanes from one another: each group's first and last lane (a group:
+    the lane's name before its number), the smallest group's first ("log", "contracts-00"), then lanes
+    evenly between."""
+    group = [str(lane).rsplit("-", 1)[0] for lane in lanes]
+    size = {g: group.count(g) for g in set(group)}
+    first = [group.index(g) for g in sorted(size, key=lambda g: (size[g], group.index(g)))]
+    last = [len(group) - 1 - group[::-1].index(g) for g in sorted(size, key=lambda g: (size[g], g))]
+    edges = [i for pair in zip(first, last, strict=True) for i in pair]
+    every = [round(k * apart) for k in range(int(len(lanes) / apart) + 1)]
+    kept: list[int] = []
+    for i in [*edges, *every]:
+        if i < len(lanes) and all(abs(i - j) >= apart for j in kept):
+            kept.append(i)
+    return [lanes[i] for i in sorted(kept)]
 
 
 FONT_KEYS = ("fontSize", "labelFontSize", "titleFontSize", "subtitleFontSize")
@@ -138,6 +251,18 @@ def sized_text(node, preset: Preset):
     return out
 
 
+def recoloured(node, colours: dict[str, str]):
+    """Every colour the chart names (a mark's, a scale's range) swapped as `colours` says; data is not
+    walked."""
+    if isinstance(node, list):
+        return [recoloured(v, colours) for v in node]
+    if isinstance(node, str):
+        return colours.get(node.upper(), node)
+    if not isinstance(node, dict):
+        return node
+    return {k: (v if k in ("data", "datasets") else recoloured(v, colours)) for k, v in node.items()}
+
+
 def opaque(node):
     """A mark of one colour drawn see-through (the token ticks at 0.8) as the opaque colour it
     makes on white: a PDF gives every see-through mark a graphics state of its own (a megabyte a slide)."""
@@ -156,15 +281,21 @@ def opaque(node):
 
 
 def _thin_strokes(node, step: float):
-    """Outlines no wider than a fifth of a lane, so a thin lane keeps its colour (a stall's shade)."""
+    """Outlines no wider than a fifth of a lane, so a thin lane keeps its colour (a stall's shade); a marker
+    (the cursor's diamonds) no taller than two lanes; and on lanes too thin for a label beside a diamond, no
+    such label (the lane labels and the notes name the lane: on a thin lane it would cover its neighbours)."""
     if isinstance(node, list):
         return [_thin_strokes(v, step) for v in node]
     if not isinstance(node, dict):
         return node
     out = {k: (v if k in ("data", "datasets") else _thin_strokes(v, step)) for k, v in node.items()}
+    if isinstance(out.get("layer"), list) and step < MIN_PT + 2:
+        out["layer"] = [v for v in out["layer"] if v.get("name") != MARKED_LABEL]
     mark = out.get("mark")
     if isinstance(mark, dict) and mark.get("strokeWidth", 0) > step / 5:
-        out["mark"] = {**mark, "strokeWidth": round(step / 5, 2)}
+        mark = out["mark"] = {**mark, "strokeWidth": round(step / 5, 2)}
+    if isinstance(mark, dict) and mark.get("type") == "point" and mark.get("size", 0) > (2 * step) ** 2:
+        out["mark"] = {**mark, "size": round(max(6.0, (2 * step) ** 2), 1)}
     return out
 
 
@@ -173,30 +304,18 @@ def with_lanes(spec: dict, count: int) -> dict:
     return {**spec, "lanes": count} if isinstance(spec.get("height"), dict) else spec
 
 
-def fit(spec_of: Callable[[tuple[int, int]], dict], preset: Preset, name: str = "slide") -> tuple[dict, str]:
-    """`spec_of(slack)`'s spec at exactly the preset's size, and its SVG. Vega sizes a chart's axes and
-    legends only when it draws them, so: draw, give the chart what the estimate missed (or what it left
-    over: `slack`), draw again; padding takes what a chart of lanes cannot."""
-    slack = (0, 0)
-    for _ in range(4):
-        spec = spec_of(slack)
-        svg = vlc.vegalite_to_svg(spec)
-        miss = _miss(svg, preset)
-        if miss == (0, 0):
-            return spec, svg
-        if min(miss) < 0 or slack == (0, 0):
-            slack = (slack[0] + miss[0], slack[1] + miss[1])
-            continue
-        pad = preset.pad
-        spec["padding"] = {"left": pad, "top": pad, "right": pad + miss[0], "bottom": pad + miss[1]}
-        svg = vlc.vegalite_to_svg(spec)
-        if _miss(svg, preset) == (0, 0):
-            return spec, svg
-    raise ValueError(f"{name}: the slide does not fit {preset.size[0]}x{preset.size[1]} "
-                     f"({_miss(svg, preset)} off); update app.present.layout.PRINT / SCREEN")
-
-
-def _miss(svg: str, preset: Preset) -> tuple[int, int]:
-    """(width, height) the preset has beyond what `svg` takes: negative where the slide is too large."""
-    w, h = (float(v) for v in re.search(r'width="([\d.]+)" height="([\d.]+)"', svg).groups())
-    return preset.size[0] - round(w), preset.size[1] - round(h)
+def compose(size: tuple[int, int], texts: list[tuple[float, float, Text]],
+            panels: list[tuple[float, float, str]]) -> str:
+    """One SVG page of `size`: the texts at their places and each panel's SVG (drawn at its box's size) nested
+    at its place, every id a panel defines made its own (two panels' clip paths never clash)."""
+    body = [t.svg(x, y) for x, y, t in texts]
+    for n, (x, y, svg) in enumerate(panels):
+        inner = re.sub(r"^.*?<svg[^>]*>|</svg>\s*$", "", svg, flags=re.S)
+        for name in set(re.findall(r'id="([^"]+)"', inner)):
+            inner = re.sub(rf'(id="|#){re.escape(name)}(?=["\)])', rf"\g<1>p{n}-{name}", inner)
+        w, h = re.search(r'<svg[^>]* width="([\d.]+)" height="([\d.]+)"', svg).groups()
+        body.append(f'<svg x="{x:g}" y="{y:g}" width="{w}" height="{h}" viewBox="0 0 {w} {h}">{inner}</svg>')
+    width, height = size
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" '
+            f'version="1.1" width="{width}" height="{height}" viewBox="0 0 {width} {height}">'
+            f'<rect width="{width}" height="{height}" fill="white"/>{"".join(body)}</svg>')

@@ -20,25 +20,31 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import altair as alt
 import vl_convert as vlc
 from pypdf import PdfReader, PdfWriter
 
-from app.charts import views
+from app.charts import timelines, views
 from app.charts.frames import RunFrames
 from app.pd import tables
 from app.pd.presets import pd_scenario
 from app.present.export import export_spec, joined, small_png
 from app.present.fmt import fmt_seconds
 from app.present.layout import (
+    GREY_SAFE,
+    MIN_PLOT,
     SCREEN,
     SIZE,
+    Panel,
     Preset,
+    Text,
     chart_config,
-    fit,
+    compose,
     fit_chart,
     opaque,
+    recoloured,
     sized_text,
-    text_view,
+    text_block,
     with_lanes,
 )
 from app.present.numbers import card, fmt_rate, headline_rows, narrate
@@ -60,24 +66,39 @@ class Slide:
     chart_title: str
     compared: str = "SGLang's defaults → this step"  # what the numbers set side by side
 
-    def spec(self, preset: Preset = SCREEN, slack: tuple[int, int] = (0, 0)) -> dict:
-        """The whole slide as one Vega-Lite spec, every text wrapped to the slide, the chart in the room the
-        text leaves (less `slack`, what a render measured beyond the estimate): see `fitted`."""
-        width = preset.size[0] - 2 * preset.pad + slack[0]
-        parts = [text_view(self.title, "title", width, preset, bold=True),
-                 text_view(self.numbers, "numbers", width, preset), None,
-                 text_view(self.caption, "caption", width, preset) if preset.caption else None,
-                 text_view(self.settings, "settings", width, preset)]
-        parts = [p for i, p in enumerate(parts) if p or i == 2]
-        used = sum(p["height"] for p in parts if p) + (len(parts) - 1) * preset.spacing
-        own = opaque(sized_text({k: v for k, v in self.chart.items()
-                                   if k not in ("$schema", "config", "datasets")}, preset))
-        room = preset.size[1] - 2 * preset.pad - used - preset.chrome + slack[1]
-        parts[2] = fit_chart(own, width, room, preset)
-        return {"$schema": self.chart.get("$schema"), "datasets": self.chart.get("datasets", {}),
-                "config": chart_config(self.chart.get("config", {}), preset), "vconcat": parts,
-                "spacing": preset.spacing, "padding": preset.pad, "background": "white",
-                "resolve": {"scale": {"color": "independent"}}}
+    def layout(self, preset: Preset = SCREEN) -> tuple[list[tuple[float, float, Text]], list[Panel]]:
+        """The slide laid out on its page by design, from the page box down: the texts wrapped to the width
+        at the preset's sizes (each block's height is its lines'), and the chart's panels filling exactly the
+        room they leave (app.present.layout.fit_chart). (text blocks at (x, y), chart panels at (x, y))."""
+        pad, gap = preset.pad, preset.spacing
+        width = preset.size[0] - 2 * pad
+        above = [text_block(self.title, "title", width, preset, bold=True),
+                 text_block(self.numbers, "numbers", width, preset)]
+        below = [text_block(self.caption, "caption", width, preset)] if preset.caption else []
+        below.append(text_block(self.settings, "settings", width, preset))
+        texts, y = [], pad
+        for block in above:
+            texts.append((pad, y, block))
+            y += block.height + gap
+        tail = sum(b.height + gap for b in below)
+        room = preset.size[1] - pad - y - tail
+        if room < preset.chrome + MIN_PLOT[preset.name]:
+            raise ValueError(f"{self.name}: the text leaves the chart {room:.0f} of {preset.size[1]} units; "
+                             "shorten the slide's text")
+        chart = opaque(sized_text(self.chart, preset))
+        chart = recoloured(chart, GREY_SAFE) if preset.name == "print" else chart
+        chart = {**chart, "config": chart_config(chart.get("config", {}), preset)}
+        panels = [(pad + x, y + py, w, h, spec)
+                  for x, py, w, h, spec in fit_chart(chart, width, room, preset)]
+        y += room + gap
+        for block in below:
+            texts.append((pad, y, block))
+            y += block.height + gap
+        return texts, panels
+
+    def chart_spec(self, preset: Preset = SCREEN) -> list[Panel]:
+        """The chart alone, as the slide draws it (its panels at their places on the slide)."""
+        return self.layout(preset)[1]
 
     def notes(self) -> str:
         """Speaker notes: what to say, the numbers, what the chart shows, the settings."""
@@ -105,14 +126,16 @@ def tour_slides(story: Story, runs: Runs, values: dict | None = None) -> list[Sl
     return [step_slide(story, i, step, runs, values) for i, step in enumerate(story.tour, 1)]
 
 
-def step_slide(story: Story, i: int, step: TourStep, runs: Runs, page: dict | None = None) -> Slide:
+def step_slide(story: Story, i: int, step: TourStep, runs: Runs, page: dict | None = None,
+               deck: str | None = None) -> Slide:
+    """Step `step`, the `i`th slide of deck `deck` (None: the story's own deck)."""
     values = step_values(story, step, page)
     scenario = story.scenario(values)
     now = runs(scenario)
     base = runs(story.scenario(story.baseline_values(values, step.versus)))
     caption = narrate(step.say, story, base, now, step.cursor)
     settings = "Settings: " + " · ".join(run_settings(story, values, now.summary.config)) + "."
-    name = f"{story.key}-{i:02d}"
+    name = f"{deck or story.key}-{i:02d}"
     if step.focus == "pd":
         preset = step.section.get("preset", "rush")
         from app.pd.narration import step_words  # here: app.pd.narration imports app.present's package
@@ -129,17 +152,30 @@ def step_slide(story: Story, i: int, step: TourStep, runs: Runs, page: dict | No
     if ranges is not None and any(h.band for h in rows):
         settings = f"{settings} {ranges.band.words()}"
     view = _view(story, step, now)
-    chart = with_lanes(export_spec(view.build().to_dict(validate=False), view.title, (), SIZE[0]),
-                   len(now.request_order) if view.chart_id == "tokens" else len(now.lanes))
+    spec = export_spec(view.build().to_dict(validate=False), view.title, (), SIZE[0], cursor=True)
+    chart = with_lanes(spec, len(now.request_order) if view.chart_id == "tokens" else len(now.lanes))
     return Slide(name, f"{i}. {step.title}", numbers, caption, settings, chart, view.title)
 
 
 def _view(story: Story, step: TourStep, run: RunFrames) -> views.View:
+    """The chart a step points at as the app's tour draws it (app.story.timeline): the cursor at the step's
+    pass (`step.cursor`), the lanes that pass touched marked on the token streams, and for a step that
+    keeps what comes next for later (`veiled`) everything past the cursor veiled — on whatever time chart
+    the step shows. The gaps histogram has no time axis: no cursor."""
     if step.focus == "itl":
         return views.story_view(run, f"itl-{story.stream_group}")
-    veil = (float(run.iterations.iloc[cursor.resolve(run.iterations, step.cursor)]["start_at"])
-            if step.veiled and len(run.iterations) else None)  # what the app's tour veils, as it veils it
-    return views.story_view(run, FOCUS.get(step.focus, "tokens"), veil)
+    chart_id = FOCUS.get(step.focus, "tokens")
+    if not len(run.iterations):
+        return views.story_view(run, chart_id)
+    row = run.iterations.iloc[cursor.resolve(run.iterations, step.cursor)]
+    at = float(row["start_at"])
+    index = int(row["index"]) if len(run.lanes) == 1 else None
+    veil = at if step.veiled else None
+    view = next(v for v in views.story_views(run, at, index, cursor.marked_lanes(run, row), veil)
+                if v.chart_id == chart_id)
+    if veil is None or chart_id == "tokens" or veil >= run.end_at:
+        return view
+    return view._replace(build=lambda: alt.layer(view.build(), timelines.veil_layer(veil, run.end_at)))
 
 
 # The PD section as a tour step sets it (the tour puts it back to app.pd.params.DEFAULTS): the preset's decode
@@ -211,30 +247,54 @@ def _pair(before, now, unit: str) -> str:
 
 
 # -- files -------------------------------------------------------------------------------------------
-def fitted(slide: Slide, preset: Preset = SCREEN) -> tuple[dict, str]:
-    """The slide's spec at exactly the preset's size, and its SVG (app.present.layout.fit)."""
-    return fit(lambda slack: slide.spec(preset, slack), preset, slide.name)
+def fitted(slide: Slide, preset: Preset = SCREEN) -> str:
+    """The slide as one SVG exactly its preset's size, laid out by design (`Slide.layout`): each chart panel
+    drawn once by vl-convert at its box's size, nested in the page beside the text."""
+    texts, panels = slide.layout(preset)
+    return compose(preset.size, texts, [(x, y, vlc.vegalite_to_svg(spec)) for x, y, _, _, spec in panels])
 
 
 def slide_svg(slide: Slide, preset: Preset = SCREEN) -> str:
     """The slide as SVG (text stays text), exactly the preset's size."""
-    return fitted(slide, preset)[1]
+    return fitted(slide, preset)
 
 
 def slide_bytes(slide: Slide, fmt: str, preset: Preset = SCREEN) -> bytes:
-    return encoded(*fitted(slide, preset), fmt, preset)
+    return encoded(fitted(slide, preset), fmt, preset)
 
 
-def encoded(spec: dict, svg: str, fmt: str, preset: Preset = SCREEN) -> bytes:
-    """A fitted slide as SVG, PDF (one page, text selectable) or PNG (the preset's scale: 2× a screen slide,
-    300 dpi a print one), each rendered by vl-convert from the same spec."""
+def encoded(svg: str, fmt: str, preset: Preset = SCREEN) -> bytes:
+    """A fitted slide as SVG, PDF (one page, text selectable) or PNG (2× a screen slide; at 300 dpi a print
+    one, with the DPI written in the file's pHYs chunk so a layout program places it at its size), each
+    from the same SVG."""
     if fmt == "svg":
         return svg.encode()
     if fmt == "png":
-        return small_png(vlc.vegalite_to_png(spec, scale=preset.png_scale))
+        if preset.dpi:
+            # resvg floors the pixel size, and 432 pt × 300 / 72 in floating point lands a hair under 1,800
+            return small_png(vlc.svg_to_png(svg, ppi=preset.dpi + 1e-3), preset.dpi)
+        return small_png(vlc.svg_to_png(svg, scale=preset.png_scale))
     if fmt == "pdf":
-        return vlc.vegalite_to_pdf(spec)
+        return vlc.svg_to_pdf(svg)
     raise ValueError(f"unknown slide format {fmt!r}; expected png, svg or pdf")
+
+
+def chart_svg(slide: Slide, preset: Preset = SCREEN) -> str:
+    """The slide's chart alone, as SVG the size of the box the slide gives it (its title, legend, axes and
+    plot; no slide title, numbers or settings): for a format that sets the slide's words itself."""
+    _, panels = slide.layout(preset)
+    x0, y0 = min(p[0] for p in panels), min(p[1] for p in panels)
+    size = (round(max(p[0] + p[2] for p in panels) - x0), round(max(p[1] + p[3] for p in panels) - y0))
+    return compose(size, [], [(x - x0, y - y0, vlc.vegalite_to_svg(spec)) for x, y, _, _, spec in panels])
+
+
+def still(slide: Slide, fmt: str = "svg", preset: Preset = SCREEN, part: str = "slide") -> bytes:
+    """One tour step's still as `fmt` (svg, png, pdf) bytes: the whole slide (`part="slide"`), as the deck
+    carries it, or its chart alone (`part="chart"`), for another deck format (a PowerPoint slide's picture,
+    its title and notes set as text). The slides of a story: `app.present.story_slides`."""
+    if part not in ("slide", "chart"):
+        raise ValueError(f"unknown still part {part!r}; expected slide or chart")
+    return encoded(fitted(slide, preset) if part == "slide" else chart_svg(slide, preset), fmt, preset)
 
 
 FORMATS = ("png", "svg", "pdf")
@@ -246,8 +306,8 @@ def slide_files(slides: list[Slide], formats: tuple[str, ...] = ("png", "svg"),
     deck as one PDF of a page per step (STORY.pdf)."""
     out, pages = [], []
     for slide in slides:
-        spec, svg = fitted(slide, preset)
-        files = {fmt: encoded(spec, svg, fmt, preset) for fmt in formats}
+        svg = fitted(slide, preset)
+        files = {fmt: encoded(svg, fmt, preset) for fmt in formats}
         out += [(f"{slide.name}.{fmt}", data) for fmt, data in files.items()]
         out.append((f"{slide.name}.md", slide.notes().encode()))
         pages += [files["pdf"]] if "pdf" in files else []

@@ -97,3 +97,13 @@ def touched(tokens: pd.DataFrame, row, no_token: bool = True) -> pd.DataFrame:
         missed = list(before.index[before & after])
     out = pd.DataFrame(named + [(rid, NO_TOKEN) for rid in missed], columns=["rid", "how"])
     return out.drop_duplicates("rid", keep="first").reset_index(drop=True)
+
+
+def marked_lanes(run, row) -> pd.DataFrame:
+    """The lanes the pass under the cursor (`row`) touched in `run` (app.charts.frames.RunFrames; `touched`),
+    labelled where few: the retracted request and the prompt prefilled by name, the replies left without a
+    token by a diamond alone. With several engines (lanes), a pass of one says nothing of the others'
+    replies: those are left out."""
+    marked = touched(run.tokens, row, no_token=len(run.lanes) == 1)
+    return marked.assign(label=[f"{rid}: {how}" if how != NO_TOKEN else ""
+                                for rid, how in zip(marked["rid"], marked["how"], strict=True)])

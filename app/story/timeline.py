@@ -17,6 +17,7 @@ from app.charts.frames import RunFrames
 from app.present.fmt import fmt_count, fmt_share
 from app.room import ui as room
 from app.story import cursor, tour
+from app.story.cursor import marked_lanes
 from app.story.decision import decision_ui
 from app.story.stepper import stepper_ui
 from app.story.top import run_key
@@ -102,15 +103,6 @@ def _timeline(story: Story, run: RunFrames) -> None:
         if is_open:
             _chart(story, run, charts["kv"], key)
             _chart(story, run, charts["queue"], key)
-
-
-def marked_lanes(run: RunFrames, row):
-    """The lanes the pass under the cursor touched (app.story.cursor.touched), labelled where few: the
-    retracted request and the prompt prefilled by name, the replies left without a token by a diamond alone.
-    With several engines (lanes), a pass of one says nothing of the others' replies: those are left out."""
-    marked = cursor.touched(run.tokens, row, no_token=len(run.lanes) == 1)
-    return marked.assign(label=[f"{rid}: {how}" if how != cursor.NO_TOKEN else ""
-                                for rid, how in zip(marked["rid"], marked["how"], strict=True)])
 
 
 def _chart(story: Story, run: RunFrames, chart, key) -> None:
