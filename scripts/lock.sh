@@ -13,5 +13,5 @@ if [ -z "$UV" ]; then
   python3 -m venv "$tool" && "$tool/bin/python" -m pip install --quiet uv
   UV=$tool/bin/uv
 fi
-"$UV" pip compile pyproject.toml --extra dev --universal --python-version 3.11 --quiet \
+"$UV" pip compile pyproject.toml --extra dev --extra cluster --universal --python-version 3.11 --quiet \
   --custom-compile-command scripts/lock.sh -o requirements.lock "$@"
