@@ -300,7 +300,8 @@ def test_optuna_stops_when_it_proposes_nothing_new():
     from engine_model.advise.space import default_space
 
     budget = Budget(8, "h100-sxm", "llama-3.1-70b")
-    space = default_space(budget).narrowed(chunk=("auto",), conservativeness=(1.0,), max_running=(None,))
+    space = default_space(budget).narrowed(chunk=("auto",), conservativeness=(1.0,), max_running=(None,),
+                                           policy=("fcfs", "shortest-prefill-first"))
     asked = []
 
     def run(keys):  # SGLang starts only TP 4 and 8, early: 12 of the space's candidates ever run

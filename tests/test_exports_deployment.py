@@ -128,10 +128,10 @@ def test_the_slides_command_takes_the_deployment_and_draws_it(tmp_path, capsys):
 
 
 def test_slides_refuse_a_setting_the_page_has_not(tmp_path, capsys):
-    argv = ["figure", "forty_replies", "--slides", str(tmp_path), "--set", "engine.dp_size=2"]
+    argv = ["figure", "forty_replies", "--slides", str(tmp_path), "--set", "engine.max_queued_requests=4"]
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: --set engine.dp_size: no control of forty_replies writes it")
+    assert err.startswith("error: --set engine.max_queued_requests: no control of forty_replies writes it")
 
 
 # -- the PD figure -----------------------------------------------------------------------------------------

@@ -274,6 +274,7 @@ def test_scenario_hints_from_a_real_server_args_log():
         "mem_fraction_static": 0.8,
         "schedule_conservativeness": 1.0,
         "disable_overlap_schedule": False,  # an engine setting since the cost model prices the overlap
+        "enable_dp_attention": False,  # DP attention on one engine is modelled (engine_model/dp_attention.py)
     }
     assert observed[:4] == [(14.0, 6), (19.0, 37), (19.0, 49), (20.0, 8)]  # #new-token, cached left out
 

@@ -10,6 +10,7 @@ from app.pd import tables
 from app.present.fmt import fmt_seconds, shown_value
 from app.present.numbers import card, fmt_rate, headline_rows
 from engine_model import (
+    MIX,
     Control,
     InputError,
     Scenario,
@@ -85,7 +86,8 @@ def run_settings(story: Story, values: dict, config: dict) -> tuple[str, str]:
     chunk = config["resolved"]["chunked_prefill_size"]
     flags = settings_words([c for c in story.controls if c.is_flag], values, chunk)
     workload = [c for c in story.controls if not c.is_flag and c.where == "main"]
-    rest = [c for c in story.controls if not c.is_flag and c.where != "main" and c.key not in DEPLOYMENT]
+    rest = [c for c in story.controls if not c.is_flag and c.where != "main" and c.key not in DEPLOYMENT
+            and not (c.key == MIX and not values.get(MIX))]  # the story's own workload is said above
     parts = [settings_words(workload, values, chunk), deployment_words(config),
              settings_words(rest, values, chunk)]
     return flags, " · ".join(p for p in parts if p)

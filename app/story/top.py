@@ -116,8 +116,13 @@ def settings_ui(story: Story):
         # the deployment joins the line once it differs from the story's own (the buyer's 8 GPUs); at the
         # story's it is one click away in "What runs", and the line stays one line beside the popovers
         moved = any(values[c.key] != c.default for c in story.controls if c.where in DEPLOYMENT_WHERE)
+        # the switch, and every other setting that differs from the story's own: a control at its default
+        # is counted, not named, so the line stays beside the popovers however many controls a story has
+        named = [c for i, c in enumerate(main) if i == 0 or values[c.key] != c.default]
+        rest = len(main) - len(named)
         row.container(width="stretch").markdown(
-            " · ".join(f"{c.label} **{shown_value(c, values[c.key])}**" for c in main)
+            " · ".join(f"{c.label} **{shown_value(c, values[c.key])}**" for c in named)
+            + (f" · {rest} more at the story's defaults" if rest else "")
             + (f" · {deployment_words(values)}" if moved else "")
             + (f" · {mix_fold_title(story.key)}" if values.get(MIX) else ""))
         return values, tools
