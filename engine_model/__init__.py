@@ -68,6 +68,7 @@ from engine_model.mix import (
     apply_mix,
     mix_words,
     mix_workload,
+    on_mix,
     sampled,
 )
 from engine_model.mix import SHAPES as MIX_SHAPES
@@ -174,5 +175,6 @@ __all__ = [
     # rate a deployment sustains on it, and its text in a link
     "MAX_MIX_REQUESTS", "MIX_ARRIVALS", "MIX_FIELDS", "MIX_PRESETS", "MIX_SHAPES", "GroupShare", "MixGroup",
     "RequestMix", "Sustain", "checked_mix", "decode_mix",
-    "encode_mix", "apply_mix", "mix_workload", "mix_jsonl", "mix_label", "mix_words", "sampled", "sustain_of",
+    "encode_mix", "apply_mix", "mix_workload",
+    "on_mix", "mix_jsonl", "mix_label", "mix_words", "sampled", "sustain_of",
 ]

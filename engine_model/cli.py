@@ -18,11 +18,12 @@ MAX_REASONS = 5
 
 def cmd_run(args) -> int:
     from engine_model.feasibility import check
+    from engine_model.mix import on_mix
     from engine_model.report import summary
     from engine_model.scenario_io import load_scenario
     from engine_model.simulation import simulate
 
-    scenario = load_scenario(args.scenario, args.set)
+    scenario = on_mix(load_scenario(args.scenario, args.set), args.mix)
     check(scenario)  # a deployment that cannot run exits 2 with the fix, as the app refuses it
     result = simulate(scenario)
     doc = summary(result).to_json()
@@ -136,6 +137,8 @@ def emit(doc: dict, as_json: bool, print_doc) -> int:
     return 0
 
 
+MIX_HELP = ("a request mix instead of the scenario's workload: a preset (support, rag, summarise, coding) "
+            "or a mix's link text from the app (mix=c.…); it replaces the workload after --set")
 SET_HELP = ("override one scenario key; repeat it for more. Values are TOML: "
             "--set engine.enable_mixed_chunk=true --set engine.chunked_prefill_size=4096 "
             "--set workload.groups.0.count=20 --set hardware.gpu=h200")
@@ -163,6 +166,7 @@ def parser() -> argparse.ArgumentParser:
                                 "--set engine.enable_mixed_chunk=true")
     run.add_argument("scenario", help="a scenario TOML file, or a built-in name (see `scenarios`)")
     run.add_argument("--set", action="append", default=[], metavar="dotted.key=value", help=SET_HELP)
+    run.add_argument("--mix", metavar="MIX", help=MIX_HELP)
     run.add_argument("--json", action="store_true", help="print one JSON document")
     run.set_defaults(func=cmd_run)
     diag = sub.add_parser("diagnose", help="read an SGLang server log: its timeline and which stall it "
@@ -195,7 +199,7 @@ def parser() -> argparse.ArgumentParser:
     add_figure(sub)
     from engine_model.advise.cli import add_advise
 
-    add_advise(sub, SET_HELP)
+    add_advise(sub, SET_HELP, MIX_HELP)
     return p
 
 

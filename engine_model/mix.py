@@ -188,6 +188,20 @@ def apply_mix(data: dict, mix: RequestMix) -> None:
     data["workload"] = mix_workload(mix)
 
 
+def on_mix(scenario: Scenario, text: str | None, where: str = "--mix") -> Scenario:
+    """The scenario with its workload replaced by a mix given as link text (a preset's key, or `c.…` as the
+    app's link carries it); unchanged for None or "". The CLI's `--mix` and the advisor's page take this."""
+    if not text:
+        return scenario
+    try:
+        mix = decode(text)
+    except ValueError as err:
+        raise InputError(where, str(err)) from None
+    data = scenario.model_dump(mode="json")
+    apply_mix(data, mix)
+    return Scenario.model_validate(data)
+
+
 # -- in words --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class GroupShare:

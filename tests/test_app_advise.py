@@ -114,3 +114,17 @@ def test_the_exports_are_a_png_and_the_benchmark_of_today_and_the_recommendation
     launch = next(n for n in files.namelist() if n.endswith("launch.sh"))
     text = files.read(launch).decode()
     assert "# setting today" in text and "# setting recommended" in text and "--enable-mixed-chunk" in text
+
+
+def test_a_mix_sent_from_a_story_page_is_the_pages_mix_and_its_biggest_group_gets_the_targets():
+    at = AppTest.from_file(MAIN, default_timeout=120)
+    at.run()
+    at.switch_page("app_pages/advise.py")
+    at.query_params["mix"] = "support"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.selectbox(key=KEYS.widget("story")).value == "mix:support"
+    assert any(c.value.startswith("support assistant: ") for c in at.caption)
+    # the chats, most of the requests, start with the chat targets; the documents with none
+    assert at.number_input(key=KEYS.widget("t.chats.ttft_p95")).value == 2.0
+    assert at.number_input(key=KEYS.widget("t.documents.ttft_p95")).value == 0.0

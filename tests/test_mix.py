@@ -22,6 +22,7 @@ from engine_model import (
     checked_mix,
     decode_mix,
     encode_mix,
+    load_scenario,
     mix_words,
     sampled,
     simulate,
@@ -252,3 +253,19 @@ def test_a_link_with_a_bad_mix_gets_a_note_and_the_storys_own_workload():
     assert "mix=c.not-a-mix" in notes and "expected a preset (support, rag, summarise, coding)" in notes
     assert cards_of(at)[0].label.startswith("Questions' p95 first token")
     assert "mix" not in at.query_params
+
+
+def test_the_cli_runs_a_scenario_on_a_mix_and_refuses_a_bad_one_naming_the_option(capsys):
+    from engine_model.cli import main
+    from engine_model.mix import on_mix
+
+    rush = load_scenario("ten_oclock_rush")
+    mixed = on_mix(rush, "support")
+    assert [g.name for g in mixed.workload.groups] == [g.name for g in MIX_PRESETS["support"].mix.groups]
+    assert mixed.engine == rush.engine and mixed.hardware == rush.hardware  # only the workload is the mix's
+    assert on_mix(rush, None) is rush
+    with pytest.raises(InputError) as err:
+        on_mix(rush, "banana")
+    assert err.value.where == "--mix" and "expected a preset" in err.value.problem
+    assert main(["run", "ten_oclock_rush", "--mix", "banana"]) == 2
+    assert capsys.readouterr().err.startswith("error: --mix:")

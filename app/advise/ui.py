@@ -13,6 +13,8 @@ from app import state
 from app.present.advise import axis_title, chart_png, links, pareto_chart
 from engine_model import (
     GPUS,
+    MIX,
+    MIX_PRESETS,
     MODELS,
     STORIES,
     WAITS,
@@ -27,7 +29,11 @@ from engine_model import (
     advise,
     bench_export,
     counts_line,
+    decode_mix,
     default_space,
+    mix_label,
+    mix_words,
+    on_mix,
     trade_lines,
     why_not,
     zip_export,
@@ -36,9 +42,11 @@ from engine_model import (
 PAGE = state.ADVISE_PAGE
 KEYS = state.keys(PAGE)
 STORY_KEYS = tuple(k for k in STORIES if STORIES[k].scenario(STORIES[k].defaults).workload.groups)
-# Targets a person starts from on the ten o'clock rush (seconds; 0: none). An assumption: a chat user expects
-# a first token within a couple of seconds and notices a pause of a few.
-START_TARGETS = {("questions", "ttft_p95"): 2.0, ("questions", "longest_pause"): 4.0}
+# Targets a person starts from, for the group most requests belong to (seconds; 0: none). An assumption: a
+# chat user expects a first token within a couple of seconds and notices a pause of a few.
+START_TARGETS = {"ttft_p95": 2.0, "longest_pause": 4.0}
+MIX_BASE = "ten_oclock_rush"  # a request mix runs on this story's scenario (its deployment and flags)
+LINKED = "mix:link"  # the mix a story page's link brought (?mix=c.…)
 WAIT_LABELS = {
     "ttft_p95": "p95 first token (s)",
     "longest_pause": "longest pause (s)",
@@ -50,18 +58,36 @@ RUNNING = ("auto", 32, 64, 128, 256)
 
 
 def mix_ui():
-    """The mix: a story's scenario as it opens (later, the mix builder's)."""
+    """The mix: a story's workload as it opens, a request-mix preset, or the mix a story page sent
+    (`?mix=…`, its link text), on the ten o'clock rush's scenario."""
+    linked = st.query_params.get(MIX) or ""
+    presets = [f"mix:{k}" for k in MIX_PRESETS]
+    options = [*STORY_KEYS, *presets] + ([LINKED] if linked and linked not in MIX_PRESETS else [])
+    start = (f"mix:{linked}" if linked in MIX_PRESETS else LINKED) if linked else MIX_BASE
     key = st.selectbox(
         "Request mix",
-        STORY_KEYS,
-        index=STORY_KEYS.index("ten_oclock_rush"),
-        format_func=lambda k: STORIES[k].title,
+        options,
+        index=options.index(start),
+        format_func=lambda k: (STORIES[k].title if k in STORIES else "Your mix (from the link)" if k == LINKED
+                               else f"Request mix: {MIX_PRESETS[k[4:]].label}"),
         key=KEYS.widget("story"),
-        help="The workload of a story, as it opens: its groups, lengths and arrivals.",
+        help="The workload of a story, as it opens: its groups, lengths and arrivals; or a request mix (the "
+             "presets, or the one a story page's mix builder sent here).",
     )
-    scenario = STORIES[key].scenario(STORIES[key].defaults)
-    groups = ", ".join(f"{g.count:,} {g.name}" for g in scenario.workload.groups)
-    st.caption(f"{scenario.about} Groups: {groups}.")
+    if key in STORIES:
+        scenario = STORIES[key].scenario(STORIES[key].defaults)
+        groups = ", ".join(f"{g.count:,} {g.name}" for g in scenario.workload.groups)
+        st.caption(f"{scenario.about} Groups: {groups}.")
+        return scenario
+    text = linked if key == LINKED else key[4:]
+    base = STORIES[MIX_BASE]
+    try:
+        scenario = on_mix(base.scenario(base.defaults), text, "mix")
+    except InputError as err:
+        st.error(f"`{err.where}`: {err.problem}", icon=":material/block:")
+        st.stop()
+    st.caption(f"{mix_label(text)}: {mix_words(decode_mix(text), scenario.seed)}. "
+               f"Run on {base.title.lower()}'s flags; the search changes them.")
     return scenario
 
 
@@ -88,12 +114,13 @@ def budget_ui() -> Budget:
 def targets_ui(scenario) -> list[Target]:
     """Per group, a limit for each wait (0: no target)."""
     out = []
+    most = max(scenario.workload.groups, key=lambda g: g.count).name  # its targets start set
     st.markdown("**Targets** (0: none)")
     for group in scenario.workload.groups:
         cols = st.columns([1, 2, 2, 2])
         cols[0].markdown(f"`{group.name}`")
         for col, (wait, label) in zip(cols[1:], WAIT_LABELS.items(), strict=True):
-            start = START_TARGETS.get((group.name, wait), 0.0) if scenario.name == "ten_oclock_rush" else 0.0
+            start = START_TARGETS.get(wait, 0.0) if group.name == most else 0.0
             value = col.number_input(label, 0.0, 1e5, start, 0.1, key=KEYS.widget(f"t.{group.name}.{wait}"))
             if value > 0:
                 out.append(Target(group.name, wait, float(value)))

@@ -218,6 +218,8 @@ def mix_summary_ui(page: str, scenario_of: ScenarioOf | None) -> None:
         st.warning(f"{words} {found.words(mix)}", icon=":material/traffic:")
     else:
         st.caption(f"{words} {found.words(mix)}")
+    st.page_link("app_pages/advise.py", icon=":material/recommend:", query_params={MIX: text},
+                 label="What should I set? — search the flags and GPU layouts for this mix")
 
 
 def mix_fold_title(page: str) -> str:

@@ -19,7 +19,7 @@ SPACE_AXES = {
 }
 
 
-def add_advise(sub, set_help: str) -> None:
+def add_advise(sub, set_help: str, mix_help: str) -> None:
     p = sub.add_parser(
         "advise",
         help="what should I set? search SGLang's flags and GPU layouts for a "
@@ -30,6 +30,7 @@ def add_advise(sub, set_help: str) -> None:
     )
     p.add_argument("scenario", help="a scenario TOML file, or a built-in name: its workload is the mix")
     p.add_argument("--set", action="append", default=[], metavar="dotted.key=value", help=set_help)
+    p.add_argument("--mix", metavar="MIX", help=mix_help)
     p.add_argument("--gpus", type=int, default=8, help="GPUs in the budget (default 8)")
     p.add_argument("--gpu", default="h100-sxm", help="the GPU preset (default h100-sxm)")
     p.add_argument("--model", default=None, help="the model preset (default: the scenario's)")
@@ -162,9 +163,10 @@ def cmd_advise(args, link=None) -> int:
     from engine_model.advise.table import rows, to_csv
     from engine_model.advise.targets import parse_target
     from engine_model.advise.words import counts_line, headline, trade_lines
+    from engine_model.mix import on_mix
     from engine_model.scenario_io import load_scenario
 
-    scenario = load_scenario(args.scenario, args.set)
+    scenario = on_mix(load_scenario(args.scenario, args.set), args.mix)
     budget = Budget(args.gpus, args.gpu, args.model or scenario.model.name)
     budget.check()
     groups = tuple(g.name for g in scenario.workload.groups)
@@ -197,6 +199,7 @@ def cmd_advise(args, link=None) -> int:
             "python -m engine_model run",
             scenario_arg,
             *[f"--set {s}" for s in args.set],
+            *([f"--mix {args.mix}"] if args.mix else []),
             *[f"--set '{s}'" for s in o.candidate.sets(budget)],
         ]
         opened[o.key] = {"run": " ".join(command), **(link(scenario, budget, o.candidate) if link else {})}
