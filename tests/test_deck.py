@@ -22,7 +22,7 @@ from app.present import story_slides
 from app.present.cli import main
 from engine_model import STORIES
 
-pytestmark = pytest.mark.xdist_group("figures")
+pytestmark = pytest.mark.xdist_group("deck")  # its own worker: the figures group is the longest
 STORY = "forty_replies"
 
 
