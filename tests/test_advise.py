@@ -10,7 +10,7 @@ import threading
 import pytest
 from engine_cli import cli
 
-from engine_model import load_scenario
+from engine_model import STORIES, load_scenario
 from engine_model.advise import (
     Budget,
     Cancelled,
@@ -326,3 +326,31 @@ def test_optuna_stops_when_it_proposes_nothing_new():
     found = _optuna(space, (), 0, 50, 2000, run)
     assert len(asked) == len(set(asked)) == len(found) <= space.size
     assert sum(o.runs for o in found) <= 12
+
+
+def test_speculative_decoding_priority_and_dp_attention_are_axes_whose_keys_round_trip_and_run():
+    """Issue 42's knobs in the search: a speculative algorithm, a group of the mix put first (priority
+    scheduling) and one engine with DP attention; each candidate's key reads back as itself, and SGLang's
+    start-up checks still decide what runs."""
+    from engine_model.advise.cli import space_of
+    from engine_model.advise.evaluate import candidate_of
+
+    budget = Budget(8, "h100-sxm", "llama-3.1-70b")
+    groups = ("questions", "contracts")
+    space = space_of(budget, ["speculative=off,NGRAM", "first=none,questions", "chunk=auto", "mixed=true",
+                              "conservativeness=1", "max_running=auto", "policy=fcfs"], True, groups, True)
+    assert {c.speculative for c in space.candidates()} == {None, "NGRAM"}
+    assert {c.first for c in space.candidates()} == {None, "0:questions"}
+    assert {c.layout.attn_dp for c in space.candidates()} == {0, 2, 4, 8}
+    for cand in space.candidates():
+        assert candidate_of(cand.key) == cand
+    put_first = next(c for c in space.candidates() if c.first and c.speculative and c.layout.attn_dp == 2)
+    sets = put_first.sets(budget)
+    assert "engine.enable_priority_scheduling=true" in sets and "workload.groups.0.priority=20" in sets
+    assert 'engine.speculative_algorithm="NGRAM"' in sets and "engine.enable_dp_attention=true" in sets
+    assert put_first.words.endswith(", speculative NGRAM, questions first")
+    rush = STORIES["ten_oclock_rush"].scenario(STORIES["ten_oclock_rush"].defaults)
+    scenario = put_first.scenario(rush, budget)
+    assert scenario.workload.groups[0].priority == 20 and scenario.engine.enable_dp_attention
+    with pytest.raises(InputError, match="expected none or a group of the mix"):
+        space_of(budget, ["first=banana"], True, groups)

@@ -16,6 +16,8 @@ SPACE_AXES = {
     "policy": "policy",
     "conservativeness": "conservativeness",
     "max_running": "max_running",
+    "speculative": "speculative",
+    "first": "first",
 }
 
 
@@ -48,10 +50,13 @@ def add_advise(sub, set_help: str, mix_help: str) -> None:
         default=[],
         metavar="AXIS=v1,v2",
         help="the values searched on one axis (mixed=false,true chunk=auto,2048,4096 "
-        "policy=fcfs,shortest-prefill-first conservativeness=1,1.5 max_running=auto,64); "
+        "policy=fcfs,shortest-prefill-first conservativeness=1,1.5 max_running=auto,64; off by default: "
+        "speculative=off,EAGLE,NGRAM first=none,GROUP, a group of the mix outranking the rest); "
         "--no-pd leaves PD layouts out",
     )
     p.add_argument("--no-pd", action="store_true", help="search single-engine layouts only")
+    p.add_argument("--dp-attention", action="store_true",
+                   help="also one engine of all the GPUs with DP attention over 2, 4, … ranks")
     p.add_argument(
         "--method",
         choices=["auto", "grid", "optuna"],
@@ -82,10 +87,10 @@ def add_advise(sub, set_help: str, mix_help: str) -> None:
     p.set_defaults(func=cmd_advise)
 
 
-def space_of(budget, texts: list[str], no_pd: bool):
+def space_of(budget, texts: list[str], no_pd: bool, groups: tuple[str, ...] = (), dp_attention: bool = False):
     from engine_model.advise.space import default_space
 
-    space = default_space(budget, pd=not no_pd)
+    space = default_space(budget, pd=not no_pd, dp_attention=dp_attention)
     values = {}
     for text in texts:
         axis, sep, listed = text.partition("=")
@@ -93,12 +98,28 @@ def space_of(budget, texts: list[str], no_pd: bool):
             raise InputError(
                 f"--space {text[:60]}", f"expected AXIS=v1,v2 with AXIS one of {', '.join(SPACE_AXES)}"
             )
-        values[axis] = tuple(parse_axis(axis, v.strip(), text) for v in listed.split(","))
+        values[axis] = tuple(parse_axis(axis, v.strip(), text, groups) for v in listed.split(","))
     return space.narrowed(**values)
 
 
-def parse_axis(axis: str, text: str, where: str):
+def parse_axis(axis: str, text: str, where: str, groups: tuple[str, ...] = ()):
+    if axis == "first":  # a group of the mix outranks the others
+        if text.lower() == "none":
+            return None
+        if text not in groups or " " in text:
+            raise InputError(f"--space {where[:60]}", f"{text!r}: expected none or a group of the mix "
+                                                      f"({', '.join(groups)})")
+        return f"{groups.index(text)}:{text}"
     try:
+        if axis == "speculative":
+            from engine_model.advise.space import SPECULATIVE
+
+            if text.lower() in ("off", "none"):
+                return None
+            if text.upper() not in SPECULATIVE:
+                raise ValueError
+            return text.upper()
+
         if axis == "mixed":
             return {"true": True, "false": False, "on": True, "off": False}[text.lower()]
         if axis == "chunk":
@@ -171,7 +192,7 @@ def cmd_advise(args, link=None) -> int:
     budget.check()
     groups = tuple(g.name for g in scenario.workload.groups)
     targets = [parse_target(t, groups) for t in args.target]
-    space = space_of(budget, args.space, args.no_pd)
+    space = space_of(budget, args.space, args.no_pd, groups, args.dp_attention)
     if args.csv and not Path(args.csv).resolve().parent.is_dir():
         raise InputError("--csv", f"{Path(args.csv).parent} is not a folder")
     if args.workers is not None and not 1 <= args.workers <= 256:

@@ -76,12 +76,14 @@ def candidate_of(key: str) -> Candidate:
     """The inverse of `Candidate.key` for the keys `space` writes (a key crosses processes as text)."""
     values = dict(item.split("=", 1) for item in key.split(" "))
     pd = "pd.prefill.num_workers" in values
+    attn_dp = values.get("engine.enable_dp_attention") == "true"
     layout = Layout(
         int(values["hardware.tp_size"]),
-        engines=int(values["engine.dp_size"]),
+        engines=1 if attn_dp else int(values["engine.dp_size"]),
         prefill=int(values.get("pd.prefill.num_workers", 0)),
         decode=int(values.get("pd.decode.num_workers", 0)),
         policy=json.loads(values["pd.decode_allocation_policy"]) if pd else "",
+        attn_dp=int(values["engine.dp_size"]) if attn_dp else 0,
     )
     running = values.get("engine.max_running_requests")
     return Candidate(
@@ -91,7 +93,18 @@ def candidate_of(key: str) -> Candidate:
         json.loads(values["engine.schedule_policy"]),
         float(values["engine.schedule_conservativeness"]),
         None if running is None else int(running),
+        json.loads(values.get("engine.speculative_algorithm", "null")),
+        first_of(values),
     )
+
+
+def first_of(values: dict) -> str | None:
+    """The group a key puts first, as "INDEX:NAME" (`Candidate.first`)."""
+    found = [k for k in values if k.startswith("workload.groups.") and k.endswith(".priority")]
+    if not found:
+        return None
+    index = found[0].split(".")[2]
+    return f"{index}:{json.loads(values[f'workload.groups.{index}.name'])}"
 
 
 def evaluate(scenario_json: str, budget: tuple, key: str) -> Outcome:

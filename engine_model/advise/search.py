@@ -131,6 +131,8 @@ def today_candidate(scenario: Scenario, budget: Budget) -> Candidate:
             decode=pd.decode.num_workers,
             policy=pd.decode_allocation_policy,
         )
+    elif eng.enable_dp_attention:
+        layout = Layout(tp, attn_dp=eng.dp_size)
     else:
         layout = Layout(tp, engines=eng.dp_size)
     if layout.gpus != budget.gpus:
@@ -146,7 +148,21 @@ def today_candidate(scenario: Scenario, budget: Budget) -> Candidate:
         eng.schedule_policy,
         eng.schedule_conservativeness,
         eng.max_running_requests,
+        eng.speculative_algorithm,
+        first_of(scenario),
     )
+
+
+def first_of(scenario: Scenario) -> str | None:
+    """Today's group put first: with priority scheduling on, the one group of the highest priority."""
+    if not scenario.engine.enable_priority_scheduling:
+        return None
+    ranked = [(g.priority, i, g.name) for i, g in enumerate(scenario.workload.groups)
+              if g.priority is not None]
+    top = max(ranked, default=None)
+    if top is None or sum(1 for r in ranked if r[0] == top[0]) > 1 or " " in top[2]:
+        return None
+    return f"{top[1]}:{top[2]}"
 
 
 # -- the search ---------------------------------------------------------------------------------------------

@@ -27,6 +27,8 @@ POLICIES = tuple(
     p for p in WANTED_POLICIES if p in get_args(EngineConfig.model_fields["schedule_policy"].annotation)
 )
 ALLOCATION_POLICIES: tuple[str, ...] = get_args(AllocationPolicy)
+SPECULATIVE = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM")  # what --space speculative= takes
+FIRST = 20  # the priority the group put first is sent with (the others send none: the lowest there is)
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,7 @@ class Layout:
     prefill: int = 0
     decode: int = 0
     policy: str = ""
+    attn_dp: int = 0  # one engine with DP attention over this many ranks (engine_model/dp_attention.py)
 
     @property
     def is_pd(self) -> bool:
@@ -73,9 +76,14 @@ class Layout:
     def words(self) -> str:
         if self.is_pd:
             return f"PD {self.prefill} prefill : {self.decode} decode × TP {self.tp}, {self.policy}"
+        if self.attn_dp:
+            return f"1 engine × TP {self.tp}, DP attention {self.attn_dp}"
         return f"{self.engines} engine{'s' if self.engines > 1 else ''} × TP {self.tp}"
 
     def sets(self) -> list[str]:
+        if self.attn_dp:
+            return [f"hardware.tp_size={self.tp}", f"engine.dp_size={self.attn_dp}",
+                    "engine.enable_dp_attention=true"]
         if not self.is_pd:
             return [f"hardware.tp_size={self.tp}", f"engine.dp_size={self.engines}"]
         return [
@@ -99,6 +107,8 @@ class Candidate:
     policy: str = "fcfs"
     conservativeness: float = 1.0
     max_running: int | None = None  # None: SGLang's, from the KV pool
+    speculative: str | None = None  # --speculative-algorithm (engine_model/speculative.py); None: off
+    first: str | None = None  # "INDEX:NAME": that group outranks the rest (--enable-priority-scheduling)
 
     def sets(self, budget: Budget | None = None) -> list[str]:
         """The `--set` list `run` takes; with a budget, the GPU and model first."""
@@ -111,6 +121,13 @@ class Candidate:
         ]
         if self.max_running is not None:
             flags.append(f"engine.max_running_requests={self.max_running}")
+        if self.speculative is not None:
+            flags.append(f'engine.speculative_algorithm="{self.speculative}"')
+        if self.first is not None:
+            index, _, name = self.first.partition(":")
+            flags += ["engine.enable_priority_scheduling=true",  # the name set to itself: the key says whose
+                      f"workload.groups.{index}.name={json.dumps(name)}",
+                      f"workload.groups.{index}.priority={FIRST}"]
         return [*head, *self.layout.sets(), *flags]
 
     @property
@@ -121,9 +138,11 @@ class Candidate:
     def words(self) -> str:
         chunk = "auto" if self.chunk == "auto" else f"{self.chunk:,}"
         running = "auto" if self.max_running is None else f"{self.max_running:,}"
+        more = (f", speculative {self.speculative}" if self.speculative else "") + (
+            f", {self.first.partition(':')[2]} first" if self.first else "")
         return (
             f"{self.layout.words}; mixed chunk {'on' if self.mixed else 'off'}, chunk {chunk}, "
-            f"{self.policy}, conservativeness {self.conservativeness:g}, max running {running}"
+            f"{self.policy}, conservativeness {self.conservativeness:g}, max running {running}{more}"
         )
 
     def scenario(self, base: Scenario, budget: Budget) -> Scenario:
@@ -144,9 +163,11 @@ class Space:
     policy: tuple[str, ...] = POLICIES
     conservativeness: tuple[float, ...] = (1.0, 1.5)
     max_running: tuple[int | None, ...] = (None, 64)
+    speculative: tuple[str | None, ...] = (None,)  # searched where asked: --space speculative=off,EAGLE
+    first: tuple[str | None, ...] = (None,)  # searched where asked: --space first=none,questions
     extra: dict = field(default_factory=dict, compare=False)
 
-    AXES = ("mixed", "chunk", "policy", "conservativeness", "max_running")
+    AXES = ("mixed", "chunk", "policy", "conservativeness", "max_running", "speculative", "first")
 
     @property
     def size(self) -> int:
@@ -177,12 +198,15 @@ class Space:
         return replace(self, **{k: tuple(v) for k, v in values.items()})
 
 
-def layouts(budget: Budget, pd: bool = True) -> tuple[Layout, ...]:
-    """Every way to lay out exactly the budget's GPUs: k engines × TP t (k·t = N), and PD with P : D
-    workers of TP t (P + D = N / t, both at least one) under each decode allocation policy. TP sizes are those
-    that split the model's heads; those whose weights do not fit are kept for feasibility to refuse."""
+def layouts(budget: Budget, pd: bool = True, dp_attention: bool = False) -> tuple[Layout, ...]:
+    """Every way to lay out exactly the budget's GPUs: k engines × TP t (k·t = N), with `dp_attention` one
+    engine of TP N with DP attention over each d > 1 that divides N, and PD with P : D workers of TP t
+    (P + D = N / t, both at least one) under each decode allocation policy. TP sizes are those that split the
+    model's heads; those whose weights do not fit are kept for feasibility to refuse."""
     sizes = [t for t in tp_sizes(MODELS[budget.model], budget.gpus) if budget.gpus % t == 0]
     out = [Layout(t, engines=budget.gpus // t) for t in sorted(sizes, reverse=True)]
+    if dp_attention and budget.gpus in sizes:
+        out += [Layout(budget.gpus, attn_dp=d) for d in range(2, budget.gpus + 1) if budget.gpus % d == 0]
     if pd:
         for t in sorted(sizes, reverse=True):
             workers = budget.gpus // t
@@ -193,5 +217,5 @@ def layouts(budget: Budget, pd: bool = True) -> tuple[Layout, ...]:
     return tuple(out)
 
 
-def default_space(budget: Budget, pd: bool = True) -> Space:
-    return Space(layouts(budget, pd))
+def default_space(budget: Budget, pd: bool = True, dp_attention: bool = False) -> Space:
+    return Space(layouts(budget, pd, dp_attention))
