@@ -27,6 +27,7 @@ from engine_model.advise import (
 from engine_model.advise import headline as advice_headline
 from engine_model.advise.table import rows as advice_rows
 from engine_model.advise.table import to_csv as advice_csv
+from engine_model.advise.targets import seconds as seconds_text
 from engine_model.backend import Attention, attention_of
 from engine_model.band import Band, Ranged, band_of, ranged
 from engine_model.benchtest import bench_export, zip_export
@@ -176,5 +177,5 @@ __all__ = [
     "MAX_MIX_REQUESTS", "MIX_ARRIVALS", "MIX_FIELDS", "MIX_PRESETS", "MIX_SHAPES", "GroupShare", "MixGroup",
     "RequestMix", "Sustain", "checked_mix", "decode_mix",
     "encode_mix", "apply_mix", "mix_workload",
-    "on_mix", "mix_jsonl", "mix_label", "mix_words", "sampled", "sustain_of",
+    "on_mix", "seconds_text", "mix_jsonl", "mix_label", "mix_words", "sampled", "sustain_of",
 ]

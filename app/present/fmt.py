@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from app.charts.words import NO_TOKEN
+from engine_model import seconds_text
 
 
 def markdown_table(frame, literal: tuple[str, ...] = ()) -> str:
@@ -25,12 +26,7 @@ def escaped(value) -> str:
     return re.sub(r"([\\`*_{}\[\]()#+\-.!<>~])", r"\\\1", str(value).replace("\n", " "))
 
 
-def fmt_seconds(value: float | None) -> str:
-    if value is None:
-        return "—"
-    if value < 1:
-        return f"{value * 1000:.0f} ms" if value >= 0.01 else f"{value * 1000:.1f} ms"
-    return f"{value:.1f} s" if value < 100 else f"{value:.0f} s"
+fmt_seconds = seconds_text  # ms under a second: one rule, which the engine's words (the advisor's) use too
 
 
 def seconds_finer(value: float | None) -> str:

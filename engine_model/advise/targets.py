@@ -52,7 +52,7 @@ def parse_target(text: str, groups: tuple[str, ...] = ()) -> Target:
 
 
 def seconds(value: float | None) -> str:
-    """Seconds as the pages print them (app.present.fmt.fmt_seconds): ms under a second."""
+    """Seconds as every surface prints them (app.present.fmt.fmt_seconds is this): ms under a second."""
     if value is None:
         return "—"
     if value < 1:
