@@ -33,16 +33,23 @@ FOLLOW_S = 15.0
 
 
 @pytest.fixture(params=["sqlite", "redis"])
-def replicas(request, tmp_path, monkeypatch):
-    """Two replicas (`streamlit run app/main.py`) sharing one store: (URL A, URL B, the store's URL)."""
-    url = (f"sqlite:///{tmp_path / 'rooms.sqlite3'}" if request.param == "sqlite"
-           else request.getfixturevalue("redis_url"))
-    monkeypatch.setenv(room_store.ENV, url)  # the servers inherit it
+def replicas(request, monkeypatch):
+    """Two replicas sharing one store: (URL A, URL B, the store's URL). SQLite: the suite's warm server is A
+    and one more process (`streamlit run app/main.py`) is B; both find the store where every replica on a
+    machine finds it by default, a SQLite file in the temp folder. Redis: two new processes on a real
+    redis-server."""
     started = []
     try:
-        for _ in range(2):
+        if request.param == "sqlite":
+            a, url = request.getfixturevalue("server"), ""
+            monkeypatch.delenv(room_store.ENV, raising=False)  # B takes the default store, as A does
+        else:
+            url = request.getfixturevalue("redis_url")
+            monkeypatch.setenv(room_store.ENV, url)  # the servers inherit it
             started.append(start_streamlit(script="app/main.py"))
-        yield started[0][1], started[1][1], url
+            a = started[0][1]
+        started.append(start_streamlit(script="app/main.py"))
+        yield a, started[-1][1], url
     finally:
         for proc, _ in started:
             proc.terminate()
