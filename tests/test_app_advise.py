@@ -124,7 +124,7 @@ def test_a_mix_sent_from_a_story_page_is_the_pages_mix_and_its_biggest_group_get
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.selectbox(key=KEYS.widget("story")).value == "mix:support"
-    assert any(c.value.startswith("support assistant: ") for c in at.caption)
+    assert any(c.value.startswith("Support assistant: 3%") and ".. " not in c.value for c in at.caption)
     # the chats, most of the requests, start with the chat targets; the documents with none
     assert at.number_input(key=KEYS.widget("t.chats.ttft_p95")).value == 2.0
     assert at.number_input(key=KEYS.widget("t.documents.ttft_p95")).value == 0.0

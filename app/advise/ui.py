@@ -86,7 +86,8 @@ def mix_ui():
     except InputError as err:
         st.error(f"`{err.where}`: {err.problem}", icon=":material/block:")
         st.stop()
-    st.caption(f"{mix_label(text)}: {mix_words(decode_mix(text), scenario.seed)}. "
+    name = mix_label(text)
+    st.caption(f"{name[:1].upper()}{name[1:]}: {mix_words(decode_mix(text), scenario.seed).rstrip('.')}. "
                f"Run on {base.title.lower()}'s flags; the search changes them.")
     return scenario
 
