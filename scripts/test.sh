@@ -5,6 +5,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/env.sh
 .venv/bin/ruff check .
-# three workers on two cores: a browser test spends much of its time waiting on a page or a server, and a
-# third worker fills those waits (docs/performance.md, "Test suite")
-exec .venv/bin/python -m pytest -n 3 --dist loadgroup "$@"
+exec .venv/bin/python -m pytest -n 2 --dist loadgroup "$@"

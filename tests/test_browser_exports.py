@@ -17,8 +17,23 @@ from story_runs import longest_pause
 from test_browser import page, settle, unfold  # noqa: F401  (fixtures)
 
 from app.present.export import EXPORT_WIDTH
+from bench.browser import start_streamlit
+
+from conftest import need_chromium
 
 pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def builder():
+    """A second app process for the two figure exports (each builds a whole figure: ~20 CPU-s), so they run
+    on the other core instead of holding the suite's one shared server, which every browser test's page
+    runs go through (docs/performance.md, "Test suite")."""
+    need_chromium()
+    proc, url = start_streamlit(script="app/main.py")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)
 
 
 def download(page, click, timeout_s: float = 120) -> tuple[str, bytes]:  # noqa: F811
@@ -44,8 +59,8 @@ def test_a_story_chart_exports_as_svg_with_title_and_settings_and_no_cursor(serv
     assert "cursor" not in svg
 
 
-def test_the_standalone_page_button_gives_one_file_that_opens_where_the_person_was(server, page):  # noqa: F811
-    page.goto(server + "/forty_replies?mixed=1&streams=20")
+def test_the_standalone_page_button_gives_one_file_that_opens_where_the_person_was(builder, page):  # noqa: F811
+    page.goto(builder + "/forty_replies?mixed=1&streams=20")
     settle(page)
     unfold(page, ("Export",), pd=False)  # the foot's exports are a fold: built when opened
     button = page.get_by_role("button", name="Export → standalone page (HTML)")
@@ -57,8 +72,8 @@ def test_the_standalone_page_button_gives_one_file_that_opens_where_the_person_w
     assert "Longest pause, the 20 streams" in text  # the page's 20 streams hold for every run
 
 
-def test_the_ten_oclock_page_exports_the_pd_figure(server, page):  # noqa: F811
-    page.goto(server + "/ten_oclock_rush")
+def test_the_ten_oclock_page_exports_the_pd_figure(builder, page):  # noqa: F811
+    page.goto(builder + "/ten_oclock_rush")
     settle(page, timeout_s=120)
     unfold(page, ("Export",), pd=False)
     name, data = download(page, page.get_by_role("button", name="Export → PD figure (HTML)").click, 240)
