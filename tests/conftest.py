@@ -114,13 +114,11 @@ def tab(context, width: int = 1400, height: int = 1000):
     return page
 
 
-# An app server shared by the browser tests of SERVERS xdist workers (with -n 2: one a worker): the first
-# worker that needs it starts it (under a file lock, in the run's shared temporary folder) and records its
-# address and pid; the others read the record; the controller stops them all when the run is over. Its
-# start-up warm-up (every first view, tour step and PD preset: ~20 CPU-s) and its server-wide caches then
-# serve its workers' tests.
+# One app server for the whole run, shared by every browser test on every xdist worker: the first worker
+# that needs it starts it (under a file lock, in the run's shared temporary folder) and records its address
+# and pid; the others read the record; the controller stops it when the run is over. Its start-up warm-up
+# (every first view, tour step and PD preset: ~20 CPU-s) and its server-wide caches then serve every test.
 SERVER_RECORD = "who-waits-app-server.json"
-SERVERS = 2
 
 
 @pytest.fixture(scope="session")
@@ -132,12 +130,9 @@ def server(tmp_path_factory, request):
             yield url
         return
     root = tmp_path_factory.getbasetemp().parent  # the controller's folder, shared by the workers
-    # one server per SERVERS workers: a server is one process, so one for all would put every browser
-    # test's page runs on one core (docs/performance.md, "Test suite")
-    name = f"{SERVER_RECORD}.{int(request.config.workerinput['workerid'][2:]) % SERVERS}"
-    with open(root / (name + ".lock"), "w") as lock:
+    with open(root / (SERVER_RECORD + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        record = root / name
+        record = root / SERVER_RECORD
         if not record.exists():
             proc, url = start_streamlit()
             record.write_text(json.dumps({"url": url, "pid": proc.pid}))
@@ -149,7 +144,8 @@ def pytest_sessionfinish(session):
     """The controller (or a run without xdist) stops the shared server once every worker is done."""
     if hasattr(session.config, "workerinput"):
         return
-    for record in session.config._tmp_path_factory.getbasetemp().glob(SERVER_RECORD + ".*[0-9]"):
+    record = session.config._tmp_path_factory.getbasetemp() / SERVER_RECORD
+    if record.exists():
         with contextlib.suppress(ProcessLookupError):
             os.kill(json.loads(record.read_text())["pid"], signal.SIGTERM)
         record.unlink()
