@@ -59,11 +59,6 @@ def notes_paragraphs(markdown: str) -> list[list[tuple[str, bool]]]:
     return out
 
 
-def plain_notes(markdown: str) -> str:
-    """The notes pane's text: a paragraph a line."""
-    return "\n".join("".join(text for text, _ in p) for p in notes_paragraphs(markdown))
-
-
 def tour_pptx(slides: list[Slide]) -> bytes:
     """The deck: a slide per step, in order."""
     deck = Presentation()
