@@ -103,13 +103,15 @@ def space_of(budget, texts: list[str], no_pd: bool, groups: tuple[str, ...] = ()
 
 
 def parse_axis(axis: str, text: str, where: str, groups: tuple[str, ...] = ()):
+    from engine_model.advise.space import first_value
+
     if axis == "first":  # a group of the mix outranks the others
         if text.lower() == "none":
             return None
         if text not in groups or " " in text:
             raise InputError(f"--space {where[:60]}", f"{text!r}: expected none or a group of the mix "
                                                       f"({', '.join(groups)})")
-        return f"{groups.index(text)}:{text}"
+        return first_value(groups.index(text), text)
     try:
         if axis == "speculative":
             from engine_model.advise.space import SPECULATIVE

@@ -12,7 +12,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from engine_model.advise.space import Budget, Candidate, Layout
+from engine_model.advise.space import Budget, Candidate, Layout, first_value
 from engine_model.config import Scenario
 from engine_model.core import RequestState
 from engine_model.errors import InputError
@@ -104,7 +104,7 @@ def first_of(values: dict) -> str | None:
     if not found:
         return None
     index = found[0].split(".")[2]
-    return f"{index}:{json.loads(values[f'workload.groups.{index}.name'])}"
+    return first_value(index, json.loads(values[f"workload.groups.{index}.name"]))
 
 
 def evaluate(scenario_json: str, budget: tuple, key: str) -> Outcome:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from engine_model.advise.evaluate import Outcome, candidate_of
 from engine_model.advise.runner import Progress, run_all
-from engine_model.advise.space import Budget, Candidate, Layout, Space, default_space
+from engine_model.advise.space import Budget, Candidate, Layout, Space, default_space, first_value
 from engine_model.advise.targets import WAITS, Target
 from engine_model.config import Scenario
 from engine_model.errors import InputError
@@ -162,7 +162,7 @@ def first_of(scenario: Scenario) -> str | None:
     top = max(ranked, default=None)
     if top is None or sum(1 for r in ranked if r[0] == top[0]) > 1 or " " in top[2]:
         return None
-    return f"{top[1]}:{top[2]}"
+    return first_value(top[1], top[2])
 
 
 # -- the search ---------------------------------------------------------------------------------------------

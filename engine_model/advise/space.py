@@ -31,6 +31,11 @@ SPECULATIVE = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM")  # what --spac
 FIRST = 20  # the priority the group put first is sent with (the others send none: the lowest there is)
 
 
+def first_value(index: int | str, name: str) -> str:
+    """`Candidate.first` for a group: "INDEX:NAME" (the index for `--set`, the name for words)."""
+    return f"{index}:{name}"
+
+
 @dataclass(frozen=True)
 class Budget:
     """N GPUs of one kind and the model they serve (presets: engine_model.hardware)."""
