@@ -246,7 +246,7 @@ def test_the_address_bar_follows_every_change(server, context):
         settle(page, timeout_s=120)
         assert "mixed" not in parse_qs(urlparse(page.url).query)  # step 3 puts mixed chunk back off
         unfold(page, ())  # the PD section, which opens hidden
-        page.wait_for_url(re.compile(r".*pd=1.*"), timeout=60_000)
+        page.wait_for_url(re.compile(r".*pd=1.*"), timeout=120_000)  # the PD runs come first
         pick(page, "Preset", "Upstream")
         page.wait_for_url(re.compile(r".*preset=upstream.*"), timeout=120_000)
         settle(page, timeout_s=180)
